@@ -1,1 +1,25 @@
-"""Stage 1: benchmark datasets."""
+"""Stage 1: benchmark datasets as typed records (LoCoMo, LongMemEval, BEAM).
+
+>>> from tiap.datasets import load
+>>> ds = load("locomo")                       # doctest: +SKIP
+>>> next(ds.queries_iter()).evidence          # doctest: +SKIP
+('conv-26:D1:3',)
+"""
+
+from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.files import DataFile, DataSource
+from tiap.datasets.records import (
+    Collection,
+    DatasetStats,
+    DerivedMemory,
+    EvidenceProblem,
+    Query,
+    Session,
+    Turn,
+)
+from tiap.datasets.registry import REGISTRY, dataset_ids, load
+
+__all__ = [
+    "Bundle", "Collection", "DataFile", "DataSource", "Dataset", "DatasetStats", "DerivedMemory",
+    "EvidenceProblem", "Query", "REGISTRY", "Session", "Turn", "dataset_ids", "load",
+]

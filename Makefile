@@ -1,0 +1,34 @@
+# The README's two commands: `make demo` (set up + run the main job) and `make test`
+# (set up with the test extras + run the whole test suite). Both create .venv if needed.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: demo test test-fast bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test]'
+	@touch $@ $(VENV)/.installed-base
+
+## demo: the main job on the real data (today: the statistics of every dataset)
+demo: $(VENV)/.installed-base
+	$(BIN)/tiap datasets stats
+
+## test: the whole test suite, slow full-dataset tests included
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n 2 -q
+
+## test-fast: everything but the slow full-dataset tests
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) .pytest_cache

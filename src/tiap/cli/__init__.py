@@ -1,0 +1,1 @@
+"""The ``tiap`` command: one subcommand per stage, each a thin wrapper over the Python API."""

@@ -1,0 +1,59 @@
+"""Shared CLI helpers: consoles, progress bars, error printing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+T = TypeVar("T")
+
+DataOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Folder holding the benchmark files (default: $TIAP_DATA, else ../shared/data).",
+        show_default=False,
+    ),
+]
+
+
+def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+    """Iterate with a progress bar on stderr (hidden when stderr is not a terminal)."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=total)
+        for item in items:
+            yield item
+            progress.advance(task)
+
+NoVerifyOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Read local data files without checking their pinned sha256 (for data you changed).",
+    ),
+]

@@ -1,0 +1,107 @@
+"""``tiap datasets``: list, inspect and export the benchmark datasets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from tiap.cli.common import DataOption, NoVerifyOption, console, err_console, track
+from tiap.datasets import DataSource, dataset_ids, load
+from tiap.datasets.records import DatasetStats
+
+app = typer.Typer(help="List, inspect and export benchmark datasets.", no_args_is_help=True)
+
+MAX_PROBLEMS_SHOWN = 25
+
+
+@app.command("list")
+def list_cmd(data: DataOption = None) -> None:
+    """List the registered datasets and whether their files are present."""
+    source = DataSource(data)
+    table = Table(title=f"TIAP datasets (data: {source.describe()})")
+    table.add_column("id")
+    table.add_column("description")
+    table.add_column("files here", justify="right")
+    for did in dataset_ids():
+        ds = load(did, source=source)
+        paths = ds.file_paths()
+        here = sum(source.has(ds.folder, p) for p in paths)
+        table.add_row(did, ds.description, f"{here}/{len(paths)}")
+    console.print(table)
+
+
+@app.command("stats")
+def stats_cmd(
+    dataset: Annotated[
+        str | None, typer.Argument(help="Dataset id (see `tiap datasets list`); all when omitted.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per dataset.")] = False,
+    data: DataOption = None,
+    no_verify: NoVerifyOption = False,
+) -> None:
+    """Counts per dataset and per category, and every evidence problem found."""
+    source = DataSource(data, verify=not no_verify)
+    for did in [dataset] if dataset else dataset_ids():
+        ds = load(did, source=source)
+        ds.verify()
+        stats = ds.stats(track(ds.bundles(), f"reading {did}", ds.expected_collections()))
+        if as_json:
+            print(json.dumps(stats.to_json(), ensure_ascii=False))
+        else:
+            _print_stats(stats)
+
+
+def _print_stats(s: DatasetStats) -> None:
+    t = Table(title=f"{s.dataset_id}", show_header=False, title_justify="left")
+    for k, v in (
+        ("collections", s.collections), ("sessions", s.sessions), ("turns", s.turns),
+        ("queries", s.queries), ("queries with evidence", s.queries_with_evidence),
+        ("abstention queries", s.abstention_queries), ("derived memories", s.derived_memories),
+        ("evidence problems", len(s.evidence_problems)),
+    ):
+        t.add_row(k, f"{v:,}")
+    console.print(t)
+    c = Table(title=f"{s.dataset_id}: per category", title_justify="left")
+    for col in ("category", "queries", "with evidence", "abstention"):
+        c.add_column(col, justify="left" if col == "category" else "right")
+    for cat, v in s.per_category.items():
+        c.add_row(cat, f"{v['queries']:,}", f"{v['with_evidence']:,}", f"{v['abstention']:,}")
+    console.print(c)
+    if s.evidence_problems:
+        p = Table(title=f"{s.dataset_id}: evidence problems", title_justify="left")
+        for col in ("query", "evidence as given", "problem", "detail"):
+            p.add_column(col)
+        for e in s.evidence_problems[:MAX_PROBLEMS_SHOWN]:
+            p.add_row(e.query_id, e.evidence, e.problem, e.detail)
+        console.print(p)
+        if len(s.evidence_problems) > MAX_PROBLEMS_SHOWN:
+            console.print(f"... and {len(s.evidence_problems) - MAX_PROBLEMS_SHOWN} more "
+                          f"(all of them: tiap datasets stats {s.dataset_id} --json)")
+    for n in s.notes[:10]:
+        console.print(f"[yellow]note[/]: {n}")
+    if len(s.notes) > 10:
+        console.print(f"... and {len(s.notes) - 10} more notes (--json lists them all)")
+    console.print()
+
+
+@app.command("export")
+def export_cmd(
+    dataset: Annotated[str, typer.Argument(help="Dataset id (see `tiap datasets list`).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    data: DataOption = None,
+    no_verify: NoVerifyOption = False,
+) -> None:
+    """Write turns.jsonl, queries.jsonl, memories.jsonl, problems.jsonl and a manifest."""
+    from tiap.datasets.export import export_dataset
+
+    ds = load(dataset, source=DataSource(data, verify=not no_verify))
+    ds.verify()
+    counts = export_dataset(ds, out)
+    err_console.print(
+        f"wrote {out}: {counts['turns']:,} turns, {counts['queries']:,} queries, "
+        f"{counts['memories']:,} derived memories, {counts['problems']:,} evidence problems"
+    )

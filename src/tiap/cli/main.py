@@ -1,0 +1,65 @@
+"""Entry point of the ``tiap`` command."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from tiap import __version__
+from tiap.cli import datasets
+from tiap.cli.common import err_console
+from tiap.errors import TiapError
+
+app = typer.Typer(
+    name="tiap",
+    help="TIAP: audit what conversational-memory benchmarks credit "
+    "(Raw, Source and Canonical targets on fixed ranked traces).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(datasets.app, name="datasets")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"tiap {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """TIAP command line."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; input errors print one line per problem and exit with status 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except TiapError as exc:
+        for p in exc.problems:
+            err_console.print(f"[bold red]error[/]: {p}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]")
+        return 130
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        return 1
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

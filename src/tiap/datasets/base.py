@@ -1,0 +1,156 @@
+"""The shape every dataset loader shares.
+
+A loader streams its data as *bundles*, one per collection (a LoCoMo conversation, a
+LongMemEval question's haystack, a BEAM chat), so that a large dataset is never held in
+memory at once. The ``*_iter`` methods and :meth:`Dataset.stats` are built on that one pass.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.files import DataSource
+from tiap.datasets.records import (
+    Collection,
+    DatasetStats,
+    DerivedMemory,
+    EvidenceProblem,
+    Query,
+    Session,
+    Turn,
+)
+from tiap.errors import TiapError
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """Everything about one collection."""
+
+    collection: Collection
+    sessions: tuple[Session, ...]
+    turns: tuple[Turn, ...]
+    queries: tuple[Query, ...]
+    memories: tuple[DerivedMemory, ...] = ()
+    problems: tuple[EvidenceProblem, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+class Dataset(ABC):
+    """A registered benchmark dataset (see :mod:`tiap.datasets.registry`)."""
+
+    dataset_id: str = ""
+    description: str = ""
+    folder: str = ""
+
+    def __init__(self, source: DataSource | None = None) -> None:
+        self.source = source if source is not None else DataSource()
+
+    # -- what subclasses implement ---------------------------------------------------
+    @abstractmethod
+    def file_paths(self) -> list[str]:
+        """Stored paths (inside :attr:`folder`) of the files this dataset reads."""
+
+    @abstractmethod
+    def bundles(self) -> Iterator[Bundle]:
+        """One bundle per collection, in file order."""
+
+    def dataset_notes(self) -> tuple[str, ...]:
+        """Notes about the dataset as a whole (e.g. missing chats)."""
+        return ()
+
+    # -- shared API ---------------------------------------------------------------------
+    def path(self, stored_path: str) -> Path:
+        return self.source.path(self.folder, stored_path)
+
+    def verify(self) -> list[Path]:
+        """Check every file of the dataset against its pinned checksum."""
+        return [self.path(p) for p in self.file_paths()]
+
+    def collections_iter(self) -> Iterator[Collection]:
+        for b in self.bundles():
+            yield b.collection
+
+    def sessions_iter(self) -> Iterator[Session]:
+        for b in self.bundles():
+            yield from b.sessions
+
+    def turns_iter(self) -> Iterator[Turn]:
+        for b in self.bundles():
+            yield from b.turns
+
+    def queries_iter(self) -> Iterator[Query]:
+        for b in self.bundles():
+            yield from b.queries
+
+    def memories_iter(self) -> Iterator[DerivedMemory]:
+        for b in self.bundles():
+            yield from b.memories
+
+    def problems(self) -> list[EvidenceProblem]:
+        return [p for b in self.bundles() for p in b.problems]
+
+    def expected_collections(self) -> int | None:
+        """How many bundles :meth:`bundles` will yield, when known cheaply (for progress bars)."""
+        return None
+
+    def stats(self, bundles: Iterable[Bundle] | None = None) -> DatasetStats:
+        """Counts, per-category counts, evidence problems and notes, in one streaming pass.
+
+        ``bundles`` lets a caller wrap :meth:`bundles` (for example in a progress bar).
+        """
+        n_coll = n_sess = n_turns = n_q = n_ev = n_abs = n_mem = 0
+        per_cat: dict[str, Counter[str]] = {}
+        problems: list[EvidenceProblem] = []
+        notes: list[str] = list(self.dataset_notes())
+        for b in self.bundles() if bundles is None else bundles:
+            n_coll += 1
+            n_sess += len(b.sessions)
+            n_turns += len(b.turns)
+            n_mem += len(b.memories)
+            problems.extend(b.problems)
+            notes.extend(b.notes)
+            for q in b.queries:
+                n_q += 1
+                c = per_cat.setdefault(q.category, Counter())
+                c["queries"] += 1
+                if q.evidence:
+                    n_ev += 1
+                    c["with_evidence"] += 1
+                if q.abstention:
+                    n_abs += 1
+                    c["abstention"] += 1
+        return DatasetStats(
+            dataset_id=self.dataset_id,
+            collections=n_coll,
+            sessions=n_sess,
+            turns=n_turns,
+            queries=n_q,
+            queries_with_evidence=n_ev,
+            abstention_queries=n_abs,
+            derived_memories=n_mem,
+            per_category={
+                k: {"queries": v["queries"], "with_evidence": v["with_evidence"],
+                    "abstention": v["abstention"]}
+                for k, v in sorted(per_cat.items())
+            },
+            evidence_problems=tuple(problems),
+            notes=tuple(notes),
+        )
+
+
+def expect(cond: bool, message: str, *, file: Path | str, record: str | None = None) -> None:
+    """Raise a :class:`TiapError` naming the file and record unless ``cond`` holds."""
+    if not cond:
+        raise TiapError(f"malformed record: {message}", file=file, record=record)
+
+
+def as_text(value: Any) -> str | None:
+    """Answers may be numbers in the source files; keep them as text."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
