@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -141,7 +142,7 @@ class LoCoMo(Dataset):
             evidence = list(dict.fromkeys(evidence))
             if not evidence:
                 problems.append(EvidenceProblem(
-                    qid, "; ".join(map(str, given)), "no_evidence",
+                    qid, json.dumps(given), "no_evidence",
                     "no usable evidence id: the query has no target"))
             cat = q.get("category")
             extra: list[tuple[str, Any]] = [("category_id", cat)]
