@@ -1,0 +1,1070 @@
+"""Ranked runs: records, a content-sniffing reader and atomic writers (ARCHITECTURE.md, "runs").
+
+A *run* is one system's saved ranked output: per query, an ordered list of stored item ids,
+optionally with scores. Three interchange formats are read, recognised by their content
+(never by the file name), plain or gzip-compressed:
+
+``trec``
+    ``qid Q0 docid rank score tag``, whitespace separated. The **rank column is
+    authoritative**: items are ordered by it, and ranks must run ``1..n`` per query with no
+    ties. The tag names the system; scores are kept.
+``jsonl``
+    JSONL rankings, one query per line:
+    ``{"query_id": ..., "system": ..., "ranking": [...], "scores": [...]}``. The list order
+    is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
+    ``system`` (and an optional ``benchmark``) may be omitted.
+``rows-csv`` / ``rows-tsv`` / ``rows-jsonl``
+    The paper package's ranked-trace rows, one retrieved item a row, with the columns
+    ``benchmark, system, query_id, retrieved_id, rank, score``: a CSV or TSV file with that
+    header, or JSONL objects with those keys. ``query_id``, ``retrieved_id`` and ``rank`` are
+    required; ``benchmark``, ``system`` and ``score`` may be absent. Ordered by ``rank``,
+    as for TREC.
+
+Everything TIAP scores follows the rank order given, so the readers never re-sort by score.
+trec_eval does the opposite: it ignores the rank column and sorts by score, breaking ties by
+docno (IR_EVAL_NOTES.md section 3). Two consequences:
+
+- a ranking whose scores do not strictly decrease along the ranks is read as given, and
+  counted in a ``score_order`` :class:`RunWarning`, because trec_eval would order it
+  differently;
+- :func:`write_trec_run` replaces the scores by ``depth - rank + 1`` (``depth`` being the
+  longest ranking written), which strictly decrease, so trec_eval, pytrec_eval, ranx and
+  ir_measures all see exactly TIAP's order.
+
+Bad input raises :class:`~tiap.errors.TiapError` carrying one
+:class:`~tiap.errors.Problem` per problem found (file, line, query), collected over the
+whole file. Non-fatal findings are returned as data, as :class:`RunWarning` values on each
+:class:`Run`; nothing here prints or logs.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import chain, pairwise
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from tiap.errors import Problem, TiapError
+from tiap.io import atomic_write, open_text
+
+__all__ = [
+    "FORMAT_JSONL",
+    "FORMAT_ROWS_CSV",
+    "FORMAT_ROWS_JSONL",
+    "FORMAT_ROWS_TSV",
+    "FORMAT_TREC",
+    "RUN_FORMATS",
+    "Dedup",
+    "Ranking",
+    "Run",
+    "RunWarning",
+    "detect_run_format",
+    "read_run",
+    "write_jsonl_run",
+    "write_trec_run",
+]
+
+FORMAT_TREC = "trec"
+FORMAT_JSONL = "jsonl"
+FORMAT_ROWS_CSV = "rows-csv"
+FORMAT_ROWS_TSV = "rows-tsv"
+FORMAT_ROWS_JSONL = "rows-jsonl"
+RUN_FORMATS: tuple[str, ...] = (
+    FORMAT_TREC,
+    FORMAT_JSONL,
+    FORMAT_ROWS_CSV,
+    FORMAT_ROWS_TSV,
+    FORMAT_ROWS_JSONL,
+)
+
+Dedup = Literal["error", "first"]
+
+#: At most this many problems are listed in one error (the rest are counted).
+MAX_PROBLEMS = 50
+#: At most this many located examples are kept in one :class:`RunWarning`.
+MAX_EXAMPLES = 5
+
+ROW_COLUMNS: tuple[str, ...] = ("benchmark", "system", "query_id", "retrieved_id", "rank", "score")
+_ROW_REQUIRED = frozenset({"query_id", "retrieved_id", "rank"})
+_TREC_LAYOUT = "qid Q0 docid rank score tag"
+_EXPECTED = (
+    f"a TREC run ('{_TREC_LAYOUT}'), JSONL rankings (one "
+    '{"query_id", "system", "ranking": [...], "scores": [...]} object a line) or ranked-trace '
+    "rows (a CSV/TSV header, or JSONL keys, " + ", ".join(ROW_COLUMNS) + ")"
+)
+_INT = re.compile(r"[+-]?[0-9]+")
+_WHITESPACE = re.compile(r"\s")
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One system's ranked list for one query.
+
+    ``item_ids[i]`` is at rank ``i + 1``; the order is authoritative. ``scores`` is ``None``
+    or holds one finite score per item (kept as read; they need not decrease).
+
+    Invariants, checked on construction (a :class:`ValueError` is a programming error;
+    the readers report bad input as :class:`~tiap.errors.TiapError` first): ids are
+    non-empty strings, no id occurs twice, and scores are finite and as many as the ids.
+    Lists are accepted and stored as tuples.
+    """
+
+    query_id: str
+    system: str
+    item_ids: tuple[str, ...]
+    scores: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        ids = tuple(self.item_ids)
+        object.__setattr__(self, "item_ids", ids)
+        if not isinstance(self.query_id, str) or not self.query_id:
+            raise ValueError(f"query_id must be a non-empty string, got {self.query_id!r}")
+        if not isinstance(self.system, str):
+            raise ValueError(f"system must be a string, got {self.system!r}")
+        try:
+            "".join(ids)  # a TypeError names no position, so find the culprit below
+            bad_id = "" in ids
+        except TypeError:
+            bad_id = True
+        if bad_id:
+            culprit = next(i for i in ids if not isinstance(i, str) or not i)
+            raise ValueError(
+                f"query {self.query_id}: item ids must be non-empty strings, got {culprit!r}"
+            )
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            for item in ids:
+                if item in seen:
+                    raise ValueError(f"query {self.query_id}: item {item!r} occurs more than once")
+                seen.add(item)
+        if self.scores is not None:
+            scores = tuple(map(float, self.scores))
+            if len(scores) != len(ids):
+                raise ValueError(
+                    f"query {self.query_id}: {len(scores)} scores for {len(ids)} items"
+                )
+            if not all(map(math.isfinite, scores)):
+                raise ValueError(f"query {self.query_id}: scores must be finite")
+            object.__setattr__(self, "scores", scores)
+
+    @property
+    def depth(self) -> int:
+        """The number of ranked items."""
+        return len(self.item_ids)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """A counted, non-fatal finding made while reading a run.
+
+    ``code`` is stable (``"duplicate_dropped"``, ``"score_order"``); ``count`` is the number
+    of occurrences, ``queries`` the number of queries they touch, and ``examples`` the first
+    few occurrences with their file, line and query.
+    """
+
+    code: str
+    message: str
+    count: int
+    queries: int
+    examples: tuple[Problem, ...] = ()
+
+    def __str__(self) -> str:
+        text = f"{self.message} ({self.count} in {self.queries} queries)"
+        if self.examples:
+            text += "; first: " + str(self.examples[0])
+        return text
+
+
+@dataclass(frozen=True)
+class Run:
+    """One system's rankings, in the order they were read (first appearance of each query).
+
+    ``source`` and ``format`` say where the run came from (``None`` for runs built in code);
+    ``benchmark`` is set when the file names one (ranked-trace rows, JSONL rankings);
+    ``warnings`` holds what the reader counted but did not reject. Query ids are unique
+    within a run and every ranking carries the run's ``system``.
+    """
+
+    system: str
+    rankings: tuple[Ranking, ...]
+    source: Path | None = None
+    format: str | None = None
+    benchmark: str | None = None
+    warnings: tuple[RunWarning, ...] = ()
+    _index: dict[str, Ranking] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rankings = tuple(self.rankings)
+        object.__setattr__(self, "rankings", rankings)
+        object.__setattr__(self, "warnings", tuple(self.warnings))
+        if self.source is not None:
+            object.__setattr__(self, "source", Path(self.source))
+        index: dict[str, Ranking] = {}
+        for r in rankings:
+            if r.system != self.system:
+                raise ValueError(
+                    f"ranking of query {r.query_id} belongs to system {r.system!r}, "
+                    f"not {self.system!r}"
+                )
+            if r.query_id in index:
+                raise ValueError(f"query {r.query_id} has more than one ranking in the run")
+            index[r.query_id] = r
+        object.__setattr__(self, "_index", index)
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        """The query ids, in the run's order."""
+        return tuple(self._index)
+
+    def ranking(self, query_id: str) -> Ranking:
+        """The ranking of one query (:class:`KeyError` if the run has none)."""
+        return self._index[query_id]
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._index
+
+
+# --------------------------------------------------------------------------------------------
+# Collecting problems and warnings
+# --------------------------------------------------------------------------------------------
+
+
+class _Problems:
+    """Collects located problems and raises them together, listing at most MAX_PROBLEMS."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = str(file)
+        self.items: list[Problem] = []
+        self.total = 0
+
+    def add(self, message: str, line: int | None = None, query_id: str | None = None) -> None:
+        self.total += 1
+        if len(self.items) < MAX_PROBLEMS:
+            self.items.append(Problem(message, file=self.file, line=line, query_id=query_id))
+
+    def raise_if_any(self) -> None:
+        if not self.total:
+            return
+        problems = list(self.items)
+        if self.total > len(problems):
+            problems.append(
+                Problem(f"... and {self.total - len(problems)} more problems", file=self.file)
+            )
+        raise TiapError(problems=problems)
+
+
+_WARNING_TEXT = {
+    "duplicate_dropped": (
+        "duplicate items dropped (dedup='first' kept each item's first occurrence in rank order)"
+    ),
+    "score_order": (
+        "scores do not strictly decrease along the given ranks; TIAP keeps the rank order, "
+        "but trec_eval would re-sort by score (ties by docno) and score differently"
+    ),
+}
+
+
+class _Warnings:
+    """Counts warnings per code, keeping the first few located examples."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.queries: dict[str, set[str]] = {}
+        self.examples: dict[str, list[Problem]] = {}
+
+    def add(self, code: str, example: Problem) -> None:
+        self.counts[code] = self.counts.get(code, 0) + 1
+        self.queries.setdefault(code, set()).add(example.query_id or "")
+        ex = self.examples.setdefault(code, [])
+        if len(ex) < MAX_EXAMPLES:
+            ex.append(example)
+
+    def freeze(self) -> tuple[RunWarning, ...]:
+        return tuple(
+            RunWarning(
+                code=code,
+                message=_WARNING_TEXT[code],
+                count=n,
+                queries=len(self.queries[code]),
+                examples=tuple(self.examples[code]),
+            )
+            for code, n in self.counts.items()
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+_Key = tuple[str | None, str, str]  # (benchmark, system, query_id)
+
+
+@dataclass
+class _RowGroup:
+    """The rows read for one (benchmark, system, query) of a rank-column format, column-wise."""
+
+    line: int  # the first row's line
+    items: list[str]
+    scores: list[float | None]
+    ranks: list[int]
+    lines: list[int]
+
+
+@dataclass
+class _ListGroup:
+    """One JSONL ranking: the list order is the rank order; all of it is on ``line``."""
+
+    line: int
+    items: list[str]
+    scores: list[float] | None
+
+
+_Group = _RowGroup | _ListGroup
+
+
+def _numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)``; undecodable bytes become a located TiapError."""
+    it = iter(fh)
+    lineno = 0
+    while True:
+        try:
+            line = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            # Text is decoded in blocks, so only "after the last good line" is certain.
+            raise TiapError(
+                f"not UTF-8 text after line {lineno} ({exc.reason}); is this a run file?",
+                file=path,
+            ) from exc
+        lineno += 1
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        yield lineno, line
+
+
+def _first_line(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
+    for lineno, line in lines:
+        if line.strip():
+            return lineno, line
+    return None
+
+
+def _parse_int(text: str) -> int | None:
+    """An ASCII integer (optional sign); no spaces, underscores or other digits."""
+    if text.isascii() and text.isdigit():  # the common case, without the regex
+        return int(text)
+    text = text.strip()
+    return int(text) if _INT.fullmatch(text) else None
+
+
+def _parse_float(text: str) -> float | None:
+    text = text.strip()
+    if not text or "_" in text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _preview(line: str, limit: int = 120) -> str:
+    line = line.rstrip("\r\n")
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _header_delimiter(line: str) -> str | None:
+    """The delimiter of a ranked-trace rows header line, or None if it is not one."""
+    delimiter = "\t" if "\t" in line else ","
+    cols = next(csv.reader([line.strip("\r\n")], delimiter=delimiter), [])
+    names = {c.strip().lower() for c in cols}
+    return delimiter if _ROW_REQUIRED.issubset(names) else None
+
+
+def _detect(path: Path, lineno: int, line: str) -> str:
+    """Recognise a run format from its first non-blank line."""
+    text = line.strip()
+    unknown = f"unrecognised run format: expected {_EXPECTED}; first line: {_preview(text)!r}"
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TiapError(
+                f"{unknown} (not one JSON object on the line: {exc.msg})", file=path, line=lineno
+            ) from exc
+        keys = set(obj) if isinstance(obj, dict) else set()
+        if "ranking" in keys:
+            return FORMAT_JSONL
+        if _ROW_REQUIRED.issubset(keys):
+            return FORMAT_ROWS_JSONL
+        if keys & {"returned_ids_full", "returned_ids_topk", "ranked_preview"}:
+            raise TiapError(
+                f"{unknown} (this looks like an MTEL-Mem trace; read it with the MTEL-Mem "
+                "trace reader in tiap.traces.mtel)",
+                file=path,
+                line=lineno,
+            )
+        raise TiapError(unknown, file=path, line=lineno)
+    delimiter = _header_delimiter(text)
+    if delimiter is not None:
+        return FORMAT_ROWS_TSV if delimiter == "\t" else FORMAT_ROWS_CSV
+    toks = text.split()
+    looks_trec = len(toks) >= 2 and toks[1].upper() == "Q0"
+    if looks_trec or (
+        len(toks) == 6 and _parse_int(toks[3]) is not None and _parse_float(toks[4]) is not None
+    ):
+        return FORMAT_TREC
+    raise TiapError(unknown, file=path, line=lineno)
+
+
+def detect_run_format(path: str | Path) -> str:
+    """The format of a run file (one of :data:`RUN_FORMATS`), recognised from its content.
+
+    Raises :class:`~tiap.errors.TiapError` for an empty file or an unknown format, naming
+    the file and quoting its first line.
+    """
+    path = Path(path)
+    with open_text(path) as fh:
+        first = _first_line(_numbered_lines(fh, path))
+    if first is None:
+        raise TiapError("empty run file: it holds no rankings", file=path)
+    return _detect(path, *first)
+
+
+def _add_row(
+    groups: dict[_Key, _Group], key: _Key, item: str, score: float | None, rank: int, line: int
+) -> None:
+    group = groups.get(key)
+    if isinstance(group, _RowGroup):
+        group.items.append(item)
+        group.scores.append(score)
+        group.ranks.append(rank)
+        group.lines.append(line)
+    else:
+        groups[key] = _RowGroup(line, [item], [score], [rank], [line])
+
+
+def _parse_trec(
+    lines: Iterable[tuple[int, str]], path: Path, probs: _Problems
+) -> dict[_Key, _Group]:
+    groups: dict[_Key, _Group] = {}
+    for lineno, line in lines:
+        toks = line.split()
+        if not toks:
+            continue
+        if len(toks) != 6:
+            probs.add(
+                f"expected 6 whitespace-separated columns ({_TREC_LAYOUT}), found {len(toks)}",
+                lineno,
+                toks[0],
+            )
+            continue
+        qid, _q0, item, rank_text, score_text, tag = toks
+        rank = _parse_int(rank_text)
+        score = _parse_float(score_text)
+        bad = False
+        if rank is None:
+            probs.add(f"rank {rank_text!r} is not an integer", lineno, qid)
+            bad = True
+        if score is None:
+            probs.add(f"score {score_text!r} is not a number", lineno, qid)
+            bad = True
+        elif not math.isfinite(score):
+            probs.add(f"score {score_text!r} is not finite", lineno, qid)
+            bad = True
+        if bad or rank is None or score is None:
+            continue
+        _add_row(groups, (None, tag, qid), item, score, rank, lineno)
+    return groups
+
+
+def _id_value(value: Any) -> str | None:
+    """A JSON id as a string (strings and integers only), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value:
+        return value
+    return None
+
+
+def _score_value(value: Any) -> float | None:
+    """A JSON score as a float (numbers only, booleans rejected), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _name_value(value: Any) -> str | None:
+    """An optional name field (system, benchmark): None when absent or blank."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _json_lines(
+    lines: Iterable[tuple[int, str]], probs: _Problems
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            probs.add(f"invalid JSON ({exc.msg} at column {exc.colno})", lineno)
+            continue
+        if not isinstance(obj, dict):
+            probs.add("expected a JSON object", lineno)
+            continue
+        yield lineno, obj
+
+
+def _parse_jsonl_rankings(
+    lines: Iterable[tuple[int, str]], probs: _Problems, default_system: str
+) -> dict[_Key, _Group]:
+    groups: dict[_Key, _Group] = {}
+    for lineno, obj in _json_lines(lines, probs):
+        qid = _id_value(obj.get("query_id"))
+        if qid is None:
+            probs.add("'query_id' is missing or not a string/integer", lineno)
+            continue
+        system = _name_value(obj.get("system")) or default_system
+        benchmark = _name_value(obj.get("benchmark"))
+        ranking = obj.get("ranking")
+        if not isinstance(ranking, list):
+            probs.add("'ranking' must be a list of item ids", lineno, qid)
+            continue
+        items = [_id_value(v) for v in ranking]
+        bad_pos = [i + 1 for i, v in enumerate(items) if v is None]
+        if bad_pos:
+            probs.add(
+                f"'ranking' holds {len(bad_pos)} values that are not item ids (non-empty "
+                f"strings or integers), first at position {bad_pos[0]}",
+                lineno,
+                qid,
+            )
+            continue
+        raw_scores = obj.get("scores")
+        scores: list[float] | None = None
+        if raw_scores is None:
+            pass
+        elif not isinstance(raw_scores, list):
+            probs.add("'scores' must be a list of numbers", lineno, qid)
+            continue
+        elif len(raw_scores) != len(items):
+            probs.add(
+                f"'scores' has {len(raw_scores)} values but 'ranking' has {len(items)}",
+                lineno,
+                qid,
+            )
+            continue
+        else:
+            values = [_score_value(v) for v in raw_scores]
+            bad = [i + 1 for i, v in enumerate(values) if v is None]
+            if bad:
+                probs.add(f"'scores' value at position {bad[0]} is not a number", lineno, qid)
+                continue
+            scores = [v for v in values if v is not None]
+            nonfinite = [i + 1 for i, v in enumerate(scores) if not math.isfinite(v)]
+            if nonfinite:
+                probs.add(
+                    f"'scores' holds {len(nonfinite)} values that are not finite (NaN or "
+                    f"infinite), first at position {nonfinite[0]}",
+                    lineno,
+                    qid,
+                )
+                continue
+        key = (benchmark, system, qid)
+        if key in groups:
+            probs.add(
+                f"a second ranking for this query (system {system!r}; first on line "
+                f"{groups[key].line})",
+                lineno,
+                qid,
+            )
+            continue
+        groups[key] = _ListGroup(lineno, [v for v in items if v is not None], scores)
+    return groups
+
+
+def _row_fields(
+    get: dict[str, Any],
+    lineno: int,
+    probs: _Problems,
+    default_system: str,
+    from_json: bool,
+) -> tuple[_Key, str, float | None, int, int] | None:
+    """Validate one ranked-trace row given as a column -> value mapping."""
+    qid = _id_value(get.get("query_id")) if from_json else (get.get("query_id") or "").strip()
+    if not qid:
+        probs.add("'query_id' is missing or empty", lineno)
+        return None
+    raw_item = get.get("retrieved_id")
+    item = _id_value(raw_item) if from_json else (raw_item or "").strip()
+    if not item:
+        probs.add("'retrieved_id' is missing or empty", lineno, qid)
+        return None
+    raw_rank = get.get("rank")
+    rank: int | None
+    if from_json:
+        if isinstance(raw_rank, bool):
+            rank = None
+        elif isinstance(raw_rank, int):
+            rank = raw_rank
+        elif isinstance(raw_rank, float) and raw_rank.is_integer():
+            rank = int(raw_rank)
+        else:
+            rank = None
+    else:
+        rank = _parse_int(raw_rank or "")
+    raw_score = get.get("score")
+    score: float | None = None
+    bad = False
+    if rank is None:
+        probs.add(f"rank {raw_rank!r} is not an integer", lineno, qid)
+        bad = True
+    if raw_score is not None and not (isinstance(raw_score, str) and not raw_score.strip()):
+        score = _score_value(raw_score) if from_json else _parse_float(raw_score)
+        if score is None:
+            probs.add(f"score {raw_score!r} is not a number", lineno, qid)
+            bad = True
+        elif not math.isfinite(score):
+            probs.add(f"score {raw_score!r} is not finite", lineno, qid)
+            bad = True
+    if bad or rank is None:
+        return None
+    system = _name_value(get.get("system")) or default_system
+    benchmark = _name_value(get.get("benchmark"))
+    return (benchmark, system, qid), item, score, rank, lineno
+
+
+def _parse_rows_csv(
+    lines: Iterable[tuple[int, str]],
+    header_line: int,
+    delimiter: str,
+    probs: _Problems,
+    default_system: str,
+) -> dict[_Key, _Group]:
+    groups: dict[_Key, _Group] = {}
+    physical = (line for _, line in lines)
+    reader = csv.reader(physical, delimiter=delimiter)
+    offset = header_line - 1
+    header = [c.strip().lower() for c in next(reader)]
+    dup_cols = sorted({c for c in header if c and header.count(c) > 1})
+    if dup_cols:
+        probs.add(f"the header repeats the columns {dup_cols}", header_line)
+        return groups
+    qid_col = header.index("query_id")
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise TiapError(
+                f"malformed CSV/TSV ({exc})", file=probs.file, line=reader.line_num + offset
+            ) from exc
+        lineno = reader.line_num + offset
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            qid = row[qid_col].strip() if len(row) > qid_col else ""
+            probs.add(
+                f"expected {len(header)} columns as in the header, found {len(row)}",
+                lineno,
+                qid or None,
+            )
+            continue
+        fields = dict(zip(header, row, strict=True))
+        parsed = _row_fields(fields, lineno, probs, default_system, False)
+        if parsed is not None:
+            _add_row(groups, *parsed)
+    return groups
+
+
+def _parse_rows_jsonl(
+    lines: Iterable[tuple[int, str]], probs: _Problems, default_system: str
+) -> dict[_Key, _Group]:
+    groups: dict[_Key, _Group] = {}
+    for lineno, obj in _json_lines(lines, probs):
+        parsed = _row_fields(obj, lineno, probs, default_system, True)
+        if parsed is not None:
+            _add_row(groups, *parsed)
+    return groups
+
+
+def _rank_order(group: _RowGroup, qid: str, system: str, probs: _Problems) -> list[int] | None:
+    """Row indexes in rank order; ranks must be 1..n without ties (problems otherwise)."""
+    ranks, n = group.ranks, len(group.ranks)
+    order = sorted(range(n), key=ranks.__getitem__)
+    ok = True
+    for a, b in pairwise(order):
+        if ranks[a] == ranks[b]:
+            probs.add(
+                f"rank {ranks[b]} is given twice ({group.items[a]!r} on line {group.lines[a]} "
+                f"and {group.items[b]!r}); ties in rank are not allowed (system {system!r})",
+                group.lines[b],
+                qid,
+            )
+            ok = False
+    if not ok:
+        return None
+    for pos, i in enumerate(order):
+        if ranks[i] != pos + 1:
+            if pos == 0:
+                found = f"the lowest rank is {ranks[i]}"
+            else:
+                found = (
+                    f"rank {pos + 1} is missing "
+                    f"(ranks jump from {ranks[order[pos - 1]]} to {ranks[i]})"
+                )
+            probs.add(
+                f"ranks must run 1..{n} for the {n} items of this query; {found} "
+                f"(system {system!r})",
+                group.lines[i],
+                qid,
+            )
+            return None
+    return order
+
+
+def _finish(
+    key: _Key,
+    group: _Group,
+    dedup: Dedup,
+    path: Path,
+    probs: _Problems,
+    warns: _Warnings,
+) -> Ranking | None:
+    """Validate one query's rows or list and build its Ranking (None if it has problems).
+
+    After ordering, the item at index ``i`` has rank ``i + 1`` (rank formats were checked to
+    run 1..n), so duplicates and warnings are described by that rank or list position.
+    """
+    _benchmark, system, qid = key
+    items: list[str]
+    scores: list[float] | None
+    lines: list[int]
+    if isinstance(group, _RowGroup):
+        unit = "rank"
+        order = _rank_order(group, qid, system, probs)
+        if order is None:
+            return None
+        items = [group.items[i] for i in order]
+        lines = [group.lines[i] for i in order]
+        row_scores = [group.scores[i] for i in order]
+        n_missing = row_scores.count(None)
+        if 0 < n_missing < len(row_scores):
+            at = row_scores.index(None)
+            probs.add(
+                f"some rows of this query have a score and others do not (first without: "
+                f"{items[at]!r}) (system {system!r})",
+                lines[at],
+                qid,
+            )
+            return None
+        scores = None if n_missing else [v for v in row_scores if v is not None]
+    else:
+        unit = "position"
+        items, scores, lines = group.items, group.scores, [group.line] * len(group.items)
+    if len(set(items)) != len(items):
+        first: dict[str, int] = {}
+        keep: list[int] = []
+        ok = True
+        for i, item in enumerate(items):
+            j = first.get(item)
+            if j is None:
+                first[item] = i
+                keep.append(i)
+                continue
+            if dedup == "error":
+                where = f"{unit}s {j + 1} and {i + 1}"
+                if lines[j] != lines[i]:
+                    where += f"; first on line {lines[j]}"
+                probs.add(
+                    f"item {item!r} appears more than once in the ranking ({where}) "
+                    f"(system {system!r}); pass dedup='first' to keep its first occurrence",
+                    lines[i],
+                    qid,
+                )
+                ok = False
+            else:
+                warns.add(
+                    "duplicate_dropped",
+                    Problem(
+                        f"dropped item {item!r} at {unit} {i + 1} (kept {unit} {j + 1})",
+                        file=str(path),
+                        line=lines[i],
+                        query_id=qid,
+                    ),
+                )
+        if not ok:
+            return None
+        items = [items[i] for i in keep]
+        lines = [lines[i] for i in keep]
+        if scores is not None:
+            scores = [scores[i] for i in keep]
+    if scores is not None and any(b >= a for a, b in pairwise(scores)):
+        bad = next(i for i in range(1, len(scores)) if scores[i] >= scores[i - 1])
+        warns.add(
+            "score_order",
+            Problem(
+                f"score {scores[bad]!r} at rank {bad + 1} is not below {scores[bad - 1]!r} "
+                f"at rank {bad} (system {system!r})",
+                file=str(path),
+                line=lines[bad],
+                query_id=qid,
+            ),
+        )
+    return Ranking(qid, system, tuple(items), None if scores is None else tuple(scores))
+
+
+def _default_system(path: Path) -> str:
+    """A system name from a file name: ``runs/bm25.trec.gz`` -> ``bm25``."""
+    name = path.name
+    if name.lower().endswith(".gz"):
+        name = name[:-3]
+    return Path(name).stem or name or "run"
+
+
+def read_run(
+    path: str | Path,
+    *,
+    system: str | None = None,
+    dedup: Dedup = "error",
+) -> list[Run]:
+    """Read a run file in any supported format, recognised by content; gzip is transparent.
+
+    Returns one :class:`Run` per (benchmark, system) found in the file, in order of first
+    appearance; each run's rankings are in order of first appearance of their query.
+
+    Args:
+        path: the file (plain or gzip; the name does not matter).
+        system: the system to read. Rankings of other systems are left out, and it is an
+            error if the file has none for it. Records that name no system (JSONL without
+            ``"system"``, rows without a system column or value) are given this name, or the
+            file name's stem when ``system`` is ``None``.
+        dedup: ``"error"`` (default): an item appearing twice in one ranking is an error
+            naming the query and the item. ``"first"``: keep each item's first occurrence in
+            rank order, drop the rest, and count them in a ``duplicate_dropped``
+            :class:`RunWarning` on the run.
+
+    Raises:
+        TiapError: unknown format (naming the file and quoting its first line), an empty
+            file, a truncated or corrupt gzip stream, text that is not UTF-8, or bad records.
+            Record problems are collected over the whole file and raised together, each
+            naming file, line and query: wrong column count, a non-integer rank, a
+            non-numeric, NaN or infinite score, ranks of a query that are not ``1..n`` or
+            tie, a duplicate item (with ``dedup="error"``), a query ranked twice by one
+            system (JSONL rankings), scores of another length than the ranking.
+    """
+    if dedup not in ("error", "first"):
+        raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
+    path = Path(path)
+    default_system = system if system is not None else _default_system(path)
+    probs = _Problems(path)
+    with open_text(path) as fh:
+        lines = _numbered_lines(fh, path)
+        first = _first_line(lines)
+        if first is None:
+            raise TiapError("empty run file: it holds no rankings", file=path)
+        fmt = _detect(path, *first)
+        all_lines = chain([first], lines)
+        if fmt == FORMAT_TREC:
+            groups = _parse_trec(all_lines, path, probs)
+        elif fmt == FORMAT_JSONL:
+            groups = _parse_jsonl_rankings(all_lines, probs, default_system)
+        elif fmt == FORMAT_ROWS_JSONL:
+            groups = _parse_rows_jsonl(all_lines, probs, default_system)
+        else:
+            delimiter = "\t" if fmt == FORMAT_ROWS_TSV else ","
+            groups = _parse_rows_csv(all_lines, first[0], delimiter, probs, default_system)
+    if not groups and not probs.total:
+        raise TiapError("empty run file: a header but no rows", file=path, line=first[0])
+    if system is not None:
+        present = sorted({k[1] for k in groups})
+        groups = {k: g for k, g in groups.items() if k[1] == system}
+        if not groups and not probs.total:
+            raise TiapError(
+                f"no rankings for system {system!r}; the file holds "
+                + (", ".join(repr(s) for s in present) or "none"),
+                file=path,
+            )
+    per_run: dict[tuple[str | None, str], list[Ranking]] = {}
+    per_run_warns: dict[tuple[str | None, str], _Warnings] = {}
+    for key, group in groups.items():
+        run_key = (key[0], key[1])
+        warns = per_run_warns.setdefault(run_key, _Warnings())
+        ranking = _finish(key, group, dedup, path, probs, warns)
+        if ranking is not None:
+            per_run.setdefault(run_key, []).append(ranking)
+    probs.raise_if_any()
+    return [
+        Run(
+            system=sys_name,
+            rankings=tuple(rankings),
+            source=path,
+            format=fmt,
+            benchmark=benchmark,
+            warnings=per_run_warns[(benchmark, sys_name)].freeze(),
+        )
+        for (benchmark, sys_name), rankings in per_run.items()
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def _as_runs(runs: Run | Iterable[Run]) -> list[Run]:
+    return [runs] if isinstance(runs, Run) else list(runs)
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> int:
+    """Atomically write text lines; a ``.gz`` name is gzip-compressed (reproducibly: mtime 0)."""
+    n = 0
+    if path.name.lower().endswith(".gz"):
+        with (
+            atomic_write(path, "wb", encoding=None) as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz,
+            io.TextIOWrapper(gz, encoding="utf-8", newline="") as text,
+        ):
+            for line in lines:
+                text.write(line)
+                n += 1
+    else:
+        with atomic_write(path) as fh:
+            for line in lines:
+                fh.write(line)
+                n += 1
+    return n
+
+
+def _trec_token_problem(value: str) -> str | None:
+    if not value:
+        return "is empty"
+    if _WHITESPACE.search(value):
+        return "contains whitespace"
+    return None
+
+
+def write_trec_run(path: str | Path, runs: Run | Iterable[Run], *, skip_empty: bool = False) -> int:
+    """Atomically write runs as one TREC run file (``qid Q0 docid rank score tag``).
+
+    Items are written in rank order with ``rank`` 1..n and ``score = depth - rank + 1``,
+    where ``depth`` is the longest ranking written: scores strictly decrease within every
+    query, so trec_eval (which ignores the rank column and sorts by score, then docno) and
+    the tools built on it see exactly TIAP's order. The original scores are not written;
+    JSONL keeps them. The tag is the run's system. A name ending in ``.gz`` is compressed.
+
+    Everything is checked before anything is written, and all problems are raised together:
+    a query id, item id or system containing whitespace or empty (a TREC line could not hold
+    it), the same (system, query) in two runs, and, unless ``skip_empty``, an empty ranking
+    (a TREC file cannot hold one; trec_eval then drops the query instead of scoring it 0).
+
+    Returns:
+        The number of lines written.
+    """
+    path = Path(path)
+    run_list = _as_runs(runs)
+    probs = _Problems(path)
+    seen: dict[tuple[str, str], int] = {}
+    for n, run in enumerate(run_list, start=1):
+        bad = _trec_token_problem(run.system)
+        if bad:
+            probs.add(f"run {n}: system name {run.system!r} {bad}; it is the TREC tag column")
+        for r in run.rankings:
+            key = (run.system, r.query_id)
+            if key in seen:
+                probs.add(
+                    f"system {run.system!r} ranks this query in two runs ({seen[key]} and {n})",
+                    query_id=r.query_id,
+                )
+            seen[key] = n
+            bad = _trec_token_problem(r.query_id)
+            if bad:
+                probs.add(
+                    f"query id {r.query_id!r} {bad}; a TREC run cannot hold it",
+                    query_id=r.query_id,
+                )
+            if not r.item_ids and not skip_empty:
+                probs.add(
+                    f"empty ranking (system {run.system!r}): a TREC run cannot hold it; "
+                    "pass skip_empty=True to leave it out (trec_eval then drops the query)",
+                    query_id=r.query_id,
+                )
+            for rank, item in enumerate(r.item_ids, start=1):
+                bad = _trec_token_problem(item)
+                if bad:
+                    probs.add(
+                        f"item id {item!r} at rank {rank} {bad}; a TREC run cannot hold it "
+                        f"(system {run.system!r}, from {run.source or 'a run built in code'})",
+                        query_id=r.query_id,
+                    )
+    probs.raise_if_any()
+    depth = max((r.depth for run in run_list for r in run.rankings), default=0)
+
+    def lines() -> Iterator[str]:
+        for run in run_list:
+            for r in run.rankings:
+                for rank, item in enumerate(r.item_ids, start=1):
+                    yield f"{r.query_id} Q0 {item} {rank} {depth - rank + 1} {run.system}\n"
+
+    return _write_lines(path, lines())
+
+
+def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
+    """Atomically write runs as JSONL rankings, one query of one system a line.
+
+    Each line is ``{"query_id", "system", "benchmark"?, "ranking", "scores"?}``, with
+    ``benchmark`` only when the run has one and ``scores`` only when the ranking has them;
+    ids may hold any characters. A name ending in ``.gz`` is compressed.
+
+    Raises:
+        TiapError: the same (benchmark, system, query) in two runs (nothing is written).
+
+    Returns:
+        The number of lines (rankings) written.
+    """
+    path = Path(path)
+    run_list = _as_runs(runs)
+    probs = _Problems(path)
+    seen: set[tuple[str | None, str, str]] = set()
+    for run in run_list:
+        for r in run.rankings:
+            key = (run.benchmark, run.system, r.query_id)
+            if key in seen:
+                probs.add(
+                    f"system {run.system!r} ranks this query in more than one run",
+                    query_id=r.query_id,
+                )
+            seen.add(key)
+    probs.raise_if_any()
+
+    def lines() -> Iterator[str]:
+        for run in run_list:
+            for r in run.rankings:
+                row: dict[str, Any] = {"query_id": r.query_id, "system": run.system}
+                if run.benchmark is not None:
+                    row["benchmark"] = run.benchmark
+                row["ranking"] = list(r.item_ids)
+                if r.scores is not None:
+                    row["scores"] = list(r.scores)
+                yield json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    return _write_lines(path, lines())
