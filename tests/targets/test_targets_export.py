@@ -29,10 +29,10 @@ def test_write_targets_files(tmp_path: Path) -> None:
     rows = read_jsonl(out / "groups.jsonl")
     assert len(rows) == 6 * 3  # 6 queries x 3 targets, query order then target order
     assert rows[0] == {"query_id": "q1", "target": "raw", "groups": [["t1"], ["t2"]],
-                       "n_groups": 2, "zero_target_reason": None}
+                       "units": ["u1", "u2"], "n_groups": 2, "zero_target_reason": None}
     assert rows[1]["groups"] == [["f1", "f2", "f3", "s1"], ["f3", "s1"]]
     assert rows[3 * 5 + 1] == {
-        "query_id": "q6", "target": "canonical", "groups": [], "n_groups": 0,
+        "query_id": "q6", "target": "canonical", "groups": [], "units": [], "n_groups": 0,
         "zero_target_reason": "no members under target 'canonical' (evidence units: u4)",
     }
     # the mapping always has the three built-ins, even though 'source' was not requested

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tiap import __version__
-from tiap.cli import datasets
+from tiap.cli import datasets, targets
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -20,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(datasets.app, name="datasets")
+app.command("targets")(targets.targets_cmd)
 
 
 def _version(value: bool) -> None:

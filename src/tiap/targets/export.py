@@ -74,6 +74,7 @@ def groups_rows(
                 "query_id": qid,
                 "target": tg.name,
                 "groups": [list(g) for g in qg.groups],
+                "units": list(qg.units),
                 "n_groups": qg.n_groups,
                 "zero_target_reason": qg.zero_target_reason,
             }
