@@ -1,0 +1,814 @@
+"""Pure, vectorised scoring kernels over integer-coded rankings and targets.
+
+Inputs
+------
+* **Rankings**: an integer matrix ``[Q, D]`` of item codes, one row per query, in rank
+  order (column 0 is rank 1). A row shorter than ``D`` is padded with ``-1`` at its end.
+  Each row must already be deduplicated. The order of a row is authoritative: scores are
+  never consulted, so there are no ties to break.
+* **Targets**: per-query *groups* of item codes in CSR form (:class:`Targets`):
+  ``group_ptr`` (``Q + 1``) gives the groups of each query, ``member_ptr``
+  (``n_groups + 1``) the members of each group and ``items`` the member codes. An item may
+  belong to several groups of the same query; an empty group is ignored (it is not counted
+  in ``G``). Item codes are non-negative and below ``2**31 - 1``.
+
+How it works
+------------
+A :class:`RankingIndex` turns every ranking row into a small hash table once: the row's
+items sorted by (bucket, code), with a directory giving each bucket's start and size
+(``np.sort`` of packed int64 keys). Looking up the rank of a target member is a hash, one
+directory read and one candidate comparison, vectorised over blocks of members; members
+whose bucket holds several items take a few more rounds. The index is reused when the
+ranking stays fixed and only the targets change.
+
+From the member ranks everything else is segment reductions over the CSR arrays and one
+bit word per query per 64 ranks:
+
+* group credit: the *first-match rank* of group ``g`` is the smallest rank among its
+  members. Walking the list, group ``g`` becomes matched exactly at that rank, because the
+  item there belongs to ``g`` and ``g`` is still unmatched; so the items with gain 1 are
+  exactly the distinct first-match ranks. This gives the same result as the per-rank group
+  bitmask walk (``gain_i = (mask_i & ~OR(mask_<i)) != 0``), at a cost proportional to the
+  number of members instead of ``Q x D x words``, and with no limit on the number of groups.
+* set credit: the relevant ranks are the ranks of all members (the union of the groups).
+
+The relevant ranks of a query are OR-ed into ``uint64`` words; DCG and counts at a cutoff
+``k`` are read from the words a byte at a time with 256-entry tables. Nothing here does I/O
+or keeps global state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal, TypeVar, cast
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from tiap.errors import TiapError
+from tiap.scoring.measures import Measure, MeasureSpec, parse_measures
+
+__all__ = [
+    "CREDIT_MODES",
+    "MAX_CODE",
+    "MAX_DEPTH",
+    "Credit",
+    "RankingIndex",
+    "Targets",
+    "score",
+    "score_many",
+    "score_positions",
+]
+
+Credit = Literal["group", "set"]
+CREDIT_MODES: tuple[str, ...] = ("group", "set")
+
+#: Largest item code accepted (codes are stored as int32; one value is kept as a sentinel).
+MAX_CODE: int = 2**31 - 2
+_SENTINEL = np.int32(2**31 - 1)
+_BLOCK = 32_768  # members per look-up block (the block's temporaries stay in L2 cache)
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+# ----------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _int_array(value: ArrayLike, name: str, ndim: int) -> NDArray[np.integer]:
+    arr = np.asarray(value)
+    if arr.size == 0 and arr.dtype.kind not in "iu":
+        arr = arr.astype(np.int64)  # an empty list arrives as float64
+    if arr.dtype.kind not in "iu":
+        raise TiapError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise TiapError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _pointer(value: ArrayLike, name: str, end: int | None) -> IntArray:
+    arr = _int_array(value, name, 1).astype(np.int64)
+    if arr.size == 0 or arr[0] != 0:
+        raise TiapError(f"{name} must start with 0")
+    if np.any(arr[1:] < arr[:-1]):
+        raise TiapError(f"{name} must be non-decreasing")
+    if end is not None and arr[-1] != end:
+        raise TiapError(f"{name} must end with {end}, got {int(arr[-1])}")
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_credit(credit: str) -> Credit:
+    if credit not in CREDIT_MODES:
+        raise TiapError(f"unknown credit mode {credit!r}; known: {', '.join(CREDIT_MODES)}")
+    return cast(Credit, credit)
+
+
+_A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+
+
+def _readonly(arr: _A) -> _A:
+    arr.setflags(write=False)
+    return arr
+
+
+# ----------------------------------------------------------------------------------------
+# targets
+
+
+@dataclass(frozen=True, eq=False, init=False)
+class Targets:
+    """Per-query groups of item codes, in CSR form.
+
+    ``group_ptr[q]:group_ptr[q+1]`` are the groups of query ``q``;
+    ``member_ptr[g]:member_ptr[g+1]`` index the codes of group ``g`` in ``items``.
+    ``relevance`` (optional, one positive number per member) gives graded gains for set
+    credit; an item listed more than once in a query takes its largest relevance.
+
+    ``G`` of a query is its number of non-empty groups (:attr:`group_counts`); its set size
+    is the number of distinct items over its groups (:attr:`set_sizes`). A query with
+    ``G = 0`` is a zero-target case: every measure is NaN for it.
+
+    The arrays are copied and made read-only; derived arrays are computed once and cached,
+    so one ``Targets`` can be scored against many ranking matrices cheaply.
+    """
+
+    group_ptr: IntArray
+    member_ptr: IntArray
+    items: NDArray[np.int32]
+    relevance: FloatArray | None
+
+    def __init__(
+        self,
+        group_ptr: ArrayLike,
+        member_ptr: ArrayLike,
+        items: ArrayLike,
+        relevance: ArrayLike | None = None,
+    ) -> None:
+        codes = _int_array(items, "items", 1)
+        if codes.size and (codes.min() < 0 or codes.max() > MAX_CODE):
+            raise TiapError(f"item codes must be in [0, {MAX_CODE}]")
+        codes32: NDArray[np.int32] = _readonly(codes.astype(np.int32))
+        members = _pointer(member_ptr, "member_ptr", codes32.size)
+        groups = _pointer(group_ptr, "group_ptr", members.size - 1)
+        rel: FloatArray | None = None
+        if relevance is not None:
+            rel = np.array(relevance, dtype=np.float64)
+            if rel.shape != codes32.shape:
+                raise TiapError(f"relevance needs one value per member ({codes32.size})")
+            if rel.size and not (np.all(np.isfinite(rel)) and rel.min() > 0):
+                raise TiapError("relevance values must be finite and positive")
+            _readonly(rel)
+        object.__setattr__(self, "group_ptr", groups)
+        object.__setattr__(self, "member_ptr", members)
+        object.__setattr__(self, "items", codes32)
+        object.__setattr__(self, "relevance", rel)
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_groups(
+        cls,
+        groups: Sequence[Iterable[Iterable[int]]],
+        relevance: Sequence[Iterable[Iterable[float]]] | None = None,
+    ) -> Targets:
+        """Build from nested Python lists: ``groups[q]`` is the list of groups of query ``q``.
+
+        ``relevance`` (optional) has the same nesting and gives each member's gain.
+        """
+        group_sizes: list[int] = []
+        query_sizes: list[int] = []
+        flat: list[int] = []
+        for query_groups in groups:
+            n = 0
+            for group in query_groups:
+                before = len(flat)
+                flat.extend(int(c) for c in group)
+                group_sizes.append(len(flat) - before)
+                n += 1
+            query_sizes.append(n)
+        rel: FloatArray | None = None
+        if relevance is not None:
+            rel = np.fromiter(
+                (float(v) for qg in relevance for g in qg for v in g), dtype=np.float64
+            )
+        return cls(
+            group_ptr=np.concatenate([[0], np.cumsum(query_sizes, dtype=np.int64)]),
+            member_ptr=np.concatenate([[0], np.cumsum(group_sizes, dtype=np.int64)]),
+            items=np.asarray(flat, dtype=np.int64),
+            relevance=rel,
+        )
+
+    @classmethod
+    def empty(cls, n_queries: int) -> Targets:
+        """``n_queries`` zero-target queries."""
+        return cls(np.zeros(n_queries + 1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32))
+
+    # -- derived arrays (computed once, cached) ---------------------------------------------
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.group_ptr.size - 1)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.member_ptr.size - 1)
+
+    @property
+    def n_members(self) -> int:
+        return int(self.items.size)
+
+    @cached_property
+    def group_sizes(self) -> IntArray:
+        """Members per group."""
+        return _readonly(np.diff(self.member_ptr))
+
+    @cached_property
+    def singleton_groups(self) -> bool:
+        """Whether every group has exactly one member."""
+        return bool(self.group_sizes.size == 0 or (self.group_sizes == 1).all())
+
+    @cached_property
+    def group_counts(self) -> IntArray:
+        """``G`` per query: the number of non-empty groups."""
+        return _readonly(_segment_sum((self.group_sizes > 0).astype(np.int64), self.group_ptr))
+
+    @cached_property
+    def group_query(self) -> NDArray[np.int32]:
+        """The query of each group."""
+        return _readonly(
+            np.repeat(np.arange(self.n_queries, dtype=np.int32), np.diff(self.group_ptr))
+        )
+
+    @cached_property
+    def member_query(self) -> NDArray[np.int32]:
+        """The query of each member."""
+        return _readonly(np.repeat(self.group_query, self.group_sizes))
+
+    @cached_property
+    def member_group(self) -> NDArray[np.int32]:
+        """The group of each member."""
+        return _readonly(np.repeat(np.arange(self.n_groups, dtype=np.int32), self.group_sizes))
+
+    @cached_property
+    def query_member_ptr(self) -> IntArray:
+        """``query_member_ptr[q]:query_member_ptr[q+1]`` are the members of query ``q``."""
+        return _readonly(self.member_ptr[self.group_ptr])
+
+    @cached_property
+    def set_sizes(self) -> IntArray:
+        """``|set|`` per query: distinct items over all its groups (the set-credit qrels)."""
+        if self.n_members == 0:
+            return _readonly(np.zeros(self.n_queries, np.int64))
+        keys = np.sort((self.member_query.astype(np.int64) << 31) | self.items)
+        first = np.ones(keys.size, bool)
+        first[1:] = keys[1:] != keys[:-1]
+        return _readonly(np.bincount(keys[first] >> 31, minlength=self.n_queries).astype(np.int64))
+
+
+# ----------------------------------------------------------------------------------------
+# segment reductions over CSR pointers (empty segments get the identity)
+
+
+def _segment_sum(values: NDArray[np.generic], ptr: IntArray) -> IntArray:
+    csum = np.zeros(values.size + 1, np.int64)
+    np.cumsum(values, out=csum[1:])
+    return csum[ptr[1:]] - csum[ptr[:-1]]
+
+
+def _segment_reduce(
+    ufunc: np.ufunc, values: NDArray[np.generic], ptr: IntArray, identity: int
+) -> NDArray[np.generic]:
+    n = ptr.size - 1
+    out = np.full(n, identity, dtype=values.dtype)
+    nonempty = ptr[1:] > ptr[:-1]
+    if values.size and n:
+        # reduceat over the non-empty segments only: each one then ends where the next
+        # non-empty one starts, and the last one at the end of ``values``.
+        out[nonempty] = ufunc.reduceat(values, ptr[:-1][nonempty])
+    return out
+
+
+def _segment_min(
+    values: NDArray[np.integer], segment: NDArray[np.int32], ptr: IntArray, none: int
+) -> NDArray[np.int32]:
+    """Per-segment minimum of ``values`` (all in ``[0, none]``); ``none`` for empty segments.
+
+    ``segment[j]`` is the (non-decreasing) segment of element ``j``. Keys
+    ``segment * (none + 1) + value`` grow from one segment to the next, so a running
+    minimum taken from the end, read at a segment's start, is that segment's minimum: one
+    streaming pass instead of a ``reduceat`` call per segment.
+    """
+    n = ptr.size - 1
+    out = np.full(n, none, np.int32)
+    if values.size == 0 or n == 0:
+        return out
+    span = none + 1
+    key_type = np.int32 if n * span < 2**31 else np.int64
+    key: NDArray[Any] = segment.astype(key_type)
+    key *= span
+    key += values
+    suffix_min = np.minimum.accumulate(key[::-1])[::-1]
+    starts = ptr[:-1]
+    nonempty = ptr[1:] > starts
+    seg_ids: NDArray[Any] = np.flatnonzero(nonempty).astype(key_type)
+    out[nonempty] = suffix_min[starts[nonempty]] - seg_ids * span
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# ranking index and member look-up
+
+
+def _duplicate_rows(sorted_codes: NDArray[np.int32]) -> NDArray[np.intp]:
+    """Rows of a row-sorted code matrix (padding = sentinel) holding a repeated code."""
+    if sorted_codes.shape[1] < 2:
+        return np.zeros(0, np.intp)
+    dup = (sorted_codes[:, 1:] == sorted_codes[:, :-1]) & (sorted_codes[:, 1:] != _SENTINEL)
+    return np.flatnonzero(dup.any(axis=1))
+
+
+#: Deepest ranking supported (ranks, and the "not ranked" value, are stored as int16).
+MAX_DEPTH: int = 2**15 - 64
+
+
+def _n_words(depth: int) -> int:
+    """Number of 64-bit words holding one bit per rank."""
+    return max(1, -(-depth // 64))
+
+
+def _unranked(depth: int) -> int:
+    """The rank value standing for "not ranked": the first bit past the last word, so that it
+    is larger than every real rank and maps to no bit."""
+    return 64 * _n_words(depth)
+
+
+_HASH_MULT = np.uint32(0x9E3779B1)  # Fibonacci hashing: 2**32 / golden ratio
+
+
+def _bucket_of(codes: NDArray[np.int32], n_bits: int) -> NDArray[np.uint32]:
+    """Multiplicative hash of item codes into ``2**n_bits`` buckets."""
+    h = codes.view(np.uint32) * _HASH_MULT
+    h >>= np.uint32(32 - n_bits)
+    return h
+
+
+class RankingIndex:
+    """A ranking matrix prepared for repeated look-ups of target members.
+
+    Build it once per system run; then :meth:`positions` (and :func:`score` /
+    :func:`score_many` given the index) cost only the look-up of each target's members.
+
+    Each row becomes a small hash table: its items are sorted by ``(bucket, code)`` where
+    ``bucket`` is a multiplicative hash of the code into ``B`` buckets (``B`` = twice the
+    depth rounded up to a power of two, for depths up to 256), and a directory gives each
+    bucket's start and size. A look-up hashes the member, reads the directory entry and
+    compares the first candidate; the few members whose bucket holds more than one item
+    take further rounds. Every step is a vectorised gather over a block of members.
+
+    Raises :class:`TiapError` when a code is below ``-1`` or above :data:`MAX_CODE`, when a
+    row has ``-1`` padding before an item, when a row repeats an item (deduplicate the run
+    first; the row index is reported), or when the depth exceeds :data:`MAX_DEPTH`.
+    """
+
+    def __init__(self, rankings: ArrayLike) -> None:
+        r = _int_array(rankings, "rankings", 2)
+        if r.size and (r.min() < -1 or r.max() > MAX_CODE):
+            raise TiapError(f"ranking codes must be -1 (padding) or in [0, {MAX_CODE}]")
+        n_queries, depth = r.shape
+        if depth > MAX_DEPTH:
+            raise TiapError(f"ranking depth {depth} exceeds the supported {MAX_DEPTH}")
+        r32: NDArray[np.int32] = r.astype(np.int32)  # a private copy, made read-only below
+        valid = r32 >= 0
+        if depth > 1:
+            holes = np.flatnonzero((valid[:, 1:] & ~valid[:, :-1]).any(axis=1))
+            if holes.size:
+                raise TiapError(
+                    f"ranking rows must be padded with -1 at the end only; row "
+                    f"{int(holes[0])} has an item after padding ({holes.size} row(s) affected)"
+                )
+        width_bits = max(0, (depth - 1).bit_length())  # 2**width_bits >= depth
+        hash_bits = width_bits + 1 if depth <= 256 else width_bits
+        n_buckets = 1 << hash_bits
+        # sort each row by (bucket, code, rank); padding goes to bucket n_buckets, last
+        code_bits, rank_bits = 31, 15
+        top = code_bits + rank_bits
+        bucket = _bucket_of(np.maximum(r32, 0), hash_bits)
+        bucket[~valid] = n_buckets
+        key = bucket.astype(np.int64) << top
+        key |= np.maximum(r32, 0).astype(np.int64) << rank_bits
+        key |= np.arange(depth, dtype=np.int64)
+        key.sort(axis=1)
+        sorted_bucket = key >> top
+        codes = ((key >> rank_bits) & ((1 << code_bits) - 1)).astype(np.int32)
+        codes[sorted_bucket == n_buckets] = _SENTINEL
+        ranks = (key & ((1 << rank_bits) - 1)).astype(np.int16)
+        if depth > 1:
+            dup = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] != _SENTINEL)
+            dups = np.flatnonzero(dup.any(axis=1))
+            if dups.size:
+                raise TiapError(
+                    f"ranking rows must not repeat an item; row {int(dups[0])} does "
+                    f"({dups.size} row(s) affected); deduplicate the run first"
+                )
+        # directory: start and size of every non-empty bucket of every row, packed in one
+        # integer (an empty bucket reads start 0, size 0: its candidate never matches)
+        dir_shift = 8 if depth <= 255 else 16
+        directory = np.zeros(n_queries * n_buckets, np.uint16 if depth <= 255 else np.uint32)
+        if depth:
+            run_start = np.ones((n_queries, depth), bool)
+            run_start[:, 1:] = sorted_bucket[:, 1:] != sorted_bucket[:, :-1]
+            row, col = np.nonzero(run_start)  # row-major order
+            flat_start = row * depth + col
+            run_length = np.diff(flat_start, append=n_queries * depth)
+            run_bucket = sorted_bucket.ravel()[flat_start]
+            real = run_bucket < n_buckets
+            directory[row[real] * n_buckets + run_bucket[real]] = col[real] | (
+                run_length[real] << dir_shift
+            )
+
+        self.rankings: NDArray[np.int32] = _readonly(r32)
+        self.n_queries: int = n_queries
+        self.depth: int = depth
+        self.lengths: IntArray = _readonly(valid.sum(axis=1).astype(np.int64))
+        self._hash_bits = hash_bits
+        self._dir_shift = dir_shift
+        self._codes = _readonly(codes.ravel())
+        self._ranks = _readonly(ranks.ravel())
+        self._directory = _readonly(directory.ravel())
+
+    def __repr__(self) -> str:
+        return f"RankingIndex(n_queries={self.n_queries}, depth={self.depth})"
+
+    def positions(self, targets: Targets) -> NDArray[np.int16]:
+        """0-based rank of every target member in its query's ranking, ``-1`` if absent.
+
+        One int16 value per entry of ``targets.items``.
+        """
+        return self._lookup(targets, -1)
+
+    def _lookup(self, targets: Targets, missing: int) -> NDArray[np.int16]:
+        self._check(targets)
+        m = targets.n_members
+        out = np.empty(m, np.int16)
+        if m == 0 or self.depth == 0:
+            out.fill(missing)
+            return out
+        hash_bits, n_buckets, depth = self._hash_bits, 1 << self._hash_bits, self.depth
+        big = self.n_queries * max(n_buckets, depth) >= 2**31
+        idx_type = np.int64 if big else np.int32
+        member_query = targets.member_query
+        items = targets.items
+        codes, ranks, directory = self._codes, self._ranks, self._directory
+        slot_mask = (1 << self._dir_shift) - 1
+        block = min(_BLOCK, m)
+        bufs: list[NDArray[Any]] = [np.empty(block, idx_type) for _ in range(3)]
+        entry_buf: NDArray[Any] = np.empty(block, directory.dtype)
+        val_buf = np.empty(block, np.int32)
+        miss_buf = np.empty(block, bool)
+        pending: list[NDArray[Any]] = []  # (member, slot, bucket size) left for later rounds
+        for begin in range(0, m, block):
+            n = min(block, m - begin)
+            q, idx, slot = (b[:n] for b in bufs)
+            entry, val, miss = entry_buf[:n], val_buf[:n], miss_buf[:n]
+            c = items[begin : begin + n]
+            np.copyto(q, member_query[begin : begin + n])
+            # directory entry of the member's bucket in its row
+            np.multiply(q, n_buckets, out=idx)
+            np.add(idx, _bucket_of(c, hash_bits).view(np.int32), out=idx)
+            np.take(directory, idx, out=entry)
+            # first candidate of the bucket
+            np.multiply(q, depth, out=slot)
+            np.add(slot, entry & slot_mask, out=slot)
+            np.take(codes, slot, out=val)
+            np.not_equal(val, c, out=miss)
+            o = out[begin : begin + n]
+            np.take(ranks, slot, out=o)
+            np.putmask(o, miss, missing)
+            size = entry >> self._dir_shift
+            later = np.flatnonzero(miss & (size > 1))
+            if later.size:
+                pending.append(np.stack([later + begin, slot[later], size[later]]))
+        if pending:
+            # members not found whose bucket holds more items: try the next ones, all blocks
+            # together (few members: about 8% at depth 60)
+            todo, cand, left = np.concatenate(pending, axis=1).astype(np.int64)
+            want = items[todo]
+            while todo.size:
+                cand += 1
+                left -= 1
+                found = codes.take(cand) == want
+                out[todo[found]] = ranks.take(cand[found])
+                more = ~found & (left > 1)
+                todo, cand, left, want = todo[more], cand[more], left[more], want[more]
+        return out
+
+    def score(
+        self, targets: Targets, measures: MeasureSpec, credit: Credit = "group"
+    ) -> dict[Measure, FloatArray]:
+        """Per-query values of ``measures`` for ``targets`` (see :func:`score`)."""
+        mode = _check_credit(credit)
+        ms = parse_measures(measures)
+        ranks = self._lookup(targets, _unranked(self.depth))
+        return _score_ranks(ranks, targets, ms, mode, self.depth)
+
+    def _check(self, targets: Targets) -> None:
+        if not isinstance(targets, Targets):
+            raise TiapError(f"expected Targets, got {type(targets).__name__}")
+        if targets.n_queries != self.n_queries:
+            raise TiapError(
+                f"targets have {targets.n_queries} queries but the ranking matrix has "
+                f"{self.n_queries} rows"
+            )
+
+
+# ----------------------------------------------------------------------------------------
+# the credit kernel
+
+
+def _discounts(n: int) -> FloatArray:
+    """``1 / log2(i + 1)`` for ranks ``i = 1..n``."""
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+def _ideal_dcg_table(n: int) -> FloatArray:
+    """``table[m]`` = DCG of ``m`` ones = sum_{i=1..m} 1/log2(i+1), summed in rank order."""
+    table = np.zeros(n + 1, np.float64)
+    np.cumsum(_discounts(n), out=table[1:])
+    return table
+
+
+def _rank_words(ranks: NDArray[np.integer], ptr: IntArray, n_words: int) -> NDArray[np.uint64]:
+    """OR of ``1 << rank`` per segment, as ``[Q, n_words]`` words.
+
+    ``ranks`` are real ranks or the unranked value ``64 * n_words``, which sets no bit. The
+    bit of each rank comes from a small table (a gather), not a shift.
+    """
+    words = np.zeros((ptr.size - 1, n_words), np.uint64)
+    if ranks.size == 0:
+        return words
+    powers = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
+    for w in range(n_words):
+        table = np.zeros(64 * n_words + 1, np.uint64)
+        table[64 * w : 64 * (w + 1)] = powers
+        words[:, w] = _segment_reduce(np.bitwise_or, table.take(ranks), ptr, 0)
+    return words
+
+
+def _lowest_rank(words: NDArray[np.uint64], none: int) -> IntArray:
+    """Index of the lowest set bit over each row's words (``none`` when all are zero)."""
+    first = np.full(words.shape[0], none, np.int64)
+    for w in reversed(range(words.shape[1])):
+        x = words[:, w]
+        lowest = x & (~x + np.uint64(1))  # isolates the lowest set bit (a power of two)
+        _, exponent = np.frexp(lowest.astype(np.float64))  # 2**b -> exponent b + 1
+        first = np.where(x != 0, 64 * w + exponent.astype(np.int64) - 1, first)
+    return first
+
+
+class _WordReader:
+    """Reads counts and DCG at a cutoff from per-query rank words, a byte at a time."""
+
+    _POP = np.array([b.bit_count() for b in range(256)], np.int64)
+
+    def __init__(self, words: NDArray[np.uint64]) -> None:
+        self.words = words
+        n_bytes = words.shape[1] * 8
+        bit_of_byte = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
+        disc = _discounts(n_bytes * 8).reshape(n_bytes, 8)
+        self._dcg_table = disc @ bit_of_byte.T  # [n_bytes, 256]
+        self._cache: dict[int, NDArray[np.uint8]] = {}
+
+    def _bytes(self, k: int) -> NDArray[np.uint8]:
+        if k not in self._cache:
+            words = self.words.copy()
+            for w in range(words.shape[1]):
+                keep = k - 64 * w
+                if keep <= 0:
+                    words[:, w] = 0
+                elif keep < 64:
+                    words[:, w] &= np.uint64((1 << keep) - 1)
+            n_bytes = min(words.shape[1] * 8, -(-k // 8))
+            as_bytes = words.astype("<u8", copy=False).view(np.uint8)
+            self._cache[k] = as_bytes.reshape(words.shape[0], words.shape[1] * 8)[:, :n_bytes]
+        return self._cache[k]
+
+    def count(self, k: int) -> IntArray:
+        b = self._bytes(k)
+        out = np.zeros(b.shape[0], np.int64)
+        for j in range(b.shape[1]):
+            out += self._POP.take(b[:, j])
+        return out
+
+    def dcg(self, k: int) -> FloatArray:
+        b = self._bytes(k)
+        out = np.zeros(b.shape[0], np.float64)
+        for j in range(b.shape[1]):
+            out += self._dcg_table[j].take(b[:, j])
+        return out
+
+
+def _graded_gains(
+    positions: NDArray[np.integer], targets: Targets, relevance: FloatArray, depth: int
+) -> FloatArray:
+    """Gain matrix ``[Q, depth]``: the largest relevance of the item at each rank (0 if none)."""
+    gains = np.zeros((targets.n_queries, depth), np.float64)
+    hit = positions >= 0
+    rows = targets.member_query[hit]
+    np.maximum.at(gains, (rows, positions[hit].astype(np.int64)), relevance[hit])
+    return gains
+
+
+def _graded_ideal(targets: Targets, relevance: FloatArray, cutoff: int | None) -> FloatArray:
+    """Ideal DCG: each query's distinct items, largest relevance first, cut at ``cutoff``."""
+    n_queries = targets.n_queries
+    if relevance.size == 0:
+        return np.zeros(n_queries, np.float64)
+    mq = targets.member_query
+    # distinct (query, item), keeping the largest relevance of an item listed twice
+    order = np.lexsort((-relevance, targets.items, mq))
+    q_s, i_s, r_s = mq[order], targets.items[order], relevance[order]
+    first = np.ones(order.size, bool)
+    first[1:] = (q_s[1:] != q_s[:-1]) | (i_s[1:] != i_s[:-1])
+    q_u, r_u = q_s[first], r_s[first]
+    by_gain = np.lexsort((-r_u, q_u))  # per query, decreasing relevance
+    q, r = q_u[by_gain].astype(np.int64), r_u[by_gain]
+    rank = np.arange(q.size) - np.searchsorted(q, q)  # 0-based rank within the query
+    keep = rank < cutoff if cutoff is not None else np.ones(q.size, bool)
+    contrib = r[keep] / np.log2(rank[keep] + 2.0)
+    ideal = np.bincount(q[keep], weights=contrib, minlength=n_queries)
+    return ideal.astype(np.float64, copy=False)
+
+
+def score_positions(
+    positions: ArrayLike,
+    targets: Targets,
+    measures: MeasureSpec,
+    *,
+    credit: Credit = "group",
+    depth: int,
+) -> dict[Measure, FloatArray]:
+    """The credit kernel: per-query measure values from the rank of every target member.
+
+    ``positions[j]`` is the 0-based rank of member ``targets.items[j]`` in its query's
+    ranking, or ``-1`` when it is not ranked (:meth:`RankingIndex.positions` computes it);
+    ``depth`` is the ranking depth (ranks are below it). Formulas are in :func:`score`.
+    """
+    mode = _check_credit(credit)
+    ms = parse_measures(measures)
+    pos = _int_array(positions, "positions", 1)
+    if pos.size != targets.n_members:
+        raise TiapError(f"positions need one value per target member ({targets.n_members})")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise TiapError(f"depth must be a non-negative integer, got {depth!r}")
+    if pos.size and (pos.min() < -1 or pos.max() >= depth):
+        raise TiapError(f"positions must be -1 or in [0, {depth})")
+    ranks = pos.astype(np.int32)
+    ranks[ranks < 0] = _unranked(depth)
+    return _score_ranks(ranks, targets, ms, mode, depth)
+
+
+def _score_ranks(
+    ranks: NDArray[np.integer],
+    targets: Targets,
+    measures: tuple[Measure, ...],
+    mode: Credit,
+    depth: int,
+) -> dict[Measure, FloatArray]:
+    """:func:`score_positions` with unranked members already set to ``_unranked(depth)``."""
+    none = _unranked(depth)
+    if mode == "group":
+        if targets.relevance is not None:
+            raise TiapError("graded relevance is only defined for set credit (credit='set')")
+        # first-match rank of each group: the first rank holding one of its members
+        if targets.singleton_groups:  # a group's first-match rank is its member's rank
+            credited = ranks
+        else:
+            credited = _segment_min(ranks, targets.member_group, targets.member_ptr, none)
+        ptr = targets.group_ptr
+        n_targets = targets.group_counts
+    else:
+        credited = ranks
+        ptr = targets.query_member_ptr
+        n_targets = targets.set_sizes
+    words = _rank_words(credited, ptr, _n_words(depth))
+    first = _lowest_rank(words, none)
+    reader = _WordReader(words)
+    relevance = targets.relevance if mode == "set" else None
+    gains = None
+    if relevance is not None:
+        gains = _graded_gains(np.where(ranks < depth, ranks, -1), targets, relevance, depth)
+
+    undefined = n_targets == 0
+    hits_cache: dict[int, IntArray] = {}
+
+    def hits(k: int) -> IntArray:
+        if k not in hits_cache:
+            if mode == "group":  # matched groups, not credited ranks (a rank may match two)
+                hits_cache[k] = _segment_sum(credited < k, ptr)
+            else:
+                hits_cache[k] = reader.count(k)
+        return hits_cache[k]
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = n_targets.astype(np.float64)
+        results: dict[Measure, FloatArray] = {}
+        for m in measures:
+            k = depth if m.cutoff is None else min(m.cutoff, depth)
+            if m.family == "nDCG":
+                n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
+                if gains is not None and relevance is not None:
+                    dcg = gains[:, :k] @ _discounts(k)
+                    idcg = _graded_ideal(targets, relevance, m.cutoff)
+                else:
+                    dcg = reader.dcg(k)
+                    idcg = _ideal_dcg_table(int(n_ideal.max(initial=0)))[n_ideal]
+                value = dcg / idcg
+            elif m.family == "R":
+                value = hits(k) / denom
+            elif m.family == "RR":
+                value = np.where(first < k, 1.0 / (first + 1.0), 0.0)
+            elif m.family == "Success":
+                value = (first < k).astype(np.float64)
+            elif m.family == "P" and m.cutoff is not None:
+                value = reader.count(k) / float(m.cutoff)
+            else:  # pragma: no cover - Measure validates its family
+                raise TiapError(f"no kernel for measure {m}")
+            value = np.asarray(value, dtype=np.float64)
+            value[undefined] = np.nan
+            results[m] = value
+    return results
+
+
+# ----------------------------------------------------------------------------------------
+# high-level entry points
+
+
+def score(
+    rankings: ArrayLike | RankingIndex,
+    targets: Targets,
+    measures: MeasureSpec,
+    credit: Credit = "group",
+) -> dict[Measure, FloatArray]:
+    """Per-query values of ``measures`` (NaN where undefined), one array of length Q each.
+
+    ``rankings`` is a ``[Q, D]`` code matrix (``-1`` padding) or a prepared
+    :class:`RankingIndex`; ``targets`` holds the groups of the same Q queries.
+
+    Notation for one query: ranks ``i = 1..n`` (n = ranked items, at most D), cutoff ``k``
+    (no cutoff: ``k = n`` and the ideal is not cut), ``disc(i) = 1 / log2(i + 1)``,
+    ``DCG_m = sum_{i=1..m} disc(i)`` (the DCG of ``m`` ones).
+
+    **group credit** (the paper's scorer, default). Walk the list from rank 1; the item at
+    rank ``i`` has gain ``g_i = 1`` when it belongs to at least one group not yet matched,
+    and then every unmatched group it belongs to becomes matched; otherwise ``g_i = 0``.
+    ``G`` = number of non-empty groups, ``hits@k`` = groups matched within the top k.
+
+    * ``nDCG@k = sum_{i<=k} g_i disc(i) / DCG_{min(G, k)}``
+    * ``R@k = hits@k / G``
+    * ``RR@k = 1 / (rank of the first item with g_i = 1)`` if that rank is ``<= k``, else 0
+    * ``Success@k = [hits@k > 0]``
+    * ``P@k = sum_{i<=k} g_i / k``
+
+    **set credit** (trec_eval semantics). The relevant set ``S`` is the union of the groups;
+    every member is relevant (``rel_i = [item_i in S]``, or its relevance value when the
+    targets are graded; binary measures count any member).
+
+    * ``nDCG@k = sum_{i<=k} rel_i disc(i) / IDCG@k``, ``IDCG@k`` = ``DCG_{min(|S|, k)}``
+      (graded: the ``k`` largest relevance values of ``S`` in decreasing order)
+      -- trec_eval ``ndcg_cut.k``; bare ``nDCG`` is trec_eval ``ndcg``
+    * ``R@k = |top-k ∩ S| / |S|`` -- ``recall.k``
+    * ``RR@k = 1 / rank of the first member`` if within k, else 0 -- ``recip_rank`` on the
+      run truncated to k
+    * ``Success@k = [|top-k ∩ S| > 0]`` -- ``success.k``
+    * ``P@k = |top-k ∩ S| / k`` -- ``P.k``
+
+    **Undefined**: a query with no non-empty group (``G = 0``, so ``S`` is empty) gets NaN
+    for every measure, never 0. A query with targets but an empty ranking gets 0.
+
+    RR and Success coincide in the two modes (the first ranked member is always credited).
+    """
+    mode = _check_credit(credit)
+    ms = parse_measures(measures)
+    index = rankings if isinstance(rankings, RankingIndex) else RankingIndex(rankings)
+    return index.score(targets, ms, mode)
+
+
+def score_many(
+    rankings: ArrayLike | RankingIndex,
+    targets: Mapping[str, Targets],
+    measures: MeasureSpec,
+    credit: Credit = "group",
+) -> dict[str, dict[Measure, FloatArray]]:
+    """:func:`score` for several targets against one fixed ranking matrix.
+
+    The ranking matrix is indexed once; each target then costs one member look-up and the
+    credit kernel. Returns ``{target name: {measure: per-query values}}``.
+    """
+    mode = _check_credit(credit)
+    ms = parse_measures(measures)
+    index = rankings if isinstance(rankings, RankingIndex) else RankingIndex(rankings)
+    return {name: index.score(t, ms, mode) for name, t in targets.items()}
