@@ -1,6 +1,6 @@
 """Throughput of the scoring kernels (not collected by pytest; run it by hand).
 
-    .venv/bin/python tests/scoring/bench_kernels.py [--queries 100000] [--repeats 7]
+    .venv/bin/python benchmarks/kernels_bench.py [--queries 100000] [--repeats 7]
 
 Workload (IR_EVAL_NOTES.md section 4 and the scoring brief): Q queries x a ranked list of 60
 distinct item codes; 3 alternative targets per query, each with 1-14 member items in 1-5

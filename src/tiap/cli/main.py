@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tiap import __version__
-from tiap.cli import datasets, targets
+from tiap.cli import datasets, rescore, targets
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -21,6 +21,7 @@ app = typer.Typer(
 )
 app.add_typer(datasets.app, name="datasets")
 app.command("targets")(targets.targets_cmd)
+app.command("rescore")(rescore.rescore_cmd)
 
 
 def _version(value: bool) -> None:

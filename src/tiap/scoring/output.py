@@ -1,0 +1,121 @@
+"""Files written by ``tiap rescore`` (all into a temporary folder, moved into place at the end).
+
+- ``per_query.csv``: ``system,target,query_id,measure,value`` (value empty where undefined);
+- ``summary.csv``: ``system,target,measure,n,mean``;
+- ``pairwise.csv``: per system, measure and pair of targets, the columns of
+  :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`;
+- ``zero_targets.csv``: ``system,target,query_id,reason`` for every undefined value;
+- ``per_query.parquet`` (optional, needs the ``parquet`` extra);
+- ``manifest.json``: schema version, inputs with sha256, options, versions, and per system
+  what the rescoring found (unknown ids, missing queries, zero-target counts).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tiap.errors import require
+from tiap.io import atomic_dir
+from tiap.provenance import input_entry, manifest_header
+from tiap.scoring.rescore import PAIRWISE_COLUMNS, RescoreResult
+
+SCHEMA_VERSION = 1
+PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
+SUMMARY_COLUMNS = ("system", "target", "measure", "n", "mean")
+
+
+def _fmt(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+def write_rescore(
+    result: RescoreResult,
+    out: str | Path,
+    *,
+    inputs: Mapping[str, str | Path] = {},
+    options: Mapping[str, Any] = {},
+    shared: bool = False,
+    parquet: bool = False,
+) -> dict[str, Any]:
+    """Write every output of a rescoring into ``out``; returns the manifest."""
+    if parquet:
+        require("pyarrow", "parquet")
+    with atomic_dir(out) as tmp:
+        with open(tmp / "per_query.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(PER_QUERY_COLUMNS)
+            for row in result.per_query_rows():
+                w.writerow([_fmt(x) for x in row])
+        summary = result.summary_rows(shared=shared)
+        _write_dicts(tmp / "summary.csv", SUMMARY_COLUMNS, summary)
+        _write_dicts(tmp / "pairwise.csv", PAIRWISE_COLUMNS, result.pairwise_rows())
+        with open(tmp / "zero_targets.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(("system", "target", "query_id", "reason"))
+            for s in result.systems:
+                tsets = result.target_sets[result.reports[s].store]
+                for t in result.target_names:
+                    zt = tsets[t].zero_target
+                    for q in result.query_ids[s]:
+                        if q in zt:
+                            w.writerow((s, t, q, zt[q]))
+        if parquet:
+            _write_parquet(tmp / "per_query.parquet", result)
+        man = manifest_header("rescore", SCHEMA_VERSION)
+        man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
+        man["options"] = {
+            **options,
+            "credit": result.credit,
+            "targets": [t.to_json() for t in result.targets],
+            "measures": [str(m) for m in result.measures],
+            "shared": shared,
+        }
+        man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
+        man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv"] + (
+            ["per_query.parquet"] if parquet else [])
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    return man
+
+
+def _write_dicts(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_fmt(r[c]) for c in columns])
+
+
+def _write_parquet(path: Path, result: RescoreResult) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols: dict[str, list[Any]] = {c: [] for c in PER_QUERY_COLUMNS}
+    arrays = []
+    for s in result.systems:
+        qids = result.query_ids[s]
+        for t in result.target_names:
+            for m in result.measures:
+                v = result.values[(s, t, m)]
+                n = len(qids)
+                cols["system"].append(pa.array([s] * n, pa.string()).dictionary_encode())
+                cols["target"].append(pa.array([t] * n, pa.string()).dictionary_encode())
+                cols["query_id"].append(pa.array(qids, pa.string()))
+                cols["measure"].append(pa.array([str(m)] * n, pa.string()).dictionary_encode())
+                arrays.append(pa.array(v, pa.float64(), mask=np.isnan(v)))
+    table = pa.table({
+        "system": pa.chunked_array(cols["system"]),
+        "target": pa.chunked_array(cols["target"]),
+        "query_id": pa.chunked_array(cols["query_id"], pa.string()),
+        "measure": pa.chunked_array(cols["measure"]),
+        "value": pa.chunked_array(arrays, pa.float64()),
+    })
+    pq.write_table(table, path)

@@ -1,0 +1,347 @@
+"""Fixed-output rescoring (Stage II): saved runs scored under several targets at once.
+
+:func:`rescore` takes the stores (items with lineage), the queries, and any number of runs,
+builds each target's groups from lineage (:mod:`tiap.targets`), and scores every run under
+every target with the vectorised kernels of :mod:`tiap.scoring.kernels`. The ranking matrix
+of a run is coded once and kept fixed while the targets change.
+
+The query universe is explicit:
+
+- a query in a run but not in the queries file is reported and left out;
+- a query in the queries file that a run does not rank is reported; by default it is left
+  out of that run (``missing="skip"``), or scored as an empty ranking (``missing="zero"``);
+- a zero-target query (no group under a target) is undefined (NaN) under that target, with
+  its reason, never 0;
+- ranked ids unknown to the store are counted and earn nothing; evidence units unknown to
+  the store are reported.
+
+Results are long rows (``system, target, query_id, measure, value``); summaries and the
+pairwise target comparison are computed from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tiap.errors import TiapError
+from tiap.memory.store import Item
+from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
+from tiap.scoring.kernels import Credit, RankingIndex, _check_credit
+from tiap.scoring.measures import Measure, parse_measures
+from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
+from tiap.targets.groups import QueryLike
+from tiap.traces.runs import Run
+
+Missing = Literal["skip", "zero"]
+CHANGED_EPS = 1e-12
+LARGE_DELTA = 0.1
+MAX_EXAMPLES = 20
+
+
+@dataclass(frozen=True)
+class SystemReport:
+    """What rescoring one run found besides the scores (all counts, with a few examples)."""
+
+    system: str
+    store: str
+    queries_in_run: int
+    scored_queries: int
+    not_in_queries_file: tuple[str, ...] = ()
+    not_in_run: tuple[str, ...] = ()
+    missing_policy: str = "skip"
+    unknown_ranked_items: int = 0
+    unknown_ranked_examples: tuple[tuple[str, str], ...] = ()
+    queries_with_unknown_items: int = 0
+    unknown_evidence_queries: int = 0
+    unknown_evidence_examples: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    zero_target: Mapping[str, int] = field(default_factory=dict)
+    run_warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "store": self.store,
+            "queries_in_run": self.queries_in_run,
+            "scored_queries": self.scored_queries,
+            "queries_not_in_queries_file": {
+                "count": len(self.not_in_queries_file),
+                "examples": list(self.not_in_queries_file[:MAX_EXAMPLES]),
+            },
+            "queries_not_in_run": {
+                "count": len(self.not_in_run),
+                "policy": self.missing_policy,
+                "examples": list(self.not_in_run[:MAX_EXAMPLES]),
+            },
+            "unknown_ranked_items": {
+                "count": self.unknown_ranked_items,
+                "queries": self.queries_with_unknown_items,
+                "examples": [list(x) for x in self.unknown_ranked_examples],
+            },
+            "unknown_evidence": {
+                "queries": self.unknown_evidence_queries,
+                "examples": [[q, list(u)] for q, u in self.unknown_evidence_examples],
+            },
+            "zero_target_queries": dict(self.zero_target),
+            "run_warnings": list(self.run_warnings),
+        }
+
+    def warnings(self) -> list[str]:
+        """One sentence per finding a user should see."""
+        out: list[str] = []
+        if self.not_in_queries_file:
+            out.append(
+                f"{self.system}: {len(self.not_in_queries_file):,} ranked queries are not in the "
+                f"queries file and were left out (e.g. {', '.join(self.not_in_queries_file[:3])})"
+            )
+        if self.not_in_run:
+            what = "left out" if self.missing_policy == "skip" else "scored as empty rankings"
+            out.append(
+                f"{self.system}: {len(self.not_in_run):,} queries of the queries file have no "
+                f"ranking in the run and were {what} (e.g. {', '.join(self.not_in_run[:3])})"
+            )
+        if self.unknown_ranked_items:
+            ex = ", ".join(f"{q}: {i}" for q, i in self.unknown_ranked_examples[:3])
+            out.append(
+                f"{self.system}: {self.unknown_ranked_items:,} ranked ids in "
+                f"{self.queries_with_unknown_items:,} queries are not in the store {self.store} "
+                f"and earn nothing (e.g. {ex})"
+            )
+        if self.unknown_evidence_queries:
+            q, u = self.unknown_evidence_examples[0]
+            out.append(
+                f"{self.system}: {self.unknown_evidence_queries:,} queries name evidence units "
+                f"that no item of the store reaches (e.g. {q}: {', '.join(u[:3])})"
+            )
+        out.extend(f"{self.system}: {w}" for w in self.run_warnings)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class RescoreResult:
+    """Per-query values of every (system, target, measure), aligned with ``query_ids``."""
+
+    systems: tuple[str, ...]
+    targets: tuple[Target, ...]
+    measures: tuple[Measure, ...]
+    credit: Credit
+    query_ids: Mapping[str, tuple[str, ...]]  # system -> scored queries, queries-file order
+    values: Mapping[tuple[str, str, Measure], NDArray[np.float64]]
+    flips: Mapping[tuple[str, str, int], NDArray[np.float64]]  # (system, target, k) -> Success@k
+    reports: Mapping[str, SystemReport]
+    target_sets: Mapping[str, TargetSets]  # store label -> groups
+
+    @property
+    def target_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.targets)
+
+    def value(self, system: str, target: str, measure: str | Measure) -> NDArray[np.float64]:
+        m = parse_measures(measure)[0]
+        return self.values[(system, target, m)]
+
+    def shared_mask(self, system: str) -> NDArray[np.bool_]:
+        """Queries of ``system`` defined (not NaN) under every target."""
+        mask = np.ones(len(self.query_ids[system]), dtype=bool)
+        for t in self.target_names:
+            mask &= ~np.isnan(self.values[(system, t, self.measures[0])])
+        return mask
+
+    def per_query_rows(self) -> Iterable[tuple[str, str, str, str, float | None]]:
+        for s in self.systems:
+            qids = self.query_ids[s]
+            for t in self.target_names:
+                for m in self.measures:
+                    name = str(m)
+                    for q, v in zip(qids, self.values[(s, t, m)].tolist(), strict=True):
+                        yield s, t, q, name, (None if v != v else v)
+
+    def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
+        """``system, target, measure, n, mean``: mean over the defined queries, or with
+        ``shared`` over the queries defined under every target."""
+        rows = []
+        for s in self.systems:
+            mask = self.shared_mask(s) if shared else None
+            for t in self.target_names:
+                for m in self.measures:
+                    v = self.values[(s, t, m)]
+                    v = v[mask] if mask is not None else v[~np.isnan(v)]
+                    rows.append({"system": s, "target": t, "measure": str(m), "n": int(v.size),
+                                 "mean": float(v.mean()) if v.size else None})
+        return rows
+
+    def pairwise_rows(self) -> list[dict[str, Any]]:
+        """Per system, measure and pair of targets: how the per-query values change."""
+        rows = []
+        for s in self.systems:
+            for m in self.measures:
+                k = hit_cutoff(m, self.measures)
+                for t1, t2 in combinations(self.target_names, 2):
+                    a, b = self.values[(s, t1, m)], self.values[(s, t2, m)]
+                    both = ~np.isnan(a) & ~np.isnan(b)
+                    d = b[both] - a[both]
+                    n = int(both.sum())
+                    hit1, hit2 = self.flips[(s, t1, k)][both], self.flips[(s, t2, k)][both]
+                    top1, top2 = self.flips[(s, t1, 1)][both], self.flips[(s, t2, 1)][both]
+                    changed = int((np.abs(d) > CHANGED_EPS).sum())
+                    rows.append({
+                        "system": s, "measure": str(m), "target_1": t1, "target_2": t2,
+                        "n_shared": n, "changed": changed,
+                        "changed_fraction": changed / n if n else None,
+                        "mean_delta": float(d.mean()) if n else None,
+                        "mean_abs_delta": float(np.abs(d).mean()) if n else None,
+                        "n_abs_delta_ge_0.1": int((np.abs(d) >= LARGE_DELTA - CHANGED_EPS).sum()),
+                        "hit_k": k,
+                        "hit_flips": int((hit1 != hit2).sum()),
+                        "top1_flips": int((top1 != top2).sum()),
+                    })
+        return rows
+
+
+PAIRWISE_COLUMNS = (
+    "system", "measure", "target_1", "target_2", "n_shared", "changed", "changed_fraction",
+    "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
+)
+
+
+def hit_cutoff(m: Measure, measures: Sequence[Measure], depth: int = 0) -> int:
+    """The k of the Success@k flips reported next to ``m``: its own cutoff, else the largest
+    cutoff among the measures, else the ranking depth."""
+    if m.cutoff:
+        return m.cutoff
+    cuts = [x.cutoff for x in measures if x.cutoff]
+    return max(cuts) if cuts else max(depth, 1)
+
+
+def rescore(
+    runs: Sequence[Run],
+    queries: Sequence[QueryLike],
+    stores: Mapping[str | None, Iterable[Item] | Lineage],
+    *,
+    targets: Iterable[Target | str] = ("raw", "source", "canonical"),
+    measures: str | Iterable[str | Measure] = "nDCG@60,R@60,RR@60,Success@60",
+    credit: str = "group",
+    missing: Missing = "skip",
+    depth: int | None = None,
+) -> RescoreResult:
+    """Score every run under every target.
+
+    Args:
+        runs: the runs (one system each; system names must be unique).
+        queries: the queries with their evidence units (queries-file order is kept).
+        stores: store label -> items (or their lineage). The key ``None`` is the store for
+            every run without a store of its own name; a run named ``NAME`` uses
+            ``stores["NAME"]`` when present.
+        targets: target names or ``name=spec`` definitions.
+        measures: measure names (``nDCG@60,R@60,RR@60,Success@60``).
+        credit: ``group`` (the paper's scorer) or ``set`` (trec_eval).
+        missing: what to do with a query the run does not rank: ``skip`` or ``zero``.
+        depth: cut every ranking to its top ``depth`` (default: keep them whole).
+    """
+    mode = _check_credit(credit)
+    ms = parse_measures(measures)
+    ts = resolve_targets(targets)
+    if missing not in ("skip", "zero"):
+        raise TiapError(f"missing must be 'skip' or 'zero', got {missing!r}")
+    names = [r.system for r in runs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise TiapError(f"two runs have the same system name: {', '.join(dupes)}; name them "
+                        "with NAME=PATH")
+    if not runs:
+        raise TiapError("no run to score")
+    for r in runs:
+        if r.system not in stores and None not in stores:
+            raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH or a "
+                            "plain --items PATH for every run")
+
+    qlist = list(queries)
+    qindex = {q.query_id: i for i, q in enumerate(qlist)}
+    lineages: dict[str, Lineage] = {}
+    sets: dict[str, TargetSets] = {}
+    values: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
+    flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+    qids_by_system: dict[str, tuple[str, ...]] = {}
+    reports: dict[str, SystemReport] = {}
+    flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
+    flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
+
+    for run in runs:
+        label = run.system if run.system in stores else None
+        store_name = label or "default"
+        if store_name not in lineages:
+            st = stores[label]
+            lineages[store_name] = st if isinstance(st, Lineage) else build_lineage(st)
+            sets[store_name] = build_groups(lineages[store_name], qlist, ts)
+        lineage, tsets = lineages[store_name], sets[store_name]
+
+        by_q = {rk.query_id: rk for rk in run.rankings}
+        not_in_file = tuple(q for q in by_q if q not in qindex)
+        not_in_run = tuple(q.query_id for q in qlist if q.query_id not in by_q)
+        scored = [q.query_id for q in qlist if q.query_id in by_q or missing == "zero"]
+        rankings = [by_q[q].item_ids if q in by_q else () for q in scored]
+
+        unknown = 0
+        unknown_q = 0
+        examples: list[tuple[str, str]] = []
+        items = lineage.items
+        for q, r in zip(scored, rankings, strict=True):
+            bad = [i for i in r if i not in items]
+            if bad:
+                unknown += len(bad)
+                unknown_q += 1
+                if len(examples) < MAX_EXAMPLES:
+                    examples.append((q, bad[0]))
+
+        vocab = Vocabulary()
+        matrix = encode_rankings(rankings, vocab, depth=depth, query_ids=scored)
+        index = RankingIndex(matrix)
+        zero: dict[str, int] = {}
+        for t in ts:
+            tg = tsets[t.name]
+            groups = [tg[q] for q in scored]
+            zero[t.name] = sum(1 for g in groups if not g)
+            coded = encode_targets(groups, vocab, query_ids=scored)
+            got = index.score(coded, [*ms, *flip_measures], mode)
+            for m in ms:
+                values[(run.system, t.name, m)] = got[m]
+            for k, fm in zip(flip_ks, flip_measures, strict=True):
+                flips[(run.system, t.name, k)] = got[fm]
+
+        scored_set = set(scored)
+        ue = {q: u for q, u in tsets.unknown_evidence.items() if q in scored_set}
+        reports[run.system] = SystemReport(
+            system=run.system,
+            store=store_name,
+            queries_in_run=len(by_q),
+            scored_queries=len(scored),
+            not_in_queries_file=not_in_file,
+            not_in_run=not_in_run,
+            missing_policy=missing,
+            unknown_ranked_items=unknown,
+            unknown_ranked_examples=tuple(examples),
+            queries_with_unknown_items=unknown_q,
+            unknown_evidence_queries=len(ue),
+            unknown_evidence_examples=tuple(list(ue.items())[:MAX_EXAMPLES]),
+            zero_target=zero,
+            run_warnings=tuple(
+                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
+            ),
+        )
+        qids_by_system[run.system] = tuple(scored)
+
+    return RescoreResult(
+        systems=tuple(names),
+        targets=ts,
+        measures=ms,
+        credit=mode,
+        query_ids=qids_by_system,
+        values=values,
+        flips=flips,
+        reports=reports,
+        target_sets=sets,
+    )
