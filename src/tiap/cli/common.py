@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -18,8 +19,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+# Tables stay readable when output goes to a file or a pipe (rich would use 80 columns).
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tiap import __version__
-from tiap.cli import datasets, rescore, targets
+from tiap.cli import datasets, imports, rescore, targets
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -20,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(datasets.app, name="datasets")
+app.add_typer(imports.app, name="import")
 app.command("targets")(targets.targets_cmd)
 app.command("rescore")(rescore.rescore_cmd)
 
