@@ -104,6 +104,12 @@ def test_group_credit_by_hand(files: dict[str, Path], tmp_path: Path) -> None:
             "reason": "no members under target 'canonical' (evidence units: u3)"} in zeros
     man = json.loads((out / "manifest.json").read_text())
     assert man["options"]["credit"] == "group" and "sha256" in man["inputs"]["queries"]
+    sizes = {(r["target"], r["query_id"]): (r["n_groups"], r["n_members"])
+             for r in _read(out / "target_sizes.csv")}
+    # q1: Raw {t1},{t2} -> 2 groups, 2 members; Source {t1,f1,f2,s1},{t2,f2} -> union of 5
+    assert sizes[("raw", "q1")] == ("2", "2") and sizes[("source", "q1")] == ("2", "5")
+    assert sizes[("canonical", "q2")] == ("0", "0")
+    assert [r["query_id"] for r in _read(out / "queries.csv")] == ["q1", "q2", "q3"]
 
 
 def test_shared_subset_and_set_credit(files: dict[str, Path], tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def rescore_cmd(
     for rep in result.reports.values():
         for w in rep.warnings():
             err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
-    write_rescore(result, out, inputs=inputs, shared=shared, parquet=parquet,
+    write_rescore(result, out, queries=qs, inputs=inputs, shared=shared, parquet=parquet,
                   options={"missing": missing, "dedup": dedup, "depth": depth})
     print_summary(result, shared)
     err_console.print(f"wrote {out}")

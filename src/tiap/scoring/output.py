@@ -5,6 +5,10 @@
 - ``pairwise.csv``: per system, measure and pair of targets, the columns of
   :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`;
 - ``zero_targets.csv``: ``system,target,query_id,reason`` for every undefined value;
+- ``target_sizes.csv``: ``system,target,query_id,n_groups,n_members`` (G and the size of the
+  union of the groups), the input of the cardinality analysis;
+- ``queries.csv``: ``query_id,category,collection,abstention`` of every query in the queries
+  file, so that the folder is self-contained for ``tiap sensitivity``;
 - ``per_query.parquet`` (optional, needs the ``parquet`` extra);
 - ``manifest.json``: schema version, inputs with sha256, options, versions, and per system
   what the rescoring found (unknown ids, missing queries, zero-target counts).
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,7 @@ def write_rescore(
     result: RescoreResult,
     out: str | Path,
     *,
+    queries: Sequence[Any] = (),
     inputs: Mapping[str, str | Path] = {},
     options: Mapping[str, Any] = {},
     shared: bool = False,
@@ -67,6 +72,23 @@ def write_rescore(
                     for q in result.query_ids[s]:
                         if q in zt:
                             w.writerow((s, t, q, zt[q]))
+        with open(tmp / "target_sizes.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(("system", "target", "query_id", "n_groups", "n_members"))
+            for s in result.systems:
+                tsets = result.target_sets[result.reports[s].store]
+                for t in result.target_names:
+                    tg = tsets[t]
+                    for q in result.query_ids[s]:
+                        qg = tg.queries[q]
+                        w.writerow((s, t, q, qg.n_groups, len(qg.members)))
+        with open(tmp / "queries.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(("query_id", "category", "collection", "abstention"))
+            for q in queries:
+                w.writerow((q.query_id, getattr(q, "category", ""),
+                            getattr(q, "collection_id", ""),
+                            "true" if getattr(q, "abstention", False) else "false"))
         if parquet:
             _write_parquet(tmp / "per_query.parquet", result)
         man = manifest_header("rescore", SCHEMA_VERSION)
@@ -79,7 +101,8 @@ def write_rescore(
             "shared": shared,
         }
         man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
-        man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv"] + (
+        man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
+                          "target_sizes.csv", "queries.csv"] + (
             ["per_query.parquet"] if parquet else [])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man
