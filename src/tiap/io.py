@@ -129,6 +129,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -161,6 +162,12 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
                 os.replace(child, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_jsonl(path: str | Path, rows: Any) -> int:

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tiap import __version__
-from tiap.cli import datasets, imports, rescore, targets
+from tiap.cli import datasets, imports, rescore, retrieval, targets
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -23,6 +23,7 @@ app.add_typer(datasets.app, name="datasets")
 app.add_typer(imports.app, name="import")
 app.command("targets")(targets.targets_cmd)
 app.command("rescore")(rescore.rescore_cmd)
+app.command("retrieve")(retrieval.retrieve_cmd)
 
 
 def _version(value: bool) -> None:
@@ -42,7 +43,7 @@ def _root(
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; input errors print one line per problem and exit with status 2."""
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
     except TiapError as exc:
         for p in exc.problems:
             err_console.print(f"[bold red]error[/]: {p}", highlight=False, soft_wrap=True)
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return exc.exit_code
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

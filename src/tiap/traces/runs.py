@@ -12,7 +12,9 @@ optionally with scores. Three interchange formats are read, recognised by their 
     JSONL rankings, one query per line:
     ``{"query_id": ..., "system": ..., "ranking": [...], "scores": [...]}``. The list order
     is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
-    ``system`` (and an optional ``benchmark``) may be omitted.
+    ``system`` (and an optional ``benchmark``) may be omitted. A first line holding
+    ``"tiap_trace"`` is the header of a TIAP trace (``tiap retrieve``): it is skipped and kept
+    as :attr:`Run.header`.
 ``rows-csv`` / ``rows-tsv`` / ``rows-jsonl``
     The paper package's ranked-trace rows, one retrieved item a row, with the columns
     ``benchmark, system, query_id, retrieved_id, rank, score``: a CSV or TSV file with that
@@ -99,6 +101,9 @@ _EXPECTED = (
     '{"query_id", "system", "ranking": [...], "scores": [...]} object a line) or ranked-trace '
     "rows (a CSV/TSV header, or JSONL keys, " + ", ".join(ROW_COLUMNS) + ")"
 )
+#: The key that marks the header line of a TIAP trace (``tiap retrieve``): skipped, kept
+#: as ``Run.header``.
+TRACE_HEADER_KEY = "tiap_trace"
 _INT = re.compile(r"[+-]?[0-9]+")
 _WHITESPACE = re.compile(r"\s")
 
@@ -203,6 +208,8 @@ class Run:
     format: str | None = None
     benchmark: str | None = None
     warnings: tuple[RunWarning, ...] = ()
+    #: The header object of a TIAP trace (a first line holding ``"tiap_trace"``), if any.
+    header: dict[str, Any] | None = field(default=None, compare=False)
     _index: dict[str, Ranking] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -405,7 +412,7 @@ def _detect(path: Path, lineno: int, line: str) -> str:
                 f"{unknown} (not one JSON object on the line: {exc.msg})", file=path, line=lineno
             ) from exc
         keys = set(obj) if isinstance(obj, dict) else set()
-        if "ranking" in keys:
+        if "ranking" in keys or TRACE_HEADER_KEY in keys:
             return FORMAT_JSONL
         if _ROW_REQUIRED.issubset(keys):
             return FORMAT_ROWS_JSONL
@@ -427,6 +434,17 @@ def _detect(path: Path, lineno: int, line: str) -> str:
     ):
         return FORMAT_TREC
     raise TiapError(unknown, file=path, line=lineno)
+
+
+def _trace_header(line: str) -> dict[str, Any] | None:
+    """The header object of a TIAP trace (``{"tiap_trace": 1, ...}``), or None."""
+    if TRACE_HEADER_KEY not in line:
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) and TRACE_HEADER_KEY in obj else None
 
 
 def detect_run_format(path: str | Path) -> str:
@@ -882,6 +900,11 @@ def read_run(
         first = _first_line(lines)
         if first is None:
             raise TiapError("empty run file: it holds no rankings", file=path)
+        header = _trace_header(first[1])
+        if header is not None:  # a TIAP trace: keep its header line as run metadata
+            first = _first_line(lines)
+            if first is None:
+                raise TiapError("empty run file: a trace header but no rankings", file=path)
         fmt = _detect(path, *first)
         all_lines = chain([first], lines)
         if fmt == FORMAT_TREC:
@@ -921,6 +944,7 @@ def read_run(
             format=fmt,
             benchmark=benchmark,
             warnings=per_run_warns[(benchmark, sys_name)].freeze(),
+            header=header,
         )
         for (benchmark, sys_name), rankings in per_run.items()
     ]

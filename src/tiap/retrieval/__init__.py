@@ -1,0 +1,72 @@
+"""Stage 3: retrieval. BM25, dense embeddings and their reciprocal-rank fusion, over one
+collection of a store at a time, written as ranked traces of fixed depth (docs/retrieval.md).
+
+>>> from tiap.retrieval import make_retriever, retrieve           # doctest: +SKIP
+>>> retrieve("stores/raw", "locomo/queries.jsonl", make_retriever("bm25"),
+...          "runs/bm25.jsonl", depth=60)                           # doctest: +SKIP
+
+Importing this package loads neither ``bm25s`` nor torch: each retriever imports its
+library when it first scores, and a missing one raises
+:class:`~tiap.errors.MissingExtraError` naming the extra to install.
+"""
+
+from tiap.retrieval.base import Retriever
+from tiap.retrieval.bm25 import BM25Retriever
+from tiap.retrieval.cache import EmbeddingCache, default_embedding_cache_dir, text_key
+from tiap.retrieval.dense import DenseRetriever
+from tiap.retrieval.encoders import (
+    DEFAULT_MODEL,
+    Encoder,
+    OllamaEncoder,
+    SentenceTransformerEncoder,
+    make_encoder,
+)
+from tiap.retrieval.factory import RETRIEVERS, make_retriever
+from tiap.retrieval.hybrid import HybridRetriever
+from tiap.retrieval.kernels import DEFAULT_RRF_K, rrf, top_k
+from tiap.retrieval.pipeline import (
+    DEFAULT_DEPTH,
+    TRACE_SCHEMA_VERSION,
+    CollectionPlan,
+    RetrievalResult,
+    Store,
+    default_work_dir,
+    open_store,
+    plan_collections,
+    rank_collection,
+    retrieve,
+    trace_header,
+    trec_path_for,
+)
+
+__all__ = [
+    "DEFAULT_DEPTH",
+    "DEFAULT_MODEL",
+    "DEFAULT_RRF_K",
+    "RETRIEVERS",
+    "TRACE_SCHEMA_VERSION",
+    "BM25Retriever",
+    "CollectionPlan",
+    "DenseRetriever",
+    "EmbeddingCache",
+    "Encoder",
+    "HybridRetriever",
+    "OllamaEncoder",
+    "RetrievalResult",
+    "Retriever",
+    "SentenceTransformerEncoder",
+    "Store",
+    "default_embedding_cache_dir",
+    "default_work_dir",
+    "make_encoder",
+    "make_retriever",
+    "open_store",
+    "plan_collections",
+    "rank_collection",
+    "retrieve",
+    "rrf",
+    "text_key",
+    "top_k",
+    "trace_header",
+    "trec_path_for",
+]

