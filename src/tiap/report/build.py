@@ -1,0 +1,542 @@
+"""``tiap report``: one self-contained HTML page, Markdown and LaTeX tables, a target card.
+
+The page has no script and no external resource: figures are PNGs embedded as ``data:``
+URIs, the style is inline, and a Content-Security-Policy forbids everything else, so an
+escaping mistake could not run code. Every piece of text from the data (questions, answers,
+memory text, system names, categories, target specs) goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from tiap.io import atomic_dir
+from tiap.provenance import input_entry, manifest_header
+from tiap.report import plots
+from tiap.report.card import card_json, card_markdown
+from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
+from tiap.report.render import ReportTable, ci, esc, f4, pct, pval, signed, signed_pct
+
+__all__ = ["build_report"]
+
+SCHEMA_VERSION = 1
+HTML_LIMIT = 60
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;
+color:#1d232a;background:#fff;line-height:1.45}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 60px}
+header{background:#18324a;color:#fff;padding:22px 28px}
+header h1{margin:0 0 4px;font-size:24px} header p{margin:0;opacity:.85}
+h2{border-bottom:2px solid #18324a;padding-bottom:4px;margin-top:40px}
+h3{margin-top:28px;color:#18324a}
+table.t{border-collapse:collapse;margin:10px 0 18px;font-size:13px;display:block;
+overflow-x:auto;max-width:100%}
+table.t caption{text-align:left;padding:4px 0;color:#333}
+table.t th{background:#eef2f6;text-align:left;padding:4px 8px;border-bottom:1px solid #b9c4cf}
+table.t td{padding:3px 8px;border-bottom:1px solid #e3e7eb;vertical-align:top}
+table.t tr.mark td{background:#fff1d6;font-weight:600}
+.kpi{display:flex;flex-wrap:wrap;gap:12px;margin:14px 0}
+.kpi div{background:#f3f6f9;border-left:4px solid #1b6ca8;padding:8px 12px;min-width:180px}
+.kpi b{display:block;font-size:20px}
+figure{margin:12px 0 22px} figure img{max-width:100%;height:auto;border:1px solid #e3e7eb}
+figcaption{font-size:12px;color:#555}
+.note{font-size:12px;color:#555} code{background:#f3f6f9;padding:0 3px}
+nav ul{columns:2;font-size:14px}
+"""
+
+
+@dataclass
+class _Page:
+    parts: list[str] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
+    toc: list[tuple[str, str]] = field(default_factory=list)
+
+    def h(self, level: int, text: str, anchor: str | None = None) -> None:
+        a = f' id="{esc(anchor)}"' if anchor else ""
+        self.parts.append(f"<h{level}{a}>{esc(text)}</h{level}>")
+        if anchor and level == 2:
+            self.toc.append((anchor, text))
+
+    def p(self, text: str, cls: str = "") -> None:
+        c = f' class="{cls}"' if cls else ""
+        self.parts.append(f"<p{c}>{esc(text)}</p>")
+
+    def table(self, t: ReportTable, limit: int | None = HTML_LIMIT) -> None:
+        self.tables.append(t)
+        self.parts.append(t.to_html(limit=limit))
+
+    def figure(self, png: bytes | None, caption: str) -> None:
+        if not png:
+            return
+        data = base64.b64encode(png).decode("ascii")
+        self.parts.append(f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,'
+                          f'{data}"><figcaption>{esc(caption)}</figcaption></figure>')
+
+    def kpis(self, items: Sequence[tuple[str, str]]) -> None:
+        self.parts.append('<div class="kpi">' + "".join(
+            f"<div><b>{esc(v)}</b>{esc(k)}</div>" for k, v in items) + "</div>")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "dataset"
+
+
+def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
+    try:
+        return fn()
+    except Exception as exc:  # a figure must never take the report down
+        from tiap.errors import MissingExtraError
+
+        if isinstance(exc, MissingExtraError):
+            raise
+        notes.append(f"figure {what} not drawn: {exc}")
+        return None
+
+
+def build_report(dirs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
+    """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
+    ``target_card.md|.json`` and ``manifest.json`` into ``out``."""
+    sds = load_sensitivity_dirs(dirs)
+    plots._plt()  # fail early with the install hint when matplotlib is missing
+    page = _Page()
+    notes: list[str] = []
+    card = card_json(sds)
+    for sd in sds:
+        for ds in sd.datasets:
+            _dataset_section(page, sd, ds, notes)
+    for sd in sds:
+        notes.extend(f"{sd.path.name}: {n}" for n in sd.manifest.get("notes") or [])
+    html_text = _html(page, sds, card, notes)
+    with atomic_dir(out) as tmp:
+        (tmp / "index.html").write_text(html_text, encoding="utf-8")
+        (tmp / "tables").mkdir()
+        names: set[str] = set()
+        for t in page.tables:
+            base = t.name
+            i = 2
+            while t.name in names:
+                t.name = f"{base}_{i}"
+                i += 1
+            names.add(t.name)
+            (tmp / "tables" / f"{t.name}.md").write_text(t.to_markdown(), encoding="utf-8")
+            (tmp / "tables" / f"{t.name}.tex").write_text(t.to_latex(), encoding="utf-8")
+        (tmp / "tables.md").write_text("\n".join(t.to_markdown() for t in page.tables),
+                                       encoding="utf-8")
+        (tmp / "tables.tex").write_text(
+            "% needs \\usepackage{booktabs}\n" + "\n".join(t.to_latex() for t in page.tables),
+            encoding="utf-8")
+        (tmp / "target_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False)
+                                              + "\n", encoding="utf-8")
+        (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
+        man = manifest_header("report", SCHEMA_VERSION)
+        man["inputs"] = {f"{sd.path.name}/manifest.json": input_entry(sd.path / "manifest.json")
+                         for sd in sds}
+        man["outputs"] = ["index.html", "tables.md", "tables.tex", "target_card.md",
+                          "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
+                                                 for x in ("md", "tex")]
+        man["notes"] = notes
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    return man
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
+          notes: list[str]) -> str:
+    opts = sds[0].manifest.get("options", {})
+    names = ", ".join(sd.labels.get(d["name"], d["name"]) for sd in sds for d in sd.datasets)
+    head = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>TIAP target-sensitivity report</title>"
+        f'<link rel="icon" href="data:,"><style>{_STYLE}</style></head><body>'
+        "<header><h1>Target-sensitivity report</h1>"
+        f"<p>{esc(names)}: what the scores, winners and design recommendations depend on "
+        "when only the credited target changes (fixed ranked outputs).</p></header><main>")
+    intro = [
+        "<p>Each ranked trace was rescored under several <i>targets</i> (which stored forms "
+        "earn credit for an evidence turn). On fixed outputs, every difference below comes "
+        "from the target alone. Gaps are compared on <i>shared subsets</i> (queries defined "
+        "under every compared target for every compared system). Intervals: paired "
+        f"bootstrap, {esc(opts.get('resamples'))} resamples, seed {esc(opts.get('seed'))}; "
+        "p-values: paired sign-flip randomization test. A <b>winner flip</b> is a sign change "
+        "of the mean gap; it is <b>significant</b> when both intervals exclude 0 on opposite "
+        "sides. Highlighted rows are flips or changed recommendations.</p>"]
+    toc = ["<nav><b>Contents</b><ul>"] + [
+        f'<li><a href="#{esc(a)}">{esc(t)}</a></li>' for a, t in page.toc] + [
+        '<li><a href="#card">Target card</a></li><li><a href="#notes">Notes and provenance'
+        "</a></li></ul></nav>"]
+    card_html = _card_html(card)
+    foot = ['<h2 id="notes">Notes and provenance</h2><ul class="note">']
+    foot += [f"<li>{esc(n)}</li>" for n in notes] or ["<li>none</li>"]
+    foot.append("</ul><p class=\"note\">Sources: " + esc(", ".join(str(sd.path) for sd in sds))
+                + ". Files: tables/*.md and *.tex (one per table), tables.md, tables.tex, "
+                "target_card.md, target_card.json.</p>")
+    return "\n".join([head, *intro, *toc, *page.parts, card_html, *foot,
+                      "</main></body></html>\n"])
+
+
+def _card_html(card: dict[str, Any]) -> str:
+    out = ['<h2 id="card">Target card</h2>',
+           "<p>The statement of which stored forms received credit (also in "
+           "<code>target_card.md</code> and <code>target_card.json</code>).</p>"]
+    for ds in card["datasets"]:
+        out.append(f"<h3>{esc(ds['dataset'])}</h3>")
+        out.append(f"<p><b>Credit mode:</b> {esc(ds['credit']['mode'])}: "
+                   f"{esc(ds['credit']['definition'])}</p>")
+        t = ReportTable("card_targets", "Targets", ["target", "spec", "description"])
+        for tg in ds["targets"]:
+            t.add([tg.get("name", ""), tg.get("spec", tg.get("qrels", "")),
+                   tg.get("description", "")])
+        out.append(t.to_html(limit=None))
+        n_flips = len(ds["winner_flips"])
+        n_sig = sum(1 for f in ds["winner_flips"] if f["significant_flip"])
+        out.append(f"<p>{n_flips} winner flips over all measures ({n_sig} significant); "
+                   f"{len(ds['design_changes'])} design recommendations change with the "
+                   "target. Every flip is listed in target_card.md.</p>")
+    return "\n".join(out)
+
+
+def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
+                     notes: list[str]) -> None:
+    name = ds["name"]
+    label = sd.labels.get(name, name)
+    slug = _slug(label)
+    primary = ds.get("primary_measure") or ""
+    targets = [t["name"] for t in ds.get("targets", [])]
+    systems = list((ds.get("systems") or {}).keys())
+    page.h(2, f"Dataset {label}", f"ds-{slug}")
+    flips = [r for r in sd.rows("winner_flips", name) if truth(r["flip"])]
+    pflips = [r for r in flips if r["measure"] == primary]
+    changes = [r for r in sd.rows("change", name, measure=primary)]
+    fr = [num(r["changed_fraction"]) for r in changes if num(r["changed_fraction"]) is not None]
+    page.kpis([
+        ("queries", f"{ds.get('n_queries', 0):,}"),
+        ("systems", str(len(systems))),
+        ("targets", ", ".join(targets)),
+        ("credit mode", str(ds.get("credit"))),
+        (f"queries changed ({primary})", f"{100 * min(fr):.1f}–{100 * max(fr):.1f}%" if fr
+         else "–"),
+        (f"winner flips ({primary})",
+         f"{len(pflips)} ({sum(truth(r['significant_flip']) for r in pflips)} significant)"),
+    ])
+
+    # scores
+    page.h(3, "Scores under each target")
+    means = sd.rows("system_means", name)
+    t = ReportTable(f"{slug}_scores", f"{label}: mean {primary} per target",
+                    ["system", *[f"{tg} (n)" for tg in targets],
+                     *[f"{tg} on shared" for tg in targets]],
+                    caption="Means over the queries defined under the target, and over the "
+                    "system's queries defined under every target.")
+    series: dict[str, list[float | None]] = {tg: [] for tg in targets}
+    for s in systems:
+        cells: list[str] = []
+        shared: list[str] = []
+        for tg in targets:
+            r = next((x for x in means if x["system"] == s and x["target"] == tg
+                      and x["measure"] == primary), None)
+            cells.append(f"{f4(r['mean'])} ({r['n']})" if r else "–")
+            shared.append(f"{f4(r['mean_shared_targets'])}" if r else "–")
+            series[tg].append(num(r["mean"]) if r else None)
+        t.add([s, *cells, *shared])
+    page.table(t)
+    all_m = ReportTable(f"{slug}_scores_all", f"{label}: every measure per target",
+                        ["system", "target", *ds.get("measures", [])])
+    for s in systems:
+        for tg in targets:
+            row = [s, tg]
+            for m in ds.get("measures", []):
+                r = next((x for x in means if x["system"] == s and x["target"] == tg
+                          and x["measure"] == m), None)
+                row.append(f4(r["mean"]) if r else "–")
+            all_m.add(row)
+    page.table(all_m)
+    page.figure(_safe(lambda: plots.bars(f"{label}: mean {primary} per target", systems,
+                                         series, primary), notes, "scores"),
+                f"Mean {primary} per system and target (over the queries defined under the "
+                "target; the table gives n and the means on the shared subset).")
+
+    # per-query change
+    page.h(3, "Per-query change between targets")
+    t = ReportTable(f"{slug}_change", f"{label}: per-query change of {primary}",
+                    ["system", "targets", "n shared", "changed", "mean Δ", "mean |Δ|",
+                     "|Δ| ≥ 0.1", "hit flips", "top-1 flips"],
+                    caption="Δ = value under the second target minus the first, on the "
+                    "queries defined under both.")
+    for r in changes:
+        t.add([r["system"], f"{r['target_1']} → {r['target_2']}", r["n_shared"],
+               pct(r["changed_fraction"]), signed(r["mean_delta"]), f4(r["mean_abs_delta"]),
+               pct(r["share_abs_delta_ge_0.1"]), r["hit_flips"] or "–", r["top1_flips"] or "–"])
+    page.table(t)
+    deltas = sd.rows("deltas", name)
+    pairs = [f"{a} → {b}" for a, b in combinations(targets, 2)]
+    panels: dict[tuple[str, str], list[float]] = {}
+    for r in deltas:
+        v = num(r["delta"])
+        if v is not None:
+            panels.setdefault((r["system"], f"{r['target_1']} → {r['target_2']}"), []).append(v)
+    page.figure(_safe(lambda: plots.delta_histograms(
+        f"{label}: per-query Δ {primary}", panels, systems[:12], pairs), notes, "deltas"),
+        f"Distribution of the per-query change of {primary} per system and pair of targets "
+        "(the paper's Figure 3; bins of 0.1).")
+
+    # winner flips
+    page.h(3, "Winner flips between systems")
+    rows = sd.rows("winner_flips", name, measure=primary)
+    t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under pairs of "
+                    "targets", ["A vs B", "targets", "n shared", "gap 1", "CI 1", "p 1", "gap 2",
+                                "CI 2", "p 2", "winner 1 → 2", "flip"],
+                    caption="Gap = A minus B on the shared subset; highlighted: winner flips.")
+    entries: list[tuple[str, str, float, float, float]] = []
+    for r in rows:
+        flip = truth(r["flip"])
+        t.add([f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
+               r["n_shared"], signed(r["gap_1"]), ci(r["ci_1_low"], r["ci_1_high"]),
+               pval(r["p_1"]), signed(r["gap_2"]), ci(r["ci_2_low"], r["ci_2_high"]),
+               pval(r["p_2"]), f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}",
+               ("significant" if truth(r["significant_flip"]) else "yes") if flip else "no"],
+              mark=flip)
+    page.table(t)
+    seen: set[tuple[str, str]] = set()
+    for r in rows:
+        lab = f"{r['system_a']} vs {r['system_b']}"
+        for side, tg in (("1", r["target_1"]), ("2", r["target_2"])):
+            g, lo, hi = num(r[f"gap_{side}"]), num(r[f"ci_{side}_low"]), num(r[f"ci_{side}_high"])
+            if g is None or lo is None or hi is None or (lab, tg) in seen:
+                continue
+            seen.add((lab, tg))
+            entries.append((lab, tg, g, lo, hi))
+    if entries:
+        page.figure(_safe(lambda: plots.forest_plot(f"{label}: {primary} gaps", entries[:150],
+                                                    targets), notes, "forest"),
+                    "Gap between two systems under each target, with its 95% paired bootstrap "
+                    "interval (on the first shared subset the pair appears in).")
+    other = [r for r in flips if r["measure"] != primary]
+    if other:
+        t = ReportTable(f"{slug}_winner_flips_other", f"{label}: winner flips on other measures",
+                        ["measure", "A vs B", "targets", "n", "gap 1 [CI]", "gap 2 [CI]",
+                         "significant"])
+        for r in other:
+            t.add([r["measure"], f"{r['system_a']} vs {r['system_b']}",
+                   f"{r['target_1']} → {r['target_2']}", r["n_shared"],
+                   f"{signed(r['gap_1'])} {ci(r['ci_1_low'], r['ci_1_high'])}",
+                   f"{signed(r['gap_2'])} {ci(r['ci_2_low'], r['ci_2_high'])}",
+                   "yes" if truth(r["significant_flip"]) else "no"], mark=True)
+        page.table(t)
+
+    _design_section(page, sd, name, label, slug, primary, targets, notes)
+    _category_section(page, sd, name, label, slug, primary, targets)
+    _cardinality_section(page, sd, name, label, slug, primary, notes)
+    _depth_section(page, sd, name, label, slug, primary, targets, notes)
+    _aggregation_section(page, sd, name, label, slug, primary)
+    _answers_section(page, sd, name, label, slug)
+
+
+def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                    primary: str, targets: list[str], notes: list[str]) -> None:
+    pref = sd.rows("design_preferred", name, measure=primary)
+    if not pref:
+        return
+    page.h(3, "Design recommendations per target")
+    groups = unique(r["group"] for r in pref)
+    t = ReportTable(f"{slug}_design", f"{label}: preferred configuration per target "
+                    f"({primary})", ["group", "target", "n matched", "preferred", "ranking",
+                                     "margin"])
+    chg = {(r["group"], r["comparison"]): r for r in sd.rows("design_changes", name,
+                                                            measure=primary)}
+    for r in pref:
+        changed = truth(chg.get((r["group"], "preferred"), {}).get("changes", "false"))
+        t.add([r["group"], r["target"], r["n_matched"], r["preferred"], r["ranking"],
+               f4(r["margin"])], mark=changed)
+    page.table(t)
+    t = ReportTable(f"{slug}_design_pairwise", f"{label}: pairwise preferences ({primary})",
+                    ["group", "A vs B", "target", "gap", "CI", "p", "preferred", "changes"])
+    for r in sd.rows("design_pairwise", name, measure=primary):
+        comp = f"{r['config_a']} vs {r['config_b']}"
+        changed = truth(chg.get((r["group"], comp), {}).get("changes", "false"))
+        t.add([r["group"], comp, r["target"], signed(r["gap"]), ci(r["ci_low"], r["ci_high"]),
+               pval(r["p"]), r["preferred"] + (" *" if truth(r["significant"]) else ""),
+               "yes" if changed else "no"], mark=changed)
+    page.table(t)
+    page.p("* the interval excludes 0.", "note")
+    means = sd.rows("design_means", name, measure=primary)
+    for g in groups:
+        configs = unique(r["config"] for r in means if r["group"] == g)
+        by_t = {tg: [num(next((r["mean"] for r in means if r["group"] == g and
+                               r["target"] == tg and r["config"] == c), None))
+                     for c in configs] for tg in targets
+                if any(r["target"] == tg for r in means if r["group"] == g)}
+        page.figure(_safe(lambda g=g, configs=configs, by_t=by_t: plots.design_plot(
+            f"{label} / {g}: {primary}", configs, by_t), notes, f"design {g}"),
+            f"{g}: each configuration's mean {primary} minus the first configuration's, per "
+            "target (a line crossing another means the recommendation changes).")
+
+
+def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                      primary: str, targets: list[str]) -> None:
+    rows = sd.rows("category_change", name, measure=primary)
+    if not rows or len(unique(r["category"] for r in rows)) < 2 and not rows[0]["category"]:
+        return
+    page.h(3, "By category")
+    t = ReportTable(f"{slug}_category_change", f"{label}: per-query change of {primary} by "
+                    "category", ["category", "system", "targets", "n", "changed", "mean Δ",
+                                 "|Δ| ≥ 0.1"])
+    for r in rows:
+        if r["n_shared"] in ("", "0"):
+            continue
+        t.add([r["category"] or "(none)", r["system"], f"{r['target_1']} → {r['target_2']}",
+               r["n_shared"], pct(r["changed_fraction"]), signed(r["mean_delta"]),
+               pct(r["share_abs_delta_ge_0.1"])])
+    page.table(t)
+    cf = [r for r in sd.rows("category_flips", name, measure=primary) if truth(r["flip"])]
+    if sd.tables.get("category_flips") is not None:
+        t = ReportTable(f"{slug}_category_flips", f"{label}: winner flips within categories "
+                        f"({primary})", ["category", "A vs B", "targets", "n", "gap 1 [CI]",
+                                         "gap 2 [CI]", "significant"])
+        for r in cf:
+            t.add([r["category"] or "(none)", f"{r['system_a']} vs {r['system_b']}",
+                   f"{r['target_1']} → {r['target_2']}", r["n_shared"],
+                   f"{signed(r['gap_1'])} {ci(r['ci_1_low'], r['ci_1_high'])}",
+                   f"{signed(r['gap_2'])} {ci(r['ci_2_low'], r['ci_2_high'])}",
+                   "yes" if truth(r["significant_flip"]) else "no"], mark=True)
+        page.table(t)
+
+
+def _cardinality_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                         primary: str, notes: list[str]) -> None:
+    corr = sd.rows("cardinality", name, measure=primary)
+    if not corr:
+        return
+    page.h(3, "Cardinality: does target-set size explain the shift?")
+    t = ReportTable(f"{slug}_cardinality", f"{label}: size difference vs {primary} shift",
+                    ["system", "comparison", "n", "Pearson r", "R²", "p", "mean size diff",
+                     "mean shift"])
+    for r in corr:
+        t.add([r["system"], f"{r['target_2']} − {r['target_1']}", r["n"], f4(r["pearson_r"], 3),
+               f4(r["r_squared"], 3), pval(r["p_value"]), f4(r["mean_size_diff"], 2),
+               signed(r["mean_shift"])])
+    page.table(t)
+    bins = sd.rows("cardinality_bins", name, measure=primary, system="all")
+    if not bins:
+        bins = sd.rows("cardinality_bins", name, measure=primary)
+    t = ReportTable(f"{slug}_cardinality_bins", f"{label}: mean {primary} shift by size "
+                    "difference (all systems pooled)", ["comparison", "extra ids", "n",
+                                                        "mean shift", "sd", "t", "p"])
+    series: dict[str, list[tuple[str, float | None, float | None, int]]] = {}
+    for r in bins:
+        comp = f"{r['target_2']} − {r['target_1']}"
+        t.add([comp, r["bin"], r["n"], signed(r["mean_shift"]), f4(r["sd_shift"], 3),
+               f4(r["t"], 2), pval(r["p_value"])])
+        series.setdefault(comp, []).append((r["bin"], num(r["mean_shift"]), num(r["sd_shift"]),
+                                            int(num(r["n"]) or 0)))
+    page.table(t)
+    page.figure(_safe(lambda: plots.cardinality_plot(f"{label}: shift by extra ids", series),
+                      notes, "cardinality"),
+                "Mean shift per bin of the target-set size difference, ±1.96 standard errors.")
+
+
+def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                   primary: str, targets: list[str], notes: list[str]) -> None:
+    rows = sd.rows("depth", name)
+    fam = primary.split("@")[0]
+    rows = [r for r in rows if r["family"] == fam]
+    ks = unique(r["k"] for r in rows)
+    if len(ks) < 2:
+        return
+    page.h(3, "Depth: the shift at several cutoffs")
+    t = ReportTable(f"{slug}_depth", f"{label}: {fam} by cutoff",
+                    ["system", "targets", "n", *[f"{fam}@{k}: mean 1 → mean 2 (relative)"
+                                                 for k in ks]],
+                    caption="Relative shift = (mean 2 − mean 1) / mean 1 on the queries "
+                    "defined under both targets.")
+    cells: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+    for r in rows:
+        cells.setdefault((r["system"], f"{r['target_1']} → {r['target_2']}"), {})[r["k"]] = r
+    for (system, pair), by_k in cells.items():
+        n = next(iter(by_k.values()))["n"]
+        t.add([system, pair, n, *[
+            (f"{f4(by_k[k]['mean_1'])} → {f4(by_k[k]['mean_2'])} "
+             f"({signed_pct(by_k[k]['relative_shift'])})") if k in by_k else "–" for k in ks]])
+    page.table(t)
+    if len(targets) >= 2:
+        for t2 in targets[1:]:
+            series: dict[str, list[tuple[int, float | None]]] = {}
+            for r in rows:
+                if r["target_1"] == targets[0] and r["target_2"] == t2:
+                    series.setdefault(r["system"], []).append((int(r["k"]),
+                                                               num(r["relative_shift"])))
+            if any(v is not None for pts in series.values() for _, v in pts):
+                page.figure(_safe(lambda series=series, t2=t2: plots.depth_plot(
+                    f"{label}: {t2} vs {targets[0]} by k", series), notes, "depth"),
+                    f"Relative {fam} shift, {t2} minus {targets[0]} over {targets[0]}, by "
+                    "cutoff.")
+
+
+def _aggregation_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                         primary: str) -> None:
+    rows = sd.rows("aggregation", name, measure=primary)
+    if not rows:
+        return
+    page.h(3, "Aggregation over targets and agreement filtering")
+    t = ReportTable(f"{slug}_aggregation", f"{label}: system rankings ({primary})",
+                    ["subset", "scheme", "n", "ranking", "means", "novel ranking",
+                     "target-dependent"])
+    for r in rows:
+        novel = truth(r["novel"])
+        t.add([r["subset"], r["scheme"], r["n"], r["ranking"], r["means"],
+               "yes" if novel else ("no" if r["novel"] else ""),
+               "yes" if truth(r["target_dependent"]) else ("no" if r["target_dependent"]
+                                                           else "")], mark=novel)
+    page.table(t)
+    t = ReportTable(f"{slug}_agreement", f"{label}: agreement filtering ({primary})",
+                    ["system", "hit k", "n common", "targets agree", "retained",
+                     "spread (all)", "spread (agreeing)", "agree for every system"])
+    for r in sd.rows("agreement", name, measure=primary):
+        t.add([r["system"], r["hit_k"], r["n_common"], r["n_agree"], pct(r["retained_fraction"]),
+               f4(r["mean_spread_common"]), f4(r["mean_spread_agree"]),
+               r["n_agree_all_systems"]])
+    page.table(t)
+
+
+def _answers_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str) -> None:
+    rows = sd.rows("answer_alignment", name)
+    if not rows:
+        return
+    page.h(3, "Answer-level alignment")
+    depth = rows[0]["depth"]
+    t = ReportTable(f"{slug}_answers", f"{label}: target hits in the top {depth} vs answer "
+                    "correctness", ["system", "target", "n", "hit rate", "F1 | hit", "F1 | miss",
+                                    "F1 gap", "P(correct | hit)", "P(correct | miss)",
+                                    "agreement", "phi"],
+                    caption="Extractive answerer over the top items; correct = token F1 ≥ 0.5.")
+    for r in rows:
+        t.add([r["system"], r["target"], r["n"], pct(r["hit_rate"]), f4(r["f1_hit"], 3),
+               f4(r["f1_miss"], 3), signed(r["f1_gap"], 3), pct(r["p_correct_hit"]),
+               pct(r["p_correct_miss"]), pct(r["agreement"]), f4(r["phi"], 3)])
+    page.table(t)
+    ans = sd.rows("answers", name)
+    if ans:
+        f1 = [num(r["f1"]) or 0.0 for r in ans]
+        page.p(f"Mean token F1 {sum(f1) / len(f1):.3f} over {len(ans):,} (query, system) pairs. "
+               "Examples where the targets disagree on the hit:", "note")
+        t = ReportTable(f"{slug}_answer_examples", f"{label}: answer examples",
+                        ["system", "query", "question", "reference", "answer", "F1", "hits"])
+        picked = [r for r in ans if len({h.split(":")[-1] for h in r["hits"].split()}) > 1][:10]
+        for r in picked or ans[:10]:
+            t.add([r["system"], r["query_id"], r["question"], r["reference"], r["answer"],
+                   f4(r["f1"], 2), r["hits"]])
+        page.table(t, limit=None)
+
+

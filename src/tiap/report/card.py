@@ -1,0 +1,170 @@
+"""The target card: what a benchmark report should state about its scoring targets.
+
+For every dataset: the target definitions used (the specs recorded by ``tiap rescore``), the
+credit mode, target-set sizes and coverage per system, the shared-subset sizes the
+comparisons used, and every winner flip (all measures), with the design recommendations
+that change with the target. Written as ``target_card.json`` and ``target_card.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tiap.report.load import SensitivityDir, num, truth
+from tiap.report.render import ci, f4, md_escape, pval, signed
+
+__all__ = ["CREDIT_MODES", "card_json", "card_markdown"]
+
+CARD_SCHEMA_VERSION = 1
+
+CREDIT_MODES = {
+    "group": "group credit (the paper's scorer): walking the top k, an item earns gain 1 when "
+             "it belongs to at least one evidence group not yet matched, and then matches every "
+             "unmatched group it belongs to; later members of a matched group earn 0. Recall = "
+             "matched groups / groups; the ideal DCG has min(groups, k) ones.",
+    "set": "set credit (trec_eval semantics): the relevant set is the union of the groups and "
+           "every member is relevant; the ideal DCG has min(|set|, k) ones.",
+}
+
+_FLOATS = ("gap_1", "gap_2", "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2")
+
+
+def _flip_json(r: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: r[k] for k in ("measure", "system_a", "system_b", "target_1",
+                                             "target_2")}
+    out["n_shared"] = int(num(r["n_shared"]) or 0)
+    out.update({k: num(r[k]) for k in _FLOATS})
+    out["significant_flip"] = truth(r["significant_flip"])
+    return out
+
+
+def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
+    datasets = []
+    for sd in dirs:
+        for ds in sd.datasets:
+            name = ds["name"]
+            flips = [_flip_json(r) for r in sd.rows("winner_flips", name) if truth(r["flip"])]
+            pairs = {}
+            for r in sd.rows("winner_flips", name):
+                key = (r["system_a"], r["system_b"], r["target_1"], r["target_2"])
+                pairs.setdefault(key, int(num(r["n_shared"]) or 0))
+            changes = [{"group": r["group"], "measure": r["measure"],
+                        "comparison": r["comparison"], "preferences": r["preferences"],
+                        "significant_change": (truth(r["significant_change"])
+                                               if r["significant_change"] else None)}
+                       for r in sd.rows("design_changes", name) if truth(r["changes"])]
+            credit = ds.get("credit", "group")
+            datasets.append({
+                "dataset": sd.labels.get(name, name),
+                "queries": ds.get("queries"),
+                "n_queries": ds.get("n_queries"),
+                "credit": {"mode": credit, "definition": CREDIT_MODES.get(credit, "")},
+                "targets": ds.get("targets", []),
+                "measures": ds.get("measures", []),
+                "primary_measure": ds.get("primary_measure"),
+                "coverage": {s: {"scored": v.get("scored"), "targets": v.get("coverage"),
+                                 "zero_target_queries": v.get("zero_target_queries"),
+                                 "shared_all_targets": v.get("shared_all_targets"),
+                                 "rescore_dir": v.get("rescore_dir")}
+                             for s, v in (ds.get("systems") or {}).items()},
+                "shared_subsets": {
+                    "all_systems_all_targets": ds.get("shared_all_systems_all_targets"),
+                    "pairs": [{"system_a": a, "system_b": b, "target_1": t1, "target_2": t2,
+                               "n_shared": n} for (a, b, t1, t2), n in pairs.items()],
+                },
+                "winner_flips": flips,
+                "design_changes": changes,
+            })
+    opts = dirs[0].manifest.get("options", {}) if dirs else {}
+    return {
+        "schema_version": CARD_SCHEMA_VERSION,
+        "kind": "tiap target card",
+        "statistics": {
+            "seed": opts.get("seed"), "resamples": opts.get("resamples"),
+            "alpha": opts.get("alpha"),
+            "interval": "paired bootstrap, percentile", "test": "paired sign-flip "
+            "randomization, two-sided",
+            "winner_flip": "sign change of the mean gap (A - B) on the shared subset",
+            "significant_flip": "both intervals exclude 0 with opposite signs",
+        },
+        "sources": [str(sd.path) for sd in dirs],
+        "datasets": datasets,
+    }
+
+
+def card_markdown(card: dict[str, Any]) -> str:
+    st = card["statistics"]
+    out = ["# Target card", "",
+           "Which stored forms received retrieval credit, how many queries each target covers, "
+           "on which shared subsets systems were compared, and where the winner depends on "
+           "the target.", "",
+           f"Statistics: {md_escape(st['interval'])} intervals and {md_escape(st['test'])} "
+           f"tests, {st['resamples']} resamples, seed {st['seed']}, alpha {st['alpha']}. "
+           f"A winner flip is a {md_escape(st['winner_flip'])}; it is significant when "
+           f"{md_escape(st['significant_flip'])}.", ""]
+    for ds in card["datasets"]:
+        out += [f"## {md_escape(ds['dataset'])}", ""]
+        q = ds.get("queries") or {}
+        out.append(f"- Queries: {md_escape(q.get('path', '–'))} (sha256 "
+                   f"{md_escape(str(q.get('sha256', '–'))[:16])}…), {ds.get('n_queries')} "
+                   "queries in the universe")
+        out.append(f"- Credit mode: **{md_escape(ds['credit']['mode'])}**: "
+                   f"{md_escape(ds['credit']['definition'])}")
+        out.append(f"- Measures: {md_escape(', '.join(ds.get('measures', [])))} (primary "
+                   f"{md_escape(ds.get('primary_measure'))})")
+        out += ["", "### Targets", "", "| target | spec | description |", "|---|---|---|"]
+        for t in ds["targets"]:
+            spec = md_escape(t.get("spec", t.get("qrels")))
+            out.append(f"| {md_escape(t.get('name'))} | {spec} | "
+                       f"{md_escape(t.get('description', ''))} |")
+        tnames = [t.get("name") for t in ds["targets"]]
+        out += ["", "### Target-set sizes and coverage", "",
+                "| system | target | defined queries | zero-target | mean groups | mean members |",
+                "|---|---|---|---|---|---|"]
+        for s, c in ds["coverage"].items():
+            for t in tnames:
+                cov = (c.get("targets") or {}).get(t, {})
+                zero = (c.get("zero_target_queries") or {}).get(t, "–")
+                out.append(f"| {md_escape(s)} | {md_escape(t)} | {cov.get('defined', '–')} of "
+                           f"{c.get('scored')} | {zero} | {f4(cov.get('mean_groups'), 2)} | "
+                           f"{f4(cov.get('mean_members'), 2)} |")
+        out += ["", "### Shared subsets", ""]
+        for s, c in ds["coverage"].items():
+            out.append(f"- {md_escape(s)}: {c.get('shared_all_targets')} queries defined under "
+                       "every target")
+        out.append(f"- every system under every target: "
+                   f"{ds['shared_subsets']['all_systems_all_targets']}")
+        pairs = ds["shared_subsets"]["pairs"]
+        if pairs:
+            out += ["", "| system A | system B | targets | n shared |", "|---|---|---|---|"]
+            for p in pairs:
+                out.append(f"| {md_escape(p['system_a'])} | {md_escape(p['system_b'])} | "
+                           f"{md_escape(p['target_1'])} vs {md_escape(p['target_2'])} | "
+                           f"{p['n_shared']} |")
+        out += ["", "### Winner flips", ""]
+        if not ds["winner_flips"]:
+            out.append("No winner flip: every pair of systems keeps its winner under every "
+                       "pair of targets (on every measure).")
+        else:
+            out += ["| measure | A vs B | targets | n | gap 1 [CI] | gap 2 [CI] | p 1 | p 2 | "
+                    "significant |", "|---|---|---|---|---|---|---|---|---|"]
+            for f in ds["winner_flips"]:
+                out.append(
+                    f"| {md_escape(f['measure'])} | {md_escape(f['system_a'])} vs "
+                    f"{md_escape(f['system_b'])} | {md_escape(f['target_1'])} → "
+                    f"{md_escape(f['target_2'])} | {f['n_shared']} | {signed(f['gap_1'])} "
+                    f"{ci(f['ci_1_low'], f['ci_1_high'])} | {signed(f['gap_2'])} "
+                    f"{ci(f['ci_2_low'], f['ci_2_high'])} | {pval(f['p_1'])} | "
+                    f"{pval(f['p_2'])} | {'yes' if f['significant_flip'] else 'no'} |")
+        if ds["design_changes"]:
+            out += ["", "### Design recommendations that change with the target", "",
+                    "| group | measure | comparison | preferred per target | significant |",
+                    "|---|---|---|---|---|"]
+            for c in ds["design_changes"]:
+                sig = c["significant_change"]
+                out.append(f"| {md_escape(c['group'])} | {md_escape(c['measure'])} | "
+                           f"{md_escape(c['comparison'])} | {md_escape(c['preferences'])} | "
+                           f"{'–' if sig is None else 'yes' if sig else 'no'} |")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,178 @@
+"""Figures of the report, drawn with matplotlib (Agg backend) and returned as PNG bytes.
+
+Needs the ``report`` extra (``pip install 'tiap[report]'``). Labels are data (system names,
+targets, categories): ``$`` is escaped so matplotlib never reads them as mathtext.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tiap.errors import require
+
+__all__ = ["bars", "cardinality_plot", "delta_histograms", "depth_plot", "design_plot",
+           "forest_plot"]
+
+_COLORS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6a4c93", "#00798c", "#8d6a9f")
+
+
+def _plt() -> Any:
+    mpl = require("matplotlib", "report")
+    mpl.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
+                         "svg.hashsalt": "tiap", "text.usetex": False})
+    return plt
+
+
+def lbl(text: object) -> str:
+    return str(text).replace("$", r"\$")
+
+
+def _png(fig: Any) -> bytes:
+    plt = _plt()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float | None]],
+         ylabel: str) -> bytes:
+    """Grouped bars: one group per system, one bar per target."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series)) / 2), 3))
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(groups))
+    for i, (name, vals) in enumerate(series.items()):
+        v = [np.nan if y is None else y for y in vals]
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, v, width, label=lbl(name),
+               color=_COLORS[i % len(_COLORS)])
+    ax.set_xticks(x)
+    ax.set_xticklabels([lbl(g) for g in groups], rotation=20 if len(groups) > 4 else 0,
+                       ha="right" if len(groups) > 4 else "center")
+    ax.set_ylabel(lbl(ylabel))
+    ax.set_title(lbl(title))
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(fig)
+
+
+def delta_histograms(title: str, panels: Mapping[tuple[str, str], Sequence[float]],
+                     systems: Sequence[str], pairs: Sequence[str]) -> bytes:
+    """Figure 3: per system (rows) and pair of targets (columns), the histogram of Δ."""
+    plt = _plt()
+    nr, nc = max(1, len(systems)), max(1, len(pairs))
+    fig, axes = plt.subplots(nr, nc, figsize=(2.6 * nc + 0.6, 1.7 * nr + 0.6), squeeze=False,
+                             sharex=True)
+    edges = np.linspace(-1, 1, 21)
+    for i, s in enumerate(systems):
+        for j, p in enumerate(pairs):
+            ax = axes[i][j]
+            d = np.asarray(panels.get((s, p), ()), dtype=float)
+            if d.size:
+                ax.hist(np.clip(d, -1, 1), bins=edges, color=_COLORS[j % len(_COLORS)])
+                ch = float((np.abs(d) > 1e-12).mean())
+                ax.text(0.02, 0.95, f"n={d.size:,}\nchanged {100 * ch:.1f}%",
+                        transform=ax.transAxes, va="top", fontsize=7)
+            else:
+                ax.text(0.5, 0.5, "no shared queries", transform=ax.transAxes, ha="center",
+                        fontsize=7)
+            ax.axvline(0, color="#444", lw=0.6)
+            if i == 0:
+                ax.set_title(lbl(p), fontsize=8)
+            if j == 0:
+                ax.set_ylabel(lbl(s), fontsize=8)
+            if i == nr - 1:
+                ax.set_xlabel("Δ per query", fontsize=8)
+    fig.suptitle(lbl(title), fontsize=9)
+    return _png(fig)
+
+
+def forest_plot(title: str, entries: Sequence[tuple[str, str, float, float, float]],
+                targets: Sequence[str]) -> bytes:
+    """Gaps with intervals: ``(pair label, target, gap, ci_low, ci_high)``."""
+    plt = _plt()
+    labels = list(dict.fromkeys(e[0] for e in entries))
+    fig, ax = plt.subplots(figsize=(6.5, 0.35 * len(labels) * max(1, len(targets)) / 1.6 + 1))
+    off = {t: (i - (len(targets) - 1) / 2) * 0.22 for i, t in enumerate(targets)}
+    for e in entries:
+        y = labels.index(e[0]) + off.get(e[1], 0)
+        c = _COLORS[list(targets).index(e[1]) % len(_COLORS)] if e[1] in targets else "#555"
+        ax.plot([e[3], e[4]], [y, y], color=c, lw=1.5)
+        ax.plot([e[2]], [y], "o", color=c, ms=4)
+    for i, t in enumerate(targets):
+        ax.plot([], [], "o-", color=_COLORS[i % len(_COLORS)], label=lbl(t))
+    ax.axvline(0, color="#444", lw=0.7)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels([lbl(x) for x in labels], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("gap (A − B) with 95% bootstrap interval")
+    ax.set_title(lbl(title))
+    ax.legend(frameon=False, fontsize=7, loc="best")
+    return _png(fig)
+
+
+def design_plot(title: str, configs: Sequence[str],
+                by_target: Mapping[str, Sequence[float | None]]) -> bytes:
+    """Per target, each configuration's mean minus the first configuration's mean."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 3))
+    x = np.arange(len(configs))
+    for i, (t, vals) in enumerate(by_target.items()):
+        v = np.array([np.nan if y is None else y for y in vals], dtype=float)
+        ax.plot(x, v - v[0], "o-", color=_COLORS[i % len(_COLORS)], label=lbl(t))
+    ax.axhline(0, color="#444", lw=0.6)
+    ax.set_xticks(x)
+    ax.set_xticklabels([lbl(c) for c in configs], fontsize=8)
+    ax.set_ylabel(f"mean − mean({lbl(configs[0])})")
+    ax.set_title(lbl(title))
+    ax.legend(frameon=False, fontsize=8)
+    return _png(fig)
+
+
+def cardinality_plot(title: str, series: Mapping[str, Sequence[tuple[str, float | None,
+                                                                      float | None, int]]]
+                     ) -> bytes:
+    """Mean shift per size-difference bin, ``(bin, mean, sd, n)``, with ±1.96 sd/√n."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 3))
+    for i, (name, pts) in enumerate(series.items()):
+        xs, ys, es = [], [], []
+        for j, (_, m, sd, n) in enumerate(pts):
+            if m is None or n == 0:
+                continue
+            xs.append(j)
+            ys.append(m)
+            es.append(1.96 * sd / np.sqrt(n) if sd is not None and n > 1 else 0.0)
+        ax.errorbar(np.asarray(xs) + 0.08 * i, ys, yerr=es, fmt="o-", capsize=3,
+                    color=_COLORS[i % len(_COLORS)], label=lbl(name))
+    bins = [b for b, *_ in next(iter(series.values()))] if series else []
+    ax.set_xticks(range(len(bins)))
+    ax.set_xticklabels(bins)
+    ax.set_xlabel("extra eligible ids (size difference)")
+    ax.set_ylabel("mean shift")
+    ax.axhline(0, color="#444", lw=0.6)
+    ax.set_title(lbl(title))
+    ax.legend(frameon=False, fontsize=8)
+    return _png(fig)
+
+
+def depth_plot(title: str, series: Mapping[str, Sequence[tuple[int, float | None]]]) -> bytes:
+    """Relative shift by cutoff k, one line per system."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 3))
+    for i, (name, pts) in enumerate(series.items()):
+        pts = [(k, v) for k, v in pts if v is not None]
+        if pts:
+            ax.plot([k for k, _ in pts], [100 * v for _, v in pts], "o-",
+                    color=_COLORS[i % len(_COLORS)], label=lbl(name))
+    ax.set_xlabel("cutoff k")
+    ax.set_ylabel("relative shift (%)")
+    ax.set_title(lbl(title))
+    ax.legend(frameon=False, fontsize=7)
+    return _png(fig)

@@ -1,0 +1,142 @@
+"""Tables for the report: one value, rendered as Markdown, LaTeX and HTML.
+
+Every cell is plain text. Each renderer escapes for its own format: HTML with
+:func:`html.escape` (dialogue text, system names and target specs are untrusted input),
+Markdown with HTML entities for ``<``, ``>`` and ``&`` (Markdown renderers pass raw HTML
+through) and a backslash before ``|``, LaTeX with the usual backslash escapes.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tiap.report.load import num
+
+__all__ = ["ReportTable", "ci", "esc", "f4", "md_escape", "pct", "pval", "signed", "signed_pct",
+           "tex_escape"]
+
+
+def esc(text: object) -> str:
+    """HTML-escape any value (quotes too, so it is safe in attributes)."""
+    return html.escape(str(text), quote=True)
+
+
+def md_escape(text: object) -> str:
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return " ".join(s.split())
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+        # the report's own symbols, so that pdflatex needs no Unicode setup
+        "→": r"$\rightarrow$", "−": r"$-$", "–": "--", "Δ": r"$\Delta$", "≥": r"$\geq$",
+        "²": r"$^2$", "…": r"\ldots{}", "×": r"$\times$"}
+
+
+def tex_escape(text: object) -> str:
+    return "".join(_TEX.get(c, c) for c in " ".join(str(text).split()))
+
+
+def f4(x: object, digits: int = 4) -> str:
+    v = num(x)
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def signed(x: object, digits: int = 4) -> str:
+    v = num(x)
+    return "–" if v is None else f"{v:+.{digits}f}"
+
+
+def pct(x: object, digits: int = 1) -> str:
+    v = num(x)
+    return "–" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def signed_pct(x: object) -> str:
+    v = num(x)
+    return "–" if v is None else f"{100 * v:+.0f}%"
+
+
+def pval(x: object) -> str:
+    v = num(x)
+    if v is None:
+        return "–"
+    return f"{v:.4f}" if v >= 1e-4 else f"{v:.1e}"
+
+
+def ci(lo: object, hi: object, digits: int = 3) -> str:
+    a, b = num(lo), num(hi)
+    if a is None or b is None:
+        return "–"
+    return f"[{a:+.{digits}f}, {b:+.{digits}f}]"
+
+
+@dataclass
+class ReportTable:
+    """A titled table of text cells; ``marked`` rows are highlighted (e.g. winner flips)."""
+
+    name: str
+    title: str
+    columns: Sequence[str]
+    rows: list[list[str]] = field(default_factory=list)
+    marked: list[bool] = field(default_factory=list)
+    caption: str = ""
+
+    def add(self, row: Sequence[object], mark: bool = False) -> None:
+        self.rows.append([str(c) for c in row])
+        self.marked.append(mark)
+
+    def to_markdown(self) -> str:
+        out = [f"### {md_escape(self.title)}", ""]
+        if self.caption:
+            out += [md_escape(self.caption), ""]
+        out.append("| " + " | ".join(md_escape(c) for c in self.columns) + " |")
+        out.append("|" + "|".join("---" for _ in self.columns) + "|")
+        for row, mark in zip(self.rows, self.marked, strict=True):
+            cells = [md_escape(c) for c in row]
+            if mark:
+                cells = [f"**{c}**" if c else c for c in cells]
+            out.append("| " + " | ".join(cells) + " |")
+        if not self.rows:
+            out.append("| " + " | ".join("" for _ in self.columns) + " |")
+        return "\n".join(out) + "\n"
+
+    def to_latex(self) -> str:
+        spec = "l" * len(self.columns)
+        out = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}",
+               r"\toprule", " & ".join(tex_escape(c) for c in self.columns) + r" \\", r"\midrule"]
+        for row, mark in zip(self.rows, self.marked, strict=True):
+            cells = [tex_escape(c) for c in row]
+            if mark:
+                cells = [rf"\textbf{{{c}}}" if c else c for c in cells]
+            out.append(" & ".join(cells) + r" \\")
+        out += [r"\bottomrule", r"\end{tabular}"]
+        cap = self.title + (f". {self.caption}" if self.caption else "")
+        label = re.sub(r"[^A-Za-z0-9:.-]+", "-", self.name)
+        out += [rf"\caption{{{tex_escape(cap)}}}", rf"\label{{tab:{label}}}",
+                r"\end{table}"]
+        return "\n".join(out) + "\n"
+
+    def to_html(self, *, limit: int | None = None) -> str:
+        out = [f'<table class="t" id="{esc(self.name)}">']
+        out.append(f"<caption><b>{esc(self.title)}</b>"
+                   + (f" {esc(self.caption)}" if self.caption else "") + "</caption>")
+        out.append("<thead><tr>" + "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+                   + "</tr></thead><tbody>")
+        rows = list(zip(self.rows, self.marked, strict=True))
+        shown = rows if limit is None else rows[:limit]
+        for row, mark in shown:
+            cls = ' class="mark"' if mark else ""
+            out.append(f"<tr{cls}>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
+        if not rows:
+            out.append(f'<tr><td colspan="{len(self.columns)}"><i>no rows</i></td></tr>')
+        out.append("</tbody></table>")
+        if limit is not None and len(rows) > limit:
+            out.append(f'<p class="note">{len(rows) - limit:,} more rows in '
+                       f"tables/{esc(self.name)}.md</p>")
+        return "\n".join(out)

@@ -1,0 +1,271 @@
+"""Stage III end to end: every sensitivity table from rescore folders.
+
+:func:`analyze` reads the folders (:func:`tiap.sensitivity.load.load_datasets`) and computes,
+per dataset: per-query change between targets (with Figure 3's Δ data), system means,
+winner flips with bootstrap intervals and sign-flip p-values, the same by category,
+design recommendations for configuration groups, cardinality, depth, aggregation and
+agreement filtering, and (when the items, runs and queries can be read) answer-level
+alignment. :func:`write_sensitivity` writes the tables as CSV and a manifest.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tiap.io import atomic_dir
+from tiap.provenance import input_entry, manifest_header
+from tiap.scoring.measures import Measure, parse_measure
+from tiap.sensitivity import aggregation, cardinality, change, depth, design, flips
+from tiap.sensitivity.load import Dataset, load_datasets
+from tiap.sensitivity.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES
+
+__all__ = ["SCHEMA_VERSION", "SensitivityResult", "Table", "analyze", "write_sensitivity"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Table:
+    """One output table: its file name, columns and rows (dicts keyed by column)."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class SensitivityResult:
+    datasets: tuple[Dataset, ...]
+    tables: Mapping[str, Table]
+    options: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def table(self, name: str) -> list[dict[str, Any]]:
+        return self.tables[name].rows
+
+
+def _with(cols: tuple[str, ...], extra: str, after: str = "dataset") -> tuple[str, ...]:
+    i = cols.index(after) + 1
+    return (*cols[:i], extra, *cols[i:])
+
+
+def analyze(
+    dirs: Sequence[str | Path | tuple[str | None, str | Path]],
+    *,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    alpha: float = DEFAULT_ALPHA,
+    configs: Mapping[str, Sequence[str]] | None = None,
+    primary: str | Measure | None = None,
+    answers: bool | None = None,
+    answer_inputs: Mapping[str, Any] | None = None,
+    answer_depth: int = 5,
+    by_category_tests: bool = True,
+) -> SensitivityResult:
+    """Every Stage III analysis of the rescore folders ``dirs`` (``PATH`` or ``NAME=PATH``).
+
+    Args:
+        seed: seeds every bootstrap and randomization test (with the comparison's name).
+        resamples: bootstrap resamples and random sign vectors per comparison.
+        alpha: 1 - the confidence level of the intervals.
+        configs: configuration groups ``{name: (system, ...)}`` for design recommendations.
+        primary: the headline measure (default: nDCG at its largest cutoff).
+        answers: run the answer-level alignment (``None``: when its inputs can be found).
+        answer_inputs: overrides of the inputs the rescore manifests name: ``queries``
+            (a path), ``items`` and ``runs`` (``{system: path}`` or a path for every system).
+        answer_depth: how many top items the extractive answerer reads.
+        by_category_tests: bootstrap the winner flips within each category too.
+    """
+    datasets = load_datasets(dirs)
+    notes: list[str] = [n for ds in datasets for n in ds.notes]
+    tables: dict[str, Table] = {}
+
+    def add(name: str, cols: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+        if name in tables:
+            tables[name].rows.extend(rows)
+        else:
+            tables[name] = Table(name, cols, list(rows))
+
+    primaries: dict[str, Measure] = {}
+    for ds in datasets:
+        pm = parse_measure(primary) if primary is not None else change.primary_measure(
+            ds.measures)
+        if pm not in ds.measures:
+            from tiap.errors import TiapError
+
+            raise TiapError(f"measure {pm} is not in the rescore output of {ds.name} "
+                            f"(it has {', '.join(map(str, ds.measures))})")
+        primaries[ds.name] = pm
+        add("change", change.CHANGE_COLUMNS, change.change_rows(ds))
+        add("deltas", ("dataset", "system", "measure", "target_1", "target_2", "query_id",
+                       "delta"), change.delta_rows(ds, pm))
+        add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
+                            "bin_high", "count"), change.hist_rows(ds, pm))
+        add("system_means", flips.MEANS_COLUMNS, flips.system_means_rows(ds))
+        add("winner_flips", flips.FLIP_COLUMNS,
+            flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha))
+        # by category
+        cats = np.asarray(ds.categories, dtype=object)
+        for cat in dict.fromkeys(ds.categories):
+            mask = cats == cat
+            label = {"category": cat}
+            add("category_change", _with(change.CHANGE_COLUMNS, "category"),
+                change.change_rows(ds, mask=mask, extra=label))
+            add("category_means", _with(flips.MEANS_COLUMNS, "category"),
+                flips.system_means_rows(ds, mask=mask, extra=label))
+            if by_category_tests and len(ds.systems) > 1:
+                add("category_flips", _with(flips.FLIP_COLUMNS, "category"),
+                    flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
+                                       mask=mask, key=("category", cat), extra=label))
+
+    if configs:
+        dtabs, dnotes = design.design_recommendations(datasets, configs, seed=seed,
+                                                      resamples=resamples, alpha=alpha)
+        notes.extend(dnotes)
+        add("design_means", design.DESIGN_MEANS_COLUMNS, dtabs["means"])
+        add("design_preferred", design.DESIGN_PREFERRED_COLUMNS, dtabs["preferred"])
+        add("design_pairwise", design.DESIGN_PAIR_COLUMNS, dtabs["pairwise"])
+        add("design_changes", design.DESIGN_CHANGE_COLUMNS, dtabs["changes"])
+
+    card_measures = sorted({m for ds in datasets for m in ds.measures if m.family == "nDCG"},
+                           key=lambda m: (m.cutoff or 0))
+    corr, bins, cnotes = cardinality.cardinality_rows(
+        datasets, card_measures or [primaries[datasets[0].name]])
+    notes.extend(cnotes)
+    add("cardinality", cardinality.CARD_COLUMNS, corr)
+    add("cardinality_bins", cardinality.CARD_BIN_COLUMNS, bins)
+    add("depth", depth.DEPTH_COLUMNS, depth.depth_rows(datasets))
+    agg, agree, anotes = aggregation.aggregation_rows(datasets)
+    notes.extend(anotes)
+    add("aggregation", aggregation.AGG_COLUMNS, agg)
+    add("agreement", aggregation.AGREE_COLUMNS, agree)
+
+    answer_info: dict[str, Any] = {}
+    if answers is not False:
+        from tiap.sensitivity import answers as ans
+
+        per_q, align, a_notes, answer_info = ans.answer_tables(
+            datasets, overrides=answer_inputs or {}, depth=answer_depth,
+            required=answers is True)
+        notes.extend(a_notes)
+        if per_q:
+            add("answers", ans.ANSWER_COLUMNS, per_q)
+            add("answer_alignment", ans.ALIGN_COLUMNS, align)
+
+    options = {"seed": seed, "resamples": resamples, "alpha": alpha,
+               "configs": {k: list(v) for k, v in (configs or {}).items()},
+               "primary": {k: str(v) for k, v in primaries.items()},
+               "answer_depth": answer_depth if answer_info else None,
+               "by_category_tests": by_category_tests}
+    info = {"datasets": [_dataset_info(ds, primaries[ds.name]) for ds in datasets],
+            "answers": answer_info}
+    return SensitivityResult(tuple(datasets), tables, options, tuple(dict.fromkeys(notes)), info)
+
+
+def _mean_or_none(x: np.ndarray) -> float | None:  # type: ignore[type-arg]
+    return float(x.mean()) if x.size else None
+
+
+def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
+    """What the target card states about one dataset: targets, coverage, shared subsets."""
+    systems = {}
+    for s, sc in ds.systems.items():
+        scored = np.zeros(ds.n, bool)
+        for t in ds.targets:
+            for m in ds.measures:
+                scored |= ~np.isnan(sc.get(t, m))
+        cov = {}
+        for t in ds.targets:
+            ok = sc.defined(t, ds.measures)
+            entry: dict[str, Any] = {"defined": int(ok.sum())}
+            if t in sc.sizes:
+                g, mem = sc.sizes[t]
+                entry["mean_groups"] = _mean_or_none(g[ok])
+                entry["mean_members"] = _mean_or_none(mem[ok])
+            cov[t] = entry
+        report = sc.report or {}
+        systems[s] = {
+            "rescore_dir": str(sc.source),
+            "store": report.get("store"),
+            "queries_in_run": report.get("queries_in_run"),
+            "scored": int(scored.sum()) if report.get("scored_queries") is None
+            else report.get("scored_queries"),
+            "zero_target_queries": report.get("zero_target_queries", {}),
+            "unknown_ranked_items": (report.get("unknown_ranked_items") or {}).get("count"),
+            "coverage": cov,
+            "shared_all_targets": int(ds.shared((s,), ds.targets).sum()),
+        }
+    return {
+        "name": ds.name,
+        "rescore_dirs": [str(d) for d in ds.dirs],
+        "queries": ds.queries_input,
+        "n_queries": ds.n,
+        "credit": ds.credit,
+        "targets": [dict(ds.target_specs[t]) for t in ds.targets],
+        "measures": [str(m) for m in ds.measures],
+        "primary_measure": str(primary),
+        "category_source": ds.category_source,
+        "categories": {c: int(sum(1 for x in ds.categories if x == c))
+                       for c in dict.fromkeys(ds.categories)},
+        "systems": systems,
+        "shared_all_systems_all_targets": int(ds.shared(ds.systems, ds.targets).sum()),
+        "rescore_options": dict(ds.options),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# writing
+
+
+def fmt(v: Any) -> str:
+    """A CSV cell: floats by repr, None and NaN empty, booleans ``true``/``false``."""
+    if v is None:
+        return ""
+    if isinstance(v, bool | np.bool_):
+        return "true" if v else "false"
+    if isinstance(v, float | np.floating):
+        f = float(v)
+        return "" if math.isnan(f) else repr(f)
+    return str(v)
+
+
+def write_table(path: Path, table: Table) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(table.columns)
+        for r in table.rows:
+            w.writerow([fmt(r.get(c)) for c in table.columns])
+
+
+def write_sensitivity(result: SensitivityResult, out: str | Path) -> dict[str, Any]:
+    """Write every table as ``<name>.csv`` and ``manifest.json`` into ``out``. The manifest
+    has no timestamp, so that reruns with the same seed write byte-identical folders."""
+    with atomic_dir(out) as tmp:
+        for t in result.tables.values():
+            write_table(tmp / f"{t.name}.csv", t)
+        man = manifest_header("sensitivity", SCHEMA_VERSION)
+        man.pop("created", None)
+        inputs: dict[str, Any] = {}
+        for ds in result.datasets:
+            for d in ds.dirs:
+                for f in ("manifest.json", "per_query.csv", "target_sizes.csv", "queries.csv"):
+                    if (d / f).exists():
+                        inputs[f"{ds.name}:{d.name}/{f}"] = input_entry(d / f)
+        man["inputs"] = inputs
+        man["options"] = dict(result.options)
+        man["datasets"] = result.info.get("datasets", [])
+        man["answers"] = result.info.get("answers", {})
+        man["notes"] = list(result.notes)
+        man["outputs"] = [f"{t.name}.csv" for t in result.tables.values()]
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+    return man

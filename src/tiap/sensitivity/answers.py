@@ -1,0 +1,349 @@
+"""Answer-level alignment (the paper's Appendix E, Table 13).
+
+An *extractive answerer* reads the text of a run's top ``depth`` items for a query and
+returns a span of it; the span is scored against the reference answer with LoCoMo-style
+token F1 and BLEU-1; then, per target, we ask how well "the target credits something in the
+top ``depth``" (a hit) agrees with "the answer is correct" (F1 >= 0.5).
+
+Normalisation (after LoCoMo's evaluation): lower-case, drop commas, drop punctuation, drop
+the words ``a``, ``an``, ``the``, ``and``, split on whitespace. No stemming (LoCoMo also
+Porter-stems tokens; we keep the scorer dependency-free, which can only lower F1).
+
+- token F1: with ``c`` the multiset intersection of prediction and reference tokens,
+  ``P = |c| / |pred|``, ``R = |c| / |ref|``, ``F1 = 2PR / (P + R)`` (0 when ``c`` is empty;
+  1 when both are empty);
+- BLEU-1 (Papineni et al. 2002, unigrams only): clipped unigram precision times the brevity
+  penalty ``BP = 1`` if ``|pred| > |ref|`` else ``exp(1 - |ref| / |pred|)``.
+
+The answerer (a deterministic heuristic, no model): split the items' texts into sentences,
+pick the sentence sharing the most content words with the question (ties: the higher-ranked
+item, then the earlier sentence), then answer by question type: *when / what date / what
+year* -> the first date expression in it; *how many / how much* -> the first number; *who*
+-> its capitalised words not in the question; otherwise its content words not in the
+question (the sentence itself when none are left).
+
+Alignment per (system, target), over queries with a reference answer and a defined value
+under the target: the hit rate, mean F1 given a hit and given a miss and their difference,
+P(correct | hit), P(correct | miss), the agreement rate ``mean[hit == correct]`` and the phi
+coefficient (Pearson's r of the two binary variables).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tiap.errors import TiapError
+from tiap.io import sha256_file
+from tiap.sensitivity.load import Dataset
+
+__all__ = [
+    "ALIGN_COLUMNS",
+    "ANSWER_COLUMNS",
+    "CORRECT_F1",
+    "answer_tables",
+    "bleu1",
+    "extract_answer",
+    "normalize_answer",
+    "token_f1",
+    "tokens",
+]
+
+CORRECT_F1 = 0.5
+ANSWER_COLUMNS = ("dataset", "system", "query_id", "category", "question", "reference",
+                  "answer", "f1", "bleu1", "correct", "hits")
+ALIGN_COLUMNS = ("dataset", "system", "target", "depth", "n", "hit_rate", "f1_hit", "f1_miss",
+                 "f1_gap", "p_correct_hit", "p_correct_miss", "agreement", "phi")
+
+_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’")
+_ARTICLES = frozenset({"a", "an", "the", "and"})
+_STOP = frozenset("""a an the and or but if of to in on at by for with about as from into
+over after before between through during without within is are was were be been being am
+do does did done have has had having i me my mine we our ours you your yours he him his she
+her hers it its they them their theirs this that these those there here what which who whom
+whose when where why how not no so too very can could would should will shall may might
+must just also than then up down out off s t said says say""".split())
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|"
+           "december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DATE_RE = re.compile(
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\.?,?\s+\d{{4}}"
+    rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|(?:{_MONTHS})\.?\s+\d{{4}}"
+    rf"|(?:19|20)\d{{2}}"
+    rf"|(?:last|next|this)\s+(?:week|month|year|weekend|summer|winter|spring|fall)"
+    rf"|yesterday|today|tomorrow)\b",
+    re.IGNORECASE,
+)
+_NUMBER_RE = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|"
+                        r"eleven|twelve|twenty|thirty|hundred|once|twice)\b", re.IGNORECASE)
+_SENT_RE = re.compile(r"(?<=[.!?])\s+")
+_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
+
+
+def normalize_answer(text: str) -> str:
+    """LoCoMo-style normalisation (no stemming): lower-case, no commas, no punctuation, no
+    ``a``/``an``/``the``/``and``, single spaces."""
+    s = str(text).replace(",", "").lower().translate(_PUNCT)
+    return " ".join(w for w in s.split() if w not in _ARTICLES)
+
+
+def tokens(text: str) -> list[str]:
+    return normalize_answer(text).split()
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """Token F1 of the normalised strings (1.0 when both are empty)."""
+    p, r = tokens(prediction), tokens(reference)
+    if not p and not r:
+        return 1.0
+    same = sum((Counter(p) & Counter(r)).values())
+    if same == 0:
+        return 0.0
+    prec, rec = same / len(p), same / len(r)
+    return 2 * prec * rec / (prec + rec)
+
+
+def bleu1(prediction: str, reference: str) -> float:
+    """BLEU-1: clipped unigram precision times the brevity penalty (0 for an empty answer)."""
+    p, r = tokens(prediction), tokens(reference)
+    if not p:
+        return 1.0 if not r else 0.0
+    clipped = sum((Counter(p) & Counter(r)).values())
+    bp = 1.0 if len(p) > len(r) else math.exp(1 - len(r) / len(p))
+    return bp * clipped / len(p)
+
+
+def _bare(word: str) -> str:
+    """Lower case without a possessive ``'s``."""
+    return re.sub(r"'s$", "", word.lower())
+
+
+def _content(text: str) -> list[str]:
+    return [w for w in tokens(text) if w not in _STOP]
+
+
+def extract_answer(question: str, texts: Sequence[str]) -> str:
+    """A span of ``texts`` (the top items, best first) answering ``question``."""
+    q = set(_content(question))
+    best: tuple[int, int, int] | None = None
+    best_sent = ""
+    for rank, text in enumerate(texts):
+        for j, sent in enumerate(_SENT_RE.split(str(text or "").strip())):
+            if not sent:
+                continue
+            overlap = len(q & set(_content(sent)))
+            key = (overlap, -rank, -j)
+            if best is None or key > best:
+                best, best_sent = key, sent
+    if not best_sent:
+        return ""
+    ql = question.lower().strip()
+    if ql.startswith("when") or re.match(r"(what|which) (date|year|month|day|time)", ql) \
+            or "how long ago" in ql:
+        m = _DATE_RE.search(best_sent)
+        if m:
+            return m.group(0)
+    if ql.startswith(("how many", "how much", "how often")):
+        m = _NUMBER_RE.search(best_sent)
+        if m:
+            return m.group(0)
+    qwords = {re.sub(r"'s$", "", w.lower()) for w in _WORD_RE.findall(question)}
+    words = _WORD_RE.findall(best_sent)
+    if ql.startswith("who"):
+        names = [w for w in words if w[:1].isupper() and _bare(w) not in qwords
+                 and w.lower() not in _STOP]
+        if names:
+            return " ".join(dict.fromkeys(names))
+    rest = [w for w in words if _bare(w) not in qwords and w.lower() not in _STOP]
+    return " ".join(rest) if rest else best_sent
+
+
+# ------------------------------------------------------------------------------------------
+# the tables
+
+
+def _path_of(entry: Any) -> Path | None:
+    if entry is None:
+        return None
+    if isinstance(entry, Mapping):
+        return Path(entry["path"]) if entry.get("path") else None
+    return Path(entry)
+
+
+def _checked(entry: Any, what: str) -> Path:
+    """The path of a manifest input, verified against its sha256."""
+    p = _path_of(entry)
+    if p is None or not p.exists():
+        raise FileNotFoundError(f"{what}: {p} not found")
+    if isinstance(entry, Mapping) and entry.get("sha256"):
+        if sha256_file(p) != entry["sha256"]:
+            raise TiapError(f"{what} changed since it was rescored (sha256 differs); rescore "
+                            "again or pass the file explicitly", file=p)
+    return p
+
+
+def _pick(overrides: Mapping[str, Any], key: str, system: str) -> Any:
+    v = overrides.get(key)
+    if isinstance(v, Mapping):
+        return v.get(system, v.get(None))  # type: ignore[call-overload]
+    return v
+
+
+def _target_args(ds: Dataset) -> list[str] | None:
+    from tiap.targets import BUILTIN_TARGETS
+
+    builtin = {t.name: t for t in BUILTIN_TARGETS}
+    out = []
+    for t in ds.targets:
+        spec = ds.target_specs[t].get("spec")
+        if spec is None:
+            return None
+        if t in builtin and str(getattr(builtin[t], "spec", spec)) == str(spec):
+            out.append(t)
+        else:
+            out.append(f"{t}={spec}")
+    return out
+
+
+def _load_run(path: Path, system: str, dedup: str) -> Any:
+    from tiap.traces.runs import read_run
+
+    got = read_run(path, dedup=dedup)  # type: ignore[arg-type]
+    if len(got) == 1:
+        r = got[0]
+    else:
+        chosen = [r for r in got if r.system == system]
+        if not chosen:
+            raise TiapError(f"the run holds {len(got)} systems, none named {system!r}", file=path)
+        r = chosen[0]
+    return dataclasses.replace(r, system=system, rankings=tuple(
+        dataclasses.replace(x, system=system) for x in r.rankings))
+
+
+def answer_tables(
+    datasets: Sequence[Dataset],
+    *,
+    overrides: Mapping[str, Any],
+    depth: int = 5,
+    required: bool = False,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Per-query answers and per-target alignment rows, notes, and the inputs used."""
+    from tiap.datasets.queryfile import read_queries
+    from tiap.memory.store import read_items
+    from tiap.scoring.rescore import rescore
+
+    if depth < 1:
+        raise TiapError(f"the answerer depth must be positive, got {depth}")
+    per_q: list[dict[str, Any]] = []
+    align: list[dict[str, Any]] = []
+    notes: list[str] = []
+    used: dict[str, Any] = {}
+    for ds in datasets:
+        targets = _target_args(ds)
+        if targets is None:
+            notes.append(f"{ds.name}: answer alignment skipped (targets given as qrels have no "
+                         "lineage spec)")
+            continue
+        try:
+            qpath = _checked(overrides.get("queries") or ds.queries_input, "queries file")
+        except FileNotFoundError as exc:
+            if required:
+                raise TiapError(f"{ds.name}: answer alignment needs the queries file ({exc}); "
+                                "pass --queries") from None
+            notes.append(f"{ds.name}: answer alignment skipped ({exc})")
+            continue
+        queries = read_queries(qpath)
+        qby = {q.query_id: q for q in queries}
+        used[ds.name] = {"queries": str(qpath), "systems": {}}
+        pooled: dict[str, list[tuple[float, float, float]]] = {}
+        for s in ds.systems:
+            entry = ds.inputs.get(s, {})
+            try:
+                ipath = _checked(_pick(overrides, "items", s) or entry.get("items"),
+                                 f"items of {s}")
+                rpath = _checked(_pick(overrides, "runs", s) or entry.get("run"), f"run of {s}")
+            except FileNotFoundError as exc:
+                if required:
+                    raise TiapError(f"{ds.name}/{s}: answer alignment needs the items and the "
+                                    f"run ({exc}); pass --items/--run") from None
+                notes.append(f"{ds.name}/{s}: answer alignment skipped ({exc})")
+                continue
+            items = read_items(ipath)
+            text = {it.item_id: it.text for it in items if it.text}
+            if not text:
+                notes.append(f"{ds.name}/{s}: answer alignment skipped (the items of {ipath} "
+                             "carry no text)")
+                continue
+            run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"))
+            res = rescore([run], queries, {s: items}, targets=targets,
+                          measures=f"Success@{depth}", credit=ds.credit,
+                          missing=ds.options.get("missing") or "skip")
+            used[ds.name]["systems"][s] = {"items": str(ipath), "run": str(rpath)}
+            qids = res.query_ids[s]
+            hits = {t: res.values[(s, t, res.measures[0])] for t in ds.targets}
+            by_q = {rk.query_id: rk for rk in run.rankings}
+            rows_t: dict[str, list[tuple[float, float, float]]] = {t: [] for t in ds.targets}
+            no_text = 0
+            for i, qid in enumerate(qids):
+                q = qby[qid]
+                if not q.answer:
+                    continue
+                rk = by_q.get(qid)
+                top = [text.get(x, "") for x in (rk.item_ids[:depth] if rk else ())]
+                if rk and not any(top):
+                    no_text += 1
+                    continue
+                pred = extract_answer(q.question, top)
+                f1, b1 = token_f1(pred, q.answer), bleu1(pred, q.answer)
+                correct = f1 >= CORRECT_F1
+                hit_text = []
+                for t in ds.targets:
+                    h = hits[t][i]
+                    if h == h:
+                        rows_t[t].append((float(h), f1, float(correct)))
+                        pooled.setdefault(t, []).append((float(h), f1, float(correct)))
+                        hit_text.append(f"{t}:{int(h)}")
+                per_q.append({"dataset": ds.name, "system": s, "query_id": qid,
+                              "category": q.category, "question": q.question,
+                              "reference": q.answer, "answer": pred, "f1": f1, "bleu1": b1,
+                              "correct": correct, "hits": " ".join(hit_text)})
+            if no_text:
+                notes.append(f"{ds.name}/{s}: {no_text:,} queries left out of the answer "
+                             f"alignment (none of their top {depth} items has text)")
+            for t in ds.targets:
+                align.append(_align_row(ds.name, s, t, depth, rows_t[t]))
+        if len(used[ds.name]["systems"]) > 1 and pooled:
+            for t in ds.targets:
+                align.append(_align_row(ds.name, "all", t, depth, pooled.get(t, [])))
+    return per_q, align, notes, used
+
+
+def _align_row(dataset: str, system: str, target: str, depth: int,
+               rows: list[tuple[float, float, float]]) -> dict[str, Any]:
+    base = {"dataset": dataset, "system": system, "target": target, "depth": depth,
+            "n": len(rows)}
+    if not rows:
+        return {**base, **dict.fromkeys(ALIGN_COLUMNS[5:])}
+    a = np.asarray(rows)
+    hit, f1, ok = a[:, 0] > 0, a[:, 1], a[:, 2] > 0
+
+    def mean(x: np.ndarray) -> float | None:  # type: ignore[type-arg]
+        return float(x.mean()) if x.size else None
+
+    f_hit, f_miss = mean(f1[hit]), mean(f1[~hit])
+    phi = None
+    if hit.any() and not hit.all() and ok.any() and not ok.all():
+        phi = float(np.corrcoef(hit.astype(float), ok.astype(float))[0, 1])
+    return {**base, "hit_rate": float(hit.mean()), "f1_hit": f_hit, "f1_miss": f_miss,
+            "f1_gap": (f_hit - f_miss) if f_hit is not None and f_miss is not None else None,
+            "p_correct_hit": mean(ok[hit].astype(float)),
+            "p_correct_miss": mean(ok[~hit].astype(float)),
+            "agreement": float((hit == ok).mean()), "phi": phi}

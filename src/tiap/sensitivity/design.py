@@ -1,0 +1,182 @@
+"""Design recommendations under each target (the paper's §5.3, Table 5).
+
+A *configuration group* names systems that are configurations of one design choice, e.g.
+``density=lexical_f1,lexical_f5,lexical_f8`` (parser densities 1, 5 and 8 of one retriever).
+On the group's *matched subset* (queries defined under every target for every
+configuration), per measure and target:
+
+- the mean of each configuration, its rank (1 = best) and the **preferred** configuration
+  (the highest mean; equal means within 1e-12 are ties, listed as ``a = b``);
+- for every pair ``(c_i, c_j)`` (in the order given), the gap ``mean(c_i - c_j)`` with its
+  paired bootstrap interval and sign-flip p-value, and the preferred one of the two;
+- **recommendation changes**: a comparison (the overall preference, or one pair) whose
+  preferred configuration is not the same under every target. A change is *significant*
+  when two targets prefer opposite configurations of a pair with intervals excluding 0.
+
+Targets under which some configuration has no defined query are left out (with a note),
+since no matched subset can include them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from tiap.errors import TiapError
+from tiap.sensitivity.flips import TIE_EPS, winner
+from tiap.sensitivity.load import Dataset
+from tiap.sensitivity.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, paired_test
+
+__all__ = [
+    "DESIGN_CHANGE_COLUMNS",
+    "DESIGN_MEANS_COLUMNS",
+    "DESIGN_PAIR_COLUMNS",
+    "DESIGN_PREFERRED_COLUMNS",
+    "design_recommendations",
+    "parse_configs",
+    "ranking_text",
+]
+
+DESIGN_MEANS_COLUMNS = ("dataset", "group", "measure", "target", "config", "n_matched",
+                        "mean", "rank")
+DESIGN_PREFERRED_COLUMNS = ("dataset", "group", "measure", "target", "n_matched",
+                            "preferred", "ranking", "margin")
+DESIGN_PAIR_COLUMNS = ("dataset", "group", "measure", "config_a", "config_b", "target",
+                       "n_matched", "gap", "ci_low", "ci_high", "p", "preferred", "significant")
+DESIGN_CHANGE_COLUMNS = ("dataset", "group", "measure", "comparison", "preferences",
+                         "changes", "significant_change")
+
+
+def parse_configs(specs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """``NAME=sys1,sys2,...`` strings -> {NAME: (sys1, sys2, ...)}."""
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
+        name, eq, rest = spec.partition("=")
+        systems = tuple(s.strip() for s in rest.split(",") if s.strip())
+        if not eq or not name.strip() or len(systems) < 2:
+            raise TiapError(f"--configs {spec!r}: expected NAME=SYSTEM,SYSTEM[,...] with at "
+                            "least two systems")
+        if len(set(systems)) != len(systems):
+            raise TiapError(f"--configs {spec!r}: a system is listed twice")
+        if name.strip() in out:
+            raise TiapError(f"--configs: two groups are named {name.strip()!r}")
+        out[name.strip()] = systems
+    return out
+
+
+def ranking_text(means: Mapping[str, float]) -> str:
+    """``a > b = c``: names by decreasing mean (stable for ties, which are joined by ``=``)."""
+    items = sorted(means.items(), key=lambda kv: -kv[1])
+    out = ""
+    for i, (name, v) in enumerate(items):
+        if i:
+            out += " = " if abs(items[i - 1][1] - v) <= TIE_EPS else " > "
+        out += name
+    return out
+
+
+def _ranks(means: Mapping[str, float]) -> dict[str, int]:
+    vals = list(means.values())
+    return {k: 1 + sum(1 for x in vals if x > v + TIE_EPS) for k, v in means.items()}
+
+
+def design_recommendations(
+    datasets: Sequence[Dataset],
+    configs: Mapping[str, Sequence[str]],
+    *,
+    seed: int,
+    resamples: int = DEFAULT_RESAMPLES,
+    alpha: float = DEFAULT_ALPHA,
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """The four design tables (``means``, ``preferred``, ``pairwise``, ``changes``) and notes."""
+    tables: dict[str, list[dict[str, Any]]] = {"means": [], "preferred": [], "pairwise": [],
+                                               "changes": []}
+    notes: list[str] = []
+    for group, systems in configs.items():
+        homes = [ds for ds in datasets if all(s in ds.systems for s in systems)]
+        if not homes:
+            missing = [s for s in systems if not any(s in ds.systems for ds in datasets)]
+            raise TiapError(f"--configs {group}: " + (
+                f"no rescore folder has the system(s) {', '.join(missing)}" if missing else
+                "the systems are in different datasets (different queries files)"))
+        for ds in homes:
+            _one_group(ds, group, tuple(systems), tables, notes, seed, resamples, alpha)
+    return tables, notes
+
+
+def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
+               tables: dict[str, list[dict[str, Any]]], notes: list[str],
+               seed: int, resamples: int, alpha: float) -> None:
+    targets = [t for t in ds.targets
+               if all(ds.systems[s].defined(t, ds.measures).any() for s in systems)]
+    for t in ds.targets:
+        if t not in targets:
+            notes.append(f"{ds.name}/{group}: target {t!r} left out of the design comparison "
+                         "(a configuration has no query defined under it)")
+    if not targets:
+        return
+    matched = ds.shared(systems, targets)
+    n = int(matched.sum())
+    base = {"dataset": ds.name, "group": group}
+    pair_tests = {}
+    for a, b in combinations(systems, 2):
+        cols = [ds.systems[a].get(t, m)[matched] - ds.systems[b].get(t, m)[matched]
+                for t in targets for m in ds.measures]
+        pair_tests[(a, b)] = paired_test(np.column_stack(cols), seed=seed,
+                                         key=(ds.name, "design", group, a, b),
+                                         resamples=resamples, alpha=alpha)
+    nm = len(ds.measures)
+    for mi, m in enumerate(ds.measures):
+        best_by_target: dict[str, str] = {}
+        for t in targets:
+            means = {s: float(ds.systems[s].get(t, m)[matched].mean()) if n else float("nan")
+                     for s in systems}
+            ranks = _ranks(means) if n else {s: None for s in systems}
+            for s in systems:
+                tables["means"].append({**base, "measure": str(m), "target": t, "config": s,
+                                        "n_matched": n, "mean": means[s] if n else None,
+                                        "rank": ranks[s]})
+            if not n:
+                continue
+            text = ranking_text(means)
+            ordered = sorted(means.values(), reverse=True)
+            top = [s for s in systems if ranks[s] == 1]
+            preferred = " = ".join(top)
+            best_by_target[t] = preferred
+            tables["preferred"].append({**base, "measure": str(m), "target": t,
+                                        "n_matched": n, "preferred": preferred,
+                                        "ranking": text, "margin": ordered[0] - ordered[1]})
+        if n:
+            tables["changes"].append({
+                **base, "measure": str(m), "comparison": "preferred",
+                "preferences": "; ".join(f"{t}: {best_by_target[t]}" for t in targets),
+                "changes": len(set(best_by_target.values())) > 1,
+                "significant_change": None,
+            })
+        for (a, b), test in pair_tests.items():
+            prefs: dict[str, tuple[str, bool]] = {}
+            for ti, t in enumerate(targets):
+                j = ti * nm + mi
+                gap = float(test.mean[j]) if n else None
+                lo = float(test.ci_low[j]) if n else None
+                hi = float(test.ci_high[j]) if n else None
+                sig = bool(n and (lo > 0 or hi < 0))  # type: ignore[operator]
+                pref = winner(gap, a, b)
+                prefs[t] = (pref, sig)
+                tables["pairwise"].append({
+                    **base, "measure": str(m), "config_a": a, "config_b": b, "target": t,
+                    "n_matched": n, "gap": gap, "ci_low": lo, "ci_high": hi,
+                    "p": float(test.p[j]) if n else None, "preferred": pref,
+                    "significant": sig,
+                })
+            if n:
+                sig_prefs = {p for p, sig in prefs.values() if sig and p != "tie"}
+                tables["changes"].append({
+                    **base, "measure": str(m), "comparison": f"{a} vs {b}",
+                    "preferences": "; ".join(f"{t}: {p}" for t, (p, _) in prefs.items()),
+                    "changes": len({p for p, _ in prefs.values()}) > 1,
+                    "significant_change": len(sig_prefs) > 1,
+                })

@@ -1,0 +1,375 @@
+"""Reading the output folders of ``tiap rescore`` into :class:`Dataset` values.
+
+A rescore folder holds ``per_query.csv`` (``system,target,query_id,measure,value``),
+``target_sizes.csv`` (``system,target,query_id,n_groups,n_members``), ``queries.csv``
+(``query_id,category,collection,abstention``) and ``manifest.json`` (inputs with sha256,
+the targets' specs, the credit mode, the measures).
+
+Folders whose queries file has the same sha256 (the same benchmark queries) are pooled into
+one :class:`Dataset`, so systems rescored separately can still be compared; systems are
+only ever compared within a dataset. Every (system, target, measure) becomes one array over
+the dataset's *query universe* (the union of the scored queries, in order of first
+appearance), with NaN where the value is undefined (a zero-target case) or the system did
+not score the query.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tiap.errors import Problem, TiapError
+from tiap.scoring.measures import Measure, parse_measure
+
+__all__ = ["Dataset", "SystemScores", "load_datasets", "load_rescore_dir"]
+
+csv.field_size_limit(1 << 30)
+
+
+@dataclass(frozen=True, eq=False)
+class SystemScores:
+    """One system's per-query values over its dataset's query universe."""
+
+    name: str
+    source: Path
+    values: Mapping[tuple[str, Measure], NDArray[np.float64]]  # (target, measure) -> values
+    #: target -> (n_groups, n_members) per query (NaN where unknown); empty if not written
+    sizes: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(
+        default_factory=dict)
+    #: the rescore manifest's report on this system (unknown ids, missing queries, ...)
+    report: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
+        return self.values[(target, measure)]
+
+    def defined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries whose value is defined under ``target`` for every measure."""
+        mask = None
+        for m in measures:
+            ok = ~np.isnan(self.values[(target, m)])
+            mask = ok if mask is None else mask & ok
+        assert mask is not None
+        return mask
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Systems scored on one set of queries, under the same targets and credit mode."""
+
+    name: str
+    dirs: tuple[Path, ...]
+    query_ids: tuple[str, ...]
+    systems: Mapping[str, SystemScores]
+    targets: tuple[str, ...]
+    target_specs: Mapping[str, Mapping[str, Any]]
+    measures: tuple[Measure, ...]
+    credit: str
+    categories: tuple[str, ...]  # per query of the universe ("" when unknown)
+    category_source: str
+    queries_input: Mapping[str, Any] | None
+    #: per system: the rescore inputs (``items`` and ``run`` entries with path and sha256)
+    inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.query_ids)
+
+    def shared(self, systems: Iterable[str], targets: Iterable[str],
+               measures: Sequence[Measure] | None = None) -> NDArray[np.bool_]:
+        """Queries defined under every given target for every given system."""
+        ms = tuple(measures or self.measures)
+        mask = np.ones(self.n, dtype=bool)
+        for s in systems:
+            for t in targets:
+                mask &= self.systems[s].defined(t, ms)
+        return mask
+
+
+@dataclass(frozen=True, eq=False)
+class _Folder:
+    path: Path
+    name: str
+    manifest: Mapping[str, Any]
+    query_ids: tuple[str, ...]
+    per_system: dict[str, dict[str, int]]  # system -> {query_id: local index}
+    values: dict[tuple[str, str, str], NDArray[np.float64]]  # (system, target, measure)
+    sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
+    categories: dict[str, str]
+    category_source: str
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    mf = path / "manifest.json"
+    if not mf.exists():
+        raise TiapError("not an output folder of 'tiap rescore' (no manifest.json)", file=path)
+    try:
+        man = json.loads(mf.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TiapError(f"invalid JSON ({exc.msg})", file=mf, line=exc.lineno) from exc
+    if man.get("command") != "rescore":
+        what = man.get("command")
+        hint = (" (run 'tiap report' on the output of 'tiap sensitivity')"
+                if what == "sensitivity" else "")
+        raise TiapError(f"expected the output of 'tiap rescore', found {what!r}{hint}", file=mf)
+    return man
+
+
+def _float(text: str, file: Path, line: int) -> float:
+    if text == "":
+        return np.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise TiapError(f"not a number: {text!r}", file=file, line=line) from None
+
+
+def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
+    """Read one rescore folder (the values stay keyed by system, target and measure)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise TiapError("no such folder", file=path)
+    man = _read_manifest(path)
+    pq = path / "per_query.csv"
+    if not pq.exists():
+        raise TiapError("per_query.csv is missing", file=path)
+    rows: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
+    order: dict[str, dict[str, int]] = {}
+    with open(pq, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header != ["system", "target", "query_id", "measure", "value"]:
+            raise TiapError(f"unexpected header {header!r}", file=pq, line=1)
+        for lineno, row in enumerate(reader, start=2):
+            if len(row) != 5:
+                raise TiapError(f"expected 5 fields, found {len(row)}", file=pq, line=lineno)
+            s, t, q, m, v = row
+            rows.setdefault((s, t, m), []).append((q, _float(v, pq, lineno)))
+            qs = order.setdefault(s, {})
+            if q not in qs:
+                qs[q] = len(qs)
+    values: dict[tuple[str, str, str], NDArray[np.float64]] = {}
+    for key, got in rows.items():
+        idx = order[key[0]]
+        arr = np.full(len(idx), np.nan)
+        qi = np.fromiter((idx[q] for q, _ in got), np.int64, len(got))
+        arr[qi] = np.fromiter((v for _, v in got), np.float64, len(got))
+        values[key] = arr
+    sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+    ts = path / "target_sizes.csv"
+    if ts.exists():
+        with open(ts, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            next(reader, None)
+            for lineno, row in enumerate(reader, start=2):
+                if len(row) != 5:
+                    raise TiapError(f"expected 5 fields, found {len(row)}", file=ts, line=lineno)
+                s, t, q, g, mem = row
+                if s not in order or q not in order[s]:
+                    continue
+                if (s, t) not in sizes:
+                    n = len(order[s])
+                    sizes[(s, t)] = (np.full(n, np.nan), np.full(n, np.nan))
+                i = order[s][q]
+                sizes[(s, t)][0][i] = _float(g, ts, lineno)
+                sizes[(s, t)][1][i] = _float(mem, ts, lineno)
+    categories, source = _categories(path, man)
+    universe: dict[str, None] = {}
+    for qs in order.values():
+        universe.update(dict.fromkeys(qs))
+    return _Folder(path, name or path.name, man, tuple(universe), order, values, sizes,
+                   categories, source)
+
+
+def _categories(path: Path, man: Mapping[str, Any]) -> tuple[dict[str, str], str]:
+    """query id -> category from queries.csv, else from the queries file the manifest names."""
+    qc = path / "queries.csv"
+    out: dict[str, str] = {}
+    if qc.exists():
+        with open(qc, encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                out[row.get("query_id", "")] = row.get("category") or ""
+        if out:
+            return out, "queries.csv"
+    entry = (man.get("inputs") or {}).get("queries")
+    if entry and Path(entry.get("path", "")).exists():
+        from tiap.datasets.queryfile import read_queries
+
+        for q in read_queries(entry["path"]):
+            out[q.query_id] = q.category
+        return out, f"queries file {entry['path']} (queries.csv is empty)"
+    return out, "none (no categories: queries.csv is empty and the queries file is not found)"
+
+
+def _targets(man: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list((man.get("options") or {}).get("targets") or [])
+
+
+def _group_key(folder: _Folder) -> str:
+    entry = (folder.manifest.get("inputs") or {}).get("queries")
+    if entry and entry.get("sha256"):
+        return "queries:" + entry["sha256"]
+    return "folder:" + str(folder.path.resolve())
+
+
+def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]]) -> list[Dataset]:
+    """Read rescore folders (``PATH`` or ``NAME=PATH``) and pool those sharing a queries file.
+
+    Pooled folders must agree on the credit mode and on the spec of every target they share;
+    only the targets and measures every pooled folder has are kept. A system name may occur
+    once per dataset.
+    """
+    folders: list[_Folder] = []
+    problems: list[Problem] = []
+    for spec in specs:
+        name, path = _split(spec)
+        try:
+            folders.append(load_rescore_dir(path, name))
+        except TiapError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise TiapError(problems=problems)
+    if not folders:
+        raise TiapError("no rescore folder given")
+    groups: dict[str, list[_Folder]] = {}
+    for f in folders:
+        groups.setdefault(_group_key(f), []).append(f)
+    datasets = [_pool(fs) for fs in groups.values()]
+    names = [d.name for d in datasets]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise TiapError(f"two datasets are named {', '.join(dupes)}: name the folders with "
+                        "NAME=PATH")
+    return datasets
+
+
+def _split(spec: str | Path | tuple[str | None, str | Path]) -> tuple[str | None, Path]:
+    if isinstance(spec, tuple):
+        return spec[0], Path(spec[1])
+    text = str(spec)
+    if "=" in text and not Path(text).exists():
+        name, _, p = text.partition("=")
+        if name:
+            return name.strip(), Path(p)
+    return None, Path(text)
+
+
+def _pool(folders: list[_Folder]) -> Dataset:
+    first = folders[0]
+    credit = (first.manifest.get("options") or {}).get("credit", "group")
+    specs: dict[str, dict[str, Any]] = {}
+    target_order: list[str] | None = None
+    measure_order: list[str] | None = None
+    problems: list[Problem] = []
+    for f in folders:
+        c = (f.manifest.get("options") or {}).get("credit", "group")
+        if c != credit:
+            problems.append(Problem(f"credit mode {c!r} differs from {credit!r} of {first.path}; "
+                                    "systems scored under different credit modes are not "
+                                    "comparable", file=str(f.path)))
+        ts = _targets(f.manifest)
+        names = [t["name"] for t in ts]
+        for t in ts:
+            prev = specs.get(t["name"])
+            if prev is not None and _spec_text(prev) != _spec_text(t):
+                problems.append(Problem(
+                    f"target {t['name']!r} is {_spec_text(t)!r} here but {_spec_text(prev)!r} "
+                    "in an earlier folder", file=str(f.path)))
+            specs.setdefault(t["name"], dict(t))
+        target_order = names if target_order is None else [t for t in target_order if t in names]
+        ms = list((f.manifest.get("options") or {}).get("measures") or [])
+        if not ms:
+            ms = sorted({k[2] for k in f.values})
+        measure_order = ms if measure_order is None else [m for m in measure_order if m in ms]
+    if problems:
+        raise TiapError(problems=problems)
+    assert target_order is not None and measure_order is not None
+    if not target_order:
+        raise TiapError("the pooled rescore folders share no target", file=str(first.path))
+    if not measure_order:
+        raise TiapError("the pooled rescore folders share no measure", file=str(first.path))
+    measures = tuple(parse_measure(m) for m in measure_order)
+
+    universe: dict[str, int] = {}
+    for f in folders:
+        for q in f.query_ids:
+            universe.setdefault(q, len(universe))
+    n = len(universe)
+    systems: dict[str, SystemScores] = {}
+    inputs: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for f in folders:
+        man_inputs = f.manifest.get("inputs") or {}
+        for s, local in f.per_system.items():
+            if s in systems:
+                raise TiapError(f"system {s!r} occurs in two pooled rescore folders "
+                                f"({systems[s].source} and {f.path}); rescore it once",
+                                file=str(f.path))
+            pos = np.fromiter((universe[q] for q in local), np.int64, len(local))
+            vals: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+            for t in target_order:
+                for m, mt in zip(measure_order, measures, strict=True):
+                    arr = np.full(n, np.nan)
+                    got = f.values.get((s, t, m))
+                    if got is None:
+                        notes.append(f"{f.path}: no values for {s}/{t}/{m}")
+                    else:
+                        arr[pos] = got
+                    vals[(t, mt)] = arr
+            sz: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+            for t in target_order:
+                got_sz = f.sizes.get((s, t))
+                if got_sz is not None:
+                    g, mem = np.full(n, np.nan), np.full(n, np.nan)
+                    g[pos], mem[pos] = got_sz
+                    sz[t] = (g, mem)
+            report = (f.manifest.get("systems") or {}).get(s, {})
+            systems[s] = SystemScores(s, f.path, vals, sz, report)
+            store = report.get("store", s)
+            entry: dict[str, Any] = {}
+            for key in (f"items:{store}", f"items:{s}", "items"):
+                if key in man_inputs:
+                    entry["items"] = man_inputs[key]
+                    break
+            if f"run:{s}" in man_inputs:
+                entry["run"] = man_inputs[f"run:{s}"]
+            entry["run_name"] = s
+            inputs[s] = entry
+    query_ids = tuple(universe)
+    cats: dict[str, str] = {}
+    sources: list[str] = []
+    for f in folders:
+        for q, c in f.categories.items():
+            cats.setdefault(q, c)
+        if f.category_source not in sources:
+            sources.append(f.category_source)
+    name = "+".join(dict.fromkeys(f.name for f in folders))
+    return Dataset(
+        name=name,
+        dirs=tuple(f.path for f in folders),
+        query_ids=query_ids,
+        systems=systems,
+        targets=tuple(target_order),
+        target_specs={t: specs[t] for t in target_order},
+        measures=measures,
+        credit=str(credit),
+        categories=tuple(cats.get(q, "") for q in query_ids),
+        category_source="; ".join(sources),
+        queries_input=(first.manifest.get("inputs") or {}).get("queries"),
+        inputs=inputs,
+        options={k: v for k, v in (first.manifest.get("options") or {}).items()
+                 if k in ("missing", "dedup", "depth")},
+        notes=tuple(notes),
+    )
+
+
+def _spec_text(t: Mapping[str, Any]) -> str:
+    return str(t.get("spec") if t.get("spec") is not None else t.get("qrels", ""))

@@ -1,0 +1,162 @@
+"""``tiap report``: files present, untrusted text escaped everywhere, the target card, and
+a headless-Chromium screenshot that is not blank and has no console error."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tiap.cli.main import main
+from tiap.report.render import ReportTable, md_escape, tex_escape
+
+pytest.importorskip("matplotlib")
+
+EVIL = "<script>alert('x')</script>"
+ITEMS = [
+    {"item_id": "t1", "kind": "raw", "sources": ["u1"],
+     "text": f"Caroline: {EVIL} I love pottery."},
+    {"item_id": "f1", "kind": "fact", "sources": ["u1"], "text": f"Caroline loves pottery {EVIL}."},
+    {"item_id": "t2", "kind": "raw", "sources": ["u2"], "text": "Melanie ran a charity race."},
+    {"item_id": "f2", "kind": "fact", "sources": ["u2"], "text": "Melanie ran a race in 2023."},
+    {"item_id": "x", "kind": "raw", "sources": ["u9"], "text": "Nothing <img src=x onerror=1>."},
+]
+QUERIES = [
+    {"query_id": "q1", "question": f"What does Caroline love? {EVIL}", "answer": f"pottery {EVIL}",
+     "category": "<b>single</b>", "evidence": ["u1"]},
+    {"query_id": "q2", "question": "When did Melanie run a race?", "answer": "2023",
+     "category": "temporal", "evidence": ["u2"]},
+    {"query_id": "q3", "question": "What did Melanie run?", "answer": "a charity race",
+     "category": "single-hop", "evidence": ["u2"]},
+]
+RUNS = {
+    "sys<i>A</i>": [{"query_id": "q1", "ranking": ["f1", "t1", "x"]},
+                    {"query_id": "q2", "ranking": ["x", "t2", "f2"]},
+                    {"query_id": "q3", "ranking": ["t2", "x"]}],
+    "B": [{"query_id": "q1", "ranking": ["t1", "x", "f1"]},
+          {"query_id": "q2", "ranking": ["f2", "x"]},
+          {"query_id": "q3", "ranking": ["x", "f2", "t2"]}],
+}
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:  # type: ignore[type-arg]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    items = _jsonl(tmp / "items.jsonl", ITEMS)
+    queries = _jsonl(tmp / "queries.jsonl", QUERIES)
+    args = ["rescore", "--items", str(items), "--queries", str(queries), "--measures",
+            "nDCG@5,nDCG@10,RR@10,Success@10,Success@1", "--out", str(tmp / "rescore")]
+    for i, (name, rows) in enumerate(RUNS.items()):
+        args += ["--run", f"{name}={_jsonl(tmp / f'run{i}.jsonl', rows)}"]
+    assert main(args) == 0
+    assert main(["sensitivity", f"demo={tmp / 'rescore'}", "--out", str(tmp / "sens"),
+                 "--resamples", "500", "--answers", "--answer-depth", "2",
+                 "--configs", "pair=sys<i>A</i>,B"]) == 0
+    assert main(["report", str(tmp / "sens"), "--out", str(tmp / "report")]) == 0
+    return tmp / "report"
+
+
+def test_files_present(report: Path) -> None:
+    for f in ("index.html", "tables.md", "tables.tex", "target_card.md", "target_card.json",
+              "manifest.json"):
+        assert (report / f).is_file() and (report / f).stat().st_size > 0, f
+    md = sorted(p.name for p in (report / "tables").glob("*.md"))
+    tex = sorted(p.name for p in (report / "tables").glob("*.tex"))
+    assert "demo_winner_flips.md" in md and "demo_winner_flips.tex" in tex
+    assert "demo_change.md" in md and "demo_design.md" in md and "demo_answers.md" in md
+    assert len(md) == len(tex)
+
+
+def test_html_escapes_untrusted_text(report: Path) -> None:
+    html = (report / "index.html").read_text(encoding="utf-8")
+    assert "<script" not in html.lower()  # no script at all, escaped or ours
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "<i>A</i>" not in html and "<b>single</b>" not in html
+    assert "sys&lt;i&gt;A&lt;/i&gt;" in html
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert "data:image/png;base64," in html  # figures embedded
+    assert 'src="http' not in html and "href=\"http" not in html  # nothing external
+    # Markdown tables must not carry raw HTML either
+    md = (report / "tables.md").read_text(encoding="utf-8")
+    assert "<script" not in md and "&lt;script&gt;" in md
+
+
+def test_target_card(report: Path) -> None:
+    card = json.loads((report / "target_card.json").read_text())
+    ds = card["datasets"][0]
+    assert ds["dataset"] == "demo"
+    assert ds["credit"]["mode"] == "group"
+    assert [t["name"] for t in ds["targets"]] == ["raw", "source", "canonical"]
+    assert ds["targets"][0]["spec"] == "kind == raw"
+    cov = ds["coverage"]["B"]["targets"]
+    assert cov["raw"]["defined"] == 3 and cov["canonical"]["defined"] == 3
+    # every winner flip of winner_flips.csv (all measures) is in the card
+    with open(report.parent / "sens" / "winner_flips.csv", newline="") as fh:
+        flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
+    assert len(ds["winner_flips"]) == len(flips)
+    assert {p["n_shared"] for p in ds["shared_subsets"]["pairs"]} == {3}
+    md = (report / "target_card.md").read_text()
+    assert "## demo" in md and "kind == raw" in md and "### Winner flips" in md
+
+
+def test_render_escaping() -> None:
+    assert md_escape("a|b <x> & c") == "a\\|b &lt;x&gt; &amp; c"
+    assert tex_escape("f_1 & 50% #1 $x$") == r"f\_1 \& 50\% \#1 \$x\$"
+    t = ReportTable("t", "Title <x>", ["a", "b"])
+    t.add(["<b>", "1"], mark=True)
+    html = t.to_html()
+    assert "<td><b>" not in html and "<td>&lt;b&gt;</td>" in html
+    assert "Title &lt;x&gt;" in html
+    assert r"\textbf{\textless{}b\textgreater{}}" in t.to_latex()
+
+
+def test_report_rejects_rescore_dir(report: Path) -> None:
+    assert main(["report", str(report.parent / "rescore"), "--out",
+                 str(report.parent / "r2")]) == 2
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_chromium_screenshot_not_blank_no_console_errors(report: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         f"--screenshot={shot}", "--window-size=1280,1800", "--enable-logging=stderr", "--v=0",
+         (report / "index.html").resolve().as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert shot.exists(), proc.stderr[-2000:]
+    console = [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
+    assert not console, console
+    im = Image.open(shot).convert("L")
+    lo, hi = im.getextrema()
+    assert hi - lo > 100  # not a blank page
+    hist = im.histogram()
+    assert max(hist) < 0.97 * sum(hist)  # more than one colour covers the page
+
+
+def test_same_dataset_in_two_folders_gets_folder_labels(report: Path, tmp_path: Path) -> None:
+    sens = report.parent / "sens"
+    other = tmp_path / "again"
+    shutil.copytree(sens, other)
+    assert main(["report", str(sens), str(other), "--out", str(tmp_path / "r")]) == 0
+    card = json.loads((tmp_path / "r" / "target_card.json").read_text())
+    assert [d["dataset"] for d in card["datasets"]] == ["sens/demo", "again/demo"]
+    assert (tmp_path / "r" / "tables" / "sens_demo_winner_flips.md").exists()
+    assert (tmp_path / "r" / "tables" / "again_demo_winner_flips.md").exists()
+
+
+def test_latex_symbols_and_labels() -> None:
+    assert tex_escape("raw → source, Δ ≥ 0.1, R²") == \
+        r"raw $\rightarrow$ source, $\Delta$ $\geq$ 0.1, R$^2$"
+    t = ReportTable("my_ds_flips", "T", ["a"])
+    assert r"\label{tab:my-ds-flips}" in t.to_latex()
