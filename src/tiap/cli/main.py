@@ -24,6 +24,7 @@ app.add_typer(imports.app, name="import")
 app.command("targets")(targets.targets_cmd)
 app.command("rescore")(rescore.rescore_cmd)
 app.command("retrieve")(retrieval.retrieve_cmd)
+app.add_typer(__import__("tiap.cli.audit", fromlist=["app"]).app, name="audit")
 app.command("sensitivity")(__import__("tiap.cli.sensitivity", fromlist=["sensitivity_cmd"]).sensitivity_cmd)
 app.command("report")(__import__("tiap.cli.report", fromlist=["report_cmd"]).report_cmd)
 

@@ -1,0 +1,141 @@
+"""Stage III audit: contested credits judged for semantic support, and judge agreement.
+
+Lineage gives a derived memory credit for a query whenever it derives from an evidence
+turn; the audit asks whether that memory actually supports the answer (the paper's
+section 3.3). The steps, each a function here and a ``tiap audit`` subcommand:
+
+1. :func:`contested_cases` (``tiap audit cases``): from a rescoring, the retrieved items a
+   relaxed target (Source, Canonical) credits and Raw does not, one case per (query,
+   system, target), with :func:`sample_cases` for stratified samples;
+2. judges (``tiap audit judge``): registered factories (:func:`make_judge`: ``openai`` for
+   any OpenAI-compatible endpoint, offline ``lexical`` and ``embedding``) run by
+   :func:`run_judges` with a crash-safe verdict cache, writing ``labels.jsonl``;
+3. :func:`agreement` (``tiap audit agreement``): Fleiss' κ, Cohen's κ, Krippendorff's α,
+   percent agreement (three classes and binary), majority vote, label distributions and
+   agreement with human labels (:func:`read_human_labels`);
+4. :func:`graded_rescore` (``tiap audit graded``): labels as graded relevance, and how much
+   of a relaxed target's nDCG gain survives them.
+
+:func:`read_paper_cases` and :func:`read_paper_labels` read the paper's own audit files
+(``tiap audit import-paper``). Nothing heavy is imported here: ``httpx`` loads with the
+``openai`` judge, ``sentence-transformers`` with the ``embedding`` judge, ``statsmodels``
+with the agreement report.
+"""
+
+from tiap.audit.agreement import (
+    TIE_RULES,
+    AgreementReport,
+    RatingTable,
+    agreement,
+    binary_codes,
+    category_counts,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha,
+    majority_vote,
+    percent_agreement,
+    rating_table,
+    write_agreement,
+)
+from tiap.audit.cases import (
+    RANK_BUCKETS,
+    Case,
+    ContestedItem,
+    RescoreDir,
+    contested_cases,
+    rank_bucket,
+    read_cases,
+    sample_cases,
+    write_cases,
+)
+from tiap.audit.graded import GradedResult, graded_rescore, item_relevance, write_graded
+from tiap.audit.human import read_human_labels
+from tiap.audit.judges import (
+    EmbeddingJudge,
+    Judge,
+    LexicalJudge,
+    list_judges,
+    make_judge,
+    parse_judge_spec,
+    register_judge,
+)
+from tiap.audit.labels import (
+    BINARY_LABELS,
+    DOES_NOT_SUPPORT,
+    GRADES,
+    PARTIAL,
+    SEMANTIC_LABELS,
+    SERVING_LABELS,
+    SUPPORTS,
+    UNSCORED,
+    LabelRecord,
+    Verdict,
+    normalize_label,
+    normalize_serving,
+    read_labels,
+    write_labels,
+)
+from tiap.audit.paper import PAPER_LABEL_COUNTS, read_paper_cases, read_paper_labels
+from tiap.audit.rubric import PARSE_PATTERN, RUBRIC_VERSION, parse_verdict, render_messages
+from tiap.audit.run import JudgeRun, VerdictCache, run_judges
+
+__all__ = [
+    "BINARY_LABELS",
+    "DOES_NOT_SUPPORT",
+    "GRADES",
+    "PAPER_LABEL_COUNTS",
+    "PARSE_PATTERN",
+    "PARTIAL",
+    "RANK_BUCKETS",
+    "RUBRIC_VERSION",
+    "SEMANTIC_LABELS",
+    "SERVING_LABELS",
+    "SUPPORTS",
+    "TIE_RULES",
+    "UNSCORED",
+    "AgreementReport",
+    "Case",
+    "ContestedItem",
+    "EmbeddingJudge",
+    "GradedResult",
+    "Judge",
+    "JudgeRun",
+    "LabelRecord",
+    "LexicalJudge",
+    "RatingTable",
+    "RescoreDir",
+    "Verdict",
+    "VerdictCache",
+    "agreement",
+    "binary_codes",
+    "category_counts",
+    "cohen_kappa",
+    "contested_cases",
+    "fleiss_kappa",
+    "graded_rescore",
+    "item_relevance",
+    "krippendorff_alpha",
+    "list_judges",
+    "majority_vote",
+    "make_judge",
+    "normalize_label",
+    "normalize_serving",
+    "parse_judge_spec",
+    "parse_verdict",
+    "percent_agreement",
+    "rank_bucket",
+    "rating_table",
+    "read_cases",
+    "read_human_labels",
+    "read_labels",
+    "read_paper_cases",
+    "read_paper_labels",
+    "register_judge",
+    "render_messages",
+    "run_judges",
+    "sample_cases",
+    "write_agreement",
+    "write_cases",
+    "write_graded",
+    "write_labels",
+]

@@ -1,0 +1,484 @@
+"""Agreement between judges (and with human labels): kernels and the report.
+
+Ratings are an integer matrix ``[N cases, R raters]`` of category codes, ``-1`` where a
+rater gave no label (``unscored``, or the case is not in its file). Categories are the
+three semantic labels (``supports`` = 0, ``partial`` = 1, ``does_not_support`` = 2) or their
+binary collapse (``relevant`` = supports + partial, ``not_relevant`` = does_not_support).
+
+Kernels (pure functions, no I/O):
+
+- :func:`percent_agreement`: the share of cases two raters label alike.
+- :func:`cohen_kappa` (Cohen 1960): ``κ = (p_o - p_e) / (1 - p_e)`` with ``p_o`` the observed
+  agreement and ``p_e = Σ_c p_1(c) p_2(c)`` the agreement expected from the two raters'
+  own label frequencies; undefined (NaN) when ``p_e = 1``.
+- :func:`fleiss_kappa` (Fleiss 1971), from per-case category counts ``n_ic`` with ``m``
+  raters per case: ``P_i = (Σ_c n_ic² - m) / (m (m - 1))``, ``P̄ = mean P_i``,
+  ``p_c = Σ_i n_ic / (N m)``, ``P_e = Σ_c p_c²``, ``κ = (P̄ - P_e) / (1 - P_e)``. The report
+  computes it with ``statsmodels.stats.inter_rater.fleiss_kappa`` when statsmodels is
+  installed (the ``stats`` extra) and with this kernel otherwise; the tests hold the two equal.
+- :func:`krippendorff_alpha` (nominal; Krippendorff 2011, "Computing Krippendorff's
+  Alpha-Reliability"): from the coincidence matrix ``o_ck = Σ_u Σ_{i≠j} [v_ui = c][v_uj = k]
+  / (m_u - 1)`` over the cases with ``m_u >= 2`` labels, ``n_c = Σ_k o_ck``, ``n = Σ_c n_c``:
+  ``α = 1 - (n - 1) Σ_{c≠k} o_ck / Σ_{c≠k} n_c n_k``. Missing labels are allowed.
+- :func:`majority_vote`: the most frequent label of each case among its valid labels. **Tie
+  rule** (stated in every report): ``conservative`` (default) takes, among the tied labels,
+  the one with the least support (does_not_support before partial before supports): a
+  credit must be earned; ``lenient`` takes the most support; ``none`` leaves a tied case
+  without a majority.
+
+The report (:func:`agreement`) computes Fleiss' κ and the mean pairwise agreement over the
+*complete* cases (a valid label from every rater, as the paper's appendix G does with its
+1,876 of 1,902 cases), Cohen's κ and percent agreement per pair over the cases both raters
+labelled (and over the complete cases), Krippendorff's α over all cases, the majority vote,
+the label distribution per rater and dataset, and agreement with human labels.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from tiap.audit.labels import BINARY_LABELS, SEMANTIC_LABELS, LabelRecord
+from tiap.errors import TiapError
+
+__all__ = [
+    "TIE_RULES",
+    "AgreementReport",
+    "RatingTable",
+    "agreement",
+    "binary_codes",
+    "category_counts",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "majority_vote",
+    "percent_agreement",
+    "rating_table",
+    "write_agreement",
+]
+
+TieRule = Literal["conservative", "lenient", "none"]
+TIE_RULES: tuple[str, ...] = ("conservative", "lenient", "none")
+MAJORITY = "majority"
+_CODE = {lab: i for i, lab in enumerate(SEMANTIC_LABELS)}
+IntArray = NDArray[np.int64]
+
+
+# ------------------------------------------------------------------------------------------
+# kernels
+
+
+def _codes(x: ArrayLike) -> IntArray:
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise TiapError("ratings must be integer category codes (-1 for missing)")
+    return a.astype(np.int64)
+
+
+def binary_codes(codes: ArrayLike) -> IntArray:
+    """The binary collapse of three-class codes: 0 (supports), 1 (partial) -> 0 (relevant);
+    2 (does_not_support) -> 1 (not_relevant); -1 stays -1."""
+    c = _codes(codes)
+    return np.where(c < 0, -1, np.where(c == 2, 1, 0))
+
+
+def percent_agreement(a: ArrayLike, b: ArrayLike) -> float:
+    """Share of positions where ``a`` and ``b`` agree (both fully labelled; NaN if empty)."""
+    x, y = _codes(a), _codes(b)
+    if x.shape != y.shape or x.ndim != 1:
+        raise TiapError("percent_agreement needs two 1-d arrays of the same length")
+    if (x < 0).any() or (y < 0).any():
+        raise TiapError("percent_agreement: remove missing labels (-1) first")
+    return float((x == y).mean()) if x.size else math.nan
+
+
+def cohen_kappa(a: ArrayLike, b: ArrayLike, n_categories: int | None = None) -> float:
+    """Cohen's κ of two raters over the same cases (no missing labels); NaN when undefined."""
+    x, y = _codes(a), _codes(b)
+    if x.shape != y.shape or x.ndim != 1:
+        raise TiapError("cohen_kappa needs two 1-d arrays of the same length")
+    if (x < 0).any() or (y < 0).any():
+        raise TiapError("cohen_kappa: remove missing labels (-1) first")
+    if x.size == 0:
+        return math.nan
+    k = n_categories or int(max(x.max(), y.max())) + 1
+    po = float((x == y).mean())
+    pa = np.bincount(x, minlength=k) / x.size
+    pb = np.bincount(y, minlength=k) / y.size
+    pe = float((pa * pb).sum())
+    if math.isclose(pe, 1.0):
+        return math.nan
+    return (po - pe) / (1.0 - pe)
+
+
+def category_counts(codes: ArrayLike, n_categories: int) -> IntArray:
+    """``[N, k]`` counts of each category per case (missing labels ignored)."""
+    c = _codes(codes)
+    out = np.zeros((c.shape[0], n_categories), np.int64)
+    for j in range(n_categories):
+        out[:, j] = (c == j).sum(axis=1)
+    return out
+
+
+def fleiss_kappa(counts: ArrayLike) -> float:
+    """Fleiss' κ from ``[N, k]`` category counts with the same number of raters per case."""
+    n = np.asarray(counts, dtype=np.float64)
+    if n.ndim != 2 or n.shape[0] == 0:
+        return math.nan
+    m = n.sum(axis=1)
+    if not np.allclose(m, m[0]) or m[0] < 2:
+        raise TiapError("fleiss_kappa needs the same number (>= 2) of ratings for every case")
+    mm = m[0]
+    p_i = ((n * n).sum(axis=1) - mm) / (mm * (mm - 1))
+    p_bar = float(p_i.mean())
+    p_c = n.sum(axis=0) / (n.shape[0] * mm)
+    p_e = float((p_c * p_c).sum())
+    if math.isclose(p_e, 1.0):
+        return math.nan
+    return (p_bar - p_e) / (1.0 - p_e)
+
+
+def krippendorff_alpha(codes: ArrayLike, n_categories: int | None = None) -> float:
+    """Krippendorff's α, nominal metric, ``[N units, R raters]`` with ``-1`` for missing."""
+    c = _codes(codes)
+    if c.ndim != 2:
+        raise TiapError("krippendorff_alpha needs a 2-d [units, raters] array")
+    k = n_categories or (int(c.max()) + 1 if c.size and c.max() >= 0 else 0)
+    if k == 0:
+        return math.nan
+    counts = category_counts(c, k).astype(np.float64)  # n_uc
+    m_u = counts.sum(axis=1)
+    pairable = m_u >= 2
+    counts, m_u = counts[pairable], m_u[pairable]
+    if counts.shape[0] == 0:
+        return math.nan
+    # o_ck = Σ_u n_uc (n_uk - [c = k]) / (m_u - 1)
+    w = 1.0 / (m_u - 1.0)
+    o = (counts * w[:, None]).T @ counts - np.diag((counts * w[:, None]).sum(axis=0))
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    d_o = o.sum() - np.trace(o)
+    d_e = n_c.sum() ** 2 - (n_c * n_c).sum()
+    if d_e == 0:
+        return math.nan
+    return float(1.0 - (n - 1.0) * d_o / d_e)
+
+
+def majority_vote(codes: ArrayLike, n_categories: int = 3,
+                  tie_rule: TieRule = "conservative") -> tuple[IntArray, NDArray[np.bool_]]:
+    """Per case, the most frequent valid code (``-1`` when there is none) and a tie flag.
+
+    Codes run from the most support (0) to the least; ``conservative`` breaks a tie toward
+    the highest code (least support), ``lenient`` toward the lowest, ``none`` gives -1.
+    """
+    if tie_rule not in TIE_RULES:
+        raise TiapError(f"tie rule must be one of {', '.join(TIE_RULES)}, got {tie_rule!r}")
+    counts = category_counts(codes, n_categories)
+    top = counts.max(axis=1)
+    is_top = (counts == top[:, None]) & (top[:, None] > 0)
+    tie = is_top.sum(axis=1) > 1
+    if tie_rule == "lenient":
+        winner = np.argmax(is_top, axis=1)
+    else:
+        winner = n_categories - 1 - np.argmax(is_top[:, ::-1], axis=1)
+    winner = np.where(top > 0, winner, -1)
+    if tie_rule == "none":
+        winner = np.where(tie, -1, winner)
+    return winner.astype(np.int64), tie
+
+
+# ------------------------------------------------------------------------------------------
+# the rating table
+
+
+@dataclass(frozen=True, eq=False)
+class RatingTable:
+    """Cases x raters codes (``-1`` missing), with each case's dataset and target."""
+
+    case_ids: tuple[str, ...]
+    raters: tuple[str, ...]
+    codes: IntArray
+    datasets: tuple[str, ...]
+    targets: tuple[str, ...]
+
+    def column(self, rater: str) -> IntArray:
+        return self.codes[:, self.raters.index(rater)]
+
+
+def rating_table(labels: Iterable[LabelRecord], raters: Sequence[str] | None = None,
+                 case_ids: Sequence[str] | None = None) -> RatingTable:
+    """The rating table of ``labels`` (raters in first-appearance order unless given)."""
+    labs = list(labels)
+    order: dict[str, None] = {}
+    cases: dict[str, None] = dict.fromkeys(case_ids or ())
+    meta: dict[str, tuple[str, str]] = {}
+    for r in labs:
+        order.setdefault(r.judge, None)
+        if case_ids is None:
+            cases.setdefault(r.case_id, None)
+        ds, tg = meta.get(r.case_id, ("", ""))
+        meta[r.case_id] = (ds or r.dataset, tg or r.target)
+    rlist = list(raters) if raters is not None else list(order)
+    cidx = {c: i for i, c in enumerate(cases)}
+    ridx = {r: j for j, r in enumerate(rlist)}
+    codes = np.full((len(cidx), len(rlist)), -1, np.int64)
+    for r in labs:
+        i, j = cidx.get(r.case_id), ridx.get(r.judge)
+        if i is None or j is None or not r.scored:
+            continue
+        if codes[i, j] >= 0:
+            raise TiapError(f"judge {r.judge!r} labels case {r.case_id!r} twice")
+        codes[i, j] = _CODE[r.label]
+    return RatingTable(
+        case_ids=tuple(cidx), raters=tuple(rlist), codes=codes,
+        datasets=tuple(meta.get(c, ("", ""))[0] for c in cidx),
+        targets=tuple(meta.get(c, ("", ""))[1] for c in cidx))
+
+
+# ------------------------------------------------------------------------------------------
+# the report
+
+
+def _fleiss(counts: IntArray) -> tuple[float, str]:
+    try:
+        from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+    except ImportError:  # pragma: no cover - depends on the environment
+        return fleiss_kappa(counts), "tiap"
+    import statsmodels
+
+    if counts.shape[0] == 0:
+        return math.nan, f"statsmodels {statsmodels.__version__}"
+    return float(sm_fleiss(counts, method="fleiss")), f"statsmodels {statsmodels.__version__}"
+
+
+def _r(x: float | None, nd: int = 6) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, nd)
+
+
+@dataclass
+class AgreementReport:
+    """Everything :func:`agreement` computes (written by :func:`write_agreement`)."""
+
+    raters: tuple[str, ...]
+    n_cases: int
+    n_complete: int
+    tie_rule: str
+    summary: dict[str, Any]
+    pairwise: list[dict[str, Any]]
+    distribution: list[dict[str, Any]]
+    majority: list[dict[str, Any]]
+    human: list[dict[str, Any]] = field(default_factory=list)
+    confusion: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"raters": list(self.raters), "n_cases": self.n_cases,
+                "n_complete": self.n_complete, "tie_rule": self.tie_rule, **self.summary,
+                "pairwise": self.pairwise, "human": self.human}
+
+
+def _pair_rows(table: RatingTable, complete: NDArray[np.bool_]) -> list[dict[str, Any]]:
+    rows = []
+    for r1, r2 in combinations(table.raters, 2):
+        a, b = table.column(r1), table.column(r2)
+        for scheme in ("three_class", "binary"):
+            x, y = (a, b) if scheme == "three_class" else (binary_codes(a), binary_codes(b))
+            k = 3 if scheme == "three_class" else 2
+            both = (x >= 0) & (y >= 0)
+            cc = both & complete
+            rows.append({
+                "rater_1": r1, "rater_2": r2, "scheme": scheme,
+                "n": int(both.sum()),
+                "agreement": _r(percent_agreement(x[both], y[both])),
+                "cohen_kappa": _r(cohen_kappa(x[both], y[both], k)),
+                "n_complete": int(cc.sum()),
+                "agreement_complete": _r(percent_agreement(x[cc], y[cc])),
+            })
+    return rows
+
+
+def _distribution(table: RatingTable, majority: IntArray) -> list[dict[str, Any]]:
+    rows = []
+    cols = [(r, table.column(r)) for r in table.raters]
+    if len(table.raters) > 1:
+        cols.append((MAJORITY, majority))
+    datasets = sorted(set(table.datasets))
+    ds_arr = np.asarray(table.datasets, dtype=object)
+    for rater, col in cols:
+        for ds in ["all", *datasets] if len(datasets) > 1 else ["all"]:
+            mask = np.ones(col.size, bool) if ds == "all" else ds_arr == ds
+            valid = int(((col >= 0) & mask).sum())
+            for code, lab in enumerate(SEMANTIC_LABELS):
+                n = int(((col == code) & mask).sum())
+                rows.append({"rater": rater, "dataset": ds, "label": lab, "count": n,
+                             "fraction": _r(n / valid if valid else math.nan)})
+            rows.append({"rater": rater, "dataset": ds, "label": "no_label",
+                         "count": int(((col < 0) & mask).sum()), "fraction": None})
+    return rows
+
+
+def _human_rows(table: RatingTable, human: RatingTable,
+                majority: IntArray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows: list[dict[str, Any]] = []
+    confusion: list[dict[str, Any]] = []
+    index = {c: i for i, c in enumerate(table.case_ids)}
+    cols = [(r, table.column(r)) for r in table.raters]
+    if len(table.raters) > 1:
+        cols.append((MAJORITY, majority))
+    for n_h, h in enumerate(human.raters):
+        hcol = human.column(h)
+        others = [(r, human.column(r)) for r in human.raters[n_h + 1:]]  # each pair once
+        for rater, col in [*cols, *others]:
+            pairs = []  # (human code, rater code, target)
+            for i, c in enumerate(human.case_ids):
+                if rater in human.raters:
+                    v = int(col[i])
+                else:
+                    j = index.get(c)
+                    v = int(col[j]) if j is not None else -1
+                if hcol[i] >= 0 and v >= 0:
+                    tg = human.targets[i] or (table.targets[index[c]] if c in index else "")
+                    pairs.append((int(hcol[i]), v, tg))
+            targets = sorted({p[2] for p in pairs})
+            for tg in ["all", *targets] if len(targets) > 1 else ["all"]:
+                sel = [p for p in pairs if tg == "all" or p[2] == tg]
+                x = np.asarray([p[0] for p in sel], np.int64)
+                y = np.asarray([p[1] for p in sel], np.int64)
+                for scheme in ("three_class", "binary"):
+                    xx, yy = (x, y) if scheme == "three_class" else (binary_codes(x),
+                                                                   binary_codes(y))
+                    rows.append({"human": h, "rater": rater, "target": tg, "scheme": scheme,
+                                 "n": int(xx.size),
+                                 "agreement": _r(percent_agreement(xx, yy)),
+                                 "cohen_kappa": _r(cohen_kappa(xx, yy,
+                                                               3 if scheme == "three_class"
+                                                               else 2))})
+                if tg == "all":
+                    for hc, hl in enumerate(SEMANTIC_LABELS):
+                        for rc, rl in enumerate(SEMANTIC_LABELS):
+                            confusion.append({"human": h, "rater": rater, "human_label": hl,
+                                              "rater_label": rl,
+                                              "count": int(((x == hc) & (y == rc)).sum())})
+    return rows, confusion
+
+
+def agreement(labels: Iterable[LabelRecord], *, human: Iterable[LabelRecord] = (),
+              tie_rule: TieRule = "conservative",
+              raters: Sequence[str] | None = None) -> AgreementReport:
+    """Agreement statistics of the judges in ``labels`` (module docstring).
+
+    Args:
+        labels: label records of one or more judges (one per judge and case).
+        human: human label records (judge names such as ``human:primary``), compared with
+            every judge and with the majority vote over the cases they share.
+        tie_rule: the majority vote's tie rule.
+        raters: the judges to include, in this order (default: all, in order of appearance).
+    """
+    table = rating_table(labels, raters)
+    if not table.raters:
+        raise TiapError("no labels to compare")
+    codes = table.codes
+    complete: NDArray[np.bool_] = np.asarray((codes >= 0).all(axis=1), dtype=bool)
+    n_complete = int(complete.sum())
+    majority, tie = majority_vote(codes, 3, tie_rule)
+    summary: dict[str, Any] = {}
+    if len(table.raters) >= 2:
+        three = codes[complete]
+        binary = binary_codes(three)
+        f3, backend = _fleiss(category_counts(three, 3))
+        f2, _ = _fleiss(category_counts(binary, 2))
+        pw = _pair_rows(table, complete)
+        mean_pw = {s: _r(float(np.mean([r["agreement_complete"] for r in pw
+                                        if r["scheme"] == s
+                                        and r["agreement_complete"] is not None]))
+                         if n_complete else math.nan)
+                   for s in ("three_class", "binary")}
+        summary = {
+            "fleiss_kappa": {"three_class": _r(f3), "binary": _r(f2), "n": n_complete,
+                             "backend": backend},
+            "krippendorff_alpha": {"three_class": _r(krippendorff_alpha(codes, 3)),
+                                   "binary": _r(krippendorff_alpha(binary_codes(codes), 2)),
+                                   "n": int(((codes >= 0).sum(axis=1) >= 2).sum())},
+            "mean_pairwise_agreement": {**mean_pw, "n": n_complete},
+        }
+    else:
+        pw = []
+    valid_major = majority >= 0
+    summary["majority"] = {
+        "tie_rule": tie_rule,
+        "ties": int((tie & valid_major).sum()) if tie_rule != "none" else int(tie.sum()),
+        "labelled": int(valid_major.sum()),
+        "distribution": {lab: int((majority == c).sum()) for c, lab in
+                         enumerate(SEMANTIC_LABELS)},
+    }
+    summary["scored_per_rater"] = {r: int((table.column(r) >= 0).sum()) for r in table.raters}
+    maj_rows = [{"case_id": c, "dataset": table.datasets[i], "target": table.targets[i],
+                 "label": SEMANTIC_LABELS[majority[i]] if majority[i] >= 0 else None,
+                 "binary": BINARY_LABELS[0 if majority[i] in (0, 1) else 1]
+                 if majority[i] >= 0 else None,
+                 "votes": {lab: int((codes[i] == k).sum()) for k, lab in
+                           enumerate(SEMANTIC_LABELS)},
+                 "tie": bool(tie[i])} for i, c in enumerate(table.case_ids)]
+    hum = list(human)
+    human_rows: list[dict[str, Any]] = []
+    confusion: list[dict[str, Any]] = []
+    if hum:
+        htable = rating_table(hum)
+        human_rows, confusion = _human_rows(table, htable, majority)
+        summary["human"] = {"raters": list(htable.raters), "cases": len(htable.case_ids),
+                            "matched": sum(1 for c in htable.case_ids
+                                           if c in set(table.case_ids))}
+    return AgreementReport(
+        raters=table.raters, n_cases=len(table.case_ids), n_complete=n_complete,
+        tie_rule=tie_rule, summary=summary, pairwise=pw,
+        distribution=_distribution(table, majority), majority=maj_rows,
+        human=human_rows, confusion=confusion)
+
+
+def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow(["" if r.get(c) is None else r[c] for c in columns])
+
+
+def write_agreement(report: AgreementReport, out: str | Path, *,
+                    inputs: Mapping[str, str | Path] = {}) -> dict[str, Any]:
+    """Write ``agreement.json``, ``pairwise.csv``, ``distribution.csv``, ``majority.jsonl``,
+    ``human.csv`` and ``confusion.csv`` (with human labels) and ``manifest.json``."""
+    from tiap.io import atomic_dir
+    from tiap.provenance import input_entry, manifest_header
+
+    with atomic_dir(out) as tmp:
+        (tmp / "agreement.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
+                                            encoding="utf-8")
+        _write_csv(tmp / "pairwise.csv", report.pairwise,
+                   ("rater_1", "rater_2", "scheme", "n", "agreement", "cohen_kappa",
+                    "n_complete", "agreement_complete"))
+        _write_csv(tmp / "distribution.csv", report.distribution,
+                   ("rater", "dataset", "label", "count", "fraction"))
+        with open(tmp / "majority.jsonl", "w", encoding="utf-8") as fh:
+            for r in report.majority:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        outputs = ["agreement.json", "pairwise.csv", "distribution.csv", "majority.jsonl"]
+        if report.human:
+            _write_csv(tmp / "human.csv", report.human,
+                       ("human", "rater", "target", "scheme", "n", "agreement", "cohen_kappa"))
+            _write_csv(tmp / "confusion.csv", report.confusion,
+                       ("human", "rater", "human_label", "rater_label", "count"))
+            outputs += ["human.csv", "confusion.csv"]
+        man = manifest_header("audit agreement", 1)
+        man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
+        man["options"] = {"tie_rule": report.tie_rule, "raters": list(report.raters)}
+        man["outputs"] = outputs
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    return man

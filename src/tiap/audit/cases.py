@@ -1,0 +1,630 @@
+"""Contested credits: the retrieved items a relaxed target credits and Raw does not.
+
+For one query, one system (a saved ranking) and one relaxed target ``T`` (``source`` or
+``canonical`` by default), walk the ranking's top ``k`` with ``T``'s credit rule (the credit
+mode of the rescoring: ``group`` or ``set``, :func:`tiap.scoring.score`). A retrieved item
+is a *contested credit* when it earns gain under ``T`` and is not a member of the query's
+Raw target (the union of its Raw groups): lineage alone gave it credit. The query has a
+*case* under ``T`` when it has at least one contested credit; the case records
+
+- the first contested credit: its rank (the paper's *credited rank*), id, kind and text;
+- every contested credit (rank, id, kind), for the graded targets;
+- the *raw support*: the first retrieved item credited under Raw, when Raw also hits
+  within ``k`` (``case_type`` is then ``raw_hit``, else ``raw_miss``);
+- the values of the measure (``nDCG@k``) under Raw and under ``T``, read from the
+  rescoring's ``per_query.csv``;
+- the question, the reference answer and the texts the judges read.
+
+The paper's 1,902 audited cases are exactly its ``raw_miss`` cases under Source and
+Canonical (every row of its ``all_audit_cases.csv`` has Raw nDCG 0 and no raw support).
+
+``case_id`` is ``SYSTEM:QUERY_ID:TARGET``. Rank buckets are ``1-5``, ``6-20``, ``21-60``
+(the paper's) and ``61+``.
+
+Sampling (:func:`sample_cases`): ``all``, or ``stratified``: the cases are split into strata
+by (dataset, system, case type, rank bucket), and up to ``per_stratum`` cases are drawn
+from each without replacement by a ``numpy`` Generator seeded with ``seed`` (strata in
+sorted order, cases in ``case_id`` order before drawing), so a rerun draws the same cases.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tiap.errors import Problem, TiapError
+from tiap.io import iter_jsonl, write_jsonl
+
+__all__ = [
+    "CASES_SCHEMA_VERSION",
+    "RANK_BUCKETS",
+    "Case",
+    "ContestedItem",
+    "contested_cases",
+    "rank_bucket",
+    "read_cases",
+    "sample_cases",
+    "write_cases",
+]
+
+CASES_SCHEMA_VERSION = 1
+RANK_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("1-5", 1, 5), ("6-20", 6, 20), ("21-60", 21, 60), ("61+", 61, None),
+)
+Sampling = Literal["all", "stratified"]
+
+
+_BUCKET_ORDER = {name: i for i, (name, _, _) in enumerate(RANK_BUCKETS)}
+
+
+def _stratum_order(key: tuple[str, ...]) -> tuple[object, ...]:
+    """Strata sorted by dataset, system, case type, then rank bucket in rank order."""
+    return (*key[:-1], _BUCKET_ORDER.get(key[-1], len(_BUCKET_ORDER)), key[-1])
+
+
+def rank_bucket(rank: int) -> str:
+    """The paper's rank bucket of a 1-based rank: ``1-5``, ``6-20``, ``21-60`` (or ``61+``)."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise TiapError(f"a rank is a positive integer, got {rank!r}")
+    for name, lo, hi in RANK_BUCKETS:
+        if rank >= lo and (hi is None or rank <= hi):
+            return name
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class ContestedItem:
+    """One retrieved item credited by the relaxed target and not a Raw member."""
+
+    rank: int
+    item_id: str
+    kind: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "item_id": self.item_id, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One contested credit to judge (one line of ``cases.jsonl``)."""
+
+    case_id: str
+    system: str
+    query_id: str
+    target: str
+    item_id: str
+    item_text: str
+    question: str
+    answer: str
+    credited_rank: int
+    item_kind: str = ""
+    dataset: str = ""
+    raw_target: str = "raw"
+    case_type: str = "raw_miss"
+    measure: str = ""
+    credit: str = "group"
+    k: int | None = None
+    raw_value: float | None = None
+    target_value: float | None = None
+    raw_support_rank: int | None = None
+    raw_support_item_id: str | None = None
+    raw_support_text: str | None = None
+    contested: tuple[ContestedItem, ...] = ()
+    category: str = ""
+    collection: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rank_bucket(self) -> str:
+        return rank_bucket(self.credited_rank)
+
+    @property
+    def stratum(self) -> tuple[str, str, str, str]:
+        """(dataset, system, case type, rank bucket): the sampling stratum."""
+        return (self.dataset, self.system, self.case_type, self.rank_bucket)
+
+    def judged_fields(self) -> dict[str, Any]:
+        """The fields a judge reads (hashed into the cache key of a verdict)."""
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "item_text": self.item_text,
+            "item_kind": self.item_kind,
+            "raw_support_text": self.raw_support_text,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "case_id": self.case_id,
+            "dataset": self.dataset,
+            "system": self.system,
+            "query_id": self.query_id,
+            "target": self.target,
+            "raw_target": self.raw_target,
+            "case_type": self.case_type,
+            "rank_bucket": self.rank_bucket,
+            "credited_rank": self.credited_rank,
+            "item_id": self.item_id,
+            "item_kind": self.item_kind,
+            "item_text": self.item_text,
+            "question": self.question,
+            "answer": self.answer,
+            "category": self.category,
+            "collection": self.collection,
+            "measure": self.measure,
+            "credit": self.credit,
+            "k": self.k,
+            "raw_value": _num(self.raw_value),
+            "target_value": _num(self.target_value),
+            "raw_support_rank": self.raw_support_rank,
+            "raw_support_item_id": self.raw_support_item_id,
+            "raw_support_text": self.raw_support_text,
+            "contested": [c.to_json() for c in self.contested],
+        }
+        if self.extra:
+            row["extra"] = dict(self.extra)
+        return row
+
+    @classmethod
+    def from_json(cls, obj: Any, *, file: str | Path | None = None,
+                  line: int | None = None) -> Case:
+        where: dict[str, Any] = {"file": file, "line": line}
+        if not isinstance(obj, dict):
+            raise TiapError("a case must be a JSON object", **where)
+        missing = [k for k in ("case_id", "item_id", "question", "credited_rank")
+                   if obj.get(k) in (None, "")]
+        if missing:
+            raise TiapError(f"case has no {', '.join(repr(m) for m in missing)}", **where)
+        try:
+            rank = int(obj["credited_rank"])
+            contested = tuple(ContestedItem(int(c["rank"]), str(c["item_id"]),
+                                            str(c.get("kind") or ""))
+                              for c in obj.get("contested") or ())
+        except (TypeError, ValueError, KeyError) as exc:
+            raise TiapError(f"bad rank in case ({exc})", record=str(obj["case_id"]),
+                            **where) from None
+        if rank < 1:
+            raise TiapError("credited_rank must be a positive integer",
+                            record=str(obj["case_id"]), **where)
+        k = obj.get("k")
+        rsr = obj.get("raw_support_rank")
+        return cls(
+            case_id=str(obj["case_id"]),
+            system=str(obj.get("system") or ""),
+            query_id=str(obj.get("query_id") or ""),
+            target=str(obj.get("target") or ""),
+            item_id=str(obj["item_id"]),
+            item_text=str(obj.get("item_text") or ""),
+            question=str(obj["question"]),
+            answer=str(obj.get("answer") or ""),
+            credited_rank=rank,
+            item_kind=str(obj.get("item_kind") or ""),
+            dataset=str(obj.get("dataset") or ""),
+            raw_target=str(obj.get("raw_target") or "raw"),
+            case_type=str(obj.get("case_type") or "raw_miss"),
+            measure=str(obj.get("measure") or ""),
+            credit=str(obj.get("credit") or "group"),
+            k=None if k is None else int(k),
+            raw_value=_float_or_none(obj.get("raw_value")),
+            target_value=_float_or_none(obj.get("target_value")),
+            raw_support_rank=None if rsr in (None, "") else int(rsr),
+            raw_support_item_id=obj.get("raw_support_item_id") or None,
+            raw_support_text=obj.get("raw_support_text") or None,
+            contested=contested,
+            category=str(obj.get("category") or ""),
+            collection=str(obj.get("collection") or ""),
+            extra=dict(obj.get("extra") or {}),
+        )
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def _float_or_none(v: Any) -> float | None:
+    if v in (None, ""):
+        return None
+    f = float(v)
+    return None if math.isnan(f) else f
+
+
+def read_cases(path: str | Path) -> list[Case]:
+    """Read ``cases.jsonl``; a repeated ``case_id`` is an error naming both lines."""
+    out: list[Case] = []
+    seen: dict[str, int] = {}
+    problems: list[Problem] = []
+    for line, obj in iter_jsonl(path):
+        c = Case.from_json(obj, file=path, line=line)
+        if c.case_id in seen:
+            problems.append(Problem(f"duplicate case id (first on line {seen[c.case_id]})",
+                                    file=str(path), line=line, record=c.case_id))
+            continue
+        seen[c.case_id] = line
+        out.append(c)
+    if problems:
+        raise TiapError(problems=problems)
+    return out
+
+
+def write_cases(path: str | Path, cases: Iterable[Case]) -> int:
+    """Atomically write ``cases.jsonl``; returns the number of cases."""
+    return write_jsonl(path, (c.to_json() for c in cases))
+
+
+# ------------------------------------------------------------------------------------------
+# finding contested credits
+
+
+def _credited(ranking: Sequence[str], groups: Sequence[Sequence[str]], k: int,
+              credit: str) -> list[int]:
+    """0-based ranks (within the top ``k``) of the items that earn gain under ``groups``.
+
+    ``group`` credit: an item earns gain when it belongs to a group not yet matched (every
+    unmatched group it belongs to is then matched). ``set`` credit: every member earns gain.
+    """
+    member_of: dict[str, list[int]] = {}
+    for g, members in enumerate(groups):
+        for m in members:
+            member_of.setdefault(m, []).append(g)
+    out: list[int] = []
+    matched: set[int] = set()
+    for i, item in enumerate(ranking[:k]):
+        gs = member_of.get(item)
+        if not gs:
+            continue
+        if credit == "set":
+            out.append(i)
+            continue
+        new = [g for g in gs if g not in matched]
+        if new:
+            matched.update(new)
+            out.append(i)
+    return out
+
+
+def _case(system: str, q: Any, target: str, ids: Sequence[str], h: int, hits: Sequence[int],
+          raw_hits: Sequence[int], items: Mapping[str, Any], *, dataset: str, raw_target: str,
+          measure: str, credit: str, k: int, values: Mapping[tuple[str, str, str], float],
+          each: bool) -> Case:
+    """The case of the contested credit at 0-based rank ``h`` of ranking ``ids``."""
+    item = items.get(ids[h])
+    raw_item = ids[raw_hits[0]] if raw_hits else None
+    raw_it = items.get(raw_item) if raw_item else None
+    return Case(
+        case_id=f"{system}:{q.query_id}:{target}" + (f":{ids[h]}" if each else ""),
+        system=system,
+        query_id=q.query_id,
+        target=target,
+        item_id=ids[h],
+        item_text=(item.text or "") if item is not None else "",
+        item_kind=item.kind if item is not None else "",
+        question=q.question,
+        answer=q.answer or "",
+        credited_rank=h + 1,
+        dataset=dataset,
+        raw_target=raw_target,
+        case_type="raw_hit" if raw_hits else "raw_miss",
+        measure=measure,
+        credit=credit,
+        k=k,
+        raw_value=values.get((system, raw_target, q.query_id)),
+        target_value=values.get((system, target, q.query_id)),
+        raw_support_rank=raw_hits[0] + 1 if raw_hits else None,
+        raw_support_item_id=raw_item,
+        raw_support_text=raw_it.text if raw_it is not None else None,
+        contested=tuple(ContestedItem(i + 1, ids[i], items[ids[i]].kind if ids[i] in items
+                                      else "") for i in hits),
+        category=q.category,
+        collection=q.collection_id,
+    )
+
+
+def contested_cases(
+    runs: Sequence[Any],
+    queries: Sequence[Any],
+    stores: Mapping[str | None, Any],
+    *,
+    targets: Sequence[str] = ("source", "canonical"),
+    raw_target: str = "raw",
+    target_defs: Sequence[Any] | None = None,
+    k: int = 60,
+    credit: str = "group",
+    values: Mapping[tuple[str, str, str], float] | None = None,
+    measure: str = "",
+    dataset: str | Mapping[str, str] | None = None,
+    each: bool = False,
+) -> list[Case]:
+    """Every contested credit of every run, as cases (in run, query, target order).
+
+    Args:
+        runs: :class:`tiap.traces.Run` objects (one system each).
+        queries: the queries (``query_id``, ``question``, ``answer``, ``evidence``, ...).
+        stores: store label -> items (or lineage), as for :func:`tiap.scoring.rescore.rescore`:
+            the key ``None`` serves every run without a store of its own name.
+        targets: the relaxed targets to audit.
+        raw_target: the strict target whose members are never contested.
+        target_defs: target names or ``name=spec`` definitions to build the groups with
+            (default: ``raw_target`` and ``targets``); a rescoring's manifest records them.
+        k: the depth of the walk (the measure's cutoff).
+        credit: ``group`` or ``set``, the rescoring's credit mode.
+        values: ``(system, target, query_id) -> value`` of the measure (``per_query.csv``).
+        measure: the measure's name, recorded in each case.
+        dataset: the dataset name of every case, or ``system -> dataset``; by default the
+            run's ``benchmark``, else a ``dataset`` or ``benchmark`` field of the query.
+        each: one case per contested credit (``case_id`` ``SYSTEM:QUERY:TARGET:ITEM``)
+            instead of one per (query, system, target) for the first: every contested item
+            then gets a label, for the graded targets.
+    """
+    from tiap.targets import build_groups, build_lineage
+    from tiap.targets.lineage import Lineage
+
+    if credit not in ("group", "set"):
+        raise TiapError(f"credit must be 'group' or 'set', got {credit!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise TiapError(f"k must be a positive integer, got {k!r}")
+    if raw_target in targets:
+        raise TiapError(f"the strict target {raw_target!r} cannot also be audited")
+    defs = list(target_defs) if target_defs is not None else [raw_target, *targets]
+    qlist = list(queries)
+    qby = {q.query_id: q for q in qlist}
+    values = values or {}
+    built: dict[str, tuple[Any, Any]] = {}
+    out: list[Case] = []
+    for run in runs:
+        label = run.system if run.system in stores else None
+        if label not in stores:
+            raise TiapError(f"no store for run {run.system!r}")
+        key = label or "\x00default"
+        if key not in built:
+            st = stores[label]
+            lineage = st if isinstance(st, Lineage) else build_lineage(st)
+            built[key] = (lineage, build_groups(lineage, qlist, defs))
+        lineage, tsets = built[key]
+        items = lineage.items
+        if isinstance(dataset, str):
+            ds_run = dataset
+        elif isinstance(dataset, Mapping) and run.system in dataset:
+            ds_run = dataset[run.system]
+        else:
+            ds_run = run.benchmark or ""
+        raw_tg = tsets[raw_target]
+        for ranking in run.rankings:
+            q = qby.get(ranking.query_id)
+            if q is None:
+                continue
+            ids = ranking.item_ids
+            raw_groups = raw_tg[q.query_id]
+            raw_members = {i for g in raw_groups for i in g}
+            raw_hits = _credited(ids, raw_groups, k, credit) if raw_groups else []
+            extra = dict(getattr(q, "extra", ()) or ())
+            ds = ds_run or str(extra.get("dataset") or extra.get("benchmark") or "")
+            for t in targets:
+                groups = tsets[t][q.query_id]
+                if not groups:
+                    continue
+                hits = [i for i in _credited(ids, groups, k, credit)
+                        if ids[i] not in raw_members]
+                if not hits:
+                    continue
+                for h in hits if each else hits[:1]:
+                    out.append(_case(run.system, q, t, ids, h, hits, raw_hits, items,
+                                     dataset=ds, raw_target=raw_target, measure=measure,
+                                     credit=credit, k=k, values=values, each=each))
+    return out
+
+
+def sample_cases(cases: Sequence[Case], how: Sampling = "all", *, per_stratum: int = 10,
+                 seed: int = 0) -> list[Case]:
+    """All cases, or up to ``per_stratum`` per (dataset, system, case type, rank bucket).
+
+    The draw uses ``numpy.random.default_rng(seed)`` over the strata in order (dataset,
+    system, case type, rank bucket), each
+    stratum's cases sorted by ``case_id``; the result keeps the input order.
+    """
+    if how == "all":
+        return list(cases)
+    if how != "stratified":
+        raise TiapError(f"sampling must be 'all' or 'stratified', got {how!r}")
+    if isinstance(per_stratum, bool) or not isinstance(per_stratum, int) or per_stratum < 1:
+        raise TiapError(f"per_stratum must be a positive integer, got {per_stratum!r}")
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    strata: dict[tuple[str, ...], list[Case]] = {}
+    for c in cases:
+        strata.setdefault(c.stratum, []).append(c)
+    chosen: set[str] = set()
+    for key in sorted(strata, key=_stratum_order):
+        members = sorted(strata[key], key=lambda c: c.case_id)
+        if len(members) <= per_stratum:
+            chosen.update(c.case_id for c in members)
+        else:
+            idx = rng.choice(len(members), size=per_stratum, replace=False)
+            chosen.update(members[int(i)].case_id for i in idx)
+    return [c for c in cases if c.case_id in chosen]
+
+
+def strata_counts(cases: Iterable[Case]) -> list[dict[str, Any]]:
+    """Rows ``dataset, system, case_type, rank_bucket, n`` (sorted)."""
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for c in cases:
+        counts[c.stratum] = counts.get(c.stratum, 0) + 1
+    return [{"dataset": k[0], "system": k[1], "case_type": k[2], "rank_bucket": k[3],
+             "n": counts[k]} for k in sorted(counts, key=_stratum_order)]
+
+
+# ------------------------------------------------------------------------------------------
+# reading a `tiap rescore` output folder
+
+
+@dataclass(frozen=True)
+class RescoreDir:
+    """What ``tiap audit`` needs from a ``tiap rescore`` folder: its manifest and values."""
+
+    path: Path
+    manifest: Mapping[str, Any]
+
+    @classmethod
+    def open(cls, path: str | Path) -> RescoreDir:
+        p = Path(path)
+        man = p / "manifest.json"
+        if not p.is_dir():
+            raise TiapError("not a folder: give the output folder of `tiap rescore`", file=p)
+        if not man.exists() or not (p / "per_query.csv").exists():
+            raise TiapError("not a `tiap rescore` output folder (manifest.json and "
+                            "per_query.csv expected)", file=p)
+        try:
+            data = json.loads(man.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise TiapError(f"invalid JSON ({exc.msg})", file=man, line=exc.lineno) from None
+        if data.get("command") != "rescore":
+            raise TiapError("this manifest was not written by `tiap rescore`", file=man)
+        return cls(p, data)
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        return self.manifest.get("options") or {}
+
+    @property
+    def credit(self) -> str:
+        return str(self.options.get("credit") or "group")
+
+    @property
+    def measures(self) -> list[str]:
+        return [str(m) for m in self.options.get("measures") or ()]
+
+    @property
+    def target_defs(self) -> list[str]:
+        """``name=spec`` of every target the rescoring used (rebuilds the same groups)."""
+        from tiap.targets import BUILTIN_TARGETS
+
+        builtin = {t.name: t.spec for t in BUILTIN_TARGETS}
+        out = []
+        for t in self.options.get("targets") or ():
+            if "spec" not in t:
+                raise TiapError("the rescoring used qrels files as targets: a contested-credit "
+                                "audit needs lineage (--items/--queries)",
+                                file=self.path / "manifest.json")
+            if builtin.get(t["name"]) == t["spec"]:
+                out.append(t["name"])
+            else:
+                out.append(f"{t['name']}={t['spec']}")
+        return out
+
+    def input_paths(self, prefix: str) -> dict[str | None, Path]:
+        """Inputs recorded as ``prefix`` or ``prefix:NAME`` -> {NAME or None: path}."""
+        out: dict[str | None, Path] = {}
+        for key, entry in (self.manifest.get("inputs") or {}).items():
+            if key == prefix:
+                out[None] = Path(entry["path"])
+            elif key.startswith(prefix + ":"):
+                out[key.split(":", 1)[1]] = Path(entry["path"])
+        return out
+
+    def default_measure(self) -> str:
+        for m in self.measures:
+            if m.startswith("nDCG"):
+                return m
+        raise TiapError("the rescoring has no nDCG measure; pass --measure",
+                        file=self.path / "manifest.json")
+
+    def values(self, measure: str) -> dict[tuple[str, str, str], float]:
+        """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN)."""
+        out: dict[tuple[str, str, str], float] = {}
+        path = self.path / "per_query.csv"
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            for row in reader:
+                if row["measure"] != measure:
+                    continue
+                v = row["value"]
+                out[(row["system"], row["target"], row["query_id"])] = (
+                    float(v) if v != "" else float("nan"))
+        if not out:
+            raise TiapError(f"per_query.csv has no value of {measure!r} (measures: "
+                            f"{', '.join(self.measures)})", file=path)
+        return out
+
+
+def measure_cutoff(measure: str) -> int | None:
+    from tiap.scoring.measures import parse_measure
+
+    return parse_measure(measure).cutoff
+
+
+def load_rescore_inputs(
+    rescore_dir: RescoreDir,
+    *,
+    items: Sequence[str] = (),
+    queries: str | Path | None = None,
+    runs: Sequence[str] = (),
+) -> tuple[dict[str | None, list[Any]], list[Any], list[Any], dict[str, Path]]:
+    """Stores, queries and runs of a rescoring: the paths given, else those its manifest
+    records. Returns ``(stores, queries, runs, inputs)``."""
+    from tiap.datasets.queryfile import read_queries
+    from tiap.memory.store import read_items
+    from tiap.traces.runs import read_run
+
+    inputs: dict[str, Path] = {}
+    store_paths: dict[str | None, Path] = {}
+    for spec in items:
+        name, path = _named(spec)
+        store_paths[name] = path
+    if not store_paths:
+        store_paths = rescore_dir.input_paths("items")
+    if not store_paths:
+        raise TiapError("no store: pass --items (the rescoring's manifest names none)")
+    qpath = Path(queries) if queries is not None else rescore_dir.input_paths("queries").get(None)
+    if qpath is None:
+        raise TiapError("no queries file: pass --queries (the rescoring's manifest names none)")
+    run_specs: list[tuple[str | None, Path]] = [_named(s) for s in runs]
+    if not run_specs:
+        run_specs = [(n, p) for n, p in rescore_dir.input_paths("run").items()]
+    if not run_specs:
+        raise TiapError("no run: pass --run (the rescoring's manifest names none)")
+    stores = {n: read_items(p) for n, p in store_paths.items()}
+    for n, p in store_paths.items():
+        inputs[f"items:{n}" if n else "items"] = p
+    qs = read_queries(qpath)
+    inputs["queries"] = qpath
+    loaded: list[Any] = []
+    for name, path in run_specs:
+        got = read_run(path, dedup="first")
+        inputs[f"run:{name or path.name}"] = path
+        if name is None or name == path.name:
+            chosen = got
+        elif any(r.system == name for r in got):
+            chosen = [r for r in got if r.system == name]
+        elif len(got) == 1:
+            r = got[0]
+            chosen = [dataclasses.replace(r, system=name, rankings=tuple(
+                dataclasses.replace(x, system=name) for x in r.rankings))]
+        else:
+            raise TiapError(f"{name}=: the file holds {len(got)} systems; name one of them",
+                            file=path)
+        loaded.extend(chosen)
+    return stores, qs, loaded, inputs
+
+
+def _named(value: str) -> tuple[str | None, Path]:
+    """``NAME=PATH`` -> (NAME, PATH); a plain ``PATH`` -> (None, PATH)."""
+    if "=" in value and not Path(value).exists():
+        name, _, path = value.partition("=")
+        if name:
+            return name.strip(), Path(path)
+    return None, Path(value)
+
+
+def iter_strata(cases: Iterable[Case]) -> Iterator[tuple[tuple[str, ...], list[Case]]]:
+    """Cases grouped by stratum, strata sorted."""
+    strata: dict[tuple[str, ...], list[Case]] = {}
+    for c in cases:
+        strata.setdefault(c.stratum, []).append(c)
+    for key in sorted(strata, key=_stratum_order):
+        yield key, strata[key]

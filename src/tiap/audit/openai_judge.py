@@ -1,0 +1,242 @@
+"""The ``openai`` judge: any OpenAI-compatible chat-completions endpoint, with the rubric.
+
+``POST {base_url}/chat/completions`` with the rubric's messages
+(:func:`tiap.audit.rubric.render_messages`), ``temperature`` 0 by default, and the reply's
+``choices[0].message.content`` parsed by :func:`tiap.audit.rubric.parse_verdict`. Works with
+hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
+(``http://127.0.0.1:11434/v1``).
+
+- **Retries**: HTTP 429 and 5xx answers, timeouts and connection errors are retried up to
+  ``max_retries`` times, waiting ``backoff * 2**attempt`` seconds (at most ``max_backoff``)
+  or the server's ``Retry-After``. When they are exhausted the case is ``unscored`` with
+  the reason (``HTTP 500 after 4 attempts``); the run goes on.
+- **Bad requests for one case** (HTTP 400, 413, 422) make that case ``unscored``.
+  **Configuration errors** (401, 403, 404 and other 4xx) stop the run with a
+  :class:`~tiap.errors.TiapError` naming the status: every case would fail the same way.
+- **Unparseable replies** (not JSON, no label, a label outside the rubric, an empty reply,
+  a body that is not a chat completion) are ``unscored`` with the reason; the reply is kept
+  in ``raw_response``.
+- **Concurrency**: the judge is thread-safe; :func:`tiap.audit.run.run_judges` keeps up to
+  ``concurrency`` requests in flight.
+- **Key**: read from the environment variable named ``api_key_env`` (default
+  ``OPENAI_API_KEY``) when the request is made, sent as ``Authorization: Bearer``, and never
+  recorded: the settings name the variable only.
+
+Needs the ``llm`` extra (``httpx``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tiap.audit.judges import Judge
+from tiap.audit.labels import UNSCORED, Verdict
+from tiap.audit.rubric import (
+    PARSE_PATTERN,
+    RUBRIC_VERSION,
+    SYSTEM_TEMPLATE,
+    USER_TEMPLATE,
+    parse_verdict,
+    render_messages,
+)
+from tiap.errors import TiapError, require
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIJudge"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_CASE_ERRORS = frozenset({400, 413, 422})
+
+
+class OpenAIJudge(Judge):
+    """An LLM judge over an OpenAI-compatible chat-completions endpoint (module docstring).
+
+    Args:
+        model: the model name the endpoint knows (required).
+        base_url: the API root (``.../v1``); default ``$OPENAI_BASE_URL``, else OpenAI's.
+        api_key_env: the environment variable holding the key (it may be unset for local
+            servers).
+        temperature: sampling temperature (0: the paper's setting).
+        max_tokens: the reply's length limit.
+        seed: sent when given (servers that honour it make replies reproducible).
+        json_mode: send ``response_format={"type": "json_object"}``.
+        timeout: seconds per request.
+        max_retries: retries after the first attempt, on 429 / 5xx / timeouts.
+        backoff, max_backoff: the retry waits, in seconds.
+        concurrency: requests in flight.
+        name: the judge's name in labels (default ``openai/<model>``).
+        system_template, user_template: the rubric's text (default the versioned rubric).
+        rubric_version: the version recorded with the template.
+    """
+
+    factory = "openai"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        temperature: float = 0.0,
+        max_tokens: int = 400,
+        seed: int | None = None,
+        json_mode: bool = False,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        concurrency: int = 4,
+        name: str | None = None,
+        system_template: str = SYSTEM_TEMPLATE,
+        user_template: str = USER_TEMPLATE,
+        rubric_version: str = RUBRIC_VERSION,
+    ) -> None:
+        if not model:
+            raise TiapError("the openai judge needs a model: --model NAME or "
+                            "openai(model=\"NAME\")")
+        for k, v, lo in (("max_retries", max_retries, 0), ("concurrency", concurrency, 1),
+                         ("max_tokens", max_tokens, 1)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise TiapError(f"openai judge: {k} must be an integer >= {lo}, got {v!r}")
+        for k, f in (("timeout", timeout), ("backoff", backoff), ("max_backoff", max_backoff),
+                     ("temperature", temperature)):
+            if isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0:
+                raise TiapError(f"openai judge: {k} must be a non-negative number, got {f!r}")
+        self.model = str(model)
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
+                         or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key_env = api_key_env
+        self.temperature = float(temperature)
+        self.max_tokens = int(max_tokens)
+        self.seed = seed
+        self.json_mode = bool(json_mode)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.concurrency = int(concurrency)
+        self.name = name or f"openai/{self.model}"
+        self.system_template = system_template
+        self.user_template = user_template
+        self.rubric_version = rubric_version
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "factory": self.factory,
+            "name": self.name,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "json_mode": self.json_mode,
+            "rubric_version": self.rubric_version,
+            "template": {"system": self.system_template, "user": self.user_template},
+            "parse_pattern": PARSE_PATTERN,
+        }
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _http(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                httpx = require("httpx", "llm")
+                self._client = httpx.Client(timeout=self.timeout)
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def payload(self, case: Any) -> dict[str, Any]:
+        """The request body for one case."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": render_messages(case.judged_fields(), system=self.system_template,
+                                        user=self.user_template),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def _wait(self, attempt: int, retry_after: str | None) -> None:
+        delay = self.backoff * (2 ** attempt)
+        if retry_after:
+            try:
+                delay = float(retry_after)
+            except ValueError:
+                pass
+        time.sleep(max(0.0, min(delay, self.max_backoff)))
+
+    def judge(self, case: Any) -> Verdict:
+        httpx = require("httpx", "llm")
+        client = self._http()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        body = self.payload(case)
+        url = f"{self.base_url}/chat/completions"
+        last = ""
+        attempts = 0
+        for attempt in range(self.max_retries + 1):
+            attempts = attempt + 1
+            retry_after = None
+            try:
+                resp = client.post(url, json=body, headers=headers)
+            except httpx.TimeoutException:
+                last = f"timeout after {self.timeout:g} s"
+            except httpx.TransportError as exc:
+                last = f"connection error ({type(exc).__name__})"
+            else:
+                status = resp.status_code
+                if status == 200:
+                    return self._verdict(resp, attempts)
+                text = resp.text[:300]
+                if status == 429 or status >= 500:
+                    last = f"HTTP {status}"
+                    retry_after = resp.headers.get("retry-after")
+                elif status in _CASE_ERRORS:
+                    return Verdict(label=UNSCORED, reason=f"HTTP {status}: {text}",
+                                   raw_response=resp.text, attempts=attempts,
+                                   response={"status": status})
+                else:
+                    raise TiapError(f"the endpoint {url} answered HTTP {status} ({text}); "
+                                    "check --base-url, --model and the API key variable "
+                                    f"{self.api_key_env}")
+            if attempt < self.max_retries:
+                self._wait(attempt, retry_after)
+        return Verdict(label=UNSCORED, reason=f"{last} after {attempts} attempts",
+                       attempts=attempts)
+
+    def _verdict(self, resp: Any, attempts: int) -> Verdict:
+        meta: dict[str, Any] = {"status": resp.status_code}
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return Verdict(label=UNSCORED, reason="the body is not a chat completion",
+                           raw_response=resp.text, attempts=attempts, response=meta)
+        if isinstance(data, Mapping):
+            if data.get("model"):
+                meta["model"] = data["model"]
+            if isinstance(data.get("usage"), Mapping):
+                meta["usage"] = dict(data["usage"])
+            if choice.get("finish_reason"):
+                meta["finish_reason"] = choice["finish_reason"]
+        v = parse_verdict(content if isinstance(content, str) else None)
+        return Verdict(label=v.label, serving_label=v.serving_label, reason=v.reason,
+                       notes=v.notes, raw_response=content if isinstance(content, str) else
+                       resp.text, attempts=attempts, response=meta)

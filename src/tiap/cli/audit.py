@@ -1,0 +1,401 @@
+"""``tiap audit``: contested credits, judges, agreement and graded targets (Stage III).
+
+Thin wrappers over :mod:`tiap.audit`; see docs/audit.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from tiap.cli.common import console, err_console
+from tiap.errors import TiapError
+
+app = typer.Typer(
+    help="Semantic audit of contested credits: cases, judges, agreement, graded targets.",
+    no_args_is_help=True,
+)
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _named(value: str) -> tuple[str | None, Path]:
+    if "=" in value and not Path(value).exists():
+        name, _, path = value.partition("=")
+        if name:
+            return name.strip(), Path(path)
+    return None, Path(value)
+
+
+def _write_sidecar(path: Path, man: dict[str, Any]) -> Path:
+    from tiap.io import atomic_write
+
+    side = path.with_name(path.name + ".manifest.json")
+    with atomic_write(side) as fh:
+        fh.write(json.dumps(man, indent=2) + "\n")
+    return side
+
+
+@app.command("cases")
+def cases_cmd(
+    rescore_dir: Annotated[Path, typer.Argument(help="The output folder of `tiap rescore`.")],
+    out: Annotated[Path, typer.Option("--out", help="cases.jsonl to write.")],
+    items: Annotated[list[str] | None, typer.Option(
+        "--items", help="Store items.jsonl ([NAME=]PATH, repeatable; default: the stores the "
+        "rescoring's manifest names).")] = None,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="queries.jsonl (default: the rescoring's).")] = None,
+    run: Annotated[list[str] | None, typer.Option(
+        "--run", help="Run file ([NAME=]PATH, repeatable; default: the rescoring's runs).")
+        ] = None,
+    targets: Annotated[str, typer.Option(
+        "--targets", help="Relaxed targets to audit (comma-separated).")] = "source,canonical",
+    raw: Annotated[str, typer.Option("--raw", help="The strict target.")] = "raw",
+    measure: Annotated[str | None, typer.Option(
+        "--measure", help="Measure whose values the cases carry and whose cutoff bounds the "
+        "walk (default: the rescoring's first nDCG measure).", show_default=False)] = None,
+    sample: Annotated[str, typer.Option(
+        "--sample", help="all, or stratified by dataset, system, case type and rank bucket.")
+        ] = "all",
+    per_stratum: Annotated[int, typer.Option(
+        "--per-stratum", help="Cases drawn per stratum (--sample stratified).")] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the stratified draw.")] = 0,
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", help="Dataset name of every case (default: the run's benchmark, else the "
+        "queries' dataset field).", show_default=False)] = None,
+    each: Annotated[bool, typer.Option(
+        "--each", help="One case per contested credit (every contested item gets judged, for "
+        "graded targets), instead of one per (query, system, target) for the first.")] = False,
+) -> None:
+    """Find the contested credits of a rescoring: retrieved items a relaxed target credits
+    and Raw does not, one case per (query, system, target)."""
+    from tiap.audit.cases import (
+        RescoreDir,
+        contested_cases,
+        load_rescore_inputs,
+        measure_cutoff,
+        sample_cases,
+        strata_counts,
+        write_cases,
+    )
+    from tiap.provenance import input_entry, manifest_header
+
+    rd = RescoreDir.open(rescore_dir)
+    m = measure or rd.default_measure()
+    k = measure_cutoff(m)
+    if k is None:
+        raise TiapError(f"the measure {m!r} has no cutoff; pass e.g. --measure nDCG@60")
+    stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
+                                                   runs=run or [])
+    values = rd.values(m)
+    tlist = _split(targets)
+    found = contested_cases(runs, qs, stores, targets=tlist, raw_target=raw,
+                            target_defs=rd.target_defs or None, k=k, credit=rd.credit,
+                            values=values, measure=m, dataset=dataset, each=each)
+    chosen = sample_cases(found, sample, per_stratum=per_stratum, seed=seed)  # type: ignore[arg-type]
+    n = write_cases(out, chosen)
+    man = manifest_header("audit cases", 1)
+    man["inputs"] = {"rescore_manifest": input_entry(rd.path / "manifest.json"),
+                     "per_query": input_entry(rd.path / "per_query.csv"),
+                     **{k2: input_entry(p) for k2, p in inputs.items()}}
+    man["options"] = {"targets": tlist, "raw": raw, "measure": m, "k": k, "credit": rd.credit,
+                      "each": each,
+                      "sample": sample, "per_stratum": per_stratum if sample != "all" else None,
+                      "seed": seed if sample != "all" else None}
+    man["counts"] = {"contested": len(found), "written": n,
+                     "strata": strata_counts(chosen)}
+    _write_sidecar(out, man)
+    t = Table(title=f"contested credits ({len(found):,} found, {n:,} written)",
+              title_justify="left")
+    for c in ("dataset", "system", "case_type", "rank_bucket", "n"):
+        t.add_column(c, justify="right" if c == "n" else "left")
+    for r in strata_counts(chosen):
+        t.add_row(r["dataset"] or "-", r["system"], r["case_type"], r["rank_bucket"],
+                  f"{r['n']:,}")
+    console.print(t)
+    err_console.print(f"wrote {out}")
+
+
+@app.command("judge")
+def judge_cmd(
+    cases: Annotated[Path, typer.Argument(help="cases.jsonl (tiap audit cases / import-paper).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (labels.jsonl, "
+                                      "manifest.json, cache.sqlite).")],
+    judge: Annotated[list[str], typer.Option(
+        "--judge", help="A judge: lexical, embedding, openai, or NAME(key=value, ...), e.g. "
+        "'openai(model=\"qwen2.5:7b\", name=\"qwen\")'. Repeatable.")],
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Model of openai judges that do not name one.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="API root of openai judges, e.g. http://127.0.0.1:11434/v1 "
+        "(default: $OPENAI_BASE_URL, else OpenAI's).", show_default=False)] = None,
+    api_key_env: Annotated[str | None, typer.Option(
+        "--api-key-env", help="Environment variable holding the API key (default: "
+        "OPENAI_API_KEY); the key is never written.", show_default=False)] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", help="Requests in flight per openai judge (default: 4).",
+        show_default=False)] = None,
+    max_retries: Annotated[int | None, typer.Option(
+        "--max-retries", help="Retries on 429 / 5xx / timeouts (default: 4).",
+        show_default=False)] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Seconds per request (default: 60).", show_default=False)] = None,
+    backoff: Annotated[float | None, typer.Option(
+        "--backoff", help="First retry wait in seconds, doubled each retry (default: 1).",
+        show_default=False)] = None,
+    cache: Annotated[Path | None, typer.Option(
+        "--cache", help="Verdict cache (default: OUT/cache.sqlite). Rerunning the command "
+        "asks only for verdicts it does not hold.", show_default=False)] = None,
+    retry_unscored: Annotated[bool, typer.Option(
+        "--retry-unscored", help="Ask again for cached unscored verdicts.")] = False,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", help="Judge only the first N cases.")] = None,
+) -> None:
+    """Judge every case with every judge; writes OUT/labels.jsonl. Safe to kill and rerun:
+    finished verdicts are kept in the cache and never asked for again."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tiap.audit.cases import read_cases
+    from tiap.audit.judges import make_judge
+    from tiap.audit.labels import write_labels
+    from tiap.audit.run import VerdictCache, run_judges
+    from tiap.io import atomic_write
+    from tiap.provenance import input_entry, manifest_header
+
+    all_cases = read_cases(cases)
+    if limit is not None:
+        all_cases = all_cases[:limit]
+    defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
+                "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
+                "backoff": backoff}
+    judges = [make_judge(spec, defaults) for spec in judge]
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with VerdictCache(cache or out / "cache.sqlite") as vc, Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=err_console, transient=True,
+        ) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(name: str, done: int, total: int) -> None:
+                if name not in tasks:
+                    tasks[name] = bar.add_task(name, total=total)
+                bar.update(tasks[name], completed=done, total=total)
+
+            result = run_judges(all_cases, judges, vc, retry_unscored=retry_unscored,
+                                progress=progress)
+    finally:
+        for j in judges:
+            j.close()
+    write_labels(out / "labels.jsonl", result.records)
+    man = manifest_header("audit judge", 1)
+    man["inputs"] = {"cases": input_entry(cases)}
+    man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
+                      "cache": str(cache or out / "cache.sqlite")}
+    man["judges"] = list(result.judges)
+    man["counts"] = [s.to_json() for s in result.stats]
+    man["outputs"] = ["labels.jsonl"]
+    with atomic_write(out / "manifest.json") as fh:
+        fh.write(json.dumps(man, indent=2) + "\n")
+    t = Table(title=f"verdicts on {len(all_cases):,} cases", title_justify="left")
+    for c in ("judge", "from cache", "asked", "supports", "partial", "does_not_support",
+              "unscored"):
+        t.add_column(c, justify="left" if c == "judge" else "right")
+    for s in result.stats:
+        recs = [r for r in result.records if r.judge == s.judge]
+        cnt = {lab: sum(1 for r in recs if r.label == lab)
+               for lab in ("supports", "partial", "does_not_support", "unscored")}
+        t.add_row(s.judge, f"{s.cached:,}", f"{s.asked:,}", *(f"{v:,}" for v in cnt.values()))
+    console.print(t)
+    for s in result.stats:
+        for reason, n in s.unscored_reasons.items():
+            err_console.print(f"[yellow]unscored[/]: {s.judge}: {n:,} x {reason}",
+                              highlight=False)
+    err_console.print(f"wrote {out / 'labels.jsonl'}")
+
+
+@app.command("agreement")
+def agreement_cmd(
+    labels: Annotated[list[Path], typer.Argument(help="labels.jsonl files (any judges).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    human: Annotated[list[str] | None, typer.Option(
+        "--human", help="Human labels ([NAME=]CSV): a case_id + label CSV, or the paper's "
+        "validation files (semantic_validation_sample_115.csv, "
+        "external_semantic_review_set_36*.csv). Repeatable.")] = None,
+    tie_rule: Annotated[str, typer.Option(
+        "--tie-rule", help="Majority-vote ties: conservative (least support), lenient (most "
+        "support) or none (no majority).")] = "conservative",
+    judges: Annotated[str | None, typer.Option(
+        "--judges", help="Only these judges (comma-separated), in this order.")] = None,
+) -> None:
+    """Agreement between judges: Fleiss' and Cohen's kappa, Krippendorff's alpha, percent
+    agreement (3 classes and binary), majority vote, distributions, and human labels."""
+    from tiap.audit.agreement import agreement, write_agreement
+    from tiap.audit.human import read_human_labels
+    from tiap.audit.labels import read_labels
+
+    recs = read_labels(labels)
+    hum = []
+    inputs: dict[str, Path] = {f"labels:{i}": p for i, p in enumerate(labels)}
+    for spec in human or []:
+        name, path = _named(spec)
+        hum.extend(read_human_labels(path, name))
+        inputs[f"human:{name or path.name}"] = path
+    rep = agreement(recs, human=hum, tie_rule=tie_rule,  # type: ignore[arg-type]
+                    raters=_split(judges) if judges else None)
+    write_agreement(rep, out, inputs=inputs)
+    s = rep.summary
+    console.print(f"{len(rep.raters)} raters, {rep.n_cases:,} cases, {rep.n_complete:,} "
+                  "labelled by every rater", highlight=False)
+    if "fleiss_kappa" in s:
+        t = Table(title="agreement", title_justify="left")
+        for c in ("statistic", "three classes", "binary", "n"):
+            t.add_column(c, justify="left" if c == "statistic" else "right")
+        for key, title in (("fleiss_kappa", "Fleiss' kappa"),
+                           ("krippendorff_alpha", "Krippendorff's alpha"),
+                           ("mean_pairwise_agreement", "mean pairwise agreement")):
+            v = s[key]
+            t.add_row(title, _fmt(v["three_class"]), _fmt(v["binary"]), f"{v['n']:,}")
+        console.print(t)
+    d = s["majority"]["distribution"]
+    total = sum(d.values()) or 1
+    console.print("majority vote (ties: " + s["majority"]["tie_rule"] + "): " + ", ".join(
+        f"{k} {v:,} ({v / total:.1%})" for k, v in d.items()), highlight=False)
+    if rep.human:
+        t = Table(title="agreement with human labels (all targets)", title_justify="left")
+        for c in ("human", "rater", "n", "3-class", "kappa", "binary", "kappa "):
+            t.add_column(c, justify="left" if c in ("human", "rater") else "right")
+        rows = [r for r in rep.human if r["target"] == "all"]
+        for r3 in (r for r in rows if r["scheme"] == "three_class"):
+            r2 = next(r for r in rows if r["scheme"] == "binary" and r["human"] == r3["human"]
+                      and r["rater"] == r3["rater"])
+            t.add_row(r3["human"], r3["rater"], f"{r3['n']:,}", _fmt(r3["agreement"]),
+                      _fmt(r3["cohen_kappa"]), _fmt(r2["agreement"]), _fmt(r2["cohen_kappa"]))
+        console.print(t)
+    err_console.print(f"wrote {out}")
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+@app.command("graded")
+def graded_cmd(
+    rescore_dir: Annotated[Path, typer.Argument(help="The output folder of `tiap rescore`.")],
+    labels: Annotated[list[Path], typer.Option("--labels", help="labels.jsonl (repeatable).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    items: Annotated[list[str] | None, typer.Option(
+        "--items", help="Store items.jsonl ([NAME=]PATH; default: the rescoring's).")] = None,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="queries.jsonl (default: the rescoring's).")] = None,
+    run: Annotated[list[str] | None, typer.Option(
+        "--run", help="Run file ([NAME=]PATH; default: the rescoring's).")] = None,
+    targets: Annotated[str, typer.Option(
+        "--targets", help="Relaxed targets.")] = "source,canonical",
+    raw: Annotated[str, typer.Option("--raw", help="The strict target.")] = "raw",
+    k: Annotated[int | None, typer.Option(
+        "--k", help="nDCG cutoff (default: the cutoff of the rescoring's first nDCG measure).",
+        show_default=False)] = None,
+    unjudged: Annotated[str, typer.Option(
+        "--unjudged", help="Relevance of unjudged derived members: keep (2), partial (1), "
+        "drop (0).")] = "keep",
+    judges: Annotated[str | None, typer.Option(
+        "--judges", help="Use only these judges' labels (comma-separated).")] = None,
+    tie_rule: Annotated[str, typer.Option(
+        "--tie-rule", help="Combining several labels of one item: conservative or lenient.")
+        ] = "conservative",
+) -> None:
+    """Graded targets: audit labels as relevance (supports 2, partial 1, does_not_support 0);
+    how much of each relaxed target's nDCG gain over Raw survives them."""
+    from tiap.audit.cases import RescoreDir, load_rescore_inputs, measure_cutoff
+    from tiap.audit.graded import graded_rescore, item_relevance, write_graded
+    from tiap.audit.labels import read_labels
+
+    rd = RescoreDir.open(rescore_dir)
+    cut = k or measure_cutoff(rd.default_measure())
+    if cut is None:
+        raise TiapError("pass --k: the rescoring's nDCG measure has no cutoff")
+    stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
+                                                   runs=run or [])
+    rel = item_relevance(read_labels(labels), tie_rule=tie_rule,  # type: ignore[arg-type]
+                         judges=_split(judges) if judges else None)
+    tlist = _split(targets)
+    result = graded_rescore(runs, qs, stores, rel, targets=tlist, raw_target=raw,
+                            target_defs=rd.target_defs or None, k=cut,
+                            unjudged=unjudged)  # type: ignore[arg-type]
+    for i, p in enumerate(labels):
+        inputs[f"labels:{i}"] = p
+    write_graded(result, out, inputs=inputs,
+                 options={"targets": tlist, "raw": raw, "judges": judges,
+                          "tie_rule": tie_rule, "labelled_items": len(rel)})
+    t = Table(title=f"nDCG@{cut}, set credit: gain over Raw that survives the labels",
+              title_justify="left")
+    for c in ("system", "target", "n", "raw", "binary", "retained", "survival", "graded"):
+        t.add_column(c, justify="left" if c in ("system", "target") else "right")
+    for r in result.summary:
+        t.add_row(r["system"], r["target"], f"{r['n']:,}", _fmt(r["raw"]), _fmt(r["binary"]),
+                  _fmt(r["retained"]), "-" if r["survival"] is None else f"{r['survival']:.1%}",
+                  _fmt(r["graded"]))
+    console.print(t)
+    err_console.print(f"wrote {out}")
+
+
+@app.command("import-paper")
+def import_paper_cmd(
+    csv_path: Annotated[Path, typer.Argument(
+        help="The paper's judged_cases.csv or an *_audit_cases.csv file.")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="labels.jsonl to write (judged_cases.csv only).")] = None,
+    cases_out: Annotated[Path | None, typer.Option(
+        "--cases-out", help="cases.jsonl to write (judge them again with tiap audit judge).")
+        ] = None,
+) -> None:
+    """Read the paper's audit CSVs as TIAP labels and cases; prints the label counts."""
+    from tiap.audit.cases import write_cases
+    from tiap.audit.labels import write_labels
+    from tiap.audit.paper import label_counts, read_paper_cases, read_paper_labels
+    from tiap.provenance import input_entry, manifest_header
+
+    if out is None and cases_out is None:
+        raise TiapError("nothing to write: pass --out LABELS.jsonl and/or --cases-out "
+                        "CASES.jsonl")
+    if cases_out is not None:
+        n = write_cases(cases_out, read_paper_cases(csv_path))
+        man = manifest_header("audit import-paper", 1)
+        man["inputs"] = {"csv": input_entry(csv_path)}
+        _write_sidecar(cases_out, man)
+        err_console.print(f"wrote {n:,} cases to {cases_out}")
+    if out is not None:
+        labs = read_paper_labels(csv_path)
+        write_labels(out, labs)
+        man = manifest_header("audit import-paper", 1)
+        man["inputs"] = {"csv": input_entry(csv_path)}
+        _write_sidecar(out, man)
+        t = Table(title=f"{len(labs):,} verdicts of {labs[0].judge if labs else '-'}",
+                  title_justify="left")
+        for c in ("dataset", "supports", "partial", "does_not_support", "n"):
+            t.add_column(c, justify="left" if c == "dataset" else "right")
+        by = label_counts(labs, "dataset")
+        by["all"] = label_counts(labs)
+        for ds, cnt in by.items():
+            n_ds = sum(cnt.values())
+            t.add_row(ds, *(f"{cnt.get(lab, 0):,} ({cnt.get(lab, 0) / n_ds:.1%})"
+                            for lab in ("supports", "partial", "does_not_support")),
+                      f"{n_ds:,}")
+        console.print(t)
+        err_console.print(f"wrote {out}")
+
+
+@app.command("judges")
+def judges_cmd() -> None:
+    """List the registered judge factories."""
+    from tiap.audit.judges import list_judges
+
+    for name in list_judges():
+        console.print(name)

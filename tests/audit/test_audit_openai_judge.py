@@ -1,0 +1,220 @@
+"""The ``openai`` judge against a local stand-in server (tests/audit/stub_openai.py).
+
+The endpoint is a stdlib HTTP server on 127.0.0.1 that speaks the chat-completions protocol;
+no model runs here. The real client (httpx) makes real HTTP requests to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from audit_fixtures import case
+from stub_openai import StubServer
+
+from tiap.audit import UNSCORED, VerdictCache, make_judge, read_labels, run_judges
+from tiap.audit.openai_judge import OpenAIJudge
+from tiap.audit.rubric import PARSE_PATTERN, RUBRIC_VERSION
+from tiap.cli.main import main
+from tiap.errors import TiapError
+
+pytest.importorskip("httpx")
+
+KEY = "sk-test-SECRET-0123456789"
+
+
+@pytest.fixture()
+def server():
+    with StubServer(slow=1.0) as s:
+        yield s
+
+
+@pytest.fixture()
+def key(monkeypatch):
+    monkeypatch.setenv("TIAP_TEST_KEY", KEY)
+    return KEY
+
+
+def judge(server: StubServer, **kw) -> OpenAIJudge:
+    args = dict(model="stub-model", base_url=server.base_url, api_key_env="TIAP_TEST_KEY",
+                backoff=0.01, max_backoff=0.05, timeout=5.0, max_retries=3)
+    args.update(kw)
+    return OpenAIJudge(**args)
+
+
+def test_happy_path_parses_the_verdict_and_records_settings(server, key):
+    j = judge(server)
+    v = j.judge(case(1, "Where did she move? [label=partial] [serving=raw_needed]"))
+    assert (v.label, v.serving_label, v.attempts) == ("partial", "raw_needed", 1)
+    assert v.notes.startswith("stub verdict")
+    assert '"semantic_support_label": "partial"' in v.raw_response
+    assert v.response["status"] == 200 and v.response["model"] == "stub-model"
+    body = server.bodies[0]
+    assert body["temperature"] == 0.0 and body["model"] == "stub-model"
+    assert "Where did she move?" in body["messages"][1]["content"]
+    assert "Reference answer: Paris" in body["messages"][1]["content"]
+    assert server.auth == {f"Bearer {KEY}"}
+    s = j.settings()
+    assert s["rubric_version"] == RUBRIC_VERSION and s["parse_pattern"] == PARSE_PATTERN
+    assert s["temperature"] == 0.0 and s["model"] == "stub-model"
+    assert "supports" in s["template"]["system"] and "{question}" in s["template"]["user"]
+    assert s["api_key_env"] == "TIAP_TEST_KEY" and KEY not in str(s)
+
+
+def test_fenced_json_is_read(server, key):
+    v = judge(server).judge(case(1, "q [fence] [label=does_not_support]"))
+    assert v.label == "does_not_support"
+
+
+def test_429_then_success_is_retried(server, key):
+    q = "q [429x2] [label=supports]"
+    v = judge(server).judge(case(1, q))
+    assert v.label == "supports" and v.attempts == 3
+    assert [s for qq, s in server.requests if qq == q] == [429, 429, 200]
+
+
+def test_500s_exhausted_give_unscored_with_reason(server, key):
+    q = "q [500-always]"
+    v = judge(server, max_retries=2).judge(case(1, q))
+    assert v.label == UNSCORED and v.reason == "HTTP 500 after 3 attempts"
+    assert server.count(q) == 3
+
+
+def test_a_500_then_success(server, key):
+    v = judge(server).judge(case(1, "q [500x1] [label=partial]"))
+    assert v.label == "partial" and v.attempts == 2
+
+
+def test_slow_reply_times_out_and_is_retried(server, key):
+    q = "q [slow-once] [label=supports]"
+    v = judge(server, timeout=0.3).judge(case(1, q))
+    assert v.label == "supports" and v.attempts == 2
+    assert server.count(q) == 2
+
+
+@pytest.mark.parametrize(("tag", "reason"), [
+    ("garbage", "no JSON object in the response"),
+    ("badjson", "invalid JSON in the response"),
+    ("empty", "empty response"),
+    ("notchat", "the body is not a chat completion"),
+    ("badlabel", "label 'maybe' is not one of supports, partial, does_not_support"),
+    ("400", "HTTP 400"),
+])
+def test_unparseable_replies_stay_unscored_with_their_reason(server, key, tag, reason):
+    v = judge(server).judge(case(1, f"q [{tag}]"))
+    assert v.label == UNSCORED and v.reason.startswith(reason)
+    if tag in ("garbage", "badjson", "notchat"):
+        assert v.raw_response  # the reply is kept
+    assert server.count(f"q [{tag}]") == 1  # not retried: a bad reply is final
+
+
+def test_configuration_error_stops_the_run(server, key, tmp_path):
+    with VerdictCache(tmp_path / "c.sqlite") as vc, pytest.raises(TiapError, match="HTTP 401"):
+        run_judges([case(1, "q [401]")], [judge(server)], vc)
+
+
+def test_concurrency_limit_is_respected(tmp_path, key):
+    with StubServer(delay=0.1) as server:
+        cases = [case(i, f"question {i} [label=supports]") for i in range(12)]
+        with VerdictCache(tmp_path / "c.sqlite") as vc:
+            run = run_judges(cases, [judge(server, concurrency=3)], vc)
+        assert all(r.label == "supports" for r in run.records)
+        assert 2 <= server.max_inflight <= 3
+
+
+def test_cli_several_judges_labels_and_no_key_anywhere(server, key, tmp_path, capsys):
+    from tiap.audit import write_cases
+
+    cases = [case(1, "Where did she move? [label=supports]"),
+             case(2, "Where? [label=partial]", text="She likes France."),
+             case(3, "Why? [garbage]", answer="Because of work", text="She found a job."),
+             case(4, "When? [500-always]")]
+    write_cases(tmp_path / "cases.jsonl", cases)
+    out = tmp_path / "out"
+    rc = main(["audit", "judge", str(tmp_path / "cases.jsonl"), "--judge", "openai",
+               "--judge", 'openai(model="second", name="judge-2")', "--judge", "lexical",
+               "--model", "stub-model", "--base-url", server.base_url, "--api-key-env",
+               "TIAP_TEST_KEY", "--max-retries", "1", "--backoff", "0.01", "--out", str(out)])
+    assert rc == 0
+    recs = read_labels(out / "labels.jsonl")
+    by = {(r.judge, r.case_id): r for r in recs}
+    assert len(recs) == 12
+    assert by[("openai/stub-model", "s:q1:source")].label == "supports"
+    assert by[("judge-2", "s:q2:source")].label == "partial"
+    g = by[("openai/stub-model", "s:q3:source")]
+    assert g.label == UNSCORED and g.reason == "no JSON object in the response"
+    assert g.raw_response == "I think the memory supports the answer."
+    e = by[("judge-2", "s:q4:source")]
+    assert e.label == UNSCORED and e.reason == "HTTP 500 after 2 attempts"
+    r = by[("openai/stub-model", "s:q1:source")]
+    assert r.settings["model"] == "stub-model" and r.settings["temperature"] == 0.0
+    assert r.timing["attempts"] == 1 and r.timing["seconds"] >= 0 and r.timing["started"]
+    assert r.dataset == "d" and r.item_id == "f1" and r.query_id == "q1"
+    assert by[("lexical", "s:q1:source")].label == "supports"
+    # the key went to the server and nowhere else
+    assert server.auth == {f"Bearer {KEY}"}
+    captured = capsys.readouterr()
+    assert KEY not in captured.out + captured.err
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes(), f
+    assert "TIAP_TEST_KEY" in (out / "manifest.json").read_text()
+
+
+def test_rerun_asks_only_for_new_verdicts(server, key, tmp_path):
+    cases = [case(i, f"question {i} [label=supports]") for i in range(5)]
+    with VerdictCache(tmp_path / "c.sqlite") as vc:
+        first = run_judges(cases, [judge(server)], vc)
+        n = len(server.requests)
+        again = run_judges(cases, [judge(server)], vc)
+        assert len(server.requests) == n
+        assert [r.label for r in again.records] == [r.label for r in first.records]
+        assert again.stats[0].cached == 5 and again.stats[0].asked == 0
+        # another model is another judge: asked again
+        run_judges(cases, [judge(server, model="other")], vc)
+        assert len(server.requests) == n + 5
+
+
+def test_identical_texts_are_asked_once(server, key, tmp_path):
+    a = case(1, "same question [label=partial]", target="source")
+    b = case(1, "same question [label=partial]", target="canonical")
+    with VerdictCache(tmp_path / "c.sqlite") as vc:
+        run = run_judges([a, b], [judge(server)], vc)
+    assert server.count("same question [label=partial]") == 1
+    assert [r.label for r in run.records] == ["partial", "partial"]
+    assert run.records[1].timing["reused_from"] == a.case_id
+
+
+def test_retry_unscored(server, key, tmp_path):
+    c = case(1, "q [500-always]")
+    with VerdictCache(tmp_path / "c.sqlite") as vc:
+        run_judges([c], [judge(server, max_retries=0)], vc)
+        run_judges([c], [judge(server, max_retries=0)], vc)
+        assert server.count("q [500-always]") == 1
+        run_judges([c], [judge(server, max_retries=0)], vc, retry_unscored=True)
+        assert server.count("q [500-always]") == 2
+
+
+def test_the_model_is_required():
+    with pytest.raises(TiapError, match="needs a model"):
+        make_judge("openai")
+
+
+def test_judge_specs_are_parsed_not_evaluated():
+    j = make_judge('openai(model="qwen2.5:7b", name="qwen", temperature=0)',
+                   {"base_url": "http://127.0.0.1:1/v1", "concurrency": 2})
+    assert (j.name, j.model, j.base_url, j.concurrency) == ("qwen", "qwen2.5:7b",
+                                                            "http://127.0.0.1:1/v1", 2)
+    with pytest.raises(TiapError, match="constant"):
+        make_judge('openai(model=__import__("os").getcwd())')
+    with pytest.raises(TiapError, match="takes no argument"):
+        make_judge("lexical(model='x')")
+    with pytest.raises(TiapError, match="unknown judge"):
+        make_judge("oracle")
+    assert make_judge("lexical", {"model": "ignored"}).name == "lexical"
+
+
+def test_settings_never_hold_the_key(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    j = OpenAIJudge(model="m", base_url="http://127.0.0.1:1/v1")
+    assert KEY not in str(j.settings()) and KEY not in j.key
