@@ -7,7 +7,7 @@ import sys
 import typer
 
 from tiap import __version__
-from tiap.cli import datasets, imports, rescore, retrieval, targets
+from tiap.cli import datasets, imports, memory, pipeline, rescore, retrieval, targets
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -23,6 +23,8 @@ app.add_typer(datasets.app, name="datasets")
 app.add_typer(imports.app, name="import")
 app.command("targets")(targets.targets_cmd)
 app.command("rescore")(rescore.rescore_cmd)
+app.command("audit-run")(pipeline.audit_run_cmd)
+app.command("build-store")(memory.build_store_cmd)
 app.command("retrieve")(retrieval.retrieve_cmd)
 app.add_typer(__import__("tiap.cli.audit", fromlist=["app"]).app, name="audit")
 app.command("sensitivity")(__import__("tiap.cli.sensitivity", fromlist=["sensitivity_cmd"]).sensitivity_cmd)

@@ -1,5 +1,31 @@
-"""Stage 2: memory stores with lineage (``items.jsonl``)."""
+"""Stage 2: memory stores with lineage (``items.jsonl``).
 
-from tiap.memory.store import Item, read_items, write_items
+>>> from tiap.datasets import load                                   # doctest: +SKIP
+>>> from tiap.memory import build_store, make_parser                 # doctest: +SKIP
+>>> parser = make_parser("heuristic", max_facts=5)                   # doctest: +SKIP
+>>> build_store(load("locomo"), parser, "stores/locomo-d5")          # doctest: +SKIP
 
-__all__ = ["Item", "read_items", "write_items"]
+Parsers are registered factories (:mod:`tiap.memory.parsers`): ``heuristic``
+(:mod:`tiap.memory.heuristic`), ``native`` (:mod:`tiap.memory.native`) and ``llm``
+(:mod:`tiap.memory.llm`, needs the ``llm`` extra).
+"""
+
+from tiap.memory.build import DEFAULT_SEED, BuildResult, build_store, raw_item
+from tiap.memory.dates import anchor_text, parse_session_date
+from tiap.memory.parsers import (
+    FACT_KIND,
+    Parser,
+    ParserSpec,
+    TurnContext,
+    make_parser,
+    parser_names,
+    register_parser,
+    turn_contexts,
+)
+from tiap.memory.store import Item, iter_items, read_items, write_items
+
+__all__ = [
+    "DEFAULT_SEED", "FACT_KIND", "BuildResult", "Item", "Parser", "ParserSpec", "TurnContext",
+    "anchor_text", "build_store", "iter_items", "make_parser", "parse_session_date",
+    "parser_names", "raw_item", "read_items", "register_parser", "turn_contexts", "write_items",
+]

@@ -1,0 +1,84 @@
+"""``tiap audit-run``: the whole audit from a pipeline config (the README's main job)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tiap.cli.common import DataOption, err_console, track
+
+
+def audit_run_cmd(
+    config: Annotated[Path, typer.Argument(help="Pipeline TOML, e.g. configs/locomo.toml.")],
+    out: Annotated[Path, typer.Option("--out", help="Output root; the run goes to OUT/<name>.")] = Path("out"),
+    retriever: Annotated[list[str] | None, typer.Option(
+        "--retriever", help="Override the config's retrievers (bm25, dense, hybrid). Repeatable.",
+        show_default=False)] = None,
+    collections: Annotated[str | None, typer.Option(
+        "--collections", help="Comma-separated collection ids (default: all).",
+        show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Redo steps that are up to date.")] = False,
+    resamples: Annotated[int | None, typer.Option(
+        "--resamples", help="Bootstrap resamples for Stage III (default: the config's, 10,000).",
+        show_default=False)] = None,
+    data: DataOption = None,
+) -> None:
+    """Build the stores, retrieve, and rescore every run under every target; finished steps
+    are skipped on a rerun, so an interrupted run resumes."""
+    from tiap.cli.rescore import print_summary
+    from tiap.pipeline import load_config, run_pipeline
+
+    import dataclasses
+
+    cfg = load_config(config, retrievers=retriever,
+                      collections=[c.strip() for c in collections.split(",")] if collections else None)
+    if resamples is not None:
+        cfg = dataclasses.replace(cfg, resamples=resamples)
+    err_console.print(f"[bold]{cfg.name}[/]: {cfg.dataset}, stores "
+                      f"{', '.join(s.name for s in cfg.stores)}, retrievers {', '.join(cfg.retrievers)}")
+    res = run_pipeline(cfg, out, data=data, progress=track, force=force,
+                       log=lambda s: err_console.print(f"  {s}", highlight=False))
+    print_summary(res.result, shared=False)
+    if res.sensitivity_dir is not None:
+        print_flips(res.sensitivity_dir)
+    err_console.print(f"wrote {res.out}")
+    if res.report_dir is not None:
+        err_console.print(f"report: {res.report_dir / 'index.html'} "
+                          f"(target card: {res.report_dir / 'target_card.md'})")
+
+
+def print_flips(sdir: Path) -> None:
+    """Winner flips on the headline measure, and design recommendations that change."""
+    import csv
+
+    from rich.table import Table
+
+    from tiap.cli.common import console
+
+    path = sdir / "winner_flips.csv"
+    if not path.exists():
+        return
+    with open(path, newline="", encoding="utf-8") as fh:
+        flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
+    if not flips:
+        console.print("no winner flip between targets")
+        return
+    ndcg = sorted({r["measure"] for r in flips if r["measure"].startswith("nDCG@")},
+                  key=lambda m: int(m.split("@")[1]))
+    headline = ndcg[-1] if ndcg else flips[0]["measure"]
+    rows = [r for r in flips if r["measure"] == headline]
+    t = Table(title=f"winner flips on {headline} ({len(rows)}; {len(flips)} over all measures; "
+              "gap = system_a - system_b)", title_justify="left")
+    for col in ("measure", "system_a", "system_b", "target_1", "gap_1", "target_2", "gap_2",
+                "significant_flip"):
+        t.add_column(col, justify="right" if col.startswith("gap") else "left")
+    for r in rows[:20]:
+        t.add_row(r["measure"], r["system_a"], r["system_b"], r["target_1"],
+                  f"{float(r['gap_1']):+.4f}", r["target_2"], f"{float(r['gap_2']):+.4f}",
+                  r["significant_flip"])
+    console.print(t)
+    if len(rows) > 20:
+        console.print(f"... and {len(rows) - 20} more")
+    console.print(f"all winner flips, with intervals and p-values: {path}")

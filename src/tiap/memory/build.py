@@ -1,0 +1,380 @@
+"""Build a memory store: one raw item per turn plus a parser's derived items, with lineage.
+
+:func:`build_store` writes into ``out``:
+
+- ``items.jsonl`` (:mod:`tiap.memory.store`), collection by collection in the dataset's
+  order; within a collection, first the raw items in turn order, then the derived items in
+  the parser's order (turn order, then fact order)::
+
+      {"item_id":"conv-26:D1:3","kind":"raw","sources":["conv-26:D1:3"],"text":"I went ...",
+       "collection":"conv-26","speaker":"Caroline","session_id":"session_1",
+       "date":"1:56 pm on 8 May, 2023"}
+      {"item_id":"conv-26:D1:3#f1","kind":"fact","sources":["conv-26:D1:3"],
+       "text":"On 8 May 2023, Caroline went to ...","collection":"conv-26"}
+
+- ``manifest.json``: schema version, the dataset (id and every file with its sha256), the
+  parser's spec (name and every argument), the seed, counts (collections, turns, items per
+  kind, how many derived items reach each turn), the parser's own counters, the sha256 of
+  ``items.jsonl`` and package versions.
+
+**Item ids.** A raw item's id is its turn's unit id; a fact's id is ``<unit_id>#f<j>``
+(``j`` = 1, 2, ... in the order the parser gives the turn's facts); the ``native`` parser
+keeps the dataset's ids (``conv-26:session_1:observation:1``). Ids are checked to be free of
+whitespace and unique within their collection (every dataset's unit ids start with the
+collection's id, so they are unique in the store); derived items must name turns of their
+own collection as sources.
+
+**Atomic.** Everything is written into a temporary folder beside ``out`` and moved into
+place only when complete (:func:`tiap.io.atomic_dir`): a failure or an interruption leaves
+``out`` as it was. Collections are streamed one at a time, so memory stays bounded by the
+largest collection (LongMemEval-S's 245k turns never sit in memory together).
+
+**Workers.** Parsers marked ``parallel`` (the heuristic parser) can run on several
+collections at once in worker processes (``workers``); the output is byte-identical to a
+single-process build because collections are written back in the dataset's order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import multiprocessing
+import os
+import re
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.records import Turn
+from tiap.errors import Problem, TiapError
+from tiap.io import atomic_dir, atomic_write, sha256_file
+from tiap.memory.parsers import Parser, make_parser, parser_factory
+from tiap.memory.store import RAW_KIND, Item
+from tiap.provenance import manifest_header
+
+__all__ = ["DEFAULT_SEED", "ITEMS_FILE", "MANIFEST_FILE", "PARALLEL_FROM", "SCHEMA_VERSION",
+           "BuildResult", "build_store", "raw_item"]
+
+SCHEMA_VERSION = 1
+DEFAULT_SEED = 1337
+ITEMS_FILE = "items.jsonl"
+MANIFEST_FILE = "manifest.json"
+MAX_PROBLEMS = 20
+PARALLEL_FROM = 50  # collections
+_SPACE = re.compile(r"\s")
+
+ID_SCHEME = {
+    "raw": "<unit_id> (the turn's source unit id)",
+    "fact": "<unit_id>#f<j>, j = 1, 2, ... in the parser's order for that turn",
+    "native": "the dataset's own ids (<collection>:<session>:<kind>[:<j>])",
+}
+
+ProgressFn = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What :func:`build_store` wrote."""
+
+    out: Path
+    counts: dict[str, Any]
+    manifest: dict[str, Any]
+
+
+@dataclass
+class _Chunk:
+    """One collection's serialised rows and counts (built in the main or a worker process)."""
+
+    collection: str
+    text: str
+    turns: int
+    kinds: Counter[str] = field(default_factory=Counter)
+    per_turn: Counter[int] = field(default_factory=Counter)  # derived items reaching a turn
+    problems: list[Problem] = field(default_factory=list)
+
+
+def raw_item(turn: Turn, date: str | None = None) -> Item:
+    """The raw item of one turn: id and only source = the unit id; speaker, session, date kept.
+
+    Its text is stored as the paper's memory service stores a raw turn,
+    ``Speaker (session date): text``, so that a question naming a speaker can match the raw
+    turn as it can match a derived fact (which names the speaker too).
+    """
+    meta: list[tuple[str, Any]] = [("speaker", turn.speaker), ("session_id", turn.session_id)]
+    if date is not None:
+        meta.append(("date", date))
+    head = f"{turn.speaker} ({date})" if date else turn.speaker
+    return Item(turn.unit_id, RAW_KIND, (turn.unit_id,), text=f"{head}: {turn.text}",
+                collection=turn.collection_id, meta=tuple(meta))
+
+
+def _dumps(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+def _collection_chunk(parser: Parser, bundle: Bundle) -> _Chunk:
+    cid = bundle.collection.collection_id
+    chunk = _Chunk(cid, "", len(bundle.turns))
+    dates = {s.session_id: s.date for s in bundle.sessions}
+    seen: set[str] = set()
+    lines: list[str] = []
+
+    def check(item_id: str) -> None:
+        if not item_id or _SPACE.search(item_id):
+            chunk.problems.append(Problem("item id is empty or contains whitespace",
+                                          record=repr(item_id)))
+        elif item_id in seen:
+            chunk.problems.append(Problem(f"duplicate item id in collection {cid}", record=item_id))
+        seen.add(item_id)
+
+    for t in bundle.turns:
+        item = raw_item(t, dates.get(t.session_id))
+        check(item.item_id)
+        lines.append(_dumps(item.to_json()))
+    chunk.kinds[RAW_KIND] = len(bundle.turns)
+    units = seen.copy()
+    reach: Counter[str] = Counter()
+    for item in parser.derive(bundle):
+        check(item.item_id)
+        if item.kind == RAW_KIND:
+            chunk.problems.append(Problem("a parser may not write raw items", record=item.item_id))
+        stray = [s for s in item.sources if s not in units]
+        if stray:
+            chunk.problems.append(Problem(
+                f"sources name turns that are not in collection {cid}: {', '.join(stray[:3])}",
+                record=item.item_id))
+        for s in set(item.sources):
+            reach[s] += 1
+        chunk.kinds[item.kind] += 1
+        lines.append(_dumps(item.to_json()))
+    chunk.per_turn = Counter(reach.get(t.unit_id, 0) for t in bundle.turns)
+    chunk.text = "\n".join(lines) + "\n" if lines else ""
+    return chunk
+
+
+# -- worker processes ----------------------------------------------------------------------
+
+_WORKER_PARSER: Parser | None = None
+
+
+def _init_worker(name: str, args: dict[str, Any]) -> None:
+    global _WORKER_PARSER
+    _WORKER_PARSER = make_parser(name, **args)
+
+
+def _work(bundle: Bundle) -> _Chunk:
+    assert _WORKER_PARSER is not None
+    return _collection_chunk(_WORKER_PARSER, bundle)
+
+
+def _rebuildable(parser: Parser) -> bool:
+    """Whether worker processes can rebuild this very parser from its spec."""
+    try:
+        return type(make_parser(parser.spec.name, **dict(parser.spec.args))) is type(parser)
+    except TiapError:
+        return False
+
+
+def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int) -> Iterator[_Chunk]:
+    if workers <= 1 or not parser.parallel or not _rebuildable(parser):
+        for b in bundles:
+            yield _collection_chunk(parser, b)
+        return
+    ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run threads
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(parser.spec.name, dict(parser.spec.args))) as pool:
+        window: deque[Future[_Chunk]] = deque()
+        try:
+            for b in bundles:
+                window.append(pool.submit(_work, b))
+                if len(window) >= 2 * workers:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        except BaseException:
+            for f in window:
+                f.cancel()
+            raise
+
+
+# -- the builder ---------------------------------------------------------------------------
+
+
+def _dataset_inputs(ds: Dataset) -> list[dict[str, Any]]:
+    """Every file of the dataset with its sha256: the pinned checksum when the file was
+    verified against it, else the checksum of the file as read."""
+    from tiap.datasets.files import FOLDERS, manifest
+
+    pinned = manifest(ds.folder) if ds.folder in FOLDERS else {}
+    verified = bool(getattr(ds.source, "check", True))
+    out = []
+    for p in ds.file_paths():
+        if verified and p in pinned:
+            out.append({"path": f"{ds.folder}/{p}", "sha256": pinned[p].stored_sha256,
+                        "verified": True})
+        else:
+            out.append({"path": f"{ds.folder}/{p}", "sha256": sha256_file(ds.path(p)),
+                        "verified": False})
+    return out
+
+
+def build_store(
+    dataset: Dataset,
+    parser: Parser | str,
+    out: str | Path,
+    *,
+    parser_args: dict[str, Any] | None = None,
+    seed: int = DEFAULT_SEED,
+    collections: Sequence[str] | None = None,
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+    command: str = "build-store",
+) -> BuildResult:
+    """Write ``items.jsonl`` and ``manifest.json`` for ``dataset`` into ``out`` (atomically).
+
+    Args:
+        dataset: a loaded dataset (:func:`tiap.datasets.load`).
+        parser: a parser (:func:`~tiap.memory.parsers.make_parser`) or a registered name,
+            built with ``parser_args`` (and ``seed``, when its factory takes one).
+        out: output folder; other files in it are left alone.
+        seed: recorded in the manifest and given to parsers that take one (the LLM request's
+            ``seed``); the heuristic and native parsers use no randomness.
+        collections: only these collection ids (all by default); an id the dataset does not
+            have is an error.
+        workers: processes for parsers marked ``parallel`` (the output is the same for any
+            value); ``None``: up to 4 CPUs for datasets of more than
+            :data:`PARALLEL_FROM` collections, else 1 (process start-up would cost more).
+        progress: wraps the per-collection iteration, ``progress(iterable, label, total)``
+            (the CLI passes a rich progress bar).
+    """
+    if isinstance(parser, str):
+        args = dict(parser_args or {})
+        if "seed" not in args and "seed" in inspect.signature(parser_factory(parser)).parameters:
+            args["seed"] = seed
+        parser = make_parser(parser, **args)
+    elif parser_args:
+        raise TiapError("parser_args are for a parser given by name")
+    if workers is None:
+        n = len(collections) if collections else dataset.expected_collections()
+        workers = min(4, os.cpu_count() or 1) if n is None or n > PARALLEL_FROM else 1
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise TiapError(f"workers must be at least 1, got {workers!r}")
+    wanted = list(dict.fromkeys(collections)) if collections else None
+    started = time.monotonic()
+    try:
+        parser.prepare(dataset)
+        with atomic_dir(out) as tmp:
+            counts, digest, size = _write_items(dataset, parser, tmp / ITEMS_FILE, wanted,
+                                                workers, progress)
+            parser.finish()
+            man = _manifest(dataset, parser, seed, wanted, counts, digest, size, command)
+            man["elapsed_seconds"] = round(time.monotonic() - started, 3)
+            text = json.dumps(man, ensure_ascii=False, indent=2) + "\n"
+            man = json.loads(text)  # the result holds exactly what the file says
+            with atomic_write(tmp / MANIFEST_FILE) as fh:
+                fh.write(text)
+    finally:
+        parser.close()
+    return BuildResult(Path(out), counts, man)
+
+
+def _write_items(
+    dataset: Dataset,
+    parser: Parser,
+    path: Path,
+    wanted: list[str] | None,
+    workers: int,
+    progress: ProgressFn | None,
+) -> tuple[dict[str, Any], str, int]:
+    want = set(wanted) if wanted else None
+    found: set[str] = set()
+    collection_ids: set[str] = set()
+    problems: list[Problem] = []
+
+    def bundles() -> Iterator[Bundle]:
+        for b in dataset.bundles():
+            cid = b.collection.collection_id
+            if want is not None and cid not in want:
+                continue
+            found.add(cid)
+            yield b
+
+    total = len(wanted) if wanted else dataset.expected_collections()
+    chunks: Iterable[_Chunk] = _chunks(parser, bundles(), workers)
+    if progress is not None:
+        chunks = progress(chunks, f"building {dataset.dataset_id} ({parser.spec.name})", total)
+    kinds: Counter[str] = Counter()
+    per_turn: Counter[int] = Counter()
+    n_coll = n_turns = size = 0
+    h = hashlib.sha256()
+    with open(path, "wb") as fh:
+        for chunk in chunks:
+            if chunk.collection in collection_ids:
+                problems.append(Problem("collection id occurs twice", record=chunk.collection))
+            collection_ids.add(chunk.collection)
+            problems.extend(chunk.problems)
+            if len(problems) > MAX_PROBLEMS:
+                break
+            blob = chunk.text.encode("utf-8")
+            h.update(blob)
+            fh.write(blob)
+            size += len(blob)
+            n_coll += 1
+            n_turns += chunk.turns
+            kinds.update(chunk.kinds)
+            per_turn.update(chunk.per_turn)
+    if problems:
+        shown = problems[:MAX_PROBLEMS]
+        if len(problems) > MAX_PROBLEMS:
+            shown.append(Problem("... stopped after this many problems"))
+        raise TiapError(problems=shown)
+    if want is not None and want - found:
+        missing = [c for c in wanted or () if c not in found]
+        raise TiapError(f"dataset {dataset.dataset_id!r} has no collection(s) "
+                        f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""))
+    derived = sum(v for k, v in kinds.items() if k != RAW_KIND)
+    counts = {
+        "collections": n_coll,
+        "turns": n_turns,
+        "items": sum(kinds.values()),
+        "by_kind": {RAW_KIND: kinds.get(RAW_KIND, 0),
+                    **{k: kinds[k] for k in sorted(kinds) if k != RAW_KIND}},
+        "derived": derived,
+        "turns_with_derived": n_turns - per_turn.get(0, 0),
+        "turns_without_derived": per_turn.get(0, 0),
+        "derived_per_turn": {str(k): per_turn[k] for k in sorted(per_turn)},
+    }
+    return counts, h.hexdigest(), size
+
+
+def _manifest(
+    dataset: Dataset,
+    parser: Parser,
+    seed: int,
+    wanted: list[str] | None,
+    counts: dict[str, Any],
+    digest: str,
+    size: int,
+    command: str,
+) -> dict[str, Any]:
+    man = manifest_header(command, SCHEMA_VERSION)
+    man["versions"].update(parser.versions())
+    man["dataset"] = {
+        "id": dataset.dataset_id,
+        "description": dataset.description,
+        "collections": wanted,  # null: all
+        "files": _dataset_inputs(dataset),
+    }
+    man["parser"] = parser.spec.to_json()
+    man["seed"] = seed
+    man["item_ids"] = ID_SCHEME
+    man["counts"] = counts
+    man["parser_stats"] = parser.stats()
+    man["outputs"] = {ITEMS_FILE: {"sha256": digest, "bytes": size, "rows": counts["items"]}}
+    return man

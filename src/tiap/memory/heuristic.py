@@ -1,0 +1,661 @@
+"""The ``heuristic`` parser: deterministic, offline, extractive facts from each turn.
+
+The approach follows the heuristic parser of the paper authors' memory service (Pali):
+split a turn into short statements, drop the ones that carry nothing to remember
+(greetings, thanks, questions, reactions), rewrite the speaker's perspective so that a fact
+stands on its own, and anchor it in time. This module is TIAP's own implementation of that
+idea; the steps, in order:
+
+1. **Clean**: code blocks, Markdown markers (headings, bullets, bold, links), table rows and
+   BEAM's ``->-> 1,1`` turn markers are removed; each remaining line is split into
+   **sentences** (on ``.``, ``!``, ``?`` followed by a space; common abbreviations such as
+   ``Dr.`` and ``e.g.`` do not end a sentence). Questions are dropped.
+2. **Clauses**: a sentence is split on ``;`` and, where a new subject follows, on a
+   conjunction (``and``, ``but``, ``so``, ``yet``, ``plus``), a spaced dash or a comma:
+   ``"I went to a support group yesterday and I loved it"`` gives two clauses, while
+   ``"... and it was so powerful"`` stays with its clause (``it`` refers back) and
+   ``"My kids and I went camping"`` is not split (the left part is too short to be a clause).
+3. **Clean-up of a clause**: leading interjections and vocatives (``"Wow, Caroline!"``,
+   ``"Thanks, Mel!"``, ``"Yeah,"``) are removed; what is left must have three words or a
+   number, must not open like a question, and must not be a closing (``"Talk to you soon"``).
+4. **Score** (information content), from the clause as spoken::
+
+       score = 1.0 * min(capitalised words after the first, 3)      # names, places, titles
+             + 1.0 * min(numbers, 2)                                # "4 years", "18th"
+             + 1.0 * [a time expression]                            # "yesterday", "last week"
+             + 0.75 * min(event or preference verbs, 2)             # went, adopted, love, plan
+             + 0.15 * min(content words, 12)                        # length, saturating
+             + 0.5  * [the speaker talks about themself]            # I / my / me
+             - 0.75 * [the clause opens with it/that/this/there]    # refers back
+             - 1.5  * [a reaction: "sounds great", "so proud of you"]
+             - 2.0  * [assistant boilerplate: "hope this helps", "feel free"]
+             - 0.5  * [over 45 words]
+
+   Clauses scoring below :data:`MIN_SCORE` are not facts; so a turn may yield none.
+5. **Select** the ``max_facts`` best clauses of the turn (ties: earlier clause first; equal
+   texts once), keep them in the order spoken.
+6. **Rewrite** each selected clause: first person becomes the speaker (``I`` -> ``Caroline``,
+   ``my`` -> ``Caroline's``, ``I'm`` -> ``Caroline is``, ``I love`` -> ``Caroline loves``),
+   second person the other speaker (LongMemEval and BEAM roles: ``the user`` and
+   ``the assistant``); a dropped subject is restored (``"Gonna continue ..."`` ->
+   ``"Caroline is gonna continue ..."``); the session date is put in front
+   (``"On 8 May 2023, ..."``) when the session has one.
+
+Example (LoCoMo ``conv-26:D1:3``, Caroline speaking to Melanie on 8 May 2023)::
+
+    "I went to a LGBTQ support group yesterday and it was so powerful."
+    -> "On 8 May 2023, Caroline went to a LGBTQ support group yesterday and it was so powerful."
+
+The parser uses no randomness: its output depends only on the turn, its speakers, its
+session date and ``max_facts``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterator
+from datetime import date
+from typing import NamedTuple
+
+from tiap.datasets.base import Bundle
+from tiap.errors import TiapError
+from tiap.memory.dates import anchor_text
+from tiap.memory.parsers import FACT_KIND, Parser, register_parser, turn_contexts
+from tiap.memory.store import Item
+
+__all__ = ["MIN_SCORE", "Candidate", "HeuristicParser", "candidates", "extract_facts", "heuristic"]
+
+MIN_SCORE = 0.9
+LONG_CLAUSE = 45
+
+# -- cleaning --------------------------------------------------------------------------------
+
+_BEAM_MARKER = re.compile(r"\s*->->\s*[\d,\s]*")
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+_MD_LINE_PREFIX = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|[-*+\u2022][ \t]+|\d{1,3}[.)][ \t]+|[a-z][.)][ \t]+)+", re.M
+)
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_URL = re.compile(r"https?://\S+")
+_SPACES = re.compile(r"\s+")
+
+# -- sentences and clauses -------------------------------------------------------------------
+
+_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_ABBREV = re.compile(
+    r"(?:\b(?:mr|mrs|ms|dr|st|sr|jr|prof|vs|etc|e\.g|i\.e|approx|no|vol|fig|inc|ltd|co|mt|ft|"
+    r"a\.m|p\.m|u\.s|u\.k)|\b[A-Z])\.$",
+    re.I,
+)
+_SUBJECT = (
+    r"(?:I|I'm|I've|I'd|I'll|i|we|we're|we've|we'll|we'd|you|you're|you've|you'll|you'd|he|"
+    r"he's|she|she's|they|they're|they've|they'll|my|our|your|his|their)\b"
+)
+# A clause boundary: ";" always; a conjunction, spaced dash or comma only before a new subject.
+_CLAUSE_SPLIT = re.compile(
+    r"(?=[\s;,\u2013\u2014-])(?:\s*;\s*|"  # quick test first: most positions fail here
+    r"(?:\s+[-\u2013\u2014]+\s+|\s*[-\u2013\u2014]{2,}\s*|,?\s+(?:and|but|so|yet|plus)\s+|,\s+)"
+    r"(?=" + _SUBJECT + "))"
+)
+_SEPARATOR = re.compile(r"[;,\u2013\u2014]| -| (?:and|but|so|yet|plus) ")
+_SUBORDINATE_START = re.compile(
+    r"(?:[A-Z][a-z]+,\s*)?(?:since|when|whenever|if|because|although|though|while|as|after|"
+    r"before|until|once|by|whether|even if|even though|speaking of|as for|besides)\b", re.I
+)
+# Words: the clause with punctuation blanked, split on spaces (apostrophes and hyphens stay).
+_PUNCT = str.maketrans({c: " " for c in ",.;:!?\"()[]{}<>/\\|*=#~^&+\u2013\u2014"})
+
+
+def _words(clause: str) -> list[str]:
+    return clause.replace(" - ", " ").translate(_PUNCT).split()
+
+
+# -- clean-up of a clause --------------------------------------------------------------------
+
+_INTERJECTION = (
+    r"(?:hey|hi|hello|hiya|yo|yeah|yea|yep|yup|wow|woah|whoa|oh|ooh|ah|aw+|um+|uh|hmm+|well|"
+    r"so|lol|haha+|omg|oops|congrats|congratulations|thanks|thank you|thx|absolutely|"
+    r"definitely|totally|indeed|certainly|of course|alright|anyway|btw|by the way|actually|"
+    r"honestly|plus)"
+)
+# words that also start statements ("No one came", "Great minds ...") are removed only
+# before punctuation ("No, ...", "Great! ...")
+_EXCLAIM = (
+    r"(?:yes|no|nope|ok|okay|sure|cool|great|nice|awesome|amazing|true|right|good|sweet|"
+    r"perfect|exactly|agreed)"
+)
+_LEAD = re.compile(
+    r"^(?:" + _INTERJECTION + r"\b[\s,!.]*|" + _EXCLAIM + r"[,!.]+\s*|"
+    r"(?:and|but|so|yet|plus|also|then)\s+)+", re.I
+)
+_THANKS = re.compile(
+    r"(?:thanks|thank you|thx|congrats|congratulations|kudos|cheers)\b[\s,!.]*"
+    r"(?:[A-Z][a-z]+[\s,!.]*)?(?:for|on|to)\b", re.I
+)
+_LEAD_NAME = re.compile(r"^[A-Z][a-z]+[,!.]+\s*")
+_QUESTION_START = re.compile(
+    r"^(?:what|who|whom|whose|when|where|why|how|which|did|does|do|is|are|was|were|can|could|"
+    r"would|should|will|shall|am|isn't|aren't|don't|didn't|won't|wanna|anything|any)\b"
+)
+_CLOSING = re.compile(
+    r"^(?:(?:it's |it is |so )?(?:good|great|nice|lovely) to (?:see|hear|meet|talk|chat|catch)|"
+    r"(?:talk|speak|see|catch|chat)(?: to| with)? (?:you|ya|u)\b|take care|bye|good ?night|"
+    r"good luck|have (?:a )?(?:great|good|nice|fun)|have fun|let me know|keep (?:it|up)|"
+    r"(?:it's |it was )?(?:good|great|nice) (?:to|talking)|long time no|how's it going|"
+    r"what's up|thank you|thanks for|appreciate|let's|let us|for|of)\b"
+)
+
+# -- scoring ---------------------------------------------------------------------------------
+
+# Features are looked up word by word in sets (much faster than alternation regexes).
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
+    "hundred thousand million dozen first second third half".split()
+)
+_TIME_WORDS = frozenset(
+    "yesterday today tonight tomorrow recently lately ago anniversary birthday weekend "
+    "christmas thanksgiving halloween easter summer winter spring autumn january february "
+    "march april june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday".split()
+)
+_TIME_PREFIX = frozenset("last next this that since".split())
+_TIME_UNITS = frozenset(
+    "night week weekend month year time morning evening monday tuesday wednesday thursday "
+    "friday saturday sunday summer winter spring fall".split()
+)
+
+
+def _forms(spec: str) -> frozenset[str]:
+    """``"visit:ed,ing adopt:ed"`` -> the words ``visit visited visiting adopt adopted``."""
+    out: set[str] = set()
+    for entry in spec.split():
+        stem, _, ends = entry.partition(":")
+        out.add(stem)
+        out.update(stem + e for e in ends.split(",") if e)
+    return frozenset(out)
+
+
+_EVENT_WORDS = _forms(
+    "went gone visit:ed,ing,s bought buy:ing adopt:ed,ing,ion start:ed,ing,s began begun "
+    "join:ed,ing,s moved moving married marry wedding got made took taken finish:ed,ing "
+    "graduated graduating graduation painted painting ran running attend:ed,ing celebrate:d "
+    "celebrating receive:d received receiving won lost learn:ed,ing,t wrote writing reading "
+    "play:ed,ing,s travel:ed,led,ing,ling trip met meeting saw watch:ed,ing cook:ed,ing baked "
+    "baking hiked hiking camped camping volunteer:ed,ing studied studying born sold signed "
+    "applied hired quit retired fell broke injured injury love:s,d loving liked likes "
+    "enjoy:ed,s,ing prefer:s,red hate:s,d favorite favourite plan:s,ned,ning decided deciding "
+    "dream goal keen interested allergic own:ed,s named called gave given created built "
+    "passed researching pursue:d pursuing taught teaching raised donated bake"
+)
+_EVENT_PAIRS = frozenset(
+    "going to|works as|worked as|work as|works at|worked at|live in|lives in|lived in|"
+    "living in|signed up|working on|working at".split("|")
+)
+_FIRST_PERSON_WORDS = frozenset("i i'm i've i'd i'll my me".split())
+_ANAPHORIC_WORDS = frozenset(
+    "it it's its that that's this these those there there's which they".split()
+)
+_REACTION = re.compile(
+    r"\b(?:sounds? (?:great|good|fun|awesome|amazing|lovely|wonderful|cool|like (?:a|an|so|you))|"
+    r"looks? (?:great|amazing|awesome|lovely|so|really)|(?:so|really|very) (?:cool|sweet|kind|"
+    r"proud of you|happy for you|glad)|proud of you|happy for you|glad (?:to hear|you|that)|"
+    r"good for you|can't wait|wish(?:ing)? you|keep (?:it up|up the)|you got this|"
+    r"you're (?:so|doing|"
+    r"such|an?|the) |you (?:look|both look|all look)|your (?:kind words|words|support)|"
+    r"mean(?:s)? (?:a lot|so much)|that's (?:great|awesome|amazing|cool|so|really|wonderful|"
+    r"fantastic|lovely|sweet|true|right|nice|gorgeous|beautiful)|what an? |love (?:that|it|this|"
+    r"the)\b|i (?:totally |100% )?agree)"
+)
+_BOILERPLATE = re.compile(
+    r"\b(?:happy to help|hope (?:this|that|it) helps|let me know|feel free|"
+    r"here (?:are|is|'s) (?:a|an|"
+    r"some|the|my)|i'd be (?:happy|glad)|great question|i can help|i'm here to|as an ai|"
+    r"i'm (?:happy|glad) to|you're welcome|don't hesitate|keep in mind|remember to|make sure|"
+    r"it's (?:important|essential|crucial|worth) to|consider|for example|such as)\b"
+)
+_STOP = frozenset(
+    "a an the and or but so yet if then than that this these those there here it its it's is am "
+    "are was were be been being do does did done have has had having i i'm i've i'd i'll me my "
+    "mine myself you you're you've you'll you'd your yours yourself we we're we've our us they "
+    "they're their them he she his her him to of in on at by for with about as from into over "
+    "up down out off just really so very too also still even only much many more most some any "
+    "all not no yes can could would should will shall may might must like get got what who how "
+    "when where why which thing things stuff lot lots kind kinda gonna wanna gotta oh wow "
+    "yeah".split()
+)
+
+# -- rewriting -------------------------------------------------------------------------------
+
+_ADVERB = (
+    r"really|also|just|still|actually|always|never|usually|totally|definitely|recently|finally|"
+    r"often|sometimes|now|even|only|mostly|generally|personally|already|truly|absolutely|"
+    r"honestly|sometimes|currently|seriously|genuinely|especially|normally|typically"
+)
+_PRONOUN = re.compile(
+    r"\b(?:(?P<other>I'm|I am|I've|I have|I'd|I'll|I will|I was|i'm|i've|i'd|i'll|"
+    r"[Yy]ou're|[Yy]ou are|[Yy]ou've|[Yy]ou have|[Yy]ou'll|[Yy]ou will|[Yy]ou'd|[Yy]ou were|"
+    r"[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Yy]our|[Yy]ours|[Yy]ourself|[Yy]ourselves)\b(?![-'])"
+    r"|(?P<subj>I|i|you|You)(?![.'\w]|,? [A-Z][a-z])(?P<rest>(?:\s+(?:" + _ADVERB + r"))?\s+"
+    r"(?P<verb>(?!(?:me|my|mine|myself|you|your|yours|yourself)\b)[a-z]+(?:n't)?)\b)?)"
+)
+_OTHER_FORMS = {
+    "i'm": "{s} is", "i am": "{s} is", "i've": "{s} has", "i have": "{s} has",
+    "i'd": "{s} would", "i'll": "{s} will", "i will": "{s} will", "i was": "{s} was",
+    "you're": "{a} is", "you are": "{a} is", "you've": "{a} has", "you have": "{a} has",
+    "you'll": "{a} will", "you will": "{a} will", "you'd": "{a} would", "you were": "{a} was",
+    "me": "{s}", "my": "{s}'s", "mine": "{s}'s", "myself": "themself",
+    "your": "{a}'s", "yours": "{a}'s", "yourself": "themself", "yourselves": "themselves",
+}
+_IRREGULAR = {"am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes",
+              "don't": "doesn't", "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't"}
+_BASE_VERBS = frozenset(
+    "love like enjoy want need hope plan think feel know believe prefer hate miss wish work live "
+    "play paint run write cook bake swim hike travel study teach learn keep try stay spend "
+    "find make take get give see watch listen help use care remember forget mean agree tend "
+    "practice volunteer own collect visit go come say tell ask look seem appreciate adore "
+    "admire value cherish struggle worry wonder dream aim intend expect guess suppose "
+    "understand usually enjoy draw sing dance garden write design build code teach lead "
+    "attend join host organize support raise train coach mentor believe follow".split()
+)
+_PAST_LEAD = re.compile(
+    r"^(?:(?:just|finally|recently|also|actually|already|really)\s+)?(?:went|got|made|took|had|did|saw|"
+    r"met|ran|bought|found|started|finished|visited|joined|adopted|signed|tried|decided|learned|"
+    r"painted|attended|spent|moved|received|won|lost|gave|came|left|wrote|read|baked|cooked|"
+    r"hiked|watched|played|picked|booked|tried|ordered|built|created|launched|completed)\b"
+)
+_ING_LEAD = re.compile(
+    r"^(?:(?:just|still|also|really|currently)\s+)?(?:gonna|going to|planning|hoping|trying|"
+    r"thinking|looking|working|heading|getting|researching|learning|starting|considering|"
+    r"volunteering|training|preparing|saving|feeling|loving|enjoying)\b"
+)
+# "Taking care of ourselves is vital": a gerund subject, not a dropped "I'm"
+_HEAD_END = re.compile(r"[,;\u2013\u2014]| - ")
+_FINITE = re.compile(r"\b(?:is|are|was|were|makes|helps|means|gives|brings|has been|can|will)\b")
+_LOWER_AFTER_ANCHOR = frozenset(
+    "the a an it it's its this that these those there there's we we're our they they're their "
+    "he she his her some all both each every everyone everybody everything someone somebody "
+    "something nothing nobody one many most now here here's since when while after before "
+    "because although though once by until if as being having last next".split()
+)
+
+
+class Candidate(NamedTuple):
+    """One clause of a turn: where it is, what it says, and its score."""
+
+    position: int  # order in the turn (0-based)
+    text: str  # the cleaned clause, as spoken
+    score: float
+
+
+def _clean(text: str) -> list[str]:
+    """Lines of plain text: code, Markdown, tables and BEAM markers removed."""
+    text = text.translate(_QUOTES)
+    if "->->" in text:
+        text = _BEAM_MARKER.sub(" ", text)
+    if "```" in text:
+        text = _FENCE.sub("\n", text)
+    if "\n" in text or text[:1] in "#>-*+\u20220123456789":
+        text = _MD_LINE_PREFIX.sub("", text)
+    if "](" in text:
+        text = _MD_LINK.sub(r"\1", text)
+    if "http" in text:
+        text = _URL.sub("", text)
+    # emphasis and inline code: plain replacements (a regex here costs a quarter of the parse)
+    for mark in ("**", "*", "`", "~~"):
+        if mark in text:
+            text = text.replace(mark, "")
+    out = []
+    for line in text.split("\n"):
+        s = " ".join(line.split())
+        if s and not s.startswith("|"):
+            out.append(s)
+    return out
+
+
+def _sentences(line: str) -> Iterator[str]:
+    parts = _SENT_END.split(line)
+    buf = ""
+    for p in parts:
+        buf = f"{buf} {p}" if buf else p
+        if buf.endswith(".") and _ABBREV.search(buf, max(0, len(buf) - 8)):
+            continue
+        yield buf
+        buf = ""
+    if buf:
+        yield buf
+
+
+def _clauses(sentence: str) -> list[str]:
+    if not _SEPARATOR.search(sentence):
+        return [sentence]
+    pieces = _CLAUSE_SPLIT.split(sentence)
+    if len(pieces) == 1:
+        return pieces
+    # Join a piece back to the one before when that one is no clause of its own: too short
+    # ("My kids and I ...", "Last Friday, I ...") or a subordinate clause ("since we met, I ...").
+    out: list[str] = []
+    pos = out_start = 0
+    for p in pieces:
+        start = sentence.find(p, pos)
+        if out and (len(out[-1].split()) < 3 or _SUBORDINATE_START.match(_LEAD.sub("", out[-1]))):
+            out[-1] = sentence[out_start:start + len(p)]
+        else:
+            out.append(p)
+            out_start = start
+        pos = start + len(p)
+    return out
+
+
+def _tidy(clause: str, names: tuple[str, ...]) -> str:
+    """Remove leading interjections, vocatives and conjunctions; strip end punctuation.
+
+    Thanks and congratulations with their object ("Congrats on wrapping up ...") are no
+    fact: they give ``""``.
+    """
+    c = clause.strip().strip("\"'")
+    if _THANKS.match(c):
+        return ""
+    for _ in range(3):
+        before = c
+        c = _LEAD.sub("", c)
+        m = _LEAD_NAME.match(c)
+        if m:
+            word = m.group(0).rstrip(",!. ")
+            if word in names or _is_nickname(word, names):
+                c = c[m.end():]
+        if c == before:
+            break
+    cut = c.rfind(", ")
+    if cut >= 0:  # a vocative at the end: "..., Mel!"
+        tail = c[cut + 2:].rstrip(".! ")
+        if tail.isalpha() and tail[:1].isupper() and (tail in names or _is_nickname(tail, names)):
+            c = c[:cut]
+    return c.strip().rstrip(".!,;:- ").strip()
+
+
+def _is_nickname(word: str, names: tuple[str, ...]) -> bool:
+    return len(word) >= 3 and any(n.startswith(word) for n in names)
+
+
+_PAIR_FIRST = frozenset(p.split()[0] for p in _EVENT_PAIRS)
+_TIME_PAIRS = frozenset(f"{p} {u}" for p in _TIME_PREFIX for u in _TIME_UNITS)
+_CAPS = re.compile(r"(?<=\s)[A-Z][A-Za-z0-9]")
+_HAS_DIGIT = re.compile(r"\d")
+_DIGIT_WORD = re.compile(r"(?<![\w'])\d")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_MAY_DAY = re.compile(r"\bmay \d")
+
+
+def score_clause(clause: str) -> float:
+    """The information score of one cleaned clause (the formula in the module docstring)."""
+    return _score(clause, _words(clause.lower()))
+
+
+def _score(clause: str, words: list[str]) -> float:
+    return round(_base_score(clause, words) - _penalties(clause), 6)
+
+
+def _base_score(clause: str, low: list[str]) -> float:
+    """The score without the phrase penalties (an upper bound of the score).
+
+    ``low`` holds the clause's words in lower case (:func:`_words`).
+    """
+    # Set operations keep the per-word work in C: numbers and events count distinct words.
+    n = len(low)
+    toks = set(low)
+    content = n - sum(map(_STOP.__contains__, low))
+    caps = len(_CAPS.findall(clause))
+    numbers = len(toks & _NUMBER_WORDS)
+    if _HAS_DIGIT.search(clause):
+        numbers += len(_DIGIT_WORD.findall(clause))
+    events = len(toks & _EVENT_WORDS)
+    time = not toks.isdisjoint(_TIME_WORDS)
+    pair_events = not toks.isdisjoint(_PAIR_FIRST)
+    pair_time = not time and not toks.isdisjoint(_TIME_PREFIX) and not toks.isdisjoint(_TIME_UNITS)
+    if pair_events or pair_time:
+        pairs = set(map(" ".join, zip(low, low[1:], strict=False)))
+        events += len(pairs & _EVENT_PAIRS)
+        time = time or not pairs.isdisjoint(_TIME_PAIRS)
+    if not time and numbers:
+        time = _YEAR.search(clause) is not None or (
+            "may" in toks and _MAY_DAY.search(clause.lower()) is not None
+        )
+    s = 1.0 * min(caps, 3) + 1.0 * min(numbers, 2) + 0.75 * min(events, 2)
+    s += 0.15 * min(content, 12)
+    if time:
+        s += 1.0
+    if not toks.isdisjoint(_FIRST_PERSON_WORDS):
+        s += 0.5
+    if n and low[0] in _ANAPHORIC_WORDS:
+        s -= 0.75
+    if n > LONG_CLAUSE:
+        s -= 0.5
+    return s
+
+
+def _penalties(clause: str) -> float:
+    low = clause.lower()
+    p = 0.0
+    if _REACTION.search(low):
+        p += 1.5
+    if _BOILERPLATE.search(low):
+        p += 2.0
+    return p
+
+
+def candidates(text: str, names: tuple[str, ...] = ()) -> list[Candidate]:
+    """Every clause of a turn that passes the filters, with its score (before selection).
+
+    ``names`` are the speakers' names (so ``"Thanks, Mel!"`` is recognised as a vocative).
+    """
+    return [Candidate(i, c, _score(c, w)) for i, c, w in _clause_iter(text, names)]
+
+
+def _select(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int, str]]:
+    """The ``max_facts`` best clauses scoring at least :data:`MIN_SCORE` (ties: earlier first),
+    as ``(index, clause)`` in the order spoken.
+
+    The same choice as sorting :func:`candidates` by ``(-score, index)``, but the phrase
+    penalties (the costly part of a score) are computed only for clauses whose upper bound
+    (the score without penalties) still competes: a heap holds upper bounds and exact scores,
+    and an exact score at the top is final.
+    """
+    heap: list[tuple[float, int, bool, str, float]] = []
+    for i, c, w in _clause_iter(text, names):
+        base = _base_score(c, w)
+        bound = round(base, 6)
+        if bound >= MIN_SCORE:
+            heap.append((-bound, i, False, c, base))
+    heapq.heapify(heap)
+    chosen: list[tuple[int, str]] = []
+    while heap and len(chosen) < max_facts:
+        neg, i, exact, c, base = heapq.heappop(heap)
+        if -neg < MIN_SCORE:
+            break
+        if exact:
+            chosen.append((i, c))
+        else:
+            heapq.heappush(heap, (-round(base - _penalties(c), 6), i, True, c, base))
+    chosen.sort()
+    return chosen
+
+
+def _clause_iter(text: str, names: tuple[str, ...]) -> Iterator[tuple[int, str, list[str]]]:
+    seen: set[str] = set()
+    index = 0
+    for line in _clean(text):
+        for sent in _sentences(line):
+            if sent.rstrip("\"') ").endswith("?"):
+                continue
+            for raw in _clauses(sent):
+                c = _tidy(raw, names)
+                if not c:
+                    continue
+                low = c.lower()
+                words = _words(low)
+                if len(words) < 3 and not any(ch.isdigit() for ch in c):
+                    continue
+                if _QUESTION_START.match(low) or _CLOSING.match(low) or low in seen:
+                    continue
+                seen.add(low)
+                yield index, c, words
+                index += 1
+
+
+def _inflect(verb: str) -> str:
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    if verb not in _BASE_VERBS:
+        return verb
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+_SUBORDINATOR_BEFORE = re.compile(
+    r"(?:^|\b(?:that|when|if|because|since|as|while|so|but|although|though|until|before|after|"
+    r"where|now|cause|'cause)\s+)$",
+    re.I,
+)
+
+
+def resolve_person(clause: str, speaker: str, addressee: str | None) -> str:
+    """First person -> ``speaker``, second person -> ``addressee`` (left as is when unknown)."""
+
+    def sub(m: re.Match[str]) -> str:
+        other = m.group("other")
+        if other is not None:
+            key = _SPACES.sub(" ", other.lower())
+            form = _OTHER_FORMS[key]
+            if "{a}" in form and addressee is None:
+                return other
+            return form.format(s=speaker, a=addressee)
+        subj = m.group("subj")
+        first = subj in ("I", "i")
+        name = speaker if first else addressee
+        if name is None:
+            return m.group(0)
+        rest = m.group("rest") or ""
+        verb = m.group("verb")
+        if verb and (first or _SUBORDINATOR_BEFORE.search(m.string, 0, m.start())):
+            # "I" is always a subject, "you" where a clause starts: make the verb agree
+            rest = rest[: len(rest) - len(verb)] + _inflect(verb)
+        return name + rest
+
+    return _PRONOUN.sub(sub, clause)
+
+
+def _restore_subject(clause: str, speaker: str) -> str:
+    low = clause.lower()
+    head = _HEAD_END.split(low, maxsplit=1)[0]  # up to the first comma or dash
+    if _ING_LEAD.match(low) and not _FINITE.search(head):
+        return f"{speaker} is {clause[0].lower()}{clause[1:]}"
+    if _PAST_LEAD.match(low):
+        return f"{speaker} {clause[0].lower()}{clause[1:]}"
+    if low.startswith("been "):
+        return f"{speaker} has {clause}"
+    return clause
+
+
+def _keeps_capital(word: str, names: tuple[str, ...], text: str) -> bool:
+    """Whether a clause's first word keeps its capital after the date anchor.
+
+    Only common words lose it (function words, ``-ing`` and ``-ly`` words), unless the turn
+    also writes them capitalised mid-sentence (a name such as "Reading" the town); names,
+    titles and acronyms keep it.
+    """
+    core = word.split("'", 1)[0].strip(",.;:!\"")
+    if not core[:1].isupper() or core in names or (len(core) > 1 and core.isupper()):
+        return True
+    low = core.lower()
+    if not (low in _STOP or low in _LOWER_AFTER_ANCHOR or low.endswith(("ing", "ly"))):
+        return True
+    return re.search(r"[a-z,;:]\s+" + re.escape(core) + r"\b", text) is not None
+
+
+def rewrite(
+    clause: str,
+    speaker: str,
+    addressee: str | None,
+    when: date | None,
+    *,
+    names: tuple[str, ...] = (),
+    text: str = "",
+) -> str:
+    """A selected clause as a stand-alone fact: persons resolved, anchored in time.
+
+    ``names`` (the speakers) and ``text`` (the whole turn) decide whether the clause's first
+    word keeps its capital after the anchor ("On 8 May 2023, last Friday ...").
+    """
+    fact = _restore_subject(clause, speaker)
+    fact = resolve_person(fact, speaker, addressee)
+    anchor = anchor_text(when)
+    if anchor:
+        first = fact.split(" ", 1)[0]
+        if not _keeps_capital(first, (speaker, *(n for n in (addressee, *names) if n)), text):
+            fact = fact[0].lower() + fact[1:]
+        fact = f"On {anchor}, {fact}"
+    elif fact[:1].islower():
+        fact = fact[0].upper() + fact[1:]
+    return fact + "."
+
+
+def extract_facts(
+    text: str,
+    speaker: str,
+    addressee: str | None = None,
+    when: date | None = None,
+    max_facts: int = 5,
+    *,
+    names: tuple[str, ...] = (),
+) -> list[str]:
+    """At most ``max_facts`` facts from one turn, in the order spoken.
+
+    >>> from datetime import date
+    >>> extract_facts("I went to a LGBTQ support group yesterday and it was so powerful.",
+    ...               "Caroline", "Melanie", date(2023, 5, 8), 1)
+    ['On 8 May 2023, Caroline went to a LGBTQ support group yesterday and it was so powerful.']
+    >>> extract_facts("Hey Mel! Good to see you! How have you been?", "Caroline", "Melanie")
+    []
+    """
+    if max_facts < 1:
+        raise TiapError(f"max_facts must be at least 1, got {max_facts}")
+    known = tuple(n for n in (speaker, addressee, *names) if n)
+    out: list[str] = []
+    for _, clause in _select(text, known, max_facts):
+        fact = rewrite(clause, speaker, addressee, when, names=known, text=text)
+        if fact not in out:
+            out.append(fact)
+    return out
+
+
+class HeuristicParser(Parser):
+    """Extractive facts, at most ``max_facts`` per turn (see the module docstring)."""
+
+    derived_kinds = (FACT_KIND,)
+    parallel = True
+
+    def __init__(self, max_facts: int) -> None:
+        self.max_facts = max_facts
+
+    def derive(self, bundle: Bundle) -> Iterator[Item]:
+        names = tuple(bundle.collection.speakers)
+        for ctx in turn_contexts(bundle):
+            facts = extract_facts(ctx.turn.text, ctx.speaker, ctx.addressee, ctx.date,
+                                  self.max_facts, names=names)
+            uid = ctx.turn.unit_id
+            for j, fact in enumerate(facts, start=1):
+                yield Item(f"{uid}#f{j}", FACT_KIND, (uid,), text=fact,
+                           collection=ctx.turn.collection_id)
+
+
+@register_parser("heuristic")
+def heuristic(max_facts: int = 5) -> HeuristicParser:
+    """Deterministic extractive facts: at most ``max_facts`` per turn (densities 1, 5, 8)."""
+    if not isinstance(max_facts, int) or isinstance(max_facts, bool) or max_facts < 1:
+        raise TiapError(f"--max-facts must be a whole number of at least 1, got {max_facts!r}")
+    return HeuristicParser(max_facts)

@@ -1,0 +1,512 @@
+"""The ``llm`` parser: facts from any OpenAI-compatible chat-completions endpoint.
+
+For each turn the model gets the speakers' names, the session date, a few preceding turns
+of the session (to resolve references) and the turn itself, and is asked for a JSON list of
+at most ``max_facts`` self-contained facts (:data:`SYSTEM_PROMPT`, version
+:data:`PROMPT_VERSION`). Works with Ollama (``http://127.0.0.1:11434/v1``), vLLM, llama.cpp's
+server and hosted APIs: ``POST {base_url}/chat/completions``.
+
+- **Output checking**: the reply must be a JSON list of strings (``{"facts": [...]}`` and a
+  fenced code block are accepted too); facts beyond ``max_facts`` are dropped (counted). An
+  invalid reply is asked again (``json_retries`` times, telling the model what was wrong);
+  then the turn yields no fact and is counted as ``turns_invalid``.
+- **Retries**: HTTP 429 and 5xx, timeouts and connection errors are retried with exponential
+  backoff (``backoff * 2**attempt`` seconds, at most 30, or the server's ``Retry-After``),
+  up to ``max_retries`` times; then the build stops with an error (nothing is written, and
+  the cache keeps every finished turn). Other 4xx answers (a wrong model name, a missing
+  key) stop the build at once.
+- **Concurrency**: up to ``concurrency`` requests in flight (threads); the facts are put
+  back in turn order, so the store does not depend on which reply came first.
+- **Cache**: every finished turn is committed to an SQLite database in WAL mode (``cache``;
+  default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the model, the
+  prompt version, the seed, the temperature and the full messages (which hold the turn's
+  text, its context, the speakers and the date). A build that is interrupted and run again
+  asks the endpoint only for the turns it had not finished.
+- **Key**: read from the environment variable named by ``api_key_env`` (``OPENAI_API_KEY``
+  by default) and sent as a bearer token when set; it is never written anywhere (the
+  manifest records the variable's name only).
+
+Needs the ``llm`` extra (``httpx``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.base import Bundle
+from tiap.errors import Problem, TiapError, require
+from tiap.memory.dates import anchor_text
+from tiap.memory.parsers import (
+    FACT_KIND,
+    Parser,
+    TurnContext,
+    display_name,
+    register_parser,
+    turn_contexts,
+)
+from tiap.memory.store import Item
+
+__all__ = [
+    "PROMPT_VERSION", "SYSTEM_PROMPT", "LlmCache", "LlmParser", "build_messages", "llm",
+    "parse_facts",
+]
+
+PROMPT_VERSION = "tiap-facts-v1"
+
+SYSTEM_PROMPT = """\
+You extract long-term memory facts from one turn of a conversation.
+Write each fact as one short, self-contained sentence in the third person: name the speaker \
+instead of "I", "me" or "my", and the other speaker instead of "you" or "your". Keep names, \
+places, numbers and dates exactly as stated; when the turn uses a relative time such as \
+"yesterday" or "last week", keep it and add the session date ("On 8 May 2023, ...").
+Extract only what this turn states. The preceding turns are context for resolving \
+references; do not extract facts from them.
+Skip greetings, thanks, small talk, questions and generic advice. If the turn states \
+nothing worth remembering, return [].
+Reply with a JSON list of at most {max_facts} strings and nothing else."""
+
+RETRY_PROMPT = ("Your reply was not usable ({reason}). Reply with only a JSON list of at most "
+                "{max_facts} strings, for example [\"Caroline adopted a dog.\"], or [].")
+
+MAX_BACKOFF = 30.0
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit].rstrip() + " [...]"
+
+
+def build_messages(
+    ctx: TurnContext,
+    max_facts: int,
+    *,
+    context_chars: int = 400,
+    max_turn_chars: int = 6000,
+) -> list[dict[str, str]]:
+    """The chat messages asking for the facts of one turn."""
+    who = _label(ctx.speaker)
+    lines = []
+    anchor = anchor_text(ctx.date)
+    lines.append(f"Session date: {anchor}" if anchor else "Session date: unknown")
+    speakers = f"{who} (speaking now)"
+    if ctx.addressee:
+        speakers += f", {_label(ctx.addressee)}"
+    lines.append(f"Speakers: {speakers}")
+    if ctx.previous:
+        lines.append("")
+        lines.append("Preceding turns (context only):")
+        for t in ctx.previous:
+            lines.append(f"{_label(display_name(t.speaker))}: {_clip(t.text, context_chars)}")
+    lines.append("")
+    lines.append("Turn to extract facts from:")
+    lines.append(f"{who}: {_clip(ctx.turn.text, max_turn_chars)}")
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT.format(max_facts=max_facts)},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
+
+
+def _label(name: str | None) -> str:
+    if not name:
+        return "?"
+    return name[0].upper() + name[1:]
+
+
+def parse_facts(content: str, max_facts: int) -> tuple[list[str], int]:
+    """The facts in a model reply and how many were dropped beyond ``max_facts``.
+
+    Accepts a JSON list of strings, ``{"facts": [...]}`` (or ``memories``), a list of
+    objects with a ``fact``/``text``/``content`` field, and any of those inside a fenced
+    code block. Anything else raises ``ValueError`` naming the problem.
+    """
+    text = content.strip()
+    m = _FENCE.search(text)
+    if m:
+        text = m.group(1).strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("["), text.rfind("]")
+        if start < 0 or end <= start:
+            raise ValueError("the reply is not JSON") from None
+        try:
+            value = json.loads(text[start:end + 1])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
+    if isinstance(value, dict):
+        for key in ("facts", "memories", "items"):
+            if isinstance(value.get(key), list):
+                value = value[key]
+                break
+        else:
+            raise ValueError("the reply is a JSON object without a 'facts' list")
+    if not isinstance(value, list):
+        raise ValueError(f"the reply is JSON {type(value).__name__}, not a list")
+    facts: list[str] = []
+    for v in value:
+        if isinstance(v, dict):
+            v = next((v[k] for k in ("fact", "text", "content") if isinstance(v.get(k), str)), None)
+        if not isinstance(v, str):
+            raise ValueError("the list holds something other than strings")
+        s = " ".join(v.split())
+        if s and s not in facts:
+            facts.append(s)
+    dropped = max(0, len(facts) - max_facts)
+    return facts[:max_facts], dropped
+
+
+# -- cache -------------------------------------------------------------------------------
+
+
+class LlmCache:
+    """Finished turns in SQLite (WAL mode): ``key -> (status, facts)``; one commit per turn.
+
+    Used from one thread only (the builder's); the HTTP calls run in worker threads.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                "prompt_version TEXT NOT NULL, unit_id TEXT, status TEXT NOT NULL, "
+                "facts TEXT NOT NULL, detail TEXT, created TEXT NOT NULL)"
+            )
+            self.db.commit()
+        except sqlite3.Error as exc:
+            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from exc
+
+    def get(self, key: str) -> tuple[str, list[str]] | None:
+        row = self.db.execute("SELECT status, facts FROM facts WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (row[0], json.loads(row[1]))
+
+    def put(self, key: str, *, model: str, unit_id: str, status: str, facts: list[str],
+            detail: str | None = None) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, model, PROMPT_VERSION, unit_id, status, json.dumps(facts, ensure_ascii=False),
+             detail, datetime.now(UTC).isoformat(timespec="seconds")),
+        )
+        self.db.commit()
+
+    def __len__(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM facts").fetchone()[0])
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def default_cache_path() -> Path:
+    from tiap.datasets.files import default_cache_dir
+
+    return default_cache_dir() / "llm" / "parser-cache.sqlite"
+
+
+# -- the parser ------------------------------------------------------------------------
+
+
+@dataclass
+class _TurnResult:
+    facts: list[str]
+    status: str  # "ok" or "invalid"
+    detail: str | None = None
+    requests: int = 0
+    http_retries: int = 0
+    json_retries: int = 0
+    dropped: int = 0
+
+
+class _Unavailable(Exception):
+    """The endpoint failed for good (retries exhausted or a non-retryable answer)."""
+
+
+@dataclass
+class _Stats:
+    turns: int = 0
+    cache_hits: int = 0
+    requests: int = 0
+    http_retries: int = 0
+    json_retries: int = 0
+    turns_invalid: int = 0
+    facts_dropped_over_cap: int = 0
+
+
+class LlmParser(Parser):
+    """Facts from an OpenAI-compatible chat endpoint (see the module docstring)."""
+
+    derived_kinds = (FACT_KIND,)
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        max_facts: int,
+        api_key_env: str,
+        temperature: float,
+        seed: int | None,
+        timeout: float,
+        max_retries: int,
+        json_retries: int,
+        backoff: float,
+        concurrency: int,
+        context_turns: int,
+        context_chars: int,
+        max_turn_chars: int,
+        cache: str | Path | None,
+    ) -> None:
+        self.httpx = require("httpx", "llm")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.max_facts = max_facts
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.seed = seed
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.json_retries = json_retries
+        self.backoff = backoff
+        self.concurrency = concurrency
+        self.context_turns = context_turns
+        self.context_chars = context_chars
+        self.max_turn_chars = max_turn_chars
+        self.cache_path = Path(cache) if cache is not None else default_cache_path()
+        self._cache: LlmCache | None = None
+        self._client: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._stop = threading.Event()
+        self.s = _Stats()
+
+    # -- resources ----------------------------------------------------------------------
+    def _open(self) -> None:
+        if self._client is not None:
+            return
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = self.httpx.Client(timeout=self.timeout, headers=headers)
+        self._cache = LlmCache(self.cache_path)
+        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="tiap-llm")
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    def versions(self) -> dict[str, str]:
+        return {"httpx": getattr(self.httpx, "__version__", "unknown")}
+
+    # -- one request ----------------------------------------------------------------------
+    def key(self, messages: list[dict[str, str]]) -> str:
+        blob = json.dumps(
+            {"model": self.model, "prompt_version": PROMPT_VERSION, "seed": self.seed,
+             "temperature": self.temperature, "messages": messages},
+            sort_keys=True, ensure_ascii=False,
+        )
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages,
+                                "temperature": self.temperature}
+        if self.seed is not None:
+            body["seed"] = self.seed
+        return body
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        delay = self.backoff * (2 ** attempt)
+        if retry_after:
+            try:
+                delay = float(retry_after)
+            except ValueError:
+                pass
+        self._stop.wait(min(MAX_BACKOFF, max(0.0, delay)))
+        if self._stop.is_set():
+            raise _Unavailable("interrupted")
+
+    def _chat(self, messages: list[dict[str, str]], res: _TurnResult) -> str:
+        """One completion's text, retrying 429/5xx/timeouts; raises _Unavailable."""
+        httpx = self.httpx
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if self._stop.is_set():
+                raise _Unavailable("interrupted")
+            if attempt:
+                res.http_retries += 1
+            res.requests += 1
+            retry_after = None
+            try:
+                r = self._client.post(self.url, json=self._payload(messages))
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if r.status_code == 200:
+                    try:
+                        body = r.json()
+                        content = body["choices"][0]["message"]["content"]
+                    except (ValueError, KeyError, IndexError, TypeError):
+                        return "\x00malformed response body"
+                    return content if isinstance(content, str) else json.dumps(content)
+                snippet = " ".join(r.text[:200].split())
+                last = f"HTTP {r.status_code}: {snippet}"
+                if r.status_code != 429 and r.status_code < 500:
+                    hint = ""
+                    if r.status_code in (401, 403):
+                        hint = f" (is ${self.api_key_env} set to a valid key?)"
+                    raise _Unavailable(f"{last}{hint}")
+                retry_after = r.headers.get("retry-after")
+            if attempt < self.max_retries:
+                self._sleep(attempt, retry_after)
+        raise _Unavailable(f"gave up after {self.max_retries + 1} attempts; last: {last}")
+
+    def _turn(self, messages: list[dict[str, str]]) -> _TurnResult:
+        res = _TurnResult([], "ok")
+        convo = list(messages)
+        reason = ""
+        for attempt in range(self.json_retries + 1):
+            if attempt:
+                res.json_retries += 1
+            content = self._chat(convo, res)
+            try:
+                if content.startswith("\x00"):
+                    raise ValueError(content[1:])
+                res.facts, res.dropped = parse_facts(content, self.max_facts)
+                return res
+            except ValueError as exc:
+                reason = str(exc)
+                convo = [*messages, {"role": "assistant", "content": content[:2000]},
+                         {"role": "user", "content": RETRY_PROMPT.format(
+                             reason=reason, max_facts=self.max_facts)}]
+        res.status, res.detail = "invalid", reason
+        return res
+
+    # -- one collection -------------------------------------------------------------------
+    def derive(self, bundle: Bundle) -> Iterator[Item]:
+        self._open()
+        assert self._cache is not None and self._pool is not None
+        ctxs = list(turn_contexts(bundle, self.context_turns))
+        results: dict[int, list[str]] = {}
+        pending: dict[Future[_TurnResult], tuple[int, str, str]] = {}
+        for i, ctx in enumerate(ctxs):
+            messages = build_messages(ctx, self.max_facts, context_chars=self.context_chars,
+                                      max_turn_chars=self.max_turn_chars)
+            key = self.key(messages)
+            hit = self._cache.get(key)
+            self.s.turns += 1
+            if hit is not None:
+                self.s.cache_hits += 1
+                results[i] = hit[1]
+                if hit[0] != "ok":
+                    self.s.turns_invalid += 1
+                continue
+            fut = self._pool.submit(self._turn, messages)
+            pending[fut] = (i, key, ctx.turn.unit_id)
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i, key, uid = pending.pop(fut)
+                    try:
+                        res = fut.result()
+                    except _Unavailable as exc:
+                        raise TiapError(
+                            f"LLM endpoint {self.url} (model {self.model!r}) failed on turn "
+                            f"{uid}: {exc}. Finished turns are cached in {self.cache_path}; "
+                            "run the same command again to resume"
+                        ) from None
+                    self.s.requests += res.requests
+                    self.s.http_retries += res.http_retries
+                    self.s.json_retries += res.json_retries
+                    self.s.facts_dropped_over_cap += res.dropped
+                    if res.status != "ok":
+                        self.s.turns_invalid += 1
+                    self._cache.put(key, model=self.model, unit_id=uid, status=res.status,
+                                    facts=res.facts, detail=res.detail)
+                    results[i] = res.facts
+        except BaseException:
+            self._stop.set()
+            for fut in pending:
+                fut.cancel()
+            raise
+        for i, ctx in enumerate(ctxs):
+            uid = ctx.turn.unit_id
+            for j, fact in enumerate(results[i], start=1):
+                yield Item(f"{uid}#f{j}", FACT_KIND, (uid,), text=fact,
+                           collection=ctx.turn.collection_id)
+
+    def stats(self) -> dict[str, Any]:
+        s = self.s
+        return {
+            "turns": s.turns, "cache_hits": s.cache_hits, "requests": s.requests,
+            "http_retries": s.http_retries, "json_retries": s.json_retries,
+            "turns_invalid": s.turns_invalid, "facts_dropped_over_cap": s.facts_dropped_over_cap,
+            "cache": str(self.cache_path), "prompt_version": PROMPT_VERSION,
+        }
+
+
+@register_parser("llm")
+def llm(
+    base_url: str | None = None,
+    model: str | None = None,
+    max_facts: int = 5,
+    api_key_env: str = "OPENAI_API_KEY",
+    temperature: float = 0.0,
+    seed: int | None = 1337,
+    timeout: float = 60.0,
+    max_retries: int = 5,
+    json_retries: int = 1,
+    backoff: float = 1.0,
+    concurrency: int = 4,
+    context_turns: int = 3,
+    context_chars: int = 400,
+    max_turn_chars: int = 6000,
+    cache: str | None = None,
+) -> LlmParser:
+    """Facts from an OpenAI-compatible endpoint: at most ``max_facts`` per turn."""
+    problems = []
+    if not base_url:
+        problems.append("the llm parser needs --base-url (e.g. http://127.0.0.1:11434/v1)")
+    elif not re.match(r"https?://", base_url):
+        problems.append(f"--base-url must start with http:// or https://, got {base_url!r}")
+    if not model:
+        problems.append("the llm parser needs --model (the endpoint's model name)")
+    if not isinstance(max_facts, int) or isinstance(max_facts, bool) or max_facts < 1:
+        problems.append(f"--max-facts must be a whole number of at least 1, got {max_facts!r}")
+    if concurrency < 1:
+        problems.append(f"--concurrency must be at least 1, got {concurrency}")
+    if max_retries < 0 or json_retries < 0:
+        problems.append("retry counts cannot be negative")
+    if timeout <= 0:
+        problems.append(f"--timeout must be positive, got {timeout}")
+    if problems:
+        raise TiapError(problems=[Problem(p) for p in problems])
+    return LlmParser(
+        base_url=str(base_url), model=str(model), max_facts=max_facts, api_key_env=api_key_env,
+        temperature=temperature, seed=seed, timeout=timeout, max_retries=max_retries,
+        json_retries=json_retries, backoff=backoff, concurrency=concurrency,
+        context_turns=context_turns, context_chars=context_chars,
+        max_turn_chars=max_turn_chars, cache=cache,
+    )

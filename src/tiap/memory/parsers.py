@@ -1,0 +1,198 @@
+"""Parsers: registered factories that derive memories from a dataset's turns.
+
+As in inspect_ai, a parser is made by a *registered factory* whose arguments are recorded:
+:func:`make_parser` binds the arguments given (filling in the defaults), builds the parser
+and attaches a :class:`ParserSpec` (name and every argument), which the store's manifest
+keeps, so any store can be rebuilt from its manifest.
+
+>>> p = make_parser("heuristic", max_facts=5)
+>>> str(p.spec)
+'heuristic(max_facts=5)'
+
+Built-in parsers (their modules register them on first use of the registry):
+
+- ``heuristic`` (:mod:`tiap.memory.heuristic`): deterministic, offline, extractive facts;
+- ``native`` (:mod:`tiap.memory.native`): the derived memories a dataset ships (LoCoMo);
+- ``llm`` (:mod:`tiap.memory.llm`): facts from any OpenAI-compatible chat endpoint.
+
+A parser sees one collection at a time (:meth:`Parser.derive` takes a
+:class:`~tiap.datasets.Bundle`) and yields derived :class:`~tiap.memory.store.Item` records
+whose ``sources`` are the turns' unit ids; the builder adds the raw items.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, TypeVar
+
+from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.records import Turn
+from tiap.errors import TiapError
+from tiap.memory.dates import parse_session_date
+from tiap.memory.store import Item
+
+__all__ = [
+    "FACT_KIND", "Parser", "ParserSpec", "TurnContext", "display_name", "make_parser",
+    "parser_factory", "parser_names", "register_parser", "turn_contexts",
+]
+
+FACT_KIND = "fact"
+ROLES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
+
+_BUILTIN_MODULES = ("tiap.memory.heuristic", "tiap.memory.native", "tiap.memory.llm")
+_REGISTRY: dict[str, Callable[..., Parser]] = {}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ParserSpec:
+    """A parser's registered name and every argument of its factory (defaults included)."""
+
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        return f"{self.name}({inner})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "args": dict(self.args)}
+
+
+class Parser:
+    """Base class of parsers. Subclasses implement :meth:`derive`."""
+
+    spec: ParserSpec = ParserSpec("unnamed")
+    #: the kinds of the derived items this parser writes
+    derived_kinds: tuple[str, ...] = (FACT_KIND,)
+    #: whether collections may be parsed in worker processes (pure, CPU-bound parsers):
+    #: each worker rebuilds the parser from :attr:`spec`
+    parallel: bool = False
+
+    def prepare(self, dataset: Dataset) -> None:
+        """Check, before anything is written, that this parser can run on ``dataset``."""
+
+    def derive(self, bundle: Bundle) -> Iterator[Item]:
+        """The derived items of one collection, in a deterministic order."""
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Called once after the last collection; may raise (e.g. nothing was derived)."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the manifest (e.g. cache hits, invalid model outputs)."""
+        return {}
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the libraries this parser uses (beyond TIAP's usual list)."""
+        return {}
+
+    def close(self) -> None:
+        """Release connections, caches and thread pools."""
+
+
+def register_parser(name: str) -> Callable[[F], F]:
+    """Register a parser factory under ``name`` (a decorator)."""
+
+    def deco(factory: F) -> F:
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def _load_builtins() -> None:
+    for mod in _BUILTIN_MODULES:
+        importlib.import_module(mod)
+
+
+def parser_names() -> list[str]:
+    """Names of the registered parsers."""
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def parser_factory(name: str) -> Callable[..., Parser]:
+    """The factory registered under ``name``; an unknown name is a :class:`TiapError`."""
+    _load_builtins()
+    key = name.strip().lower()
+    if key not in _REGISTRY:
+        raise TiapError(f"unknown parser {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[key]
+
+
+def make_parser(name: str, /, **args: Any) -> Parser:
+    """Build the parser registered under ``name`` and record its arguments in ``spec``.
+
+    Unknown names and arguments the factory does not take are :class:`TiapError`.
+    """
+    factory = parser_factory(name)
+    key = name.strip().lower()
+    sig = inspect.signature(factory)
+    try:
+        bound = sig.bind(**args)
+    except TypeError as exc:
+        takes = ", ".join(sig.parameters) or "no arguments"
+        raise TiapError(f"parser {key!r}: {exc}; it takes: {takes}") from exc
+    bound.apply_defaults()
+    parser = factory(*bound.args, **bound.kwargs)
+    parser.spec = ParserSpec(key, dict(bound.arguments))
+    return parser
+
+
+# -- turn context: who speaks, to whom, when ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """A turn with what a parser needs to write self-contained facts about it."""
+
+    turn: Turn
+    speaker: str  # display name: "Caroline", "the user"
+    addressee: str | None  # the other speaker ("Melanie", "the assistant"), if known
+    date: date | None  # the session's calendar date, if it has one
+    previous: tuple[Turn, ...] = ()  # preceding turns of the same session, oldest first
+
+
+def display_name(speaker: str) -> str:
+    """How a fact names a speaker: LoCoMo names stay; roles become ``the user`` etc."""
+    s = speaker.strip()
+    return f"the {s.lower()}" if s.lower() in ROLES else s
+
+
+def _addressee(speaker: str, speakers: tuple[str, ...]) -> str | None:
+    others = [s for s in dict.fromkeys(speakers) if s != speaker]
+    if speaker in speakers and len(others) == 1:
+        return display_name(others[0])
+    low = speaker.strip().lower()
+    if low in ("user", "human"):
+        return "the assistant"
+    if low in ("assistant", "ai", "bot"):
+        return "the user"
+    return None
+
+
+def turn_contexts(bundle: Bundle, context_turns: int = 0) -> Iterator[TurnContext]:
+    """One :class:`TurnContext` per turn of ``bundle``, in turn order.
+
+    ``context_turns`` preceding turns of the same session are attached as ``previous``.
+    """
+    dates = {s.session_id: parse_session_date(s.date) for s in bundle.sessions}
+    speakers = bundle.collection.speakers
+    names: dict[str, tuple[str, str | None]] = {}
+    window: list[Turn] = []
+    session: str | None = None
+    for t in bundle.turns:
+        if t.session_id != session:
+            session, window = t.session_id, []
+        if t.speaker not in names:
+            names[t.speaker] = (display_name(t.speaker), _addressee(t.speaker, speakers))
+        who, to = names[t.speaker]
+        prev = tuple(window[-context_turns:]) if context_turns > 0 else ()
+        yield TurnContext(t, who, to, dates.get(t.session_id), prev)
+        window.append(t)

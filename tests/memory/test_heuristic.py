@@ -1,0 +1,198 @@
+"""The heuristic parser on known turns: expected facts written by hand."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tiap.datasets import load
+from tiap.errors import TiapError
+from tiap.memory.dates import anchor_text, parse_session_date
+from tiap.memory.heuristic import MIN_SCORE, candidates, extract_facts, resolve_person
+from tiap.memory.parsers import display_name, make_parser, turn_contexts
+
+MAY_8 = date(2023, 5, 8)
+
+
+@pytest.fixture(scope="module")
+def conv26(data_dir: Path):  # type: ignore[no-untyped-def]
+    ds = load("locomo", data_dir)
+    return next(b for b in ds.bundles() if b.collection.collection_id == "conv-26")
+
+
+def facts_of(bundle, unit_id: str, n: int) -> list[str]:  # type: ignore[no-untyped-def]
+    ctx = next(c for c in turn_contexts(bundle) if c.turn.unit_id == unit_id)
+    return extract_facts(ctx.turn.text, ctx.speaker, ctx.addressee, ctx.date, n,
+                         names=bundle.collection.speakers)
+
+
+# -- real LoCoMo turns (conv-26: Caroline and Melanie; session 1 on 8 May 2023) ----------
+
+
+def test_d1_3_support_group(conv26) -> None:  # type: ignore[no-untyped-def]
+    # "I went to a LGBTQ support group yesterday and it was so powerful." (Caroline)
+    # "I" -> Caroline, anchored on the session date; "and it was ..." refers back, so the
+    # sentence stays one clause.
+    assert facts_of(conv26, "conv-26:D1:3", 1) == [
+        "On 8 May 2023, Caroline went to a LGBTQ support group yesterday and it was so powerful."
+    ]
+
+
+def test_d1_11_two_clauses_split_on_spaced_dash(conv26) -> None:  # type: ignore[no-untyped-def]
+    # "I'm keen on counseling or working in mental health - I'd love to support those with
+    # similar issues."  A dash before a new subject ("I'd") splits the sentence.
+    both = [
+        "On 8 May 2023, Caroline is keen on counseling or working in mental health.",
+        "On 8 May 2023, Caroline would love to support those with similar issues.",
+    ]
+    assert facts_of(conv26, "conv-26:D1:11", 5) == both
+    # density 1 keeps the better clause: "keen on" (preference) + "counseling ... mental
+    # health" (content words) outscores the second one
+    assert facts_of(conv26, "conv-26:D1:11", 1) == both[:1]
+
+
+def test_d1_14_interjection_and_filler_dropped(conv26) -> None:  # type: ignore[no-untyped-def]
+    # "Yeah, I painted that lake sunrise last year! It's special to me." (Melanie)
+    # "Yeah," is removed; "It's special to me" refers back and carries little: no fact.
+    assert facts_of(conv26, "conv-26:D1:14", 8) == [
+        "On 8 May 2023, Melanie painted that lake sunrise last year."
+    ]
+
+
+def test_greetings_and_questions_yield_nothing(conv26) -> None:  # type: ignore[no-untyped-def]
+    # D1:1 "Hey Mel! Good to see you! How have you been?"
+    # D1:4 "Wow, that's cool, Caroline! What happened that was so awesome? Did you hear ...?"
+    # D1:13 "Thanks, Melanie! That's really sweet. Is this your own painting?"
+    for uid in ("conv-26:D1:1", "conv-26:D1:4", "conv-26:D1:13"):
+        assert facts_of(conv26, uid, 8) == [], uid
+
+
+def test_d3_13_numbers_and_possessives(conv26) -> None:  # type: ignore[no-untyped-def]
+    # session 3 is on 9 June 2023; "my home country" -> "Caroline's home country"
+    facts = facts_of(conv26, "conv-26:D3:13", 5)
+    assert ("On 9 June 2023, Caroline has known these friends for 4 years, since Caroline "
+            "moved from Caroline's home country.") in facts
+
+
+def test_d4_13_density_one_picks_the_event(conv26) -> None:  # type: ignore[no-untyped-def]
+    # "... Last Friday, I went to an LGBTQ+ counseling workshop and it was really
+    # enlightening. ..." (session 4 on 27 June 2023): a time expression, a name (LGBTQ+),
+    # an event verb: the best clause of the turn; "Last" loses its capital after the anchor.
+    assert facts_of(conv26, "conv-26:D4:13", 1) == [
+        "On 27 June 2023, last Friday, Caroline went to an LGBTQ+ counseling workshop and "
+        "it was really enlightening."
+    ]
+
+
+def test_every_fact_of_conv26_is_anchored_and_names_no_first_person(conv26) -> None:  # type: ignore[no-untyped-def]
+    for ctx in turn_contexts(conv26):
+        for f in extract_facts(ctx.turn.text, ctx.speaker, ctx.addressee, ctx.date, 8,
+                               names=conv26.collection.speakers):
+            assert f.startswith("On ") and f.endswith("."), f
+            assert " I " not in f and not f.split(", ", 1)[1].startswith("I "), f
+            assert " my " not in f.lower(), f
+
+
+# -- inline turns ---------------------------------------------------------------------------
+
+
+def test_roles_become_the_user_and_the_assistant() -> None:
+    # LongMemEval / BEAM: roles, not names
+    assert display_name("user") == "the user"
+    when = parse_session_date("2023/05/20 (Sat) 00:31")
+    assert extract_facts(
+        "I adopted a beagle named Max in March 2023. Can you suggest dog food?",
+        "the user", "the assistant", when, 5,
+    ) == ["On 20 May 2023, the user adopted a beagle named Max in March 2023."]
+    # second person resolves to the other role, and the verb agrees with "the assistant"
+    assert extract_facts("I think you would love hiking in Yosemite.", "the assistant",
+                         "the user", when, 5) == [
+        "On 20 May 2023, the assistant thinks the user would love hiking in Yosemite."
+    ]
+
+
+def test_no_date_no_anchor() -> None:
+    assert extract_facts("I moved to Sweden in 2019.", "Caroline", "Melanie", None, 5) == [
+        "Caroline moved to Sweden in 2019."
+    ]
+
+
+def test_beam_markers_markdown_and_code_are_removed() -> None:
+    when = parse_session_date("March-15-2024")
+    text = ("I'm building a **budget tracker** with Flask. ->-> 1,1\n"
+            "```python\nprint('I love pizza so much more than anything')\n```\n")
+    assert extract_facts(text, "the user", "the assistant", when, 5) == [
+        "On 15 March 2024, the user is building a budget tracker with Flask."
+    ]
+
+
+def test_density_caps_and_order() -> None:
+    text = ("I visited Paris in 2019. I adopted a dog named Rex in 2020. I started a job at "
+            "Google in March. My sister Anna married Tom last June. I ran the Boston "
+            "Marathon in April. I bought a Tesla last week. I moved to Denver in 2021. "
+            "I learned Spanish in Madrid. I joined a choir called Harmony yesterday. "
+            "My brother Ben graduated from MIT in May 2022.")
+    d1 = extract_facts(text, "Caroline", "Melanie", MAY_8, 1)
+    d5 = extract_facts(text, "Caroline", "Melanie", MAY_8, 5)
+    d8 = extract_facts(text, "Caroline", "Melanie", MAY_8, 8)
+    assert (len(d1), len(d5), len(d8)) == (1, 5, 8)
+    # a denser cap keeps every fact of a sparser one, and facts keep the order spoken
+    assert set(d1) <= set(d5) <= set(d8)
+    assert d8 == [f for f in extract_facts(text, "Caroline", "Melanie", MAY_8, 20) if f in d8]
+    # the first sentence is a fact under any cap >= 5 here (ties go to the earlier clause)
+    assert d8[0] == "On 8 May 2023, Caroline visited Paris in 2019."
+
+
+def test_filler_only_turn_gives_no_fact_at_any_density() -> None:
+    for text in ("Thanks!", "How are you?", "Haha, totally agree!", "Sounds great, Mel!",
+                 "Talk to you soon!", "Congrats on the new job, Mel!"):
+        assert extract_facts(text, "Caroline", "Melanie", MAY_8, 8) == [], text
+
+
+def test_candidates_report_scores_and_filters() -> None:
+    cands = candidates("Wow! I adopted a puppy named Oscar last week. That's so cool.")
+    texts = {c.text: c.score for c in cands}
+    assert texts["I adopted a puppy named Oscar last week"] >= MIN_SCORE
+    assert texts["That's so cool"] < MIN_SCORE  # a reaction, and "That" refers back
+
+
+def test_resolve_person() -> None:
+    r = resolve_person
+    c, m = "Caroline", "Melanie"
+    assert r("I'm proud of my sister", c, m) == "Caroline is proud of Caroline's sister"
+    assert r("I love your painting", c, m) == "Caroline loves Melanie's painting"
+    assert r("you're right and I've seen it", c, m) == "Melanie is right and Caroline has seen it"
+    assert r("I watched I Am Legend", "the user", "the assistant") == "the user watched I Am Legend"
+    assert r("me-time with you", c, None) == "me-time with you"  # no addressee: kept
+
+
+def test_deterministic_and_bad_cap() -> None:
+    text = "I went hiking in Colorado last month. I met my friend Sam there."
+    runs = {tuple(extract_facts(text, "Caroline", "Melanie", MAY_8, 5)) for _ in range(3)}
+    assert len(runs) == 1
+    with pytest.raises(TiapError):
+        extract_facts(text, "Caroline", "Melanie", MAY_8, 0)
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(TiapError, match="max-facts"):
+            make_parser("heuristic", max_facts=bad)
+
+
+# -- session dates ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("1:56 pm on 8 May, 2023", "8 May 2023"),  # LoCoMo
+    ("10:37 am on 27 June, 2023", "27 June 2023"),
+    ("2023/05/20 (Sat) 00:31", "20 May 2023"),  # LongMemEval
+    ("March-15-2024", "15 March 2024"),  # BEAM
+    ("2024-02-29", "29 February 2024"),
+    ("May 8, 2023", "8 May 2023"),
+    (None, None),
+    ("", None),
+    ("sometime in spring", None),
+    ("31 February, 2023", None),  # no such day
+])
+def test_session_dates(given: str | None, expected: str | None) -> None:
+    assert anchor_text(parse_session_date(given)) == expected

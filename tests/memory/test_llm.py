@@ -1,0 +1,254 @@
+"""The llm parser against a local OpenAI-compatible server (stdlib http.server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_fixtures import (
+    FakeServer,
+    InlineDataset,
+    chat_reply,
+    default_reply,
+    read_rows,
+    turn_text,
+)
+
+from tiap.datasets import load
+from tiap.errors import MissingExtraError, TiapError
+from tiap.memory import build_store, make_parser, turn_contexts
+from tiap.memory.llm import build_messages, parse_facts
+
+
+def llm_parser(server: FakeServer, tmp_path: Path, **kw: Any):  # type: ignore[no-untyped-def]
+    args: dict[str, Any] = {"base_url": server.url, "model": "fake-model", "max_facts": 3,
+                            "cache": str(tmp_path / "cache.sqlite"), "backoff": 0.001,
+                            "concurrency": 1}
+    args.update(kw)
+    return make_parser("llm", **args)
+
+
+def digest(turn: str) -> str:
+    return hashlib.sha256(turn.encode()).hexdigest()[:8]
+
+
+def test_happy_path_and_cache(fake_llm: FakeServer, inline_dataset: InlineDataset,
+                              tmp_path: Path) -> None:
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, concurrency=3), tmp_path / "s")
+    rows = read_rows(tmp_path / "s" / "items.jsonl")
+    facts = {r["item_id"]: r for r in rows if r["kind"] == "fact"}
+    assert len(fake_llm.requests) == 5 and len(facts) == 10
+    t3 = "I went to a LGBTQ support group yesterday and it was so powerful."
+    line = f"Caroline: {t3}"  # the turn as the prompt shows it
+    assert facts["c1:D1:3#f1"] == {"item_id": "c1:D1:3#f1", "kind": "fact",
+                                   "sources": ["c1:D1:3"], "text": f"Fact {digest(line)} one.",
+                                   "collection": "c1"}
+    assert facts["c1:D1:3#f2"]["text"] == f"Fact {digest(line)} two."
+    # the request: model, deterministic settings, speakers, date and preceding turns
+    body = next(b for b in fake_llm.requests if turn_text(b) == line)
+    assert body["model"] == "fake-model" and body["temperature"] == 0.0 and body["seed"] == 1337
+    system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+    assert "at most 3 strings" in system
+    assert "Session date: 8 May 2023" in user
+    assert "Speakers: Caroline (speaking now), Melanie" in user
+    assert "Preceding turns (context only):\nCaroline: Hey Mel!" in user
+    first_user = next(b for b in fake_llm.requests if "adopted a beagle" in turn_text(b))
+    first_text = first_user["messages"][1]["content"]
+    assert "Speakers: The user (speaking now), The assistant" in first_text
+    st = res.manifest["parser_stats"]
+    assert (st["turns"], st["requests"], st["cache_hits"], st["turns_invalid"]) == (5, 5, 0, 0)
+    args = res.manifest["parser"]["args"]
+    assert args["model"] == "fake-model" and args["base_url"] == fake_llm.url
+    assert args["api_key_env"] == "OPENAI_API_KEY" and args["max_facts"] == 3
+
+    # a second build asks nothing and writes the same bytes
+    res2 = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s2")
+    assert len(fake_llm.requests) == 5
+    assert res2.manifest["parser_stats"]["cache_hits"] == 5
+    items = [(tmp_path / d / "items.jsonl").read_bytes() for d in ("s", "s2")]
+    assert items[0] == items[1]
+
+
+def test_cap_on_facts(fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    fake_llm.script = lambda body, n: chat_reply(json.dumps(["A.", "B.", "C.", "D."]))
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, max_facts=2), tmp_path / "s")
+    assert res.counts["by_kind"]["fact"] == 10
+    assert res.counts["derived_per_turn"] == {"2": 5}
+    assert res.manifest["parser_stats"]["facts_dropped_over_cap"] == 10
+
+
+def test_retries_on_429_500_and_timeouts(fake_llm: FakeServer, inline_dataset: InlineDataset,
+                                         tmp_path: Path) -> None:
+    def script(body: dict[str, Any], n: int):  # type: ignore[no-untyped-def]
+        if n == 0:
+            return 429, {"error": "slow down"}, {"Retry-After": "0"}
+        if n == 1:
+            return 500, "internal error", {}
+        if n == 2 and "beagle" in turn_text(body):
+            time.sleep(0.6)  # longer than the client's timeout
+        return default_reply(body)
+
+    fake_llm.script = script
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, timeout=0.3), tmp_path / "s")
+    st = res.manifest["parser_stats"]
+    assert st["http_retries"] == 2 * 5 + 1  # 429 and 500 for every turn, one timeout
+    assert st["requests"] == 5 * 3 + 1 and len(fake_llm.requests) == 16
+    assert res.counts["by_kind"]["fact"] == 10 and st["turns_invalid"] == 0
+
+
+def test_bad_json_is_retried_then_the_turn_yields_nothing(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    def script(body: dict[str, Any], n: int):  # type: ignore[no-untyped-def]
+        turn = turn_text(body)
+        if "support group" in turn:
+            return chat_reply("Here are the facts: Caroline went to a group.")  # never JSON
+        if "charity race" in turn and n == 0:
+            return chat_reply('["unterminated')
+        if "beagle" in turn:
+            return 200, {"unexpected": "shape"}, {}  # not an OpenAI response
+        return default_reply(body)
+
+    fake_llm.script = script
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s")
+    st = res.manifest["parser_stats"]
+    assert st["turns_invalid"] == 2 and st["json_retries"] == 3
+    rows = read_rows(tmp_path / "s" / "items.jsonl")
+    sources = {r["sources"][0] for r in rows if r["kind"] == "fact"}
+    assert sources == {"c1:D1:1", "c1:D1:2", "c2:D1:2"}
+    assert res.counts["turns_without_derived"] == 2
+    # the retry shows the model its reply and says what was wrong
+    retry = [b for b in fake_llm.requests if "support group" in turn_text(b)][1]
+    assert [m["role"] for m in retry["messages"]] == ["system", "user", "assistant", "user"]
+    assert "not JSON" in retry["messages"][3]["content"]
+    # invalid turns are cached too: a rerun asks nothing
+    before = len(fake_llm.requests)
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s2")
+    assert len(fake_llm.requests) == before
+
+
+def test_endpoint_down_stops_the_build_and_keeps_finished_turns(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    fake_llm.script = lambda body, n: ((503, "busy", {}) if "support group" in turn_text(body)
+                                       else default_reply(body))
+    with pytest.raises(TiapError, match="gave up after 3 attempts; last: HTTP 503") as exc:
+        build_store(inline_dataset, llm_parser(fake_llm, tmp_path, max_retries=2), tmp_path / "s")
+    assert "run the same command again to resume" in str(exc.value)
+    assert not (tmp_path / "s").exists()
+    cached = sqlite3.connect(tmp_path / "cache.sqlite").execute(
+        "SELECT unit_id FROM facts ORDER BY unit_id").fetchall()
+    assert [u for (u,) in cached] == ["c1:D1:1", "c1:D1:2"]
+    # the endpoint recovers: only the unfinished turns are asked
+    fake_llm.script = lambda body, n: default_reply(body)
+    fake_llm.requests.clear()
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s")
+    asked = [turn_text(b) for b in fake_llm.requests]
+    assert len(asked) == 3 and not any("charity race" in t or "Good to see" in t for t in asked)
+
+
+def test_non_retryable_answers(fake_llm: FakeServer, inline_dataset: InlineDataset,
+                               tmp_path: Path) -> None:
+    fake_llm.script = lambda body, n: (401, {"error": "bad key"}, {})
+    with pytest.raises(TiapError, match=r"HTTP 401.*\$MY_KEY"):
+        build_store(inline_dataset, llm_parser(fake_llm, tmp_path, api_key_env="MY_KEY"),
+                    tmp_path / "s")
+    assert max(fake_llm.seen.values()) == 1  # no retry (a request already in flight may finish)
+    bad = llm_parser(fake_llm, tmp_path, base_url=fake_llm.url.replace("/v1", "/v2"))
+    with pytest.raises(TiapError, match="HTTP 404"):
+        build_store(inline_dataset, bad, tmp_path / "s")
+
+
+def test_api_key_is_sent_and_never_written(fake_llm: FakeServer, inline_dataset: InlineDataset,
+                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIAP_TEST_KEY", "sk-secret-123")
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path, api_key_env="TIAP_TEST_KEY"),
+                tmp_path / "s")
+    assert all(h.get("Authorization") == "Bearer sk-secret-123" for h in fake_llm.headers)
+    for p in tmp_path.rglob("*"):
+        if p.is_file():
+            assert b"sk-secret-123" not in p.read_bytes(), p
+    monkeypatch.delenv("TIAP_TEST_KEY")
+    fake_llm.headers.clear()
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path, cache=str(tmp_path / "c2.sqlite"),
+                                           api_key_env="TIAP_TEST_KEY"), tmp_path / "s")
+    assert all("Authorization" not in h for h in fake_llm.headers)
+
+
+def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(TiapError) as exc:
+        make_parser("llm")
+    msgs = " | ".join(p.message for p in exc.value.problems)
+    assert "--base-url" in msgs and "--model" in msgs
+    with pytest.raises(TiapError, match="max-facts"):
+        make_parser("llm", base_url="http://x/v1", model="m", max_facts=0)
+    monkeypatch.setitem(sys.modules, "httpx", None)  # as if the extra were not installed
+    with pytest.raises(MissingExtraError, match=r"tiap\[llm\]"):
+        make_parser("llm", base_url="http://x/v1", model="m")
+
+
+def test_parse_facts() -> None:
+    assert parse_facts('["A.", "B."]', 5) == (["A.", "B."], 0)
+    assert parse_facts('```json\n["A.",  "A.", " B  c. "]\n```', 5) == (["A.", "B c."], 0)
+    assert parse_facts('{"facts": [{"fact": "A."}, {"text": "B."}]}', 5) == (["A.", "B."], 0)
+    assert parse_facts('Sure: ["A.", "B.", "C."]', 2) == (["A.", "B."], 1)
+    assert parse_facts("[]", 3) == ([], 0)
+    for bad in ("no json here", '{"answer": 1}', "[1, 2]", '"just a string"', '["x"'):
+        with pytest.raises(ValueError):
+            parse_facts(bad, 3)
+
+
+# -- kill and resume -------------------------------------------------------------------------
+
+
+def test_kill_and_resume(fake_llm: FakeServer, data_dir: Path, tmp_path: Path) -> None:
+    """A build killed mid-way resumes without asking again for the turns it had finished."""
+    cache = tmp_path / "cache.sqlite"
+    out = tmp_path / "store"
+    cmd = [sys.executable, "-m", "tiap.cli.main", "build-store", "locomo", "--parser", "llm",
+           "--collections", "conv-26", "--base-url", fake_llm.url, "--model", "fake-model",
+           "--max-facts", "2", "--concurrency", "2", "--cache", str(cache),
+           "--data", str(data_dir), "--out", str(out)]
+    fake_llm.block_after = 40  # from the 41st request on, the server hangs
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "TIAP_OFFLINE": "1"})
+    try:
+        assert fake_llm.blocked.wait(60), proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.2)  # let the main thread commit the replies it has
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not out.exists()  # nothing half-written
+    finished = {u for (u,) in sqlite3.connect(cache).execute("SELECT unit_id FROM facts")}
+    assert 0 < len(finished) <= 40
+
+    # the turns' requests, as the parser builds them, keyed by unit id
+    bundle = next(b for b in load("locomo", data_dir).bundles()
+                  if b.collection.collection_id == "conv-26")
+    turn_of = {build_messages(c, 2)[1]["content"].split("Turn to extract facts from:\n", 1)[1]:
+               c.turn.unit_id for c in turn_contexts(bundle, 3)}
+    fake_llm.block_after = None
+    fake_llm.requests.clear()
+    from tiap.cli.main import main
+
+    assert main(cmd[3:]) == 0
+    asked = [turn_of[turn_text(b)] for b in fake_llm.requests]
+    assert not finished & set(asked)  # finished turns were not asked again
+    assert sorted(asked) == sorted(u for u in turn_of.values() if u not in finished)
+
+    # the resumed store equals one built in a single go
+    fresh = tmp_path / "fresh"
+    assert main([*cmd[3:-4], "--cache", str(tmp_path / "fresh.sqlite"), "--data", str(data_dir),
+                 "--out", str(fresh)]) == 0
+    assert (out / "items.jsonl").read_bytes() == (fresh / "items.jsonl").read_bytes()
+    rows = read_rows(out / "items.jsonl")
+    assert sum(r["kind"] == "fact" for r in rows) == 2 * 419
