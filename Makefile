@@ -18,9 +18,16 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[test]'
 	@touch $@ $(VENV)/.installed-base
 
-## demo: the main job on the real data (today: the statistics of every dataset)
-demo: $(VENV)/.installed-base
-	$(BIN)/tiap datasets stats
+## demo: the main job on the real data: the full LoCoMo audit (stores f1/f5/f8/native,
+## BM25 traces, Raw/Source/Canonical rescoring, sensitivity, HTML report in out/locomo/report).
+## `make demo RETRIEVER=dense` uses MiniLM embeddings instead (about 10 minutes the first time).
+RETRIEVER ?= bm25
+demo: $(VENV)/.installed-demo
+	$(BIN)/tiap audit-run configs/locomo.toml --out out --retriever $(RETRIEVER)
+
+$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[bm25,dense,report,stats]'
+	@touch $@ $(VENV)/.installed-base
 
 ## test: the whole test suite, slow full-dataset tests included
 test: $(VENV)/.installed-test

@@ -135,7 +135,11 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
 
 
 def _fingerprint(spec: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+    """A step's identity: its spec and the TIAP version that ran it."""
+    from tiap import __version__
+
+    blob = json.dumps({"spec": spec, "tiap": __version__}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class _Steps:
