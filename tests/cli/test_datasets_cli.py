@@ -50,3 +50,11 @@ def test_help_and_version(capsys) -> None:
     assert "tiap" in capsys.readouterr().out
     assert main(["datasets", "--help"]) == 0
     assert "stats" in capsys.readouterr().out
+
+
+def test_unwritable_output_is_a_clear_error(data_dir: Path, tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    rc = main(["datasets", "export", "locomo", "--out", str(blocker / "x"), "--data", str(data_dir)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error:") and "a_file" in err and "Traceback" not in err

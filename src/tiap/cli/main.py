@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         for p in exc.problems:
             err_console.print(f"[bold red]error[/]: {p}", highlight=False, soft_wrap=True)
         return 2
+    except OSError as exc:  # a path the user gave cannot be read or written
+        err_console.print(f"[bold red]error[/]: {exc}", highlight=False, soft_wrap=True)
+        return 2
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         return 130
