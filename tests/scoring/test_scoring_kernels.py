@@ -88,6 +88,25 @@ def test_kernels_match_reference(depth: int, vocab: int, max_groups: int, credit
     _check_against_reference(rankings, rows, groups, credit)
 
 
+@pytest.mark.parametrize("credit", ["group", "set"])
+def test_query_blocks_match_reference(credit: Credit, monkeypatch) -> None:
+    """Large targets are scored a block of queries at a time (blocks of 16 members here)."""
+    from tiap.scoring import kernels
+
+    monkeypatch.setattr(kernels, "_SCORE_BLOCK", 16)
+    rankings, rows, groups = _random_case(11, 40, 12, 30, 5)
+    _check_against_reference(rankings, rows, groups, credit)
+    # the result does not depend on the number of threads
+    targets = Targets.from_groups(groups)
+    index = RankingIndex(rankings)
+    one = index.score(targets, MEASURES, credit, threads=1)
+    three = index.score(targets, MEASURES, credit, threads=3)
+    for m in MEASURES:
+        np.testing.assert_array_equal(one[m], three[m])
+    with pytest.raises(TiapError, match="threads"):
+        index.score(targets, MEASURES, credit, threads=0)
+
+
 def _brute_positions(rankings: np.ndarray, targets: Targets) -> np.ndarray:
     mq = targets.member_query
     rows = rankings[mq]
@@ -108,6 +127,28 @@ def test_positions_match_brute_force(depth: int) -> None:
     targets = Targets(np.arange(n_queries + 1), np.concatenate([[0], np.cumsum(sizes)]), items)
     index = RankingIndex(rankings)
     np.testing.assert_array_equal(index.positions(targets), _brute_positions(rankings, targets))
+
+
+def test_index_built_in_row_blocks() -> None:
+    """More rows than one build block (4,096 rows at depth 64): every block indexed, errors
+    name the row in the whole matrix; a read-only int32 matrix is used without a copy."""
+    rng = np.random.default_rng(7)
+    n_queries, depth = 9_000, 64
+    rankings = np.argsort(rng.random((n_queries, 200)), axis=1)[:, :depth].astype(np.int32)
+    rankings[::7, 50:] = -1
+    sizes = rng.integers(0, 6, n_queries)
+    items = rng.integers(0, 200, int(sizes.sum()))
+    targets = Targets(np.arange(n_queries + 1), np.concatenate([[0], np.cumsum(sizes)]), items)
+    rankings.setflags(write=False)
+    index = RankingIndex(rankings)
+    assert index.rankings is rankings
+    np.testing.assert_array_equal(index.positions(targets), _brute_positions(rankings, targets))
+    assert index.lengths.tolist() == (rankings >= 0).sum(axis=1).tolist()
+    bad = rankings.copy()
+    bad[8_500, 3] = bad[8_500, 2]
+    with pytest.raises(TiapError, match="row 8500 does"):
+        RankingIndex(bad)
+    assert RankingIndex(bad[:8_000]).rankings is not bad  # a writeable matrix is copied
 
 
 def test_positions_when_every_item_of_a_row_hashes_to_one_bucket() -> None:

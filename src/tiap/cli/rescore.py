@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from tiap.cli.common import console, err_console
-from tiap.cli.targets import TargetsOption, split_targets
+from tiap.cli.targets import split_targets
 from tiap.errors import TiapError
 
 
@@ -46,16 +46,74 @@ def load_runs(specs: list[str], dedup: str) -> list:  # type: ignore[type-arg]
     return runs
 
 
+def load_columnar_runs(specs: list[str], dedup: str) -> list:  # type: ignore[type-arg]
+    """:func:`load_runs` for the qrels path: runs read column-wise."""
+    from tiap.traces.columnar import read_run_columnar
+
+    runs = []
+    for spec in specs:
+        name, path = parse_named(spec)
+        got = read_run_columnar(path, dedup=dedup)  # type: ignore[arg-type]
+        if name is None:
+            runs.extend(got)
+        elif len(got) == 1:
+            runs.append(dataclasses.replace(got[0], system=name))
+        else:
+            chosen = [r for r in got if r.system == name]
+            if not chosen:
+                raise TiapError(f"{name}=: the file holds {len(got)} systems "
+                                f"({', '.join(r.system for r in got)}); name one of them",
+                                file=path)
+            runs.extend(chosen)
+    return runs
+
+
+def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
+    """``NAME=PATH`` (or a plain PATH, named by its file name) -> {name: Qrels}."""
+    from tiap.traces.columnar import read_qrels
+    from tiap.traces.runs import _default_system
+
+    out = {}
+    for spec in specs:
+        name, path = parse_named(spec)
+        name = name or _default_system(path)
+        if name in out:
+            raise TiapError(f"two qrels files are named {name!r}; name them with NAME=PATH",
+                            file=path)
+        out[name] = read_qrels(path)
+    return out
+
+
+#: Runs up to this size are read while the qrels files are read in a second thread.
+CONCURRENT_READ_BYTES = 512 * 2**20
+
+QRELS_HELP = (
+    "A TREC qrels file as a target: NAME=PATH ('qid iter docid rel', gzip ok). Repeatable: "
+    "one target per file. Replaces --items/--queries/--targets: each relevant judgment "
+    "(rel > 0) is a group of one item, so group and set credit give the same, trec_eval's, "
+    "values on binary qrels; graded qrels (rel > 1) need --credit set (gain = rel). The "
+    "queries scored are the run's queries that some qrels file judges; a query a file does "
+    "not judge, or judges only rel <= 0, is undefined (empty value) under that target. "
+    "See docs/rescore.md."
+)
+
+
 def rescore_cmd(
-    items: Annotated[list[str], typer.Option(
-        "--items", help="Store items.jsonl; NAME=PATH pairs a store with the run called NAME, "
-        "a plain PATH serves every other run. Repeatable.")],
-    queries: Annotated[Path, typer.Option("--queries", help="queries.jsonl (gzip ok).")],
     run: Annotated[list[str], typer.Option(
         "--run", help="A run file ([NAME=]PATH): TREC, JSONL rankings or ranked-trace rows, "
         "gzip ok. Repeatable.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    targets: TargetsOption = "raw,source,canonical",
+    items: Annotated[list[str] | None, typer.Option(
+        "--items", help="Store items.jsonl; NAME=PATH pairs a store with the run called NAME, "
+        "a plain PATH serves every other run. Repeatable. Needs --queries.")] = None,
+    queries: Annotated[Path | None, typer.Option(
+        "--queries", help="queries.jsonl (gzip ok). Needs --items.")] = None,
+    qrels: Annotated[list[str] | None, typer.Option("--qrels", help=QRELS_HELP)] = None,
+    targets: Annotated[str | None, typer.Option(
+        "--targets", help="With --items/--queries: comma-separated target names (raw, source, "
+        "canonical) or name=spec definitions, e.g. 'facts=kind in {fact,observation}'. "
+        "Separate definitions containing commas with ';'. [default: raw,source,canonical]",
+        show_default=False)] = None,
     measures: Annotated[str, typer.Option(
         "--measures", help="Measures, e.g. nDCG@60,R@60,RR@60,Success@60.")] = "nDCG@60,R@60,RR@60,Success@60",
     credit: Annotated[str, typer.Option(
@@ -71,11 +129,52 @@ def rescore_cmd(
     depth: Annotated[int | None, typer.Option("--depth", help="Cut rankings to this depth.")] = None,
     parquet: Annotated[bool, typer.Option("--parquet", help="Also write per_query.parquet.")] = False,
 ) -> None:
-    """Rescore fixed runs under Raw, Source, Canonical (and custom) targets: writes
-    per_query.csv, summary.csv, pairwise.csv, zero_targets.csv and manifest.json."""
+    """Rescore fixed runs under Raw, Source, Canonical (and custom) targets, or under TREC
+    qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv
+    and manifest.json."""
+    from tiap.scoring.output import write_rescore
+
+    if qrels:
+        given = [o for o, v in (("--items", items), ("--queries", queries),
+                                ("--targets", targets)) if v]
+        if given:
+            raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
+                            "(each qrels file is a target)")
+        result, inputs = _rescore_qrels(run, qrels, measures=measures, credit=credit,
+                                        missing=missing, dedup=dedup, depth=depth)
+        judged: dict[str, None] = {}
+        for s in result.systems:
+            judged.update(dict.fromkeys(result.query_ids[s]))
+        query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
+    else:
+        missing_opts = [o for o, v in (("--items", items), ("--queries", queries)) if not v]
+        if missing_opts:
+            raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
+                            "and a queries file (--items, --queries), or qrels files (--qrels)")
+        result, inputs, query_rows = _rescore_lineage(
+            run, items or [], queries, targets or "raw,source,canonical",  # type: ignore[arg-type]
+            measures=measures, credit=credit, missing=missing, dedup=dedup, depth=depth)
+    for rep in result.reports.values():
+        for w in rep.warnings():
+            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+    write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
+                  options={"missing": missing, "dedup": dedup, "depth": depth})
+    print_summary(result, shared)
+    err_console.print(f"wrote {out}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _JudgedQuery:
+    """A query of the qrels path in ``queries.csv`` (no category or collection is known)."""
+
+    query_id: str
+
+
+def _rescore_lineage(  # type: ignore[no-untyped-def]
+    run: list[str], items: list[str], queries: Path, targets: str, **opts
+):
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_items
-    from tiap.scoring.output import write_rescore
     from tiap.scoring.rescore import rescore
 
     stores: dict[str | None, list] = {}  # type: ignore[type-arg]
@@ -87,19 +186,39 @@ def rescore_cmd(
         stores[name] = read_items(path)
         inputs[f"items:{name}" if name else "items"] = path
     qs = read_queries(queries)
+    dedup = opts.pop("dedup")
     runs = load_runs(run, dedup)
     for spec in run:
         name, path = parse_named(spec)
         inputs[f"run:{name or path.name}"] = path
-    result = rescore(runs, qs, stores, targets=split_targets(targets), measures=measures,
-                     credit=credit, missing=missing, depth=depth)  # type: ignore[arg-type]
-    for rep in result.reports.values():
-        for w in rep.warnings():
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
-    write_rescore(result, out, queries=qs, inputs=inputs, shared=shared, parquet=parquet,
-                  options={"missing": missing, "dedup": dedup, "depth": depth})
-    print_summary(result, shared)
-    err_console.print(f"wrote {out}")
+    result = rescore(runs, qs, stores, targets=split_targets(targets), **opts)
+    return result, inputs, qs
+
+
+def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
+    from tiap.scoring.rescore import rescore_qrels
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    dedup = opts.pop("dedup")
+    # the qrels files are read while the runs are (pyarrow parses without the GIL), unless
+    # the runs are large: then one file at a time keeps the peak memory down
+    run_bytes = sum(p.stat().st_size for p in (parse_named(r)[1] for r in run) if p.is_file())
+    if run_bytes <= CONCURRENT_READ_BYTES:
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(load_qrels, qrels)
+            runs = load_columnar_runs(run, dedup)
+            judgments = pending.result()
+    else:
+        runs = load_columnar_runs(run, dedup)
+        judgments = load_qrels(qrels)
+    inputs: dict[str, Path] = {}
+    for spec, name in zip(qrels, judgments, strict=True):
+        inputs[f"qrels:{name}"] = parse_named(spec)[1]
+    for spec in run:
+        name, path = parse_named(spec)
+        inputs[f"run:{name or path.name}"] = path
+    return rescore_qrels(runs, judgments, **opts), inputs
 
 
 def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]

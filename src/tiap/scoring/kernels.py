@@ -39,7 +39,9 @@ or keeps global state.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, TypeVar, cast
@@ -90,7 +92,10 @@ def _int_array(value: ArrayLike, name: str, ndim: int) -> NDArray[np.integer]:
 
 
 def _pointer(value: ArrayLike, name: str, end: int | None) -> IntArray:
-    arr = _int_array(value, name, 1).astype(np.int64)
+    """A CSR pointer array, copied: int32 when its values fit (half the memory of int64)."""
+    arr = _int_array(value, name, 1)
+    small = arr.size == 0 or (int(arr.max()) < 2**31 - 1 and int(arr.min()) >= 0)
+    arr = arr.astype(np.int32 if small else np.int64)
     if arr.size == 0 or arr[0] != 0:
         raise TiapError(f"{name} must start with 0")
     if np.any(arr[1:] < arr[:-1]):
@@ -221,9 +226,9 @@ class Targets:
     def n_members(self) -> int:
         return int(self.items.size)
 
-    @cached_property
+    @property
     def group_sizes(self) -> IntArray:
-        """Members per group."""
+        """Members per group (computed on each access: one int64 per group)."""
         return _readonly(np.diff(self.member_ptr))
 
     @cached_property
@@ -246,7 +251,8 @@ class Targets:
     @cached_property
     def member_query(self) -> NDArray[np.int32]:
         """The query of each member."""
-        return _readonly(np.repeat(self.group_query, self.group_sizes))
+        counts = np.diff(self.query_member_ptr)
+        return _readonly(np.repeat(np.arange(self.n_queries, dtype=np.int32), counts))
 
     @cached_property
     def member_group(self) -> NDArray[np.int32]:
@@ -258,15 +264,61 @@ class Targets:
         """``query_member_ptr[q]:query_member_ptr[q+1]`` are the members of query ``q``."""
         return _readonly(self.member_ptr[self.group_ptr])
 
+    def _lookup_keys(
+        self, hash_bits: int, depth: int, start: int = 0, stop: int | None = None
+    ) -> tuple[NDArray[Any], NDArray[Any]]:
+        """Per member ``start:stop``, for a :class:`RankingIndex` of this geometry: the
+        directory entry of its bucket in its query's row, and the start of that row."""
+        big = self.n_queries * max(1 << hash_bits, depth) >= 2**31
+        q = self.member_query[start:stop].astype(np.int64 if big else np.int32)
+        row_start = q * depth
+        q <<= hash_bits
+        q += _bucket_of(self.items[start:stop], hash_bits).view(np.int32)
+        return q, row_start
+
+    @cached_property
+    def repeated_members(self) -> IntArray:
+        """Members whose item already occurs earlier among the members of the same query
+        (in another group, or twice in one group), in increasing order."""
+        return _readonly(self._distinct_scan[0])
+
     @cached_property
     def set_sizes(self) -> IntArray:
         """``|set|`` per query: distinct items over all its groups (the set-credit qrels)."""
+        return _readonly(self._distinct_scan[1])
+
+    @cached_property
+    def _distinct_scan(self) -> tuple[IntArray, IntArray]:
+        """(repeated members, distinct items per query), a block of queries at a time (the
+        members of a query are contiguous), so that the sort's temporaries stay small."""
+        sizes = np.zeros(self.n_queries, np.int64)
+        repeated: list[IntArray] = []
         if self.n_members == 0:
-            return _readonly(np.zeros(self.n_queries, np.int64))
-        keys = np.sort((self.member_query.astype(np.int64) << 31) | self.items)
-        first = np.ones(keys.size, bool)
-        first[1:] = keys[1:] != keys[:-1]
-        return _readonly(np.bincount(keys[first] >> 31, minlength=self.n_queries).astype(np.int64))
+            return np.zeros(0, np.int64), sizes
+        qptr = self.query_member_ptr
+        starts = np.unique(np.searchsorted(qptr, np.arange(0, self.n_members, _SCORE_BLOCK * 4),
+                                           side="right") - 1)
+        bounds = np.append(starts[starts < self.n_queries], self.n_queries).tolist()
+        for q0, q1 in zip(bounds[:-1], bounds[1:], strict=True):
+            m0, m1 = int(qptr[q0]), int(qptr[q1])
+            keys = (self.member_query[m0:m1].astype(np.int64) - q0) << 31
+            keys |= self.items[m0:m1]
+            order = np.argsort(keys, kind="stable")
+            ordered = keys[order]
+            again = np.zeros(keys.size, bool)
+            again[1:] = ordered[1:] == ordered[:-1]
+            repeated.append(np.sort(order[again]).astype(np.int64) + m0)
+            sizes[q0:q1] = np.bincount(ordered[~again] >> 31, minlength=q1 - q0)
+        return np.concatenate(repeated), sizes
+
+
+def _known_distinct(targets: Targets) -> Targets:
+    """Record that no item repeats within a query of ``targets`` (its builder guarantees it,
+    e.g. one group per judged item): the set sizes are then the member counts, and the
+    check that would sort every member is skipped."""
+    counts = np.diff(targets.query_member_ptr)
+    targets.__dict__["_distinct_scan"] = (np.zeros(0, np.int64), counts)
+    return targets
 
 
 # ----------------------------------------------------------------------------------------
@@ -333,6 +385,8 @@ def _duplicate_rows(sorted_codes: NDArray[np.int32]) -> NDArray[np.intp]:
 
 #: Deepest ranking supported (ranks, and the "not ranked" value, are stored as int16).
 MAX_DEPTH: int = 2**15 - 64
+#: Below this many codes (and at depth <= 255) a code and its rank share one int32.
+_PACKED_CODES = 2**23
 
 
 def _n_words(depth: int) -> int:
@@ -381,25 +435,77 @@ class RankingIndex:
         n_queries, depth = r.shape
         if depth > MAX_DEPTH:
             raise TiapError(f"ranking depth {depth} exceeds the supported {MAX_DEPTH}")
-        r32: NDArray[np.int32] = r.astype(np.int32)  # a private copy, made read-only below
+        r32: NDArray[np.int32]
+        if r.dtype == np.int32 and r.flags.c_contiguous and not r.flags.writeable:
+            r32 = r  # already a read-only int32 matrix (a columnar run's): shared, not copied
+        else:
+            r32 = np.array(r, dtype=np.int32, order="C")  # a private copy, made read-only below
+        width_bits = max(0, (depth - 1).bit_length())  # 2**width_bits >= depth
+        hash_bits = width_bits + 1 if depth <= 256 else width_bits
+        n_buckets = 1 << hash_bits
+        dir_shift = 8 if depth <= 255 else 16
+        # small codes and ranks share one int32 (code << 8 | rank): one gather per look-up
+        packed = depth <= 255 and (r32.size == 0 or int(r32.max()) < _PACKED_CODES)
+        codes = np.empty((n_queries, depth), np.int32)
+        ranks = np.empty((n_queries, 0 if packed else depth), np.int16)
+        directory = np.zeros(n_queries * n_buckets, np.uint16 if depth <= 255 else np.uint32)
+        lengths = np.empty(n_queries, np.int64)
+        # row blocks keep the temporaries small (and in cache) whatever the number of rows
+        block = max(1, _BLOCK * 8 // max(depth, 1))
+        for start in range(0, n_queries, block):
+            stop = min(n_queries, start + block)
+            block_codes, block_ranks = self._index_rows(
+                r32[start:stop], start, hash_bits, dir_shift, directory, lengths[start:stop])
+            if packed:  # padding (the sentinel code) becomes -1, which matches no code
+                block_codes[block_codes == _SENTINEL] = -1
+                np.left_shift(block_codes, 8, out=codes[start:stop], where=block_codes >= 0)
+                codes[start:stop][block_codes < 0] = -1
+                codes[start:stop] |= block_ranks
+            else:
+                codes[start:stop] = block_codes
+                ranks[start:stop] = block_ranks
+
+        self.rankings: NDArray[np.int32] = _readonly(r32)
+        self.n_queries: int = n_queries
+        self.depth: int = depth
+        self.lengths: IntArray = _readonly(lengths)
+        self._hash_bits = hash_bits
+        self._dir_shift = dir_shift
+        self._packed = packed
+        self._codes = _readonly(codes.ravel())  # codes, or code << 8 | rank when packed
+        self._ranks = _readonly(ranks.ravel())
+        self._directory = _readonly(directory.ravel())
+
+    @staticmethod
+    def _index_rows(
+        r32: NDArray[np.int32],
+        first_row: int,
+        hash_bits: int,
+        dir_shift: int,
+        directory: NDArray[Any],
+        lengths_out: IntArray,
+    ) -> tuple[NDArray[np.int32], NDArray[np.int16]]:
+        """Index rows ``first_row ..`` of the matrix (``r32`` is that block of rows): fills
+        their directory entries and lengths; returns their codes and ranks in bucket order."""
+        n_rows, depth = r32.shape
+        n_buckets = 1 << hash_bits
         valid = r32 >= 0
+        lengths_out[:] = valid.sum(axis=1)
         if depth > 1:
             holes = np.flatnonzero((valid[:, 1:] & ~valid[:, :-1]).any(axis=1))
             if holes.size:
                 raise TiapError(
                     f"ranking rows must be padded with -1 at the end only; row "
-                    f"{int(holes[0])} has an item after padding ({holes.size} row(s) affected)"
+                    f"{first_row + int(holes[0])} has an item after padding"
                 )
-        width_bits = max(0, (depth - 1).bit_length())  # 2**width_bits >= depth
-        hash_bits = width_bits + 1 if depth <= 256 else width_bits
-        n_buckets = 1 << hash_bits
         # sort each row by (bucket, code, rank); padding goes to bucket n_buckets, last
         code_bits, rank_bits = 31, 15
         top = code_bits + rank_bits
-        bucket = _bucket_of(np.maximum(r32, 0), hash_bits)
+        clean = np.maximum(r32, 0)
+        bucket = _bucket_of(clean, hash_bits)
         bucket[~valid] = n_buckets
         key = bucket.astype(np.int64) << top
-        key |= np.maximum(r32, 0).astype(np.int64) << rank_bits
+        key |= clean.astype(np.int64) << rank_bits
         key |= np.arange(depth, dtype=np.int64)
         key.sort(axis=1)
         sorted_bucket = key >> top
@@ -411,34 +517,23 @@ class RankingIndex:
             dups = np.flatnonzero(dup.any(axis=1))
             if dups.size:
                 raise TiapError(
-                    f"ranking rows must not repeat an item; row {int(dups[0])} does "
-                    f"({dups.size} row(s) affected); deduplicate the run first"
+                    f"ranking rows must not repeat an item; row {first_row + int(dups[0])} "
+                    "does; deduplicate the run first"
                 )
         # directory: start and size of every non-empty bucket of every row, packed in one
         # integer (an empty bucket reads start 0, size 0: its candidate never matches)
-        dir_shift = 8 if depth <= 255 else 16
-        directory = np.zeros(n_queries * n_buckets, np.uint16 if depth <= 255 else np.uint32)
         if depth:
-            run_start = np.ones((n_queries, depth), bool)
+            run_start = np.ones((n_rows, depth), bool)
             run_start[:, 1:] = sorted_bucket[:, 1:] != sorted_bucket[:, :-1]
             row, col = np.nonzero(run_start)  # row-major order
             flat_start = row * depth + col
-            run_length = np.diff(flat_start, append=n_queries * depth)
+            run_length = np.diff(flat_start, append=n_rows * depth)
             run_bucket = sorted_bucket.ravel()[flat_start]
             real = run_bucket < n_buckets
-            directory[row[real] * n_buckets + run_bucket[real]] = col[real] | (
+            directory[(row[real] + first_row) * n_buckets + run_bucket[real]] = col[real] | (
                 run_length[real] << dir_shift
             )
-
-        self.rankings: NDArray[np.int32] = _readonly(r32)
-        self.n_queries: int = n_queries
-        self.depth: int = depth
-        self.lengths: IntArray = _readonly(valid.sum(axis=1).astype(np.int64))
-        self._hash_bits = hash_bits
-        self._dir_shift = dir_shift
-        self._codes = _readonly(codes.ravel())
-        self._ranks = _readonly(ranks.ravel())
-        self._directory = _readonly(directory.ravel())
+        return codes, ranks
 
     def __repr__(self) -> str:
         return f"RankingIndex(n_queries={self.n_queries}, depth={self.depth})"
@@ -452,46 +547,66 @@ class RankingIndex:
 
     def _lookup(self, targets: Targets, missing: int) -> NDArray[np.int16]:
         self._check(targets)
-        m = targets.n_members
+        directory_index, row_start = targets._lookup_keys(self._hash_bits, self.depth)
+        return self._lookup_members(targets.items, directory_index, row_start, missing)
+
+    def _lookup_members(
+        self,
+        items: NDArray[np.int32],
+        directory_index: NDArray[Any],
+        row_start: NDArray[Any],
+        missing: int,
+    ) -> NDArray[np.int16]:
+        """Rank of each ``items[j]`` in its query's row (``missing`` if absent), given the
+        directory entry of its bucket and the start of its row (:meth:`Targets._lookup_keys`)."""
+        m = items.size
         out = np.empty(m, np.int16)
         if m == 0 or self.depth == 0:
             out.fill(missing)
             return out
-        hash_bits, n_buckets, depth = self._hash_bits, 1 << self._hash_bits, self.depth
-        big = self.n_queries * max(n_buckets, depth) >= 2**31
-        idx_type = np.int64 if big else np.int32
-        member_query = targets.member_query
-        items = targets.items
         codes, ranks, directory = self._codes, self._ranks, self._directory
         slot_mask = (1 << self._dir_shift) - 1
+        several = 2 << self._dir_shift  # an entry at least this large: 2+ items in the bucket
         block = min(_BLOCK, m)
-        bufs: list[NDArray[Any]] = [np.empty(block, idx_type) for _ in range(3)]
         entry_buf: NDArray[Any] = np.empty(block, directory.dtype)
+        slot_buf: NDArray[Any] = np.empty(block, row_start.dtype)
         val_buf = np.empty(block, np.int32)
+        code_buf = np.empty(block, np.int32) if self._packed else val_buf
         miss_buf = np.empty(block, bool)
+        more_buf = np.empty(block, bool)
+        fix_buf = np.empty(block, np.int16)
         pending: list[NDArray[Any]] = []  # (member, slot, bucket size) left for later rounds
         for begin in range(0, m, block):
             n = min(block, m - begin)
-            q, idx, slot = (b[:n] for b in bufs)
-            entry, val, miss = entry_buf[:n], val_buf[:n], miss_buf[:n]
+            entry, slot, val = entry_buf[:n], slot_buf[:n], val_buf[:n]
+            miss, more = miss_buf[:n], more_buf[:n]
             c = items[begin : begin + n]
-            np.copyto(q, member_query[begin : begin + n])
-            # directory entry of the member's bucket in its row
-            np.multiply(q, n_buckets, out=idx)
-            np.add(idx, _bucket_of(c, hash_bits).view(np.int32), out=idx)
-            np.take(directory, idx, out=entry)
-            # first candidate of the bucket
-            np.multiply(q, depth, out=slot)
-            np.add(slot, entry & slot_mask, out=slot)
+            # directory entry of the member's bucket in its row, then the bucket's first item
+            np.take(directory, directory_index[begin : begin + n], out=entry)
+            np.bitwise_and(entry, slot_mask, out=slot)
+            slot += row_start[begin : begin + n]
             np.take(codes, slot, out=val)
-            np.not_equal(val, c, out=miss)
             o = out[begin : begin + n]
-            np.take(ranks, slot, out=o)
-            np.putmask(o, miss, missing)
-            size = entry >> self._dir_shift
-            later = np.flatnonzero(miss & (size > 1))
+            if self._packed:  # val = code << 8 | rank
+                code = code_buf[:n]
+                np.right_shift(val, 8, out=code)
+                np.not_equal(code, c, out=miss)
+                val &= 255
+                np.copyto(o, val, casting="unsafe")
+            else:
+                np.not_equal(val, c, out=miss)
+                np.take(ranks, slot, out=o)
+            # o = missing where miss: arithmetic, not a masked store (branch-free, ~10x faster)
+            fix = fix_buf[:n]
+            np.subtract(np.int16(missing), o, out=fix)
+            fix *= miss
+            o += fix
+            np.greater_equal(entry, several, out=more)
+            more &= miss
+            later = np.flatnonzero(more)
             if later.size:
-                pending.append(np.stack([later + begin, slot[later], size[later]]))
+                size = entry[later] >> self._dir_shift
+                pending.append(np.stack([later + begin, slot[later], size]))
         if pending:
             # members not found whose bucket holds more items: try the next ones, all blocks
             # together (few members: about 8% at depth 60)
@@ -500,20 +615,68 @@ class RankingIndex:
             while todo.size:
                 cand += 1
                 left -= 1
-                found = codes.take(cand) == want
-                out[todo[found]] = ranks.take(cand[found])
+                if self._packed:
+                    got = codes.take(cand)
+                    found = (got >> 8) == want
+                    out[todo[found]] = got[found] & 255
+                else:
+                    found = codes.take(cand) == want
+                    out[todo[found]] = ranks.take(cand[found])
                 more = ~found & (left > 1)
                 todo, cand, left, want = todo[more], cand[more], left[more], want[more]
         return out
 
     def score(
-        self, targets: Targets, measures: MeasureSpec, credit: Credit = "group"
+        self,
+        targets: Targets,
+        measures: MeasureSpec,
+        credit: Credit = "group",
+        *,
+        threads: int | None = None,
     ) -> dict[Measure, FloatArray]:
-        """Per-query values of ``measures`` for ``targets`` (see :func:`score`)."""
+        """Per-query values of ``measures`` for ``targets`` (see :func:`score`).
+
+        Large targets are scored a block of queries at a time; ``threads`` blocks at once
+        (default: one per CPU, at most :data:`MAX_THREADS`). Blocks are independent and
+        write disjoint slices, so the result does not depend on ``threads``.
+        """
         mode = _check_credit(credit)
         ms = parse_measures(measures)
-        ranks = self._lookup(targets, _unranked(self.depth))
-        return _score_ranks(ranks, targets, ms, mode, self.depth)
+        self._check(targets)
+        missing = _unranked(self.depth)
+        if targets.relevance is not None or targets.n_members <= _SCORE_BLOCK:
+            return _score_ranks(self._lookup(targets, missing), targets, ms, mode, self.depth)
+        # query blocks of about _SCORE_BLOCK members: look-up and kernel run on one block at
+        # a time, so their temporaries stay small (cache-resident, reused by the allocator)
+        out = {m: np.empty(self.n_queries, np.float64) for m in ms}
+        qptr = targets.query_member_ptr
+        bounds = np.unique(np.searchsorted(
+            qptr, np.arange(0, targets.n_members, _SCORE_BLOCK), side="right") - 1)
+        bounds = np.append(bounds[bounds < self.n_queries], self.n_queries)
+        # derived arrays are computed once, before the threads read them
+        targets.repeated_members, targets.set_sizes, targets.group_counts  # noqa: B018
+        if mode == "group" and not targets.singleton_groups:
+            targets.member_group  # noqa: B018
+
+        def one_block(q0: int, q1: int) -> None:
+            block = _TargetsBlock(targets, q0, q1, mode)
+            m0, m1 = int(qptr[q0]), int(qptr[q1])
+            directory_index, row_start = targets._lookup_keys(self._hash_bits, self.depth, m0, m1)
+            ranks = self._lookup_members(block.items, directory_index, row_start, missing)
+            got = _score_ranks(ranks, block, ms, mode, self.depth)  # type: ignore[arg-type]
+            for m in ms:
+                out[m][q0:q1] = got[m]
+
+        pairs = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        n_threads = min(_threads(threads), len(pairs))
+        if n_threads <= 1:
+            for q0, q1 in pairs:
+                one_block(q0, q1)
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                for done in [pool.submit(one_block, q0, q1) for q0, q1 in pairs]:
+                    done.result()
+        return out
 
     def _check(self, targets: Targets) -> None:
         if not isinstance(targets, Targets):
@@ -523,6 +686,44 @@ class RankingIndex:
                 f"targets have {targets.n_queries} queries but the ranking matrix has "
                 f"{self.n_queries} rows"
             )
+
+
+#: Members per query block when scoring large targets.
+_SCORE_BLOCK = 1 << 17
+#: At most this many threads score blocks at once.
+MAX_THREADS = 8
+
+
+def _threads(threads: int | None) -> int:
+    if threads is None:
+        return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise TiapError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+class _TargetsBlock:
+    """Queries ``q0:q1`` of a :class:`Targets`, with pointers rebased to the block: what
+    :func:`_score_ranks` reads, for binary (ungraded) targets."""
+
+    def __init__(self, t: Targets, q0: int, q1: int, mode: Credit) -> None:
+        qptr = t.query_member_ptr
+        m0, m1 = int(qptr[q0]), int(qptr[q1])
+        g0, g1 = int(t.group_ptr[q0]), int(t.group_ptr[q1])
+        self.n_queries = q1 - q0
+        self.items = t.items[m0:m1]
+        self.relevance = None
+        self.singleton_groups = t.singleton_groups
+        self.query_member_ptr = qptr[q0 : q1 + 1] - m0
+        self.set_sizes = t.set_sizes[q0:q1]
+        repeated = t.repeated_members
+        lo, hi = np.searchsorted(repeated, [m0, m1])
+        self.repeated_members = repeated[lo:hi] - m0
+        self.group_counts = t.group_counts[q0:q1]
+        self.group_ptr = t.group_ptr[q0 : q1 + 1] - g0
+        if mode == "group" and not t.singleton_groups:
+            self.member_group = t.member_group[m0:m1] - np.int32(g0)
+            self.member_ptr = t.member_ptr[g0 : g1 + 1] - m0
 
 
 # ----------------------------------------------------------------------------------------
@@ -541,20 +742,32 @@ def _ideal_dcg_table(n: int) -> FloatArray:
     return table
 
 
-def _rank_words(ranks: NDArray[np.integer], ptr: IntArray, n_words: int) -> NDArray[np.uint64]:
+def _rank_words(
+    ranks: NDArray[np.integer], ptr: IntArray, n_words: int, distinct: bool = False
+) -> NDArray[np.uint64]:
     """OR of ``1 << rank`` per segment, as ``[Q, n_words]`` words.
 
     ``ranks`` are real ranks or the unranked value ``64 * n_words``, which sets no bit. The
-    bit of each rank comes from a small table (a gather), not a shift.
+    bit of each rank comes from a small table (a gather), not a shift. When the real ranks of
+    a segment are ``distinct``, the OR is a sum: one running (wrapping, exact) ``uint64`` sum
+    read at the segment ends, 3-4x faster than ``bitwise_or.reduceat``.
     """
     words = np.zeros((ptr.size - 1, n_words), np.uint64)
     if ranks.size == 0:
         return words
     powers = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
+    running = np.empty(ranks.size + 1, np.uint64) if distinct else None
     for w in range(n_words):
         table = np.zeros(64 * n_words + 1, np.uint64)
         table[64 * w : 64 * (w + 1)] = powers
-        words[:, w] = _segment_reduce(np.bitwise_or, table.take(ranks), ptr, 0)
+        bits = table.take(ranks)
+        if running is not None:
+            running[0] = 0
+            np.cumsum(bits, out=running[1:])
+            words[:, w] = running.take(ptr[1:])
+            words[:, w] -= running.take(ptr[:-1])
+        else:
+            words[:, w] = _segment_reduce(np.bitwise_or, bits, ptr, 0)
     return words
 
 
@@ -572,17 +785,16 @@ def _lowest_rank(words: NDArray[np.uint64], none: int) -> IntArray:
 class _WordReader:
     """Reads counts and DCG at a cutoff from per-query rank words, a byte at a time."""
 
-    _POP = np.array([b.bit_count() for b in range(256)], np.int64)
-
     def __init__(self, words: NDArray[np.uint64]) -> None:
         self.words = words
         n_bytes = words.shape[1] * 8
         bit_of_byte = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
         disc = _discounts(n_bytes * 8).reshape(n_bytes, 8)
         self._dcg_table = disc @ bit_of_byte.T  # [n_bytes, 256]
-        self._cache: dict[int, NDArray[np.uint8]] = {}
+        self._cache: dict[int, NDArray[np.uint64]] = {}
 
-    def _bytes(self, k: int) -> NDArray[np.uint8]:
+    def _masked(self, k: int) -> NDArray[np.uint64]:
+        """The words with only the bits of ranks ``< k`` kept."""
         if k not in self._cache:
             words = self.words.copy()
             for w in range(words.shape[1]):
@@ -591,23 +803,22 @@ class _WordReader:
                     words[:, w] = 0
                 elif keep < 64:
                     words[:, w] &= np.uint64((1 << keep) - 1)
-            n_bytes = min(words.shape[1] * 8, -(-k // 8))
-            as_bytes = words.astype("<u8", copy=False).view(np.uint8)
-            self._cache[k] = as_bytes.reshape(words.shape[0], words.shape[1] * 8)[:, :n_bytes]
+            self._cache[k] = words
         return self._cache[k]
 
     def count(self, k: int) -> IntArray:
-        b = self._bytes(k)
-        out = np.zeros(b.shape[0], np.int64)
-        for j in range(b.shape[1]):
-            out += self._POP.take(b[:, j])
-        return out
+        counts = np.bitwise_count(self._masked(k)).astype(np.int64)
+        return counts[:, 0] if counts.shape[1] == 1 else counts.sum(axis=1)
 
     def dcg(self, k: int) -> FloatArray:
-        b = self._bytes(k)
-        out = np.zeros(b.shape[0], np.float64)
-        for j in range(b.shape[1]):
-            out += self._dcg_table[j].take(b[:, j])
+        words = self._masked(k)
+        n_bytes = min(words.shape[1] * 8, -(-k // 8))
+        as_bytes = words.astype("<u8", copy=False).view(np.uint8)
+        # byte j of every query as one contiguous index row (take wants intp indices)
+        rows = as_bytes.reshape(words.shape[0], words.shape[1] * 8)[:, :n_bytes].T.astype(np.intp)
+        out = np.zeros(words.shape[0], np.float64)
+        for j in range(n_bytes):
+            out += self._dcg_table[j].take(rows[j])
         return out
 
 
@@ -694,7 +905,14 @@ def _score_ranks(
         credited = ranks
         ptr = targets.query_member_ptr
         n_targets = targets.set_sizes
-    words = _rank_words(credited, ptr, _n_words(depth))
+        repeated = targets.repeated_members
+        if repeated.size:  # an item listed twice in a query counts once: drop the repeats
+            credited = ranks.copy()
+            credited[repeated] = none
+    # distinct ranks per segment: set credit once repeats are dropped; group credit when no
+    # item sits in two groups of a query (then two groups never share a first-match rank)
+    distinct = mode == "set" or targets.repeated_members.size == 0
+    words = _rank_words(credited, ptr, _n_words(depth), distinct)
     first = _lowest_rank(words, none)
     reader = _WordReader(words)
     relevance = targets.relevance if mode == "set" else None

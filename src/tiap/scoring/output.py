@@ -54,34 +54,18 @@ def write_rescore(
     if parquet:
         require("pyarrow", "parquet")
     with atomic_dir(out) as tmp:
-        with open(tmp / "per_query.csv", "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(PER_QUERY_COLUMNS)
-            for row in result.per_query_rows():
-                w.writerow([_fmt(x) for x in row])
+        write_per_query_csv(tmp / "per_query.csv", result)
         summary = result.summary_rows(shared=shared)
         _write_dicts(tmp / "summary.csv", SUMMARY_COLUMNS, summary)
         _write_dicts(tmp / "pairwise.csv", PAIRWISE_COLUMNS, result.pairwise_rows())
         with open(tmp / "zero_targets.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("system", "target", "query_id", "reason"))
-            for s in result.systems:
-                tsets = result.target_sets[result.reports[s].store]
-                for t in result.target_names:
-                    zt = tsets[t].zero_target
-                    for q in result.query_ids[s]:
-                        if q in zt:
-                            w.writerow((s, t, q, zt[q]))
+            w.writerows(result.zero_target_rows())
         with open(tmp / "target_sizes.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("system", "target", "query_id", "n_groups", "n_members"))
-            for s in result.systems:
-                tsets = result.target_sets[result.reports[s].store]
-                for t in result.target_names:
-                    tg = tsets[t]
-                    for q in result.query_ids[s]:
-                        qg = tg.queries[q]
-                        w.writerow((s, t, q, qg.n_groups, len(qg.members)))
+            w.writerows(result.target_size_rows())
         with open(tmp / "queries.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("query_id", "category", "collection", "abstention"))
@@ -106,6 +90,41 @@ def write_rescore(
             ["per_query.parquet"] if parquet else [])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as the csv module writes one field (minimal quoting, excel dialect)."""
+    if "," in text or '"' in text or "\r" in text or "\n" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _csv_fields(texts: Sequence[str]) -> list[str]:
+    joined = "\x00".join(texts)
+    if not any(c in joined for c in ',"\r\n'):
+        return list(texts)
+    return [_csv_field(t) for t in texts]
+
+
+def write_per_query_csv(path: str | Path, result: RescoreResult) -> int:
+    """Write ``per_query.csv`` (the bytes ``csv.writer`` writes for
+    :meth:`RescoreResult.per_query_rows`, a block of lines at a time); returns the rows."""
+    n = 0
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        fh.write(",".join(PER_QUERY_COLUMNS) + "\r\n")
+        for s in result.systems:
+            qids = _csv_fields(result.query_ids[s])
+            for t in result.target_names:
+                for m in result.measures:
+                    prefix = f"{_csv_field(s)},{_csv_field(t)},"
+                    middle = f",{_csv_field(str(m))},"
+                    texts = [repr(v) for v in result.values[(s, t, m)].tolist()]
+                    fh.write("".join([
+                        f"{prefix}{q}{middle}{'' if v == 'nan' else v}\r\n"
+                        for q, v in zip(qids, texts, strict=True)
+                    ]))
+                    n += len(qids)
+    return n
 
 
 def _write_dicts(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:

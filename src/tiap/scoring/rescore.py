@@ -17,14 +17,21 @@ The query universe is explicit:
 
 Results are long rows (``system, target, query_id, measure, value``); summaries and the
 pairwise target comparison are computed from them.
+
+:func:`rescore_qrels` is the same comparison when the targets come as TREC qrels files
+instead of lineage: each qrels file is one target, each relevant judgment one group of one
+item (so group and set credit agree on binary qrels), and the runs are read column-wise
+(:func:`tiap.traces.columnar.read_run_columnar`), which keeps 10^6-query runs in memory as
+one ``int32`` matrix. The query universe is then the queries the qrels files judge.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,11 +39,14 @@ from numpy.typing import NDArray
 from tiap.errors import TiapError
 from tiap.memory.store import Item
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
-from tiap.scoring.kernels import Credit, RankingIndex, _check_credit
+from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
 from tiap.targets.groups import QueryLike
 from tiap.traces.runs import Run
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.traces.columnar import ColumnarRun, IdIndex, Qrels
 
 Missing = Literal["skip", "zero"]
 CHANGED_EPS = 1e-12
@@ -62,11 +72,14 @@ class SystemReport:
     unknown_evidence_examples: tuple[tuple[str, tuple[str, ...]], ...] = ()
     zero_target: Mapping[str, int] = field(default_factory=dict)
     run_warnings: tuple[str, ...] = ()
+    run_notes: tuple[str, ...] = ()
+    universe: str = "queries file"  # where the scored queries come from ("qrels files")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "system": self.system,
             "store": self.store,
+            "universe": self.universe,
             "queries_in_run": self.queries_in_run,
             "scored_queries": self.scored_queries,
             "queries_not_in_queries_file": {
@@ -89,6 +102,7 @@ class SystemReport:
             },
             "zero_target_queries": dict(self.zero_target),
             "run_warnings": list(self.run_warnings),
+            "run_notes": list(self.run_notes),
         }
 
     def warnings(self) -> list[str]:
@@ -97,12 +111,13 @@ class SystemReport:
         if self.not_in_queries_file:
             out.append(
                 f"{self.system}: {len(self.not_in_queries_file):,} ranked queries are not in the "
-                f"queries file and were left out (e.g. {', '.join(self.not_in_queries_file[:3])})"
+                f"{self.universe} and were left out (e.g. "
+                f"{', '.join(self.not_in_queries_file[:3])})"
             )
         if self.not_in_run:
             what = "left out" if self.missing_policy == "skip" else "scored as empty rankings"
             out.append(
-                f"{self.system}: {len(self.not_in_run):,} queries of the queries file have no "
+                f"{self.system}: {len(self.not_in_run):,} queries of the {self.universe} have no "
                 f"ranking in the run and were {what} (e.g. {', '.join(self.not_in_run[:3])})"
             )
         if self.unknown_ranked_items:
@@ -122,19 +137,53 @@ class SystemReport:
         return out
 
 
+class TargetLike(Protocol):
+    """What a rescoring records about a target: its name and a JSON description."""
+
+    @property
+    def name(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+_QRELS_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class QrelsTarget:
+    """A target given as a TREC qrels file: one group per relevant (``rel > 0``) judgment."""
+
+    name: str
+    source: str | None = None
+    graded: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _QRELS_NAME.fullmatch(self.name):
+            raise TiapError(f"invalid target name {self.name!r}: use letters, digits, '_', '.' "
+                            "and '-', starting with a letter or digit")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "qrels": self.source, "graded": self.graded}
+
+
 @dataclass(frozen=True, eq=False)
 class RescoreResult:
     """Per-query values of every (system, target, measure), aligned with ``query_ids``."""
 
     systems: tuple[str, ...]
-    targets: tuple[Target, ...]
+    targets: tuple[TargetLike, ...]
     measures: tuple[Measure, ...]
     credit: Credit
     query_ids: Mapping[str, tuple[str, ...]]  # system -> scored queries, queries-file order
     values: Mapping[tuple[str, str, Measure], NDArray[np.float64]]
     flips: Mapping[tuple[str, str, int], NDArray[np.float64]]  # (system, target, k) -> Success@k
     reports: Mapping[str, SystemReport]
-    target_sets: Mapping[str, TargetSets]  # store label -> groups
+    target_sets: Mapping[str, TargetSets] = field(default_factory=dict)  # store -> groups
+    #: (system, target) -> {query id: why it is undefined}, in query order
+    zero_reasons: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    #: (system, target) -> (G, size of the union of the groups) per scored query
+    target_sizes: Mapping[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = field(
+        default_factory=dict)
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -150,6 +199,21 @@ class RescoreResult:
         for t in self.target_names:
             mask &= ~np.isnan(self.values[(system, t, self.measures[0])])
         return mask
+
+    def zero_target_rows(self) -> Iterable[tuple[str, str, str, str]]:
+        """``(system, target, query_id, reason)`` for every undefined (query, target)."""
+        for s in self.systems:
+            for t in self.target_names:
+                for q, reason in self.zero_reasons.get((s, t), {}).items():
+                    yield s, t, q, reason
+
+    def target_size_rows(self) -> Iterable[tuple[str, str, str, int, int]]:
+        """``(system, target, query_id, n_groups, n_members)`` for every scored query."""
+        for s in self.systems:
+            for t in self.target_names:
+                groups, members = self.target_sizes[(s, t)]
+                yield from zip([s] * len(groups), [t] * len(groups), self.query_ids[s],
+                               groups.tolist(), members.tolist(), strict=True)
 
     def per_query_rows(self) -> Iterable[tuple[str, str, str, str, float | None]]:
         for s in self.systems:
@@ -248,12 +312,7 @@ def rescore(
     if missing not in ("skip", "zero"):
         raise TiapError(f"missing must be 'skip' or 'zero', got {missing!r}")
     names = [r.system for r in runs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise TiapError(f"two runs have the same system name: {', '.join(dupes)}; name them "
-                        "with NAME=PATH")
-    if not runs:
-        raise TiapError("no run to score")
+    _check_systems(names)
     for r in runs:
         if r.system not in stores and None not in stores:
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH or a "
@@ -267,6 +326,8 @@ def rescore(
     flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
     qids_by_system: dict[str, tuple[str, ...]] = {}
     reports: dict[str, SystemReport] = {}
+    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
+    target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
     flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
 
@@ -305,7 +366,10 @@ def rescore(
             tg = tsets[t.name]
             groups = [tg[q] for q in scored]
             zero[t.name] = sum(1 for g in groups if not g)
+            zt = tg.zero_target
+            zero_reasons[(run.system, t.name)] = {q: zt[q] for q in scored if q in zt}
             coded = encode_targets(groups, vocab, query_ids=scored)
+            target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
             got = index.score(coded, [*ms, *flip_measures], mode)
             for m in ms:
                 values[(run.system, t.name, m)] = got[m]
@@ -330,6 +394,11 @@ def rescore(
             zero_target=zero,
             run_warnings=tuple(
                 f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
+                if w.code != "score_ties"
+            ),
+            run_notes=tuple(
+                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
+                if w.code == "score_ties"
             ),
         )
         qids_by_system[run.system] = tuple(scored)
@@ -344,4 +413,203 @@ def rescore(
         flips=flips,
         reports=reports,
         target_sets=sets,
+        zero_reasons=zero_reasons,
+        target_sizes=target_sizes,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# targets from qrels files
+
+
+def qrels_targets(
+    qrels: Qrels,
+    queries: IdIndex | Sequence[str],
+    items: IdIndex,
+    *,
+    name: str = "qrels",
+) -> tuple[Targets, dict[str, str]]:
+    """The :class:`Targets` of ``queries`` (row order) under one qrels file, in ``items``' codes.
+
+    Every relevant judgment (``rel > 0``) of a query becomes a group of one item, so
+    ``G = |R|``: group credit then equals set credit (each relevant item is credited at its
+    own rank, nDCG's ideal is ``min(|R|, k)`` ones, Recall is ``|top-k ∩ R| / |R|``), which
+    is trec_eval's definition. One group holding all of ``R`` would instead make every
+    measure a "first relevant item" measure (``G = 1``). With graded qrels (a relevance
+    above 1) the relevances are the set-credit gains (``nDCG`` with linear gain, as
+    trec_eval's ``ndcg_cut``); binary measures count every relevant item.
+
+    Qrels ids that ``items`` does not hold get codes past its end (distinct, never ranked).
+    Returns the targets and, in query order, why each query without a relevant judgment is
+    undefined (``{query_id: reason}``).
+    """
+    from tiap.traces.columnar import IdIndex
+
+    if not isinstance(queries, IdIndex):
+        queries = IdIndex(queries)
+    n_queries = len(queries)
+    row_of = queries.codes(qrels.query_ids).astype(np.int32)  # int32 keeps 10^7 lines small
+    rows = row_of[qrels.query]
+    keep = qrels.relevance > 0
+    keep &= rows >= 0
+    rows = rows[keep]
+    codes = items.codes(qrels.items)
+    unknown = codes < 0
+    codes[unknown] = len(items) + np.arange(int(unknown.sum()))
+    member_items = codes.astype(np.int32)[qrels.item[keep]]
+    relevance = qrels.relevance[keep]
+    del keep
+    if rows.size > 1 and (rows[1:] < rows[:-1]).any():
+        order = np.argsort(rows, kind="stable")
+        rows, member_items, relevance = rows[order], member_items[order], relevance[order]
+    counts = np.bincount(rows, minlength=n_queries)
+    targets = _known_distinct(Targets(  # a qrels file judges an id once per query
+        group_ptr=np.concatenate([[0], np.cumsum(counts)]),
+        member_ptr=np.arange(rows.size + 1, dtype=np.int64),
+        items=member_items,
+        relevance=relevance.astype(np.float64) if qrels.graded else None,
+    ))
+    judged = np.zeros(n_queries, bool)
+    judged[row_of[row_of >= 0]] = True
+    empty = np.flatnonzero(counts == 0)
+    non_relevant = f"only non-relevant judgments (rel <= 0) in qrels {name!r}"
+    unjudged = f"no judgment in qrels {name!r}"
+    reasons = dict(zip(queries.take(empty),
+                       [non_relevant if j else unjudged for j in judged[empty].tolist()],
+                       strict=True))
+    return targets, reasons
+
+
+def _check_systems(names: Sequence[str]) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise TiapError(f"two runs have the same system name: {', '.join(dupes)}; name them "
+                        "with NAME=PATH")
+    if not names:
+        raise TiapError("no run to score")
+
+
+def rescore_qrels(
+    runs: Sequence[ColumnarRun],
+    qrels: Mapping[str, Qrels],
+    *,
+    measures: str | Iterable[str | Measure] = "nDCG@60,R@60,RR@60,Success@60",
+    credit: str = "group",
+    missing: Missing = "skip",
+    depth: int | None = None,
+) -> RescoreResult:
+    """Score every run under every qrels file (each one target, named by its key).
+
+    Args:
+        runs: columnar runs (:func:`tiap.traces.columnar.read_run_columnar`), one system
+            each; system names must be unique.
+        qrels: target name -> qrels (:func:`tiap.traces.columnar.read_qrels`).
+        measures: measure names.
+        credit: ``group`` or ``set``; the same on binary qrels (:func:`qrels_targets`).
+            Graded qrels need ``set``.
+        missing: a judged query the run does not rank: ``skip`` (reported, left out) or
+            ``zero`` (scored as an empty ranking).
+        depth: cut every ranking to its top ``depth``.
+
+    The queries scored for a run are the run's queries that some qrels file judges (in the
+    run's order), plus, with ``missing="zero"``, the judged queries it does not rank. A
+    query that one qrels file does not judge, or judges only as non-relevant, is undefined
+    (NaN) under that target, with its reason; trec_eval instead drops the first kind and
+    scores the second 0 (IR_EVAL_NOTES.md section 3).
+    """
+    mode = _check_credit(credit)
+    ms = parse_measures(measures)
+    if missing not in ("skip", "zero"):
+        raise TiapError(f"missing must be 'skip' or 'zero', got {missing!r}")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+        raise TiapError(f"depth must be a non-negative integer, got {depth!r}")
+    _check_systems([r.system for r in runs])
+    if not qrels:
+        raise TiapError("no qrels file: pass at least one --qrels NAME=PATH")
+    targets = tuple(
+        QrelsTarget(n, None if q.source is None else str(q.source), q.graded)
+        for n, q in qrels.items()
+    )
+    graded = [t.name for t in targets if t.graded]
+    if graded and mode == "group":
+        raise TiapError(f"qrels {', '.join(map(repr, graded))} grade relevance above 1: "
+                        "graded gains are only defined for set credit (--credit set)")
+
+    from tiap.traces.columnar import IdIndex
+
+    judged = IdIndex.union(q.query_ids for q in qrels.values())
+    flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
+    flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
+    values: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
+    flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+    qids_by_system: dict[str, tuple[str, ...]] = {}
+    reports: dict[str, SystemReport] = {}
+    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
+    target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
+
+    for run in runs:
+        ranked = IdIndex(run.query_ids)
+        in_run = judged.codes(ranked) >= 0
+        matrix = run.rankings
+        scored = list(run.query_ids)
+        not_in_file: tuple[str, ...] = ()
+        if not in_run.all():
+            not_in_file = tuple(ranked.take(np.flatnonzero(~in_run)))
+            keep = np.flatnonzero(in_run)
+            matrix = matrix[keep]
+            scored = ranked.take(keep)
+        not_in_run = tuple(judged.take(np.flatnonzero(ranked.codes(judged) < 0)))
+        if missing == "zero" and not_in_run:
+            empty = np.full((len(not_in_run), matrix.shape[1]), -1, np.int32)
+            matrix = np.concatenate([matrix, empty])
+            scored.extend(not_in_run)
+        if depth is not None and depth < matrix.shape[1]:
+            matrix = matrix[:, :depth]
+        index = RankingIndex(matrix)
+        del matrix
+        scored_ids = ranked if len(scored) == len(run.query_ids) and not not_in_file \
+            else IdIndex(scored)
+        zero: dict[str, int] = {}
+        for t in targets:
+            coded, reasons = qrels_targets(qrels[t.name], scored_ids, run.items, name=t.name)
+            zero[t.name] = len(reasons)
+            zero_reasons[(run.system, t.name)] = reasons
+            target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
+            got = index.score(coded, [*ms, *flip_measures], mode)
+            for m in ms:
+                values[(run.system, t.name, m)] = got[m]
+            for k, fm in zip(flip_ks, flip_measures, strict=True):
+                flips[(run.system, t.name, k)] = got[fm]
+        reports[run.system] = SystemReport(
+            system=run.system,
+            store="-",
+            queries_in_run=run.n_queries,
+            scored_queries=len(scored),
+            not_in_queries_file=not_in_file,
+            not_in_run=not_in_run,
+            missing_policy=missing,
+            zero_target=zero,
+            run_warnings=tuple(
+                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
+                if w.code != "score_ties"
+            ),
+            run_notes=tuple(
+                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
+                if w.code == "score_ties"
+            ),
+            universe="qrels files",
+        )
+        qids_by_system[run.system] = tuple(scored)
+
+    return RescoreResult(
+        systems=tuple(r.system for r in runs),
+        targets=targets,
+        measures=ms,
+        credit=mode,
+        query_ids=qids_by_system,
+        values=values,
+        flips=flips,
+        reports=reports,
+        zero_reasons=zero_reasons,
+        target_sizes=target_sizes,
     )

@@ -1,8 +1,16 @@
-"""Stage 4: traces. Saved ranked outputs, read and written in several formats (:mod:`.runs`),
+"""Stage 4: traces. Saved ranked outputs, read and written in several formats (:mod:`.runs`;
+column-wise into integer arrays for large runs, with TREC qrels: :mod:`.columnar`),
 and importers of other systems' traces with their lineage (:mod:`.mtel`: the paper's
 published MTEL-Mem traces).
 """
 
+from tiap.traces.columnar import (
+    ColumnarRun,
+    IdIndex,
+    Qrels,
+    read_qrels,
+    read_run_columnar,
+)
 from tiap.traces.mtel import (
     FORMAT_IDS_ONLY,
     FORMAT_KIND_FLAG,
@@ -50,16 +58,21 @@ __all__ = [
     "STATUS_INFERRED",
     "STATUS_UNKNOWN",
     "TARGET_NAMES",
+    "ColumnarRun",
     "Dedup",
+    "IdIndex",
     "MtelImport",
     "MtelReport",
+    "Qrels",
     "QueryRecovery",
     "Ranking",
     "Run",
     "RunWarning",
     "detect_run_format",
     "import_mtel_trace",
+    "read_qrels",
     "read_run",
+    "read_run_columnar",
     "write_jsonl_run",
     "write_mtel_import",
     "write_trec_run",

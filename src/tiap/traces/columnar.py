@@ -1,0 +1,1077 @@
+"""Columnar readers for TREC run and qrels files: from the file straight to integer arrays.
+
+:func:`read_run` (:mod:`tiap.traces.runs`) gives Python :class:`~tiap.traces.runs.Ranking`
+objects, one string per ranked item. That is the reference reader, and it is right for
+small runs, but a run of 10^6 queries x 60 items would take tens of GB as Python strings.
+This module reads the same files into what the scoring kernels use:
+
+- :func:`read_run_columnar` -> :class:`ColumnarRun`: query ids, one ``int32 [Q, D]`` matrix
+  of item codes in rank order (``-1`` padding at the end of a row), and the item ids by
+  code (:class:`IdIndex`). ``RankingIndex(run.rankings)`` prepares it for scoring.
+- :func:`read_qrels` -> :class:`Qrels`: TREC qrels (``qid iter docid rel``) as arrays of
+  query index, item code and relevance, one entry per judgment line.
+
+**One set of rules.** The columnar reader accepts exactly the files :func:`read_run`
+accepts and gives the same rankings: the rank column is authoritative, ranks must run
+``1..n`` per query without ties, an item may not appear twice in a ranking (or, with
+``dedup="first"``, its first occurrence is kept), scores must be finite numbers, and a
+ranking whose scores do not strictly decrease is counted in a ``score_order`` warning.
+Scores are checked, then dropped: TIAP scores by rank.
+
+**How.** With pyarrow installed (the ``parquet`` extra), a TREC file whose columns are
+separated by single spaces or single tabs is parsed by ``pyarrow.csv`` in pieces of 64 MB
+(each split into 1 MB blocks over the cores), one piece ahead of the caller in a second
+thread. Query and item columns are dictionary-encoded per piece, so no Python string is
+made per row, and each piece's items are written straight into the ranking matrix. The
+pieces' dictionaries are merged at the end. Memory is the matrix (4 bytes per ranked item)
+plus a few pieces. Everything else takes the reference route (``read_run``, then
+:meth:`ColumnarRun.from_run`): other run formats (JSONL, ranked-trace rows), other
+whitespace, files with duplicates under ``dedup="first"``, a missing pyarrow, and every
+file with a problem, so that errors are the reference reader's, each naming the file, line
+and query. Where pyarrow is laxer than the reference (ids holding other whitespace, empty
+fields, hexadecimal integers), the difference is checked and the file sent to the
+reference reader.
+
+Qrels follow the same pattern (:func:`read_qrels`): pyarrow when it is there and the file
+is clean; otherwise a plain reader that reports every problem with its file, line and
+query. A qrels line is ``qid iter docid rel``; ``iter`` is ignored; ``rel`` is an integer
+(``rel > 0``: relevant, with that gain; ``rel <= 0``: judged non-relevant); an id judged
+twice for one query is an error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tiap.errors import Problem, TiapError
+from tiap.io import is_gzip, open_text
+from tiap.traces.runs import (
+    FORMAT_TREC,
+    MAX_EXAMPLES,
+    Dedup,
+    Ranking,
+    Run,
+    RunWarning,
+    _first_line,
+    _numbered_lines,
+    _parse_int,
+    _Problems,
+    _WARNING_TEXT,
+    detect_run_format,
+    read_run,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+__all__ = [
+    "ColumnarRun",
+    "IdIndex",
+    "Qrels",
+    "read_qrels",
+    "read_run_columnar",
+]
+
+#: Bytes of text parsed at a time (pyarrow splits them into 1 MB blocks over the cores).
+BLOCK_BYTES = 1 << 26
+#: Pending per-block item dictionaries are merged once they hold this many entries.
+_MERGE_ENTRIES = 1 << 22
+#: Rows per step when checking and re-coding the ranking matrix.
+_ROW_BLOCK = 1 << 15
+
+
+def _pyarrow() -> Any | None:
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.compute  # noqa: F401
+        import pyarrow.csv  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    return pyarrow
+
+
+# --------------------------------------------------------------------------------------------
+# Ids by code
+# --------------------------------------------------------------------------------------------
+
+
+class IdIndex:
+    """String ids indexed by their code ``0..n-1`` (the vocabulary of a columnar file).
+
+    Holds a pyarrow string array when pyarrow is installed, else a tuple of str.
+    :meth:`codes` looks many ids up at once (``-1`` for an id not in the index).
+    """
+
+    def __init__(self, ids: Sequence[str] | pa.Array) -> None:
+        pa = _pyarrow()
+        if pa is not None and isinstance(ids, pa.ChunkedArray):
+            ids = ids.combine_chunks()
+        if pa is not None and not isinstance(ids, pa.Array):
+            ids = pa.array(ids if isinstance(ids, list) else list(ids), pa.string())
+        elif pa is None:
+            ids = tuple(ids)
+        self._ids: Any = ids
+        self._dict: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, code: int) -> str:
+        if not 0 <= code < len(self._ids):
+            raise IndexError(f"no id has code {code}")
+        value = self._ids[code]
+        return value if isinstance(value, str) else str(value.as_py())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_list())
+
+    def __repr__(self) -> str:
+        return f"IdIndex({len(self)} ids)"
+
+    def to_list(self) -> list[str]:
+        """Every id, in code order."""
+        return list(self._ids) if isinstance(self._ids, tuple) else self._ids.to_pylist()
+
+    def decode(self, codes: Iterable[int] | NDArray[np.integer]) -> list[str | None]:
+        """Ids for ``codes`` (``None`` for ``-1``)."""
+        flat = np.asarray(codes).ravel().tolist()
+        return [None if c < 0 else self[c] for c in flat]
+
+    def take(self, codes: Iterable[int] | NDArray[np.integer]) -> list[str]:
+        """The ids of ``codes`` (all valid), as a list."""
+        flat = np.asarray(codes, np.int64).ravel()
+        if isinstance(self._ids, tuple):
+            return [self._ids[c] for c in flat.tolist()]
+        return list(self._ids.take(flat).to_pylist())
+
+    @staticmethod
+    def union(indexes: Iterable[IdIndex]) -> IdIndex:
+        """Every id of ``indexes``, once, in order of first appearance."""
+        parts = [ix._ids for ix in indexes]
+        pa = _pyarrow()
+        if pa is not None and not any(isinstance(p, tuple) for p in parts):
+            import pyarrow.compute as pc
+
+            if not parts:
+                return IdIndex([])
+            return IdIndex(pc.unique(pa.chunked_array(parts, parts[0].type)))
+        merged: dict[str, None] = {}
+        for p in parts:
+            merged.update(dict.fromkeys(p if isinstance(p, tuple) else p.to_pylist()))
+        return IdIndex(list(merged))
+
+    def codes(self, ids: Sequence[str] | pa.Array | IdIndex) -> NDArray[np.int64]:
+        """The code of each of ``ids``, ``-1`` where an id is not in this index."""
+        if isinstance(ids, IdIndex):
+            ids = ids._ids
+        pa = _pyarrow()
+        if pa is not None and not isinstance(self._ids, tuple):
+            import pyarrow.compute as pc
+
+            values = ids if isinstance(ids, pa.Array) else pa.array(list(ids), pa.string())
+            if values.type != self._ids.type:
+                values = values.cast(self._ids.type)
+            found = pc.index_in(values, value_set=self._ids)
+            return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+        if self._dict is None:
+            self._dict = {s: i for i, s in enumerate(self.to_list())}
+        get = self._dict.get
+        values_list = ids.to_pylist() if not isinstance(ids, (list, tuple)) else ids
+        return np.fromiter((get(s, -1) for s in values_list), np.int64, len(values_list))
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnarRun:
+    """One system's rankings as arrays.
+
+    ``rankings[i]`` is the ranking of ``query_ids[i]``: item codes in rank order (column 0
+    is rank 1), ``-1`` after the last ranked item; ``items[c]`` is the id of code ``c``.
+    The matrix is read-only and its rows hold no repeated code. ``warnings`` are the
+    reader's counted findings (as on :class:`~tiap.traces.runs.Run`).
+    """
+
+    system: str
+    query_ids: tuple[str, ...]
+    rankings: NDArray[np.int32]
+    items: IdIndex
+    source: Path | None = None
+    format: str | None = None
+    benchmark: str | None = None
+    warnings: tuple[RunWarning, ...] = ()
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.rankings.shape[0])
+
+    @property
+    def depth(self) -> int:
+        """The matrix width: the longest ranking."""
+        return int(self.rankings.shape[1])
+
+    @cached_property
+    def lengths(self) -> NDArray[np.int64]:
+        """Ranked items per query."""
+        return np.asarray((self.rankings >= 0).sum(axis=1), np.int64).reshape(self.n_queries)
+
+    def ranking(self, query_id: str) -> tuple[str, ...]:
+        """The ranked ids of one query (:class:`KeyError` if the run has none)."""
+        try:
+            row = self.query_ids.index(query_id)
+        except ValueError:
+            raise KeyError(query_id) from None
+        codes = self.rankings[row]
+        return tuple(self.items.decode(codes[codes >= 0]))  # type: ignore[arg-type]
+
+    @classmethod
+    def from_run(cls, run: Run) -> ColumnarRun:
+        """Code a :class:`~tiap.traces.runs.Run` (its rankings are already deduplicated)."""
+        from tiap.scoring.encode import Vocabulary, encode_rankings
+
+        vocab = Vocabulary()
+        qids = tuple(r.query_id for r in run.rankings)
+        matrix = encode_rankings([r.item_ids for r in run.rankings], vocab, query_ids=qids)
+        matrix.setflags(write=False)
+        return cls(
+            system=run.system,
+            query_ids=qids,
+            rankings=matrix,
+            items=IdIndex([str(i) for i in vocab.ids]),
+            source=run.source,
+            format=run.format,
+            benchmark=run.benchmark,
+            warnings=run.warnings,
+        )
+
+    def to_run(self) -> Run:
+        """The same rankings as a :class:`~tiap.traces.runs.Run` (without scores)."""
+        ids = self.items.to_list()
+        rankings = tuple(
+            Ranking(q, self.system, tuple(ids[c] for c in row if c >= 0))
+            for q, row in zip(self.query_ids, self.rankings.tolist(), strict=True)
+        )
+        return Run(self.system, rankings, source=self.source, format=self.format,
+                   benchmark=self.benchmark, warnings=self.warnings)
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """One TREC qrels file as arrays, one entry per judgment line (file order).
+
+    ``query_ids`` holds every judged query (first appearance); judgment ``j`` is item
+    ``items[item[j]]`` for query ``query_ids[query[j]]`` with relevance ``relevance[j]``.
+    Relevant means ``relevance > 0``; a query judged only with ``relevance <= 0`` has no
+    relevant item.
+    """
+
+    query_ids: IdIndex
+    items: IdIndex
+    query: NDArray[np.int32]
+    item: NDArray[np.int32]
+    relevance: NDArray[np.signedinteger]  # int8, int16 or int32: the smallest that fits
+    source: Path | None = None
+
+    @property
+    def n_judgments(self) -> int:
+        return int(self.query.size)
+
+    @property
+    def graded(self) -> bool:
+        """Whether some relevance is above 1 (then nDCG uses the relevance as gain)."""
+        return bool(self.relevance.size and self.relevance.max() > 1)
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {item_id: relevance}}`` (pytrec_eval's qrels form), every line."""
+        ids, qids = self.items.to_list(), self.query_ids.to_list()
+        out: dict[str, dict[str, int]] = {q: {} for q in qids}
+        for q, i, r in zip(self.query.tolist(), self.item.tolist(), self.relevance.tolist(),
+                           strict=True):
+            out[qids[q]][ids[i]] = r
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Shared pyarrow plumbing
+# --------------------------------------------------------------------------------------------
+
+
+class _GiveUp(Exception):
+    """The fast path cannot vouch for this file; the reference reader decides."""
+
+
+def _delimiter(path: Path, n_columns: int) -> str | None:
+    """``' '`` or ``'\\t'`` when the first non-blank line splits into ``n_columns`` non-empty
+    fields on it (the fast path's condition), else ``None``."""
+    with open_text(path) as fh:
+        first = _first_line(_numbered_lines(fh, path))
+    if first is None:
+        return None
+    line = first[1].rstrip("\r\n")
+    for delim in ("\t", " "):
+        fields = line.split(delim)
+        if len(fields) == n_columns and all(fields):
+            return delim
+    return None
+
+
+#: Column kinds for :func:`_batches`.
+_ID, _TEXT, _FLOAT, _INT = "id", "text", "float", "int"
+
+
+def _encoded(column: Any) -> Any:
+    """One dictionary array (one dictionary) from a chunked string column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()  # one array: one pass, one dictionary
+    return pc.dictionary_encode(column)
+
+
+@dataclass
+class _Batch:
+    """Rows of one chunk of a file: ``columns[i]`` in the order asked for."""
+
+    columns: list[Any]
+    num_rows: int
+
+    def column(self, i: int) -> Any:
+        return self.columns[i]
+
+
+def _text_chunks(path: Path) -> Iterator[memoryview]:
+    """The bytes of a file (gunzipped) in pieces of about BLOCK_BYTES, cut after a newline.
+
+    One buffer is reused: each piece is only valid until the next one is asked for.
+    """
+    import gzip
+
+    gz = is_gzip(path)
+    opener: Any = gzip.open if gz else open
+    buf = bytearray(BLOCK_BYTES if gz else max(1, min(BLOCK_BYTES, path.stat().st_size)))
+    view = memoryview(buf)
+    kept = 0  # bytes of an unfinished line carried to the front of the buffer
+    with opener(path, "rb") as fh:
+        while True:
+            if kept == len(buf):  # a line longer than the buffer: a bigger buffer
+                bigger = bytearray(2 * len(buf))
+                bigger[:kept] = buf
+                buf, view = bigger, memoryview(bigger)
+            got = fh.readinto(view[kept:])
+            if not got:
+                break
+            end = kept + got
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:
+                kept = end
+                continue
+            yield view[:cut]
+            buf[: end - cut] = buf[cut:end]
+            kept = end - cut
+        if kept:
+            yield view[:kept]
+
+
+def _batches(
+    path: Path, delimiter: str, columns: dict[int, str], n_columns: int
+) -> Iterator[_Batch]:
+    """:func:`_parsed_batches`, produced by a second thread one chunk ahead: reading,
+    parsing and encoding (pyarrow, which releases the GIL) overlap with the caller's work on
+    the previous chunk."""
+    import queue
+    import threading
+
+    done = object()
+    box: queue.Queue[Any] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for batch in _parsed_batches(path, delimiter, columns, n_columns):
+                while not stop.is_set():
+                    try:
+                        box.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            box.put(done)
+        except BaseException as exc:  # handed to the caller
+            box.put(exc)
+
+    worker = threading.Thread(target=produce, name="tiap-columnar-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = box.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # let a blocked put() see the stop flag
+            try:
+                box.get_nowait()
+            except queue.Empty:
+                pass
+            worker.join(timeout=0.05)
+
+
+def _parsed_batches(path: Path, delimiter: str, columns: dict[int, str],
+                    n_columns: int) -> Iterator[_Batch]:
+    """Parse ``path`` a chunk at a time with ``pyarrow.csv.read_csv`` (which uses every core
+    on the 1 MB blocks of a chunk), keeping ``columns`` (index -> kind): ids come
+    dictionary-encoded, text as strings, floats as float64. Any pyarrow error, or bytes that
+    are not UTF-8, means :class:`_GiveUp`."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    names = [f"c{i}" for i in range(n_columns)]
+    types = {names[i]: (pa.float64() if kind == _FLOAT else pa.string())
+             for i, kind in columns.items()}
+    # an integer column is parsed as int64 by pyarrow when the text holds no 'x' or 'X'
+    # (pyarrow, unlike the reference reader, also reads hexadecimal 0x...); otherwise it
+    # is read as text and parsed through its (small) dictionary, as the reference does
+    int_types = types | {names[i]: pa.int64() for i, kind in columns.items() if kind == _INT}
+    read_options = pa_csv.ReadOptions(column_names=names, block_size=1 << 20, use_threads=True)
+    parse_options = pa_csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
+                                        escape_char=False, newlines_in_values=False,
+                                        ignore_empty_lines=True)
+    options = {
+        hex_free: pa_csv.ConvertOptions(
+            include_columns=[names[i] for i in columns],
+            column_types=int_types if hex_free else types,
+            null_values=[], true_values=[], false_values=[],
+            strings_can_be_null=False, quoted_strings_can_be_null=False, check_utf8=True,
+        )
+        for hex_free in (False, True)
+    }
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max(1, min(3, os.cpu_count() or 1)),
+                              thread_name_prefix="tiap-columnar-encode")
+    try:
+        for text in _text_chunks(path):
+            raw = text.obj
+            hex_free = raw.find(b"x", 0, len(text)) < 0 and raw.find(b"X", 0, len(text)) < 0
+            table = pa_csv.read_csv(pa.BufferReader(pa.py_buffer(text)),
+                                    read_options=read_options, parse_options=parse_options,
+                                    convert_options=options[hex_free])
+            if table.num_rows == 0:
+                continue
+            kinds = list(columns.values())
+            cols: list[Any] = [table.column(j) for j in range(len(kinds))]
+            ids = [j for j, kind in enumerate(kinds)
+                   if kind == _ID or (kind == _INT and not hex_free)]
+            # the id columns are hashed in parallel (pyarrow releases the GIL)
+            for j, encoded in zip(ids, pool.map(_encoded, [cols[j] for j in ids]), strict=True):
+                cols[j] = encoded
+            for j, kind in enumerate(kinds):
+                if kind == _FLOAT or (kind == _INT and hex_free):
+                    cols[j] = cols[j].to_numpy()
+            yield _Batch(cols, table.num_rows)
+    except (pa.ArrowException, OSError, EOFError) as exc:
+        raise _GiveUp(str(exc)) from exc
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _release_arrow_memory() -> None:
+    """Hand the parser's freed blocks back to the system (pyarrow's allocator keeps them)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+def _whitespace_pattern() -> str:
+    """An RE2 pattern matching the empty string or any character ``str.split()`` splits on."""
+    codes = [c for c in range(0x10000) if chr(c).isspace()]  # all lie in the BMP
+    ranges: list[list[int]] = []
+    for c in codes:
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    parts = "".join(
+        f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges
+    )
+    return f"^$|[{parts}]"
+
+
+_SPACE_PATTERN: list[str] = []
+
+
+def _check_tokens(values: Any) -> None:
+    """Give up unless every value is a non-empty token without whitespace.
+
+    The reference reader splits lines on any whitespace (``str.split()``); pyarrow splits on
+    one delimiter only, so an id holding, say, a tab or a no-break space, or an empty field
+    between two spaces, must send the file to the reference reader.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.array(values, pa.string())
+    if len(values) == 0:
+        return
+    if not _SPACE_PATTERN:
+        _SPACE_PATTERN.append(_whitespace_pattern())
+    if pc.any(pc.match_substring_regex(values, _SPACE_PATTERN[0])).as_py():
+        raise _GiveUp("an id is empty or holds whitespace")
+
+
+def _constant_or_encoded(column: Any) -> Any:
+    """A string column as a dictionary array (a column of one repeated value, such as the
+    ``Q0`` or tag column of most runs, is recognised without hashing every row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    first = column[0].as_py()
+    if pc.all(pc.equal(column, first)).as_py():
+        return pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(len(column), np.int32)), pa.array([first], pa.string())
+        )
+    return _encoded(column)
+
+
+def _ints(column: Any) -> NDArray[np.int64]:
+    """The integers of an ``_INT`` column (int64 values, or a dictionary of texts)."""
+    if isinstance(column, np.ndarray):
+        return column
+    return _int_lookup(column.dictionary)[column.indices.to_numpy()]
+
+
+def _int_lookup(dictionary: Any) -> NDArray[np.int64]:
+    """Integers for a dictionary of integer texts, parsed as the reference reader does."""
+    texts = dictionary.to_pylist()
+    values = [_parse_int(s) for s in texts]
+    if any(v is None for v in values) or any(len(s.split()) != 1 for s in texts):
+        raise _GiveUp("a value is not an integer")
+    return np.asarray(values, np.int64)
+
+
+class _Dictionaries:
+    """Unifies per-block dictionaries of ids into one index, without a Python string per id.
+
+    Block ``b``'s local code ``c`` is first given the provisional code ``offset_b + c``;
+    pending dictionaries are merged into the unified one every few million entries
+    (:func:`pyarrow.compute.dictionary_encode` over the concatenation keeps the unified
+    ids first, so their codes do not move), and :meth:`finish` returns the map from
+    provisional to final codes. Final codes follow first appearance in the file.
+    """
+
+    def __init__(self) -> None:
+        self.unified: Any = None
+        self.pending: list[Any] = []
+        self.pending_entries = 0
+        self.offset = 0
+        self.maps: list[NDArray[np.int32]] = []
+
+    def add(self, dictionary: Any) -> int:
+        """Register one block's dictionary; returns its offset."""
+        offset = self.offset
+        self.pending.append(dictionary)
+        self.offset += len(dictionary)
+        self.pending_entries += len(dictionary)
+        if self.offset >= 2**31 - 1:
+            raise _GiveUp("too many distinct ids")
+        if self.pending_entries >= _MERGE_ENTRIES:
+            self._merge()
+        return offset
+
+    def _merge(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.pending:
+            return
+        if self.unified is None and len(self.pending) == 1:  # already unique: nothing to merge
+            self.unified = self.pending[0]
+            self.maps.append(np.arange(len(self.unified), dtype=np.int32))
+            self.pending, self.pending_entries = [], 0
+            return
+        parts = ([self.unified] if self.unified is not None else []) + self.pending
+        if sum(p.nbytes for p in parts) > 2**30:
+            parts = [p.cast(pa.large_string()) for p in parts]
+        encoded = pc.dictionary_encode(pa.concat_arrays(parts))
+        known = 0 if self.unified is None else len(self.unified)
+        self.maps.append(np.asarray(encoded.indices.to_numpy()[known:], np.int32))
+        self.unified = encoded.dictionary
+        self.pending, self.pending_entries = [], 0
+
+    def finish(self) -> tuple[Any, NDArray[np.int32]]:
+        """(unified ids, provisional -> final code map with ``-1`` appended for padding)."""
+        import pyarrow as pa
+
+        self._merge()
+        unified = self.unified if self.unified is not None else pa.array([], pa.string())
+        return unified, np.concatenate([*self.maps, np.array([-1], np.int32)])
+
+
+# --------------------------------------------------------------------------------------------
+# Runs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Violations:
+    """Score-order findings: per ranking (row), its first non-decreasing step."""
+
+    rows: list[NDArray[np.int64]] = field(default_factory=list)
+    ranks: list[NDArray[np.int64]] = field(default_factory=list)
+    before: list[NDArray[np.float64]] = field(default_factory=list)
+    after: list[NDArray[np.float64]] = field(default_factory=list)
+
+    def add(self, rows: NDArray[Any], ranks: NDArray[Any], before: NDArray[Any],
+            after: NDArray[Any]) -> None:
+        if rows.size == 0:
+            return
+        order = np.lexsort((ranks, rows))
+        rows, ranks, before, after = rows[order], ranks[order], before[order], after[order]
+        first = np.ones(rows.size, bool)
+        first[1:] = rows[1:] != rows[:-1]
+        self.rows.append(rows[first])
+        self.ranks.append(ranks[first])
+        self.before.append(before[first])
+        self.after.append(after[first])
+
+    def per_row(self) -> tuple[NDArray[np.int64], ...]:
+        """(row, rank, score before, score after) of each row's first step, by row."""
+        if not self.rows:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros(0), np.zeros(0)
+        rows, ranks = np.concatenate(self.rows), np.concatenate(self.ranks)
+        before, after = np.concatenate(self.before), np.concatenate(self.after)
+        order = np.lexsort((ranks, rows))
+        rows, ranks, before, after = rows[order], ranks[order], before[order], after[order]
+        first = np.ones(rows.size, bool)
+        first[1:] = rows[1:] != rows[:-1]
+        return rows[first], ranks[first], before[first], after[first]
+
+
+class _RunBuilder:
+    """Places the rows of a TREC run, block by block, into a growing ranking matrix.
+
+    Row ``r`` of the matrix is the ranking of the ``r``-th (tag, query) pair met in the
+    file; the line with rank ``k`` writes its item's provisional code into column ``k - 1``.
+    ``counts[r]`` counts the lines of row ``r``: when every row has ``counts[r]`` filled
+    cells and no gap, its ranks were exactly ``1..n`` (a repeated rank overwrites a cell).
+    """
+
+    def __init__(self, max_depth: int, size_hint: int) -> None:
+        self.max_depth = max_depth
+        self.size_hint = size_hint
+        self.tags: dict[str, int] = {}
+        self.rows_by_tag: list[dict[str, int]] = []  # per tag: query id -> row
+        self.row_qids: list[str] = []
+        self.row_tags: list[int] = []
+        self.matrix = np.full((0, 0), -1, np.int32)
+        self.counts = np.zeros(0, np.int64)
+        self.items = _Dictionaries()
+        self.rows_read = 0
+        self.pairs_checked = 0
+        self.last: tuple[int, int, float] | None = None  # (row, rank, score) of the last line
+        self.violations = _Violations()
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.row_qids)
+
+    # -- growth ----------------------------------------------------------------------------
+
+    def _reserve(self, n_rows: int, width: int) -> None:
+        cap, cur_width = self.matrix.shape
+        if n_rows <= cap and width <= cur_width:
+            return
+        new_cap = cap
+        if n_rows > cap:
+            new_cap = max(n_rows, cap + cap // 2, self.size_hint if cap == 0 else 0, 1024)
+        new_width = max(width, cur_width)
+        grown = np.full((new_cap, new_width), -1, np.int32)
+        grown[:cap, :cur_width] = self.matrix
+        self.matrix = grown
+        counts = np.zeros(new_cap, np.int64)
+        counts[:cap] = self.counts
+        self.counts = counts
+
+    def _tag_code(self, tag: str) -> int:
+        tc = self.tags.get(tag)
+        if tc is None:
+            _check_tokens([tag])
+            tc = self.tags[tag] = len(self.tags)
+            self.rows_by_tag.append({})
+        return tc
+
+    def _pair_rows(self, tags: list[int], qids: list[str]) -> list[int]:
+        """Rows of the (tag code, query id) pairs, in order (a new pair gets the next row)."""
+        local = []
+        row_qids, row_tags, by_tag = self.row_qids, self.row_tags, self.rows_by_tag
+        for tc, q in zip(tags, qids, strict=True):
+            known = by_tag[tc]
+            row = known.get(q)
+            if row is None:
+                row = known[q] = len(row_qids)
+                row_qids.append(q)
+                row_tags.append(tc)
+            local.append(row)
+        return local
+
+    def _rows(self, qcol: Any, tcol: Any) -> NDArray[np.int64]:
+        """The matrix row of every line of a block (rows follow first appearance)."""
+        tcol = _constant_or_encoded(tcol)
+        tag_codes = [self._tag_code(t) for t in tcol.dictionary.to_pylist()]
+        qids = qcol.dictionary.to_pylist()  # in order of first appearance in the block
+        q_local = qcol.indices.to_numpy()
+        if len(self.tags) == 1:  # one system so far: its rows are all the rows
+            known = self.rows_by_tag[0]
+            before = len(known)
+            setdefault = known.setdefault
+            local = [setdefault(q, len(known)) for q in qids]
+            if len(known) > before:
+                self.row_qids.extend([q for q, r in zip(qids, local, strict=True) if r >= before])
+                self.row_tags.extend([0] * (len(known) - before))
+            return np.asarray(local, np.int64)[q_local]
+        if len(tag_codes) == 1:
+            known = self.rows_by_tag[tag_codes[0]]
+            get = known.get
+            local = [get(q, -1) for q in qids]
+            if -1 in local:
+                local = self._pair_rows([tag_codes[0]] * len(qids), qids)
+            return np.asarray(local, np.int64)[q_local]
+        n_q = len(qids)
+        pair = tcol.indices.to_numpy().astype(np.int64) * n_q + q_local
+        uniq, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # pairs in order of first appearance
+        pairs = uniq[order].tolist()
+        rows = self._pair_rows([tag_codes[p // n_q] for p in pairs], [qids[p % n_q] for p in pairs])
+        local = np.empty(uniq.size, np.int64)
+        local[order] = rows
+        return local[inverse.ravel()]
+
+    # -- one block -------------------------------------------------------------------------
+
+    def add(self, batch: Any) -> None:
+        qcol, q0col, dcol, rcol, scol, tcol = (batch.column(i) for i in range(6))
+        n = batch.num_rows
+        if n == 0:
+            return
+        _check_tokens(_constant_or_encoded(q0col).dictionary)
+        rows = self._rows(qcol, tcol)
+        ranks = _ints(rcol)
+        scores = scol
+        if not np.isfinite(scores).all():
+            raise _GiveUp("a score is not finite")
+        lo, hi = int(ranks.min()), int(ranks.max())
+        if lo < 1 or hi > self.max_depth:
+            raise _GiveUp("a rank is out of range")
+        self._reserve(self.n_rows, hi)
+        width = self.matrix.shape[1]
+        offset = self.items.add(dcol.dictionary)
+        codes = dcol.indices.to_numpy() + np.int32(offset)
+        flat = rows * width
+        flat += ranks
+        flat -= 1
+        self.matrix.reshape(-1)[flat] = codes
+        low = int(rows.min())
+        counted = np.bincount(rows - low)
+        self.counts[low : low + counted.size] += counted
+        self.rows_read += n
+        self._check_order(rows, ranks, scores)
+
+    def _check_order(self, rows: NDArray[np.int64], ranks: NDArray[np.int64],
+                     scores: NDArray[np.float64]) -> None:
+        """Score order of consecutive lines holding ranks r and r + 1 of one ranking."""
+        if self.last is not None:  # the pair across the block boundary
+            r0, k0, s0 = self.last
+            if rows[0] == r0 and ranks[0] == k0 + 1:
+                self.pairs_checked += 1
+                if scores[0] >= s0:
+                    self.violations.add(rows[:1], np.array([k0]), np.array([s0]), scores[:1])
+        step = ranks[1:] - ranks[:-1] == 1
+        step &= rows[1:] == rows[:-1]
+        self.pairs_checked += int(np.count_nonzero(step))
+        step &= scores[1:] >= scores[:-1]
+        if step.any():
+            bad = np.flatnonzero(step)
+            self.violations.add(rows[bad + 1], ranks[bad], scores[bad], scores[bad + 1])
+        self.last = (int(rows[-1]), int(ranks[-1]), float(scores[-1]))
+
+    # -- after the last block --------------------------------------------------------------
+
+    def finish(self) -> tuple[NDArray[np.int32], Any]:
+        """Check ranks and duplicates, re-code items; returns (matrix, item ids)."""
+        n_rows = self.n_rows
+        width = int(self.matrix.shape[1])
+        unified, code_map = self.items.finish()
+        _check_tokens(unified)
+        _check_tokens(self.row_qids)
+        if self.matrix.shape[0] != n_rows:  # drop the spare rows (in place: no copy)
+            self.matrix.resize((n_rows, width), refcheck=False)
+        counts = self.counts[:n_rows]
+        matrix = self.matrix
+        for start in range(0, n_rows, _ROW_BLOCK):
+            block = matrix[start : start + _ROW_BLOCK]
+            valid = block >= 0
+            # ranks 1..n without ties: n cells filled (a tie overwrites one) and no hole
+            if (valid.sum(axis=1) != counts[start : start + _ROW_BLOCK]).any():
+                raise _GiveUp("ranks do not run 1..n")
+            if width > 1 and (valid[:, 1:] & ~valid[:, :-1]).any():
+                raise _GiveUp("ranks do not run 1..n")
+            block[...] = code_map[block]
+            if width > 1:
+                ordered = np.sort(block, axis=1)
+                if ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any():
+                    raise _GiveUp("an item appears twice in a ranking")
+        return matrix, unified
+
+    @property
+    def order_fully_checked(self) -> bool:
+        """Whether every (rank r, rank r + 1) pair came on consecutive lines."""
+        return self.pairs_checked == self.rows_read - self.n_rows
+
+    def recheck_order(self, batches: Iterable[Any]) -> None:
+        """Second pass for files not in rank order: place every score, then compare."""
+        n_rows, width = self.n_rows, int(self.matrix.shape[1])
+        scores = np.full((n_rows, width), np.nan)
+        for batch in batches:
+            qcol, rcol, scol, tcol = (batch.column(i) for i in range(4))
+            rows = self._rows(qcol, tcol)
+            ranks = _ints(rcol)
+            scores[rows, ranks - 1] = scol
+        self.violations = _Violations()
+        with np.errstate(invalid="ignore"):
+            bad = scores[:, 1:] >= scores[:, :-1]  # NaN (past the end) compares False
+        rows, cols = np.nonzero(bad)
+        self.violations.add(rows.astype(np.int64), (cols + 1).astype(np.int64),
+                            scores[rows, cols], scores[rows, cols + 1])
+
+
+def _score_order_warning(
+    path: Path, system: str, qids: Sequence[str], local_rows: NDArray[np.int64],
+    ranks: NDArray[np.int64], before: NDArray[np.float64], after: NDArray[np.float64],
+) -> RunWarning:
+    examples = tuple(
+        Problem(
+            f"score {after[i].item()!r} at rank {int(ranks[i]) + 1} is not below "
+            f"{before[i].item()!r} at rank {int(ranks[i])} (system {system!r})",
+            file=str(path),
+            query_id=qids[int(local_rows[i])],
+        )
+        for i in range(min(MAX_EXAMPLES, local_rows.size))
+    )
+    return RunWarning(code="score_order", message=_WARNING_TEXT["score_order"],
+                      count=int(local_rows.size), queries=int(local_rows.size),
+                      examples=examples)
+
+
+def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarRun]:
+    import pyarrow as pa
+
+    from tiap.scoring.kernels import MAX_DEPTH
+
+    size_hint = 0
+    if not is_gzip(path):  # about 30 bytes a line, 60 lines a query: a first guess only
+        size_hint = max(1024, path.stat().st_size // 1500)
+    builder = _RunBuilder(MAX_DEPTH, size_hint)
+    columns = {0: _ID, 1: _TEXT, 2: _ID, 3: _INT, 4: _FLOAT, 5: _TEXT}
+    for batch in _batches(path, delimiter, columns, 6):
+        builder.add(batch)
+    if builder.rows_read == 0:
+        raise _GiveUp("no rows")
+    if not builder.order_fully_checked:
+        builder.recheck_order(_batches(path, delimiter, {0: _ID, 3: _INT, 4: _FLOAT, 5: _TEXT},
+                                       6))
+    matrix, unified = builder.finish()
+    _release_arrow_memory()
+    items = IdIndex(unified)
+    row_tags = np.asarray(builder.row_tags, np.int32)
+    tag_names = list(builder.tags)
+    v_rows, v_ranks, v_before, v_after = builder.violations.per_row()
+    runs = []
+    for tc, name in enumerate(tag_names):
+        if system is not None and name != system:
+            continue
+        if len(tag_names) == 1:
+            rows = None
+            sub = matrix
+            qids = tuple(builder.row_qids)
+        else:
+            rows = np.flatnonzero(row_tags == tc)
+            sub = np.ascontiguousarray(matrix[rows])
+            qids = tuple(builder.row_qids[r] for r in rows.tolist())
+        warnings: tuple[RunWarning, ...] = ()
+        mine = v_rows if rows is None else v_rows[np.isin(v_rows, rows)]
+        if mine.size:
+            sel = np.isin(v_rows, mine)
+            local = mine if rows is None else np.searchsorted(rows, mine)
+            warnings = (_score_order_warning(path, name, qids, local, v_ranks[sel],
+                                             v_before[sel], v_after[sel]),)
+        sub.setflags(write=False)
+        runs.append(ColumnarRun(system=name, query_ids=qids, rankings=sub, items=items,
+                                source=path, format=FORMAT_TREC, warnings=warnings))
+    if system is not None and not runs:
+        raise TiapError(
+            f"no rankings for system {system!r}; the file holds "
+            + ", ".join(repr(s) for s in tag_names),
+            file=path,
+        )
+    return runs
+
+
+def read_run_columnar(
+    path: str | Path,
+    *,
+    system: str | None = None,
+    dedup: Dedup = "error",
+) -> list[ColumnarRun]:
+    """Read a run file into :class:`ColumnarRun` values, one per (benchmark, system).
+
+    Same arguments, rules and errors as :func:`~tiap.traces.runs.read_run` (any format,
+    gzip transparent); the difference is the result: arrays instead of Python rankings,
+    read with pyarrow when possible (see the module notes).
+    """
+    if dedup not in ("error", "first"):
+        raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
+    path = Path(path)
+    fmt = detect_run_format(path)  # also: missing, empty, unknown format
+    if fmt == FORMAT_TREC and _pyarrow() is not None:
+        delimiter = _delimiter(path, 6)
+        if delimiter is not None:
+            try:
+                return _fast_trec(path, delimiter, system)
+            except _GiveUp:
+                pass  # the reference reader reports the problem, or reads what it accepts
+    return [ColumnarRun.from_run(r) for r in read_run(path, system=system, dedup=dedup)]
+
+
+# --------------------------------------------------------------------------------------------
+# Qrels
+# --------------------------------------------------------------------------------------------
+
+_QRELS_LAYOUT = "qid iter docid rel"
+
+
+def _fast_qrels(path: Path, delimiter: str) -> Qrels:
+    import pyarrow as pa
+
+    queries, items = _Dictionaries(), _Dictionaries()
+    q_parts: list[NDArray[np.int32]] = []
+    d_parts: list[NDArray[np.int32]] = []
+    r_parts: list[NDArray[np.int64]] = []
+    for batch in _batches(path, delimiter, {0: _ID, 1: _TEXT, 2: _ID, 3: _INT}, 4):
+        if batch.num_rows == 0:
+            continue
+        qcol, itercol, dcol, rcol = (batch.column(i) for i in range(4))
+        _check_tokens(_constant_or_encoded(itercol).dictionary)
+        q_parts.append(qcol.indices.to_numpy() + np.int32(queries.add(qcol.dictionary)))
+        d_parts.append(dcol.indices.to_numpy() + np.int32(items.add(dcol.dictionary)))
+        r_parts.append(_ints(rcol))
+    if not q_parts:
+        raise _GiveUp("no rows")
+    q_ids, q_map = queries.finish()
+    d_ids, d_map = items.finish()
+    _check_tokens(q_ids)
+    _check_tokens(d_ids)
+    query = q_map[np.concatenate(q_parts)]
+    item = d_map[np.concatenate(d_parts)]
+    key = np.sort((query.astype(np.int64) << 32) | item.astype(np.int64))
+    if (key[1:] == key[:-1]).any():
+        raise _GiveUp("an id is judged twice")
+    relevance = np.concatenate(r_parts)
+    if relevance.size and (relevance.min() < -(2**31) or relevance.max() >= 2**31):
+        raise _GiveUp("a relevance does not fit 32 bits")
+    del key, q_parts, d_parts, r_parts
+    _release_arrow_memory()
+    return Qrels(query_ids=IdIndex(q_ids), items=IdIndex(d_ids), query=query,
+                 item=item, relevance=_narrow(relevance), source=path)
+
+
+def _narrow(relevance: NDArray[np.int64]) -> NDArray[np.signedinteger]:
+    """Relevance in the smallest signed integer type that holds it (most qrels: int8)."""
+    low, high = (int(relevance.min()), int(relevance.max())) if relevance.size else (0, 0)
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return relevance.astype(dtype)
+    return relevance
+
+
+def _python_qrels(path: Path) -> Qrels:
+    """The reference qrels reader: every problem collected, with file, line and query."""
+    probs = _Problems(path)
+    query_codes: dict[str, int] = {}
+    item_codes: dict[str, int] = {}
+    seen: dict[tuple[int, int], int] = {}
+    query: list[int] = []
+    item: list[int] = []
+    relevance: list[int] = []
+    with open_text(path) as fh:
+        for lineno, line in _numbered_lines(fh, path):
+            toks = line.split()
+            if not toks:
+                continue
+            if len(toks) != 4:
+                probs.add(f"expected 4 whitespace-separated columns ({_QRELS_LAYOUT}), "
+                          f"found {len(toks)}", lineno, toks[0])
+                continue
+            qid, _iter, doc, rel_text = toks
+            rel = _parse_int(rel_text)
+            if rel is None:
+                probs.add(f"relevance {rel_text!r} is not an integer", lineno, qid)
+                continue
+            if not -(2**31) <= rel < 2**31:
+                probs.add(f"relevance {rel_text!r} is out of range (32-bit integers)", lineno,
+                          qid)
+                continue
+            q = query_codes.setdefault(qid, len(query_codes))
+            d = item_codes.setdefault(doc, len(item_codes))
+            first = seen.setdefault((q, d), lineno)
+            if first != lineno:
+                probs.add(f"item {doc!r} is judged twice for this query (first on line {first})",
+                          lineno, qid)
+                continue
+            query.append(q)
+            item.append(d)
+            relevance.append(rel)
+    probs.raise_if_any()
+    if not query:
+        raise TiapError("empty qrels file: it holds no judgments", file=path)
+    return Qrels(query_ids=IdIndex(list(query_codes)), items=IdIndex(list(item_codes)),
+                 query=np.asarray(query, np.int32), item=np.asarray(item, np.int32),
+                 relevance=_narrow(np.asarray(relevance, np.int64)), source=path)
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read a TREC qrels file (``qid iter docid rel``, whitespace separated; gzip ok).
+
+    Raises:
+        TiapError: a missing or empty file, text that is not UTF-8, or bad lines, collected
+            over the whole file, each naming file, line and query: a wrong column count, a
+            relevance that is not an integer, an item judged twice for one query.
+    """
+    path = Path(path)
+    if _pyarrow() is not None:
+        delimiter = _delimiter(path, 4)
+        if delimiter is not None:
+            try:
+                return _fast_qrels(path, delimiter)
+            except _GiveUp:
+                pass
+    return _python_qrels(path)
+
