@@ -7,7 +7,18 @@ import sys
 import typer
 
 from tiap import __version__
-from tiap.cli import datasets, imports, memory, pipeline, rescore, retrieval, targets
+from tiap.cli import (
+    audit,
+    datasets,
+    imports,
+    memory,
+    pipeline,
+    report,
+    rescore,
+    retrieval,
+    sensitivity,
+    targets,
+)
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -26,9 +37,9 @@ app.command("rescore")(rescore.rescore_cmd)
 app.command("audit-run")(pipeline.audit_run_cmd)
 app.command("build-store")(memory.build_store_cmd)
 app.command("retrieve")(retrieval.retrieve_cmd)
-app.add_typer(__import__("tiap.cli.audit", fromlist=["app"]).app, name="audit")
-app.command("sensitivity")(__import__("tiap.cli.sensitivity", fromlist=["sensitivity_cmd"]).sensitivity_cmd)
-app.command("report")(__import__("tiap.cli.report", fromlist=["report_cmd"]).report_cmd)
+app.command("sensitivity")(sensitivity.sensitivity_cmd)
+app.command("report")(report.report_cmd)
+app.add_typer(audit.app, name="audit")
 
 
 def _version(value: bool) -> None:
