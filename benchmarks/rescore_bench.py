@@ -18,7 +18,8 @@ Each tool runs in its own subprocess (its peak RSS is read from ``wait4``) and r
 * start-up: imports; for ranx also its numba start-up (first ``Qrels``/``Run``/``evaluate``
   on a tiny example, JIT functions loaded from numba's on-disk cache; ``--ranx-cold`` also
   measures it with an empty cache), paid before the timed phases;
-* end to end: from the files on disk (run + 3 qrels) to per-query values in memory, with
+* end to end (best of ``--processes`` fresh processes; peak memory is the largest): from
+  the files on disk (run + 3 qrels) to per-query values in memory, with
   each tool's own readers (TIAP: ``read_run_columnar``, ``read_qrels``; pytrec_eval:
   ``parse_run``/``parse_qrel``; ranx: ``Run.from_file``/``Qrels.from_file``; ir_measures:
   ``read_trec_run``/``read_trec_qrels``);
@@ -199,13 +200,21 @@ def work_tiap(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
     values = [index.score(t, measures, "set") for t in targets]
     e2e = time.perf_counter() - start
 
-    warm = _best(lambda: [index.score(t, measures, "set") for t in targets], repeats)
-    warm_1 = _best(lambda: [index.score(t, measures, "set", threads=1) for t in targets],
-                   repeats)
-    out = np.stack([np.stack([v[m] for m in measures]) for v in values])
-    order = np.argsort(np.asarray([int(q[1:]) for q in run.query_ids]))
+    def score_all(threads: int | None = None) -> None:
+        for t in targets:
+            index.score(t, measures, "set", threads=threads)
+
+    warm = _best(score_all, repeats)
+    warm_1 = _best(lambda: score_all(1), repeats)
+    out = np.empty((N_TARGETS, len(measures), run.n_queries))
+    order = np.asarray([int(q[1:]) for q in run.query_ids])  # file order -> q0, q1, ...
+    for t in range(N_TARGETS):
+        got = values[t]
+        values[t] = {}
+        for j, m in enumerate(measures):
+            out[t, j, order] = got.pop(m)
     return {"startup": startup, "e2e": e2e, "warm": warm, "warm_1_thread": warm_1,
-            "baseline_mb": base, "values": out[:, :, order]}
+            "baseline_mb": base, "values": out}
 
 
 def work_pytrec_eval(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
@@ -387,6 +396,9 @@ def main() -> None:
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "tiap-bench")
     parser.add_argument("--repeats", type=int, default=3, help="warm scoring repeats (best)")
+    parser.add_argument("--processes", type=int, default=2,
+                        help="processes per tool and size; the best end-to-end time is kept "
+                        "(peak memory: the largest)")
     parser.add_argument("--time-budget", type=float, default=600.0,
                         help="seconds per tool and size (extrapolated from the previous size)")
     parser.add_argument("--memory-budget", type=float, default=8192.0,
@@ -444,22 +456,30 @@ def main() -> None:
                     rows.append({"tool": tool, "size": size, "skipped": reason})
                     continue
             values_out = folder / f"values_{tool}.npy"
-            out, err, wall, peak, status = peak_rss_run(
-                [*me, "--worker", tool, "--folder", str(folder), "--repeats", str(args.repeats),
-                 "--values-out", str(values_out)])
-            if status != 0:
+            got = None
+            for attempt in range(args.processes):  # best end-to-end time of N processes
+                out, err, wall, peak, status = peak_rss_run(
+                    [*me, "--worker", tool, "--folder", str(folder), "--repeats",
+                     str(args.repeats), "--values-out", str(values_out)])
+                if status != 0:
+                    break
+                this = json.loads(out.strip().splitlines()[-1])
+                this.update(wall=wall, peak_mb=peak, load_avg=os.getloadavg()[0])
+                if got is None or this["e2e"] < got["e2e"]:
+                    got = this | {"peak_mb": max(peak, got["peak_mb"] if got else 0.0)}
+                else:
+                    got["peak_mb"] = max(got["peak_mb"], peak)
+            if status != 0 or got is None:
                 print(f"  {tool:12s} FAILED (exit {status}): {err.strip()[-500:]}")
                 rows.append({"tool": tool, "size": size, "skipped": f"failed: exit {status}"})
                 continue
-            got = json.loads(out.strip().splitlines()[-1])
-            got.update(tool=tool, size=size, wall=wall, peak_mb=peak,
-                       load_avg=os.getloadavg()[0])
+            got.update(tool=tool, size=size, processes=args.processes)
             values[tool] = np.load(values_out)
             values_out.unlink()
             rows.append(got)
             previous[tool] = got
             print(f"  {tool:12s} e2e {fmt_s(got['e2e']):>7s} s  warm {fmt_s(got['warm']):>7s} s "
-                  f" start-up {fmt_s(got['startup'])} s  peak {peak:,.0f} MB  "
+                  f" start-up {fmt_s(got['startup'])} s  peak {got['peak_mb']:,.0f} MB  "
                   f"(load {got['load_avg']:.1f})", flush=True)
             if "warm_1_thread" in got:
                 print(f"  {'':12s} warm with one thread {fmt_s(got['warm_1_thread'])} s "

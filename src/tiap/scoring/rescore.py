@@ -43,10 +43,11 @@ from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
 from tiap.targets.groups import QueryLike
+from tiap.traces.columnar import IdIndex
 from tiap.traces.runs import Run
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tiap.traces.columnar import ColumnarRun, IdIndex, Qrels
+    from tiap.traces.columnar import ColumnarRun, Qrels
 
 Missing = Literal["skip", "zero"]
 CHANGED_EPS = 1e-12
@@ -443,8 +444,6 @@ def qrels_targets(
     Returns the targets and, in query order, why each query without a relevant judgment is
     undefined (``{query_id: reason}``).
     """
-    from tiap.traces.columnar import IdIndex
-
     if not isinstance(queries, IdIndex):
         queries = IdIndex(queries)
     n_queries = len(queries)
@@ -535,8 +534,6 @@ def rescore_qrels(
         raise TiapError(f"qrels {', '.join(map(repr, graded))} grade relevance above 1: "
                         "graded gains are only defined for set credit (--credit set)")
 
-    from tiap.traces.columnar import IdIndex
-
     judged = IdIndex.union(q.query_ids for q in qrels.values())
     flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
@@ -567,8 +564,8 @@ def rescore_qrels(
             matrix = matrix[:, :depth]
         index = RankingIndex(matrix)
         del matrix
-        scored_ids = ranked if len(scored) == len(run.query_ids) and not not_in_file \
-            else IdIndex(scored)
+        changed = bool(not_in_file) or (missing == "zero" and bool(not_in_run))
+        scored_ids = IdIndex(scored) if changed else ranked
         zero: dict[str, int] = {}
         for t in targets:
             coded, reasons = qrels_targets(qrels[t.name], scored_ids, run.items, name=t.name)
