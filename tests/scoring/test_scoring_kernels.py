@@ -163,6 +163,13 @@ def test_positions_when_every_item_of_a_row_hashes_to_one_bucket() -> None:
     targets = Targets(np.array([0, 1, 2]), np.array([0, 90, 180]), items)
     index = RankingIndex(rankings)
     np.testing.assert_array_equal(index.positions(targets), _brute_positions(rankings, targets))
+    # scoring reads whole buckets at once (another path than positions): same values
+    singles = Targets(np.array([0, 90, 180]), np.arange(181), items)
+    brute = _brute_positions(rankings, singles)
+    got = index.score(singles, MEASURES, "set")
+    expected = score_positions(brute, singles, MEASURES, credit="set", depth=60)
+    for m in MEASURES:
+        np.testing.assert_array_equal(got[m], expected[m])
 
 
 def test_single_member_fast_path_needs_every_group_to_be_a_singleton() -> None:

@@ -112,7 +112,7 @@ def rescore_cmd(
     targets: Annotated[str | None, typer.Option(
         "--targets", help="With --items/--queries: comma-separated target names (raw, source, "
         "canonical) or name=spec definitions, e.g. 'facts=kind in {fact,observation}'. "
-        "Separate definitions containing commas with ';'. [default: raw,source,canonical]",
+        "Separate definitions containing commas with ';'. Default: raw,source,canonical.",
         show_default=False)] = None,
     measures: Annotated[str, typer.Option(
         "--measures", help="Measures, e.g. nDCG@60,R@60,RR@60,Success@60.")] = "nDCG@60,R@60,RR@60,Success@60",
@@ -130,8 +130,8 @@ def rescore_cmd(
     parquet: Annotated[bool, typer.Option("--parquet", help="Also write per_query.parquet.")] = False,
 ) -> None:
     """Rescore fixed runs under Raw, Source, Canonical (and custom) targets, or under TREC
-    qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv
-    and manifest.json."""
+    qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv,
+    target_sizes.csv, queries.csv and manifest.json."""
     from tiap.scoring.output import write_rescore
 
     if qrels:

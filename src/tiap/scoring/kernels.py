@@ -39,7 +39,6 @@ or keeps global state.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -588,24 +587,47 @@ class RankingIndex:
             slot += row_start[begin : begin + n]
             np.take(codes, slot, out=val)
             o = out[begin : begin + n]
-            if self._packed:  # val = code << 8 | rank
+            if self._packed and missing >= self.depth:
+                # val = code << 8 | rank; xor with c << 8 leaves exactly the rank on a hit
+                # and a value >= 256 (as unsigned) on a miss, so min(., missing) is the answer
                 code = code_buf[:n]
-                np.right_shift(val, 8, out=code)
-                np.not_equal(code, c, out=miss)
-                val &= 255
-                np.copyto(o, val, casting="unsafe")
+                np.left_shift(c, 8, out=code)
+                val ^= code
+                as_unsigned = val.view(np.uint32)
+                np.greater_equal(as_unsigned, 256, out=miss)
+                np.minimum(as_unsigned, np.uint32(missing), out=o, casting="unsafe")
             else:
-                np.not_equal(val, c, out=miss)
-                np.take(ranks, slot, out=o)
-            # o = missing where miss: arithmetic, not a masked store (branch-free, ~10x faster)
-            fix = fix_buf[:n]
-            np.subtract(np.int16(missing), o, out=fix)
-            fix *= miss
-            o += fix
+                if self._packed:
+                    code = code_buf[:n]
+                    np.right_shift(val, 8, out=code)
+                    np.not_equal(code, c, out=miss)
+                    val &= 255
+                    np.copyto(o, val, casting="unsafe")
+                else:
+                    np.not_equal(val, c, out=miss)
+                    np.take(ranks, slot, out=o)
+                # o = missing where miss: arithmetic, not a masked store (branch-free)
+                fix = fix_buf[:n]
+                np.subtract(np.int16(missing), o, out=fix)
+                fix *= miss
+                o += fix
             np.greater_equal(entry, several, out=more)
             more &= miss
             later = np.flatnonzero(more)
-            if later.size:
+            if later.size and self._packed and missing >= self.depth:
+                # the bucket's other items, all at once per round with no compaction: round
+                # r reads item min(r, size - 1) of the bucket (an item of the bucket either
+                # way), and the xor trick leaves the rank of a hit, >= 256 otherwise
+                last = (entry[later] >> self._dir_shift).astype(slot.dtype) - 1
+                first = slot[later]
+                want = code[later]  # c << 8
+                best = np.full(later.size, missing, np.uint32)
+                for r in range(1, int(last.max()) + 1):
+                    got = codes.take(first + np.minimum(last, r))
+                    got ^= want
+                    np.minimum(best, got.view(np.uint32), out=best)
+                o[later] = best
+            elif later.size:
                 size = entry[later] >> self._dir_shift
                 pending.append(np.stack([later + begin, slot[later], size]))
         if pending:
@@ -638,8 +660,9 @@ class RankingIndex:
         """Per-query values of ``measures`` for ``targets`` (see :func:`score`).
 
         Large targets are scored a block of queries at a time; ``threads`` blocks at once
-        (default: one per CPU, at most :data:`MAX_THREADS`). Blocks are independent and
-        write disjoint slices, so the result does not depend on ``threads``.
+        (default 1: on the 2-vCPU machine of benchmarks/README.md a second thread gained
+        nothing at 10^5 queries; more may help where there are free cores). Blocks are
+        independent and write disjoint slices, so the result does not depend on ``threads``.
         """
         mode = _check_credit(credit)
         ms = parse_measures(measures)
@@ -691,13 +714,11 @@ class RankingIndex:
 
 #: Members per query block when scoring large targets.
 _SCORE_BLOCK = 1 << 17
-#: At most this many threads score blocks at once.
-MAX_THREADS = 8
 
 
 def _threads(threads: int | None) -> int:
     if threads is None:
-        return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+        return 1
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise TiapError(f"threads must be a positive integer, got {threads!r}")
     return threads
