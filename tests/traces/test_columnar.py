@@ -118,12 +118,16 @@ def test_chunks_cut_at_line_ends(tmp_path: Path, monkeypatch) -> None:
 def test_score_order_warning(tmp_path: Path) -> None:
     text = ("q1 Q0 a 1 3 s\nq1 Q0 b 2 3 s\nq1 Q0 c 3 4 s\n"  # ties at rank 2, rises at 3
             "q2 Q0 a 1 2 s\nq2 Q0 b 2 1 s\n"
-            "q3 Q0 c 2 5 s\nq3 Q0 a 1 4 s\n")  # out of rank order in the file
+            "q3 Q0 c 2 5 s\nq3 Q0 a 1 4 s\n"  # out of rank order in the file
+            "q4 Q0 a 1 2 s\nq4 Q0 b 2 2 s\nq4 Q0 c 3 1 s\n")  # ties only
     (run,) = _same_as_reference(_write(tmp_path / "r.trec", text))
-    (w,) = run.warnings
+    w, ties = run.warnings
     assert w.code == "score_order" and w.count == 2
     assert [e.query_id for e in w.examples] == ["q1", "q3"]
-    assert "at rank 2" in str(w.examples[0])
+    assert "score 4.0 at rank 3 is above 3.0 at rank 2" in str(w.examples[0])
+    assert ties.code == "score_ties" and ties.count == 1
+    assert [e.query_id for e in ties.examples] == ["q4"]
+    assert "score 2.0 at rank 2 is equal to 2.0 at rank 1" in str(ties.examples[0])
 
 
 def test_dedup_first_and_other_formats_use_the_reference(tmp_path: Path) -> None:

@@ -133,12 +133,14 @@ def test_trec_rank_column_is_authoritative_over_scores(tmp_path: Path) -> None:
     (run,) = read_run(path)
     assert run.ranking("q1").item_ids == ("d1", "d2", "d3")
     assert run.ranking("q1").scores == (4.0, 1.0, 5.0)
-    (warning,) = run.warnings
-    assert warning.code == "score_order"
-    # q1 (5.0 after 1.0) and q2 (tie 1.0, 1.0): one occurrence each.
-    assert (warning.count, warning.queries) == (2, 2)
-    assert warning.examples[0].query_id == "q1"
-    assert warning.examples[0].line == 1
+    # q1 rises (5.0 after 1.0); q2 only ties (1.0, 1.0): counted apart.
+    rises, ties = run.warnings
+    assert (rises.code, rises.count, rises.queries) == ("score_order", 1, 1)
+    assert rises.examples[0].query_id == "q1"
+    assert "score 5.0 at rank 3 is above 1.0 at rank 2" in str(rises.examples[0])
+    assert (ties.code, ties.count, ties.queries) == ("score_ties", 1, 1)
+    assert ties.examples[0].query_id == "q2"
+    assert rises.examples[0].line == 1  # the line holding rank 3
 
 
 def test_several_systems_in_one_file(tmp_path: Path) -> None:
@@ -285,7 +287,8 @@ def test_trec_written_by_us_gives_same_order_in_pytrec_eval(tmp_path: Path) -> N
         '{"query_id": "q2", "system": "s", "ranking": ["z", "y", "x"], "scores": [1, 2, 3]}\n',
     )
     (run,) = read_run(src)
-    assert run.warnings[0].code == "score_order"
+    assert {w.code: w.examples[0].query_id for w in run.warnings} == {
+        "score_ties": "q1", "score_order": "q2"}
     out = tmp_path / "out.trec"
     write_trec_run(out, run)
     with out.open() as fh:

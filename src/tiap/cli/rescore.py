@@ -157,6 +157,8 @@ def rescore_cmd(
     for rep in result.reports.values():
         for w in rep.warnings():
             err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+        for n in rep.run_notes:
+            err_console.print(f"note: {rep.system}: {n}", highlight=False)
     write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
                   options={"missing": missing, "dedup": dedup, "depth": depth})
     print_summary(result, shared)

@@ -15,8 +15,8 @@ This module reads the same files into what the scoring kernels use:
 accepts and gives the same rankings: the rank column is authoritative, ranks must run
 ``1..n`` per query without ties, an item may not appear twice in a ranking (or, with
 ``dedup="first"``, its first occurrence is kept), scores must be finite numbers, and a
-ranking whose scores do not strictly decrease is counted in a ``score_order`` warning.
-Scores are checked, then dropped: TIAP scores by rank.
+ranking whose scores rise is counted in a ``score_order`` warning, one whose scores only tie
+in a ``score_ties`` warning. Scores are checked, then dropped: TIAP scores by rank.
 
 **How.** With pyarrow installed (the ``parquet`` extra), a TREC file whose columns are
 separated by single spaces or single tabs is parsed by ``pyarrow.csv`` in pieces of 64 MB
@@ -701,7 +701,8 @@ class _RunBuilder:
         self.rows_read = 0
         self.pairs_checked = 0
         self.last: tuple[int, int, float] | None = None  # (row, rank, score) of the last line
-        self.violations = _Violations()
+        self.rises = _Violations()  # a score above the one of the rank before
+        self.ties = _Violations()  # a score equal to the one of the rank before
 
     @property
     def n_rows(self) -> int:
@@ -815,15 +816,18 @@ class _RunBuilder:
             r0, k0, s0 = self.last
             if rows[0] == r0 and ranks[0] == k0 + 1:
                 self.pairs_checked += 1
-                if scores[0] >= s0:
-                    self.violations.add(rows[:1], np.array([k0]), np.array([s0]), scores[:1])
+                found = self.rises if scores[0] > s0 else self.ties if scores[0] == s0 else None
+                if found is not None:
+                    found.add(rows[:1], np.array([k0]), np.array([s0]), scores[:1])
         step = ranks[1:] - ranks[:-1] == 1
         step &= rows[1:] == rows[:-1]
         self.pairs_checked += int(np.count_nonzero(step))
         step &= scores[1:] >= scores[:-1]
         if step.any():
             bad = np.flatnonzero(step)
-            self.violations.add(rows[bad + 1], ranks[bad], scores[bad], scores[bad + 1])
+            rise = scores[bad + 1] > scores[bad]
+            for found, sel in ((self.rises, bad[rise]), (self.ties, bad[~rise])):
+                found.add(rows[sel + 1], ranks[sel], scores[sel], scores[sel + 1])
         self.last = (int(rows[-1]), int(ranks[-1]), float(scores[-1]))
 
     # -- after the last block --------------------------------------------------------------
@@ -868,30 +872,40 @@ class _RunBuilder:
             rows = self._rows(qcol, tcol)
             ranks = _ints(rcol)
             scores[rows, ranks - 1] = scol
-        self.violations = _Violations()
-        with np.errstate(invalid="ignore"):
-            bad = scores[:, 1:] >= scores[:, :-1]  # NaN (past the end) compares False
-        rows, cols = np.nonzero(bad)
-        self.violations.add(rows.astype(np.int64), (cols + 1).astype(np.int64),
-                            scores[rows, cols], scores[rows, cols + 1])
+        self.rises, self.ties = _Violations(), _Violations()
+        with np.errstate(invalid="ignore"):  # NaN (past the end) compares False
+            for found, bad in ((self.rises, scores[:, 1:] > scores[:, :-1]),
+                               (self.ties, scores[:, 1:] == scores[:, :-1])):
+                rows, cols = np.nonzero(bad)
+                found.add(rows.astype(np.int64), (cols + 1).astype(np.int64),
+                          scores[rows, cols], scores[rows, cols + 1])
+
+    def score_findings(self) -> dict[str, tuple[NDArray[Any], ...]]:
+        """Per warning code, (row, rank, score before, score after) of each row's first
+        finding: ``score_order`` for rows whose score rises somewhere, ``score_ties`` for
+        the other rows with a tie."""
+        rises = self.rises.per_row()
+        ties = self.ties.per_row()
+        only_ties = ~np.isin(ties[0], rises[0])
+        return {"score_order": rises, "score_ties": tuple(a[only_ties] for a in ties)}
 
 
-def _score_order_warning(
-    path: Path, system: str, qids: Sequence[str], local_rows: NDArray[np.int64],
+def _score_warning(
+    code: str, path: Path, system: str, qids: Sequence[str], local_rows: NDArray[np.int64],
     ranks: NDArray[np.int64], before: NDArray[np.float64], after: NDArray[np.float64],
 ) -> RunWarning:
+    relation = "above" if code == "score_order" else "equal to"
     examples = tuple(
         Problem(
-            f"score {after[i].item()!r} at rank {int(ranks[i]) + 1} is not below "
+            f"score {after[i].item()!r} at rank {int(ranks[i]) + 1} is {relation} "
             f"{before[i].item()!r} at rank {int(ranks[i])} (system {system!r})",
             file=str(path),
             query_id=qids[int(local_rows[i])],
         )
         for i in range(min(MAX_EXAMPLES, local_rows.size))
     )
-    return RunWarning(code="score_order", message=_WARNING_TEXT["score_order"],
-                      count=int(local_rows.size), queries=int(local_rows.size),
-                      examples=examples)
+    return RunWarning(code=code, message=_WARNING_TEXT[code], count=int(local_rows.size),
+                      queries=int(local_rows.size), examples=examples)
 
 
 def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarRun]:
@@ -916,7 +930,7 @@ def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarR
     items = IdIndex(unified)
     row_tags = np.asarray(builder.row_tags, np.int32)
     tag_names = list(builder.tags)
-    v_rows, v_ranks, v_before, v_after = builder.violations.per_row()
+    findings = builder.score_findings()
     runs = []
     for tc, name in enumerate(tag_names):
         if system is not None and name != system:
@@ -929,16 +943,17 @@ def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarR
             rows = np.flatnonzero(row_tags == tc)
             sub = np.ascontiguousarray(matrix[rows])
             qids = tuple(builder.row_qids[r] for r in rows.tolist())
-        warnings: tuple[RunWarning, ...] = ()
-        mine = v_rows if rows is None else v_rows[np.isin(v_rows, rows)]
-        if mine.size:
-            sel = np.isin(v_rows, mine)
-            local = mine if rows is None else np.searchsorted(rows, mine)
-            warnings = (_score_order_warning(path, name, qids, local, v_ranks[sel],
-                                             v_before[sel], v_after[sel]),)
+        warnings: list[RunWarning] = []
+        for code, (v_rows, v_ranks, v_before, v_after) in findings.items():
+            sel = np.ones(v_rows.size, bool) if rows is None else np.isin(v_rows, rows)
+            if sel.any():
+                mine = v_rows[sel]
+                local = mine if rows is None else np.searchsorted(rows, mine)
+                warnings.append(_score_warning(code, path, name, qids, local, v_ranks[sel],
+                                               v_before[sel], v_after[sel]))
         sub.setflags(write=False)
         runs.append(ColumnarRun(system=name, query_ids=qids, rankings=sub, items=items,
-                                source=path, format=FORMAT_TREC, warnings=warnings))
+                                source=path, format=FORMAT_TREC, warnings=tuple(warnings)))
     if system is not None and not runs:
         raise TiapError(
             f"no rankings for system {system!r}; the file holds "

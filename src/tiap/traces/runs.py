@@ -26,9 +26,10 @@ Everything TIAP scores follows the rank order given, so the readers never re-sor
 trec_eval does the opposite: it ignores the rank column and sorts by score, breaking ties by
 docno (IR_EVAL_NOTES.md section 3). Two consequences:
 
-- a ranking whose scores do not strictly decrease along the ranks is read as given, and
-  counted in a ``score_order`` :class:`RunWarning`, because trec_eval would order it
-  differently;
+- a ranking whose scores rise somewhere along the ranks is read as given, and counted in a
+  ``score_order`` :class:`RunWarning`, because trec_eval would order it differently; one
+  whose scores only tie (common with BM25) is counted apart, as ``score_ties``: trec_eval
+  breaks ties by docno, so it may order such a ranking differently too;
 - :func:`write_trec_run` replaces the scores by ``depth - rank + 1`` (``depth`` being the
   longest ranking written), which strictly decrease, so trec_eval, pytrec_eval, ranx and
   ir_measures all see exactly TIAP's order.
@@ -174,7 +175,7 @@ class Ranking:
 class RunWarning:
     """A counted, non-fatal finding made while reading a run.
 
-    ``code`` is stable (``"duplicate_dropped"``, ``"score_order"``); ``count`` is the number
+    ``code`` is stable (``"duplicate_dropped"``, ``"score_order"``, ``"score_ties"``); ``count`` is the number
     of occurrences, ``queries`` the number of queries they touch, and ``examples`` the first
     few occurrences with their file, line and query.
     """
@@ -277,8 +278,12 @@ _WARNING_TEXT = {
         "duplicate items dropped (dedup='first' kept each item's first occurrence in rank order)"
     ),
     "score_order": (
-        "scores do not strictly decrease along the given ranks; TIAP keeps the rank order, "
-        "but trec_eval would re-sort by score (ties by docno) and score differently"
+        "scores rise along the given ranks; TIAP keeps the rank order, but trec_eval would "
+        "re-sort by score and score differently"
+    ),
+    "score_ties": (
+        "rankings hold tied scores; TIAP keeps the given rank order, trec_eval would break "
+        "the ties by docno"
     ),
 }
 
@@ -837,11 +842,15 @@ def _finish(
         if scores is not None:
             scores = [scores[i] for i in keep]
     if scores is not None and any(b >= a for a, b in pairwise(scores)):
-        bad = next(i for i in range(1, len(scores)) if scores[i] >= scores[i - 1])
+        rises = [i for i in range(1, len(scores)) if scores[i] > scores[i - 1]]
+        code = "score_order" if rises else "score_ties"
+        bad = rises[0] if rises else next(
+            i for i in range(1, len(scores)) if scores[i] == scores[i - 1])
         warns.add(
-            "score_order",
+            code,
             Problem(
-                f"score {scores[bad]!r} at rank {bad + 1} is not below {scores[bad - 1]!r} "
+                f"score {scores[bad]!r} at rank {bad + 1} is "
+                f"{'above' if rises else 'equal to'} {scores[bad - 1]!r} "
                 f"at rank {bad} (system {system!r})",
                 file=str(path),
                 line=lines[bad],
