@@ -180,6 +180,7 @@ def judge_cmd(
         with VerdictCache(cache or out / "cache.sqlite") as vc, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=err_console, transient=True,
+            disable=not err_console.is_terminal,
         ) as bar:
             tasks: dict[str, Any] = {}
 

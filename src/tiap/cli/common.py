@@ -46,6 +46,7 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,  # no bar, and no stray blank line, in logs
     ) as progress:
         task = progress.add_task(description, total=total)
         for item in items:

@@ -113,6 +113,7 @@ def _run_with_progress(ret: Any, store: Path, queries: Path, out: Path, k: int,
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,
     ) as progress:
         return retrieve(store, queries, ret, out, depth=k, system=system, work_dir=work,
                         progress=progress)
