@@ -28,8 +28,6 @@ Needs the ``llm`` extra (``httpx``).
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,7 +41,8 @@ from tiap.audit.rubric import (
     parse_verdict,
     render_messages,
 )
-from tiap.errors import TiapError, require
+from tiap.errors import TiapError
+from tiap.llm import ChatClient, ChatReply
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIJudge"]
 
@@ -121,8 +120,9 @@ class OpenAIJudge(Judge):
         self.system_template = system_template
         self.user_template = user_template
         self.rubric_version = rubric_version
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self.http = ChatClient(self.base_url, api_key_env=api_key_env, timeout=self.timeout,
+                               max_retries=self.max_retries, backoff=self.backoff,
+                               max_backoff=self.max_backoff)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -142,18 +142,8 @@ class OpenAIJudge(Judge):
 
     # -- transport --------------------------------------------------------------------------
 
-    def _http(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                httpx = require("httpx", "llm")
-                self._client = httpx.Client(timeout=self.timeout)
-            return self._client
-
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self.http.close()
 
     def payload(self, case: Any) -> dict[str, Any]:
         """The request body for one case."""
@@ -170,73 +160,37 @@ class OpenAIJudge(Judge):
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def _wait(self, attempt: int, retry_after: str | None) -> None:
-        delay = self.backoff * (2 ** attempt)
-        if retry_after:
-            try:
-                delay = float(retry_after)
-            except ValueError:
-                pass
-        time.sleep(max(0.0, min(delay, self.max_backoff)))
-
     def judge(self, case: Any) -> Verdict:
-        httpx = require("httpx", "llm")
-        client = self._http()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        body = self.payload(case)
-        url = f"{self.base_url}/chat/completions"
-        last = ""
-        attempts = 0
-        for attempt in range(self.max_retries + 1):
-            attempts = attempt + 1
-            retry_after = None
-            try:
-                resp = client.post(url, json=body, headers=headers)
-            except httpx.TimeoutException:
-                last = f"timeout after {self.timeout:g} s"
-            except httpx.TransportError as exc:
-                last = f"connection error ({type(exc).__name__})"
-            else:
-                status = resp.status_code
-                if status == 200:
-                    return self._verdict(resp, attempts)
-                text = resp.text[:300]
-                if status == 429 or status >= 500:
-                    last = f"HTTP {status}"
-                    retry_after = resp.headers.get("retry-after")
-                elif status in _CASE_ERRORS:
-                    return Verdict(label=UNSCORED, reason=f"HTTP {status}: {text}",
-                                   raw_response=resp.text, attempts=attempts,
-                                   response={"status": status})
-                else:
-                    raise TiapError(f"the endpoint {url} answered HTTP {status} ({text}); "
-                                    "check --base-url, --model and the API key variable "
-                                    f"{self.api_key_env}")
-            if attempt < self.max_retries:
-                self._wait(attempt, retry_after)
-        return Verdict(label=UNSCORED, reason=f"{last} after {attempts} attempts",
-                       attempts=attempts)
+        reply = self.http.post(self.payload(case))
+        if reply.status == 200:
+            return self._verdict(reply)
+        if reply.status is None or reply.retryable:
+            return Verdict(label=UNSCORED, reason=f"{reply.error} after {reply.attempts} attempts",
+                           attempts=reply.attempts)
+        text = reply.text[:300]
+        if reply.status in _CASE_ERRORS:
+            return Verdict(label=UNSCORED, reason=f"HTTP {reply.status}: {text}",
+                           raw_response=reply.text, attempts=reply.attempts,
+                           response={"status": reply.status})
+        raise TiapError(f"the endpoint {self.http.url} answered HTTP {reply.status} ({text}); "
+                        "check --base-url, --model and the API key variable "
+                        f"{self.api_key_env}")
 
-    def _verdict(self, resp: Any, attempts: int) -> Verdict:
-        meta: dict[str, Any] = {"status": resp.status_code}
-        try:
-            data = resp.json()
-            choice = data["choices"][0]
-            content = choice["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+    def _verdict(self, reply: ChatReply) -> Verdict:
+        meta: dict[str, Any] = {"status": reply.status}
+        attempts = reply.attempts
+        data, content = reply.data, reply.content
+        if content is None:
             return Verdict(label=UNSCORED, reason="the body is not a chat completion",
-                           raw_response=resp.text, attempts=attempts, response=meta)
-        if isinstance(data, Mapping):
+                           raw_response=reply.text, attempts=attempts, response=meta)
+        choice = data["choices"][0]
+        if isinstance(data, Mapping):  # a chat completion: its metadata
             if data.get("model"):
                 meta["model"] = data["model"]
             if isinstance(data.get("usage"), Mapping):
                 meta["usage"] = dict(data["usage"])
             if choice.get("finish_reason"):
                 meta["finish_reason"] = choice["finish_reason"]
-        v = parse_verdict(content if isinstance(content, str) else None)
+        v = parse_verdict(content)
         return Verdict(label=v.label, serving_label=v.serving_label, reason=v.reason,
-                       notes=v.notes, raw_response=content if isinstance(content, str) else
-                       resp.text, attempts=attempts, response=meta)
+                       notes=v.notes, raw_response=content, attempts=attempts, response=meta)

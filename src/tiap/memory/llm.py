@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sqlite3
 import threading
@@ -45,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from tiap.datasets.base import Bundle
-from tiap.errors import Problem, TiapError, require
+from tiap.errors import Problem, TiapError
+from tiap.llm import ChatClient, Interrupted
 from tiap.memory.dates import anchor_text
 from tiap.memory.parsers import (
     FACT_KIND,
@@ -271,8 +271,11 @@ class LlmParser(Parser):
         max_turn_chars: int,
         cache: str | Path | None,
     ) -> None:
-        self.httpx = require("httpx", "llm")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._stop = threading.Event()
+        self.http = ChatClient(base_url, api_key_env=api_key_env, timeout=timeout,
+                               max_retries=max_retries, backoff=backoff,
+                               max_backoff=MAX_BACKOFF, stop=self._stop)
+        self.url = self.http.url
         self.model = model
         self.max_facts = max_facts
         self.api_key_env = api_key_env
@@ -288,20 +291,14 @@ class LlmParser(Parser):
         self.max_turn_chars = max_turn_chars
         self.cache_path = Path(cache) if cache is not None else default_cache_path()
         self._cache: LlmCache | None = None
-        self._client: Any = None
         self._pool: ThreadPoolExecutor | None = None
-        self._stop = threading.Event()
         self.s = _Stats()
 
     # -- resources ----------------------------------------------------------------------
     def _open(self) -> None:
-        if self._client is not None:
+        if self._pool is not None:
             return
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = self.httpx.Client(timeout=self.timeout, headers=headers)
+        self._stop.clear()
         self._cache = LlmCache(self.cache_path)
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="tiap-llm")
 
@@ -310,15 +307,13 @@ class LlmParser(Parser):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self.http.close()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
 
     def versions(self) -> dict[str, str]:
-        return {"httpx": getattr(self.httpx, "__version__", "unknown")}
+        return {"httpx": self.http.version}
 
     # -- one request ----------------------------------------------------------------------
     def key(self, messages: list[dict[str, str]]) -> str:
@@ -336,51 +331,25 @@ class LlmParser(Parser):
             body["seed"] = self.seed
         return body
 
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        delay = self.backoff * (2 ** attempt)
-        if retry_after:
-            try:
-                delay = float(retry_after)
-            except ValueError:
-                pass
-        self._stop.wait(min(MAX_BACKOFF, max(0.0, delay)))
-        if self._stop.is_set():
-            raise _Unavailable("interrupted")
-
     def _chat(self, messages: list[dict[str, str]], res: _TurnResult) -> str:
-        """One completion's text, retrying 429/5xx/timeouts; raises _Unavailable."""
-        httpx = self.httpx
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            if self._stop.is_set():
-                raise _Unavailable("interrupted")
-            if attempt:
-                res.http_retries += 1
-            res.requests += 1
-            retry_after = None
-            try:
-                r = self._client.post(self.url, json=self._payload(messages))
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if r.status_code == 200:
-                    try:
-                        body = r.json()
-                        content = body["choices"][0]["message"]["content"]
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        return "\x00malformed response body"
-                    return content if isinstance(content, str) else json.dumps(content)
-                snippet = " ".join(r.text[:200].split())
-                last = f"HTTP {r.status_code}: {snippet}"
-                if r.status_code != 429 and r.status_code < 500:
-                    hint = ""
-                    if r.status_code in (401, 403):
-                        hint = f" (is ${self.api_key_env} set to a valid key?)"
-                    raise _Unavailable(f"{last}{hint}")
-                retry_after = r.headers.get("retry-after")
-            if attempt < self.max_retries:
-                self._sleep(attempt, retry_after)
-        raise _Unavailable(f"gave up after {self.max_retries + 1} attempts; last: {last}")
+        """One completion's text (after the client's retries); raises _Unavailable."""
+        try:
+            reply = self.http.post(self._payload(messages))
+        except Interrupted as exc:
+            raise _Unavailable("interrupted") from exc
+        res.requests += reply.attempts
+        res.http_retries += max(0, reply.attempts - 1)
+        if reply.status == 200:
+            return reply.content if reply.content is not None else "\x00malformed response body"
+        last = reply.error
+        if reply.status is not None:
+            last += ": " + " ".join(reply.text[:200].split())
+        if not reply.retryable:
+            hint = ""
+            if reply.status in (401, 403):
+                hint = f" (is ${self.api_key_env} set to a valid key?)"
+            raise _Unavailable(f"{last}{hint}")
+        raise _Unavailable(f"gave up after {reply.attempts} attempts; last: {last}")
 
     def _turn(self, messages: list[dict[str, str]]) -> _TurnResult:
         res = _TurnResult([], "ok")
