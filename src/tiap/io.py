@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import hashlib
 import json
@@ -111,15 +112,52 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                 ) from exc
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _temp_prefix(path: Path) -> str:
+    """``.NAME.PID.``: the prefix of the temporary siblings this process makes for ``path``.
+
+    The PID lets a later run remove what a killed one left (see :func:`_remove_stale`).
+    """
+    return f".{path.name}.{os.getpid()}."
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove temporary siblings of ``path`` left by processes that no longer run (a run
+    killed with SIGKILL or by a power cut cannot clean up after itself)."""
+    try:
+        siblings = list(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
+    except OSError:
+        return
+    for tmp in siblings:
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Write ``path`` through a temporary file in the same directory, renamed on success.
 
-    On any exception the temporary file is removed and ``path`` is left as it was.
+    On any exception the temporary file is removed and ``path`` is left as it was; one left
+    by a killed run is removed by the next write of ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _remove_stale(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         if "b" in mode:
             fh = os.fdopen(fd, mode)
@@ -142,11 +180,13 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     """Build a directory's content in a sibling temporary directory, then move it into place.
 
     Files already in ``path`` that the new content does not replace are kept, so several
-    commands can write into one output folder; on failure nothing in ``path`` changes.
+    commands can write into one output folder; on failure nothing in ``path`` changes. A
+    temporary sibling left by a killed run is removed by the next one.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    _remove_stale(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         path.mkdir(parents=True, exist_ok=True)
