@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -23,41 +23,27 @@ def parse_named(value: str) -> tuple[str | None, Path]:
     return None, Path(value)
 
 
-def load_runs(specs: list[str], dedup: str) -> list:  # type: ignore[type-arg]
+def load_runs(specs: list[str], dedup: str, *, columnar: bool = False) -> list[Any]:
+    """The runs of ``[NAME=]PATH`` specs: a NAME renames a file's only system, or picks one
+    of several. ``columnar`` reads them column-wise (the qrels path)."""
+    from tiap.traces.columnar import read_run_columnar
     from tiap.traces.runs import read_run
 
+    def renamed(run: Any, name: str) -> Any:
+        if columnar:
+            return dataclasses.replace(run, system=name)
+        return dataclasses.replace(run, system=name, rankings=tuple(
+            dataclasses.replace(r, system=name) for r in run.rankings))
+
+    read = read_run_columnar if columnar else read_run
     runs = []
     for spec in specs:
         name, path = parse_named(spec)
-        got = read_run(path, dedup=dedup)  # type: ignore[arg-type]
+        got = read(path, dedup=dedup)  # type: ignore[arg-type]
         if name is None:
             runs.extend(got)
         elif len(got) == 1:
-            runs.append(dataclasses.replace(got[0], system=name,
-                                            rankings=tuple(dataclasses.replace(r, system=name)
-                                                           for r in got[0].rankings)))
-        else:
-            chosen = [r for r in got if r.system == name]
-            if not chosen:
-                raise TiapError(f"{name}=: the file holds {len(got)} systems "
-                                f"({', '.join(r.system for r in got)}); name one of them",
-                                file=path)
-            runs.extend(chosen)
-    return runs
-
-
-def load_columnar_runs(specs: list[str], dedup: str) -> list:  # type: ignore[type-arg]
-    """:func:`load_runs` for the qrels path: runs read column-wise."""
-    from tiap.traces.columnar import read_run_columnar
-
-    runs = []
-    for spec in specs:
-        name, path = parse_named(spec)
-        got = read_run_columnar(path, dedup=dedup)  # type: ignore[arg-type]
-        if name is None:
-            runs.extend(got)
-        elif len(got) == 1:
-            runs.append(dataclasses.replace(got[0], system=name))
+            runs.append(renamed(got[0], name))
         else:
             chosen = [r for r in got if r.system == name]
             if not chosen:
@@ -198,9 +184,9 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
 
 
 def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
-    from tiap.scoring.rescore import rescore_qrels
-
     from concurrent.futures import ThreadPoolExecutor
+
+    from tiap.scoring.rescore import rescore_qrels
 
     dedup = opts.pop("dedup")
     # the qrels files are read while the runs are (pyarrow parses without the GIL), unless
@@ -209,10 +195,10 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     if run_bytes <= CONCURRENT_READ_BYTES:
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(load_qrels, qrels)
-            runs = load_columnar_runs(run, dedup)
+            runs = load_runs(run, dedup, columnar=True)
             judgments = pending.result()
     else:
-        runs = load_columnar_runs(run, dedup)
+        runs = load_runs(run, dedup, columnar=True)
         judgments = load_qrels(qrels)
     inputs: dict[str, Path] = {}
     for spec, name in zip(qrels, judgments, strict=True):
