@@ -282,6 +282,16 @@ def hit_cutoff(m: Measure, measures: Sequence[Measure], depth: int = 0) -> int:
     return max(cuts) if cuts else max(depth, 1)
 
 
+#: Run findings that are notes, not warnings (they change nothing TIAP computes).
+_NOTE_CODES = frozenset({"score_ties"})
+
+
+def _run_findings(run: Run | ColumnarRun, *, notes: bool) -> tuple[str, ...]:
+    """The run reader's findings as sentences: the warnings, or (``notes``) the notes."""
+    return tuple(f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
+                 if (w.code in _NOTE_CODES) == notes)
+
+
 def rescore(
     runs: Sequence[Run],
     queries: Sequence[QueryLike],
@@ -393,14 +403,8 @@ def rescore(
             unknown_evidence_queries=len(ue),
             unknown_evidence_examples=tuple(list(ue.items())[:MAX_EXAMPLES]),
             zero_target=zero,
-            run_warnings=tuple(
-                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
-                if w.code != "score_ties"
-            ),
-            run_notes=tuple(
-                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
-                if w.code == "score_ties"
-            ),
+            run_warnings=_run_findings(run, notes=False),
+            run_notes=_run_findings(run, notes=True),
         )
         qids_by_system[run.system] = tuple(scored)
 
@@ -586,14 +590,8 @@ def rescore_qrels(
             not_in_run=not_in_run,
             missing_policy=missing,
             zero_target=zero,
-            run_warnings=tuple(
-                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
-                if w.code != "score_ties"
-            ),
-            run_notes=tuple(
-                f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
-                if w.code == "score_ties"
-            ),
+            run_warnings=_run_findings(run, notes=False),
+            run_notes=_run_findings(run, notes=True),
             universe="qrels files",
         )
         qids_by_system[run.system] = tuple(scored)
