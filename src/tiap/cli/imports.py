@@ -153,9 +153,9 @@ def graphiti_cmd(
     path: Annotated[Path, typer.Argument(help="JSONL of Graphiti/Zep search results, one query "
                                          "a line (docs/import.md).")],
     out: OutOption,
-    episodes: Annotated[Path | None, typer.Option(
-        "--episodes", help="JSONL of the graph's episodes (EpisodicNode JSON, or {uuid, "
-        "sources}); default: the episodes inside the results.")] = None,
+    graph: Annotated[Path | None, typer.Option(
+        "--graph", help="JSONL of the graph's episodes, edges and nodes (their JSON dumps; an "
+        "episode may carry 'sources', the turns it holds).")] = None,
     level: Annotated[str, typer.Option(
         "--level", help="What the run ranks: edge, node or episode.")] = "edge",
     system: SystemOption = None,
@@ -164,7 +164,7 @@ def graphiti_cmd(
     data: DataOption = None,
 ) -> None:
     """Graphiti / Zep: edges -> their episodes -> turns; nodes -> their edges (graph targets)."""
-    res = _run("graphiti", path, out, episodes=episodes, level=level, system=system,
+    res = _run("graphiti", path, out, graph=graph, level=level, system=system,
                dataset=None if queries else dataset, queries=queries, data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system} ({level} level)")
     err_console.print(f"wrote {out}")
