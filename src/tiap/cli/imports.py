@@ -24,8 +24,8 @@ OutOption = Annotated[Path, typer.Option("--out", help="Output folder.")]
 SystemOption = Annotated[str | None, typer.Option(
     "--system", help="System name of the run (default: from the input's name).")]
 DatasetOption = Annotated[str | None, typer.Option(
-    "--dataset", help="Registered dataset whose queries (evidence) and turns are used, e.g. "
-    "locomo.")]
+    "--dataset", help="Registered dataset whose turns (and, without --queries, queries with "
+    "their evidence) are used, e.g. locomo.")]
 QueriesOption = Annotated[Path | None, typer.Option(
     "--queries", help="A queries.jsonl to score against instead of --dataset.")]
 
@@ -142,8 +142,8 @@ def memoryos_cmd(
 ) -> None:
     """MemoryOS: pages (QA pairs) -> their turns, session summaries -> their pages, long-term
     knowledge (no lineage: counted and listed)."""
-    res = _run("memoryos", path, out, system=system, dataset=None if queries else dataset,
-               queries=queries, data_dir=data)
+    res = _run("memoryos", path, out, system=system, dataset=dataset, queries=queries,
+               data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
     err_console.print(f"wrote {out}")
 
@@ -165,7 +165,7 @@ def graphiti_cmd(
 ) -> None:
     """Graphiti / Zep: edges -> their episodes -> turns; nodes -> their edges (graph targets)."""
     res = _run("graphiti", path, out, graph=graph, level=level, system=system,
-               dataset=None if queries else dataset, queries=queries, data_dir=data)
+               dataset=dataset, queries=queries, data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system} ({level} level)")
     err_console.print(f"wrote {out}")
 

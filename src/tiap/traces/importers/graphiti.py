@@ -155,7 +155,7 @@ def read_graphiti(
     by_id, qfile = external_queries(dataset if queries_path is None else None, queries_path,
                                     data_dir)
     units: set[str] | None = None
-    if queries_path is None and dataset is not None:
+    if dataset is not None:
         from tiap.datasets import load
 
         units = {t.unit_id for t in load(dataset, data_dir).turns_iter()}
