@@ -51,12 +51,12 @@ __all__ = [
     "GRAPH_NODE",
     "GRAPH_PATH",
     "GRAPH_TARGETS",
+    "NODE_KIND",
+    "PATH_KIND",
     "GraphEdge",
     "GraphEpisode",
     "GraphNode",
     "GraphPath",
-    "NODE_KIND",
-    "PATH_KIND",
     "graph_items",
 ]
 

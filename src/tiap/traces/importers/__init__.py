@@ -253,7 +253,7 @@ def lineage_coverage(
     """Count what lineage an import carries: see :class:`LineageCoverage`."""
     item_list = list(items)
     has_source = _transitive_sources(item_list)
-    reached: set[str] = set(u for it in item_list for u in it.sources)
+    reached: set[str] = {u for it in item_list for u in it.sources}
     no_source = tuple(i.item_id for i in item_list if not has_source[i.item_id])
     kinds = Counter(i.kind for i in item_list)
     kind_of = {i.item_id: i.kind for i in item_list}

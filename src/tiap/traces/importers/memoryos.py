@@ -69,7 +69,7 @@ from tiap.traces.runs import Ranking, Run
 __all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
 
 RESULTS_FILE = "results.jsonl"
-_CAPTION = re.compile(r"\s*\(image description: .*\)\s*\Z", re.S)
+_CAPTION = re.compile(r"\s*\(image description: .*\)\s*\Z", re.DOTALL)
 _WS = re.compile(r"\s+")
 
 
@@ -218,9 +218,9 @@ def _read_store(root: Path, b: _Builder, probs: ProblemList) -> dict[str, int]:
                     probs.add("short-term memory must be a list of QA pairs", f)
                     continue
                 for i, qa in enumerate(data):
-                    if isinstance(qa, dict):
-                        if b.page(qa, f"short:{user}:{i}", user, "short_term", probs, f):
-                            counts["short_term"] += 1
+                    if isinstance(qa, dict) and b.page(qa, f"short:{user}:{i}", user,
+                                                       "short_term", probs, f):
+                        counts["short_term"] += 1
             elif key == "mid":
                 sessions = data.get("sessions") if isinstance(data, dict) else None
                 if not isinstance(sessions, dict):
