@@ -1,16 +1,72 @@
-"""``tiap import``: bring other systems' traces in, with the lineage they carry."""
+"""``tiap import SYSTEM PATH --out DIR``: bring other systems' traces in, with their lineage.
+
+One subcommand per system registered in :data:`tiap.traces.importers.IMPORTERS`. Systems with
+options of their own have a command below; any other registered system gets a plain one
+(``PATH --out DIR [--option KEY=VALUE ...]``). Every command prints the lineage coverage of
+what it wrote (``lineage_coverage.json``).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from tiap.cli.common import console, err_console
+from tiap.cli.common import DataOption, console, err_console
+from tiap.errors import TiapError
+from tiap.traces.importers import COVERAGE_FILE, IMPORTERS, get_importer
 
 app = typer.Typer(help="Import traces of other systems with their lineage.", no_args_is_help=True)
+
+OutOption = Annotated[Path, typer.Option("--out", help="Output folder.")]
+SystemOption = Annotated[str | None, typer.Option(
+    "--system", help="System name of the run (default: from the input's name).")]
+DatasetOption = Annotated[str | None, typer.Option(
+    "--dataset", help="Registered dataset whose turns (and, without --queries, queries with "
+    "their evidence) are used, e.g. locomo.")]
+QueriesOption = Annotated[Path | None, typer.Option(
+    "--queries", help="A queries.jsonl to score against instead of --dataset.")]
+
+
+def _run(importer: str, path: Path, out: Path, **options: Any) -> Any:
+    fn = get_importer(importer).load()
+    return fn(path, out, **{k: v for k, v in options.items() if v is not None})
+
+
+def print_coverage(out: Path, title: str) -> None:
+    """Print the lineage coverage an import wrote (computing it if the importer did not)."""
+    import json
+
+    from tiap.traces.importers import coverage_of_folder, write_coverage
+
+    file = out / COVERAGE_FILE
+    if file.exists():
+        c = json.loads(file.read_text(encoding="utf-8"))
+    else:  # an importer that writes its own folder: add the report
+        cov = coverage_of_folder(out)
+        write_coverage(file, cov)
+        c = cov.to_json()
+    t = Table(title=title, title_justify="left", show_header=False)
+    t.add_row("queries", f"{c['queries']:,} ({c['queries_all_evidence_reached']:,} with all "
+              "evidence reached by some item)")
+    t.add_row("items", f"{c['items']:,}  " + ", ".join(f"{k} {v:,}" for k, v in c["kinds"].items()))
+    t.add_row("items with no source", f"{c['items_with_no_source']:,}  " + ", ".join(
+        f"{k} {v:,}" for k, v in c["items_with_no_source_by_kind"].items()))
+    t.add_row("ranked positions with no source",
+              f"{c['ranked_positions_with_no_source']:,} of {c['ranked_positions']:,}")
+    if c["unknown_ranked_ids"]:
+        t.add_row("ranked ids that are not items", f"{c['unknown_ranked_ids']:,}")
+    if c["unreached_evidence_units"]:
+        t.add_row("evidence units no item reaches", f"{c['unreached_evidence_units']:,}")
+    for key, value in c.get("importer", {}).items():
+        if isinstance(value, (int, float, str)) and value:
+            t.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, int) else str(value))
+    console.print(t)
+    if c["items_with_no_source"]:
+        err_console.print(f"[yellow]note[/]: {c['items_with_no_source']:,} items have no "
+                          f"recoverable source; no target credits them (listed in {file})")
 
 
 @app.command("mtel-trace")
@@ -25,12 +81,10 @@ def mtel_trace_cmd(
         "--infer-from-text", help="Assign ambiguous derived items to gold turns by word overlap "
         "(a heuristic; reproduces the native traces' published figures).")] = False,
 ) -> None:
-    """Write items.jsonl, queries.jsonl, run.jsonl, mtel_report.json and a manifest, and say
-    what lineage the trace does not reveal."""
-    from tiap.traces.mtel import import_mtel_trace, write_mtel_import
-
-    imp = import_mtel_trace(path, locomo_path=locomo, system=system, infer_from_text=infer_from_text)
-    write_mtel_import(imp, out)
+    """Write items.jsonl, queries.jsonl, run.jsonl, mtel_report.json, lineage_coverage.json and
+    a manifest, and say what lineage the trace does not reveal."""
+    imp = _run("mtel-trace", path, out, locomo_path=locomo, system=system,
+               infer_from_text=infer_from_text)
     c = imp.report.counts()
     t = Table(title=f"imported {path.name} as {imp.run.system}", title_justify="left",
               show_header=False)
@@ -57,3 +111,88 @@ def mtel_trace_cmd(
                 f"(query, target) pairs; their Source/Canonical values are not the paper's "
                 f"(details per query in {out / 'mtel_report.json'})")
     err_console.print(f"wrote {out}")
+
+
+@app.command("generic")
+def generic_cmd(
+    path: Annotated[Path, typer.Argument(help="A JSONL file of item, ranking and (optional) "
+                                         "query records (docs/import.md).")],
+    out: OutOption,
+    system: SystemOption = None,
+    dataset: DatasetOption = None,
+    queries: QueriesOption = None,
+    data: DataOption = None,
+) -> None:
+    """TIAP's generic export: ranked ids per query plus item lineage."""
+    res = _run("generic", path, out, system=system, dataset=dataset, queries=queries,
+               data_dir=data)
+    print_coverage(out, f"imported {path.name} as {res.system}")
+    err_console.print(f"wrote {out}")
+
+
+@app.command("memoryos")
+def memoryos_cmd(
+    path: Annotated[Path, typer.Argument(help="A MemoryOS run folder: results.jsonl plus the "
+                                         "store's JSON files (docs/import.md).")],
+    out: OutOption,
+    system: SystemOption = None,
+    dataset: DatasetOption = "locomo",
+    queries: QueriesOption = None,
+    data: DataOption = None,
+) -> None:
+    """MemoryOS: pages (QA pairs) -> their turns, session summaries -> their pages, long-term
+    knowledge (no lineage: counted and listed)."""
+    res = _run("memoryos", path, out, system=system, dataset=dataset, queries=queries,
+               data_dir=data)
+    print_coverage(out, f"imported {path.name} as {res.system}")
+    err_console.print(f"wrote {out}")
+
+
+@app.command("graphiti")
+def graphiti_cmd(
+    path: Annotated[Path, typer.Argument(help="JSONL of Graphiti/Zep search results, one query "
+                                         "a line (docs/import.md).")],
+    out: OutOption,
+    graph: Annotated[Path | None, typer.Option(
+        "--graph", help="JSONL of the graph's episodes, edges and nodes (their JSON dumps; an "
+        "episode may carry 'sources', the turns it holds).")] = None,
+    level: Annotated[str, typer.Option(
+        "--level", help="What the run ranks: edge, node or episode.")] = "edge",
+    system: SystemOption = None,
+    dataset: DatasetOption = "locomo",
+    queries: QueriesOption = None,
+    data: DataOption = None,
+) -> None:
+    """Graphiti / Zep: edges -> their episodes -> turns; nodes -> their edges (graph targets)."""
+    res = _run("graphiti", path, out, graph=graph, level=level, system=system,
+               dataset=dataset, queries=queries, data_dir=data)
+    print_coverage(out, f"imported {path.name} as {res.system} ({level} level)")
+    err_console.print(f"wrote {out}")
+
+
+def _plain_command(name: str, help_text: str) -> None:
+    def cmd(
+        path: Annotated[Path, typer.Argument(help="The system's saved output.")],
+        out: OutOption,
+        option: Annotated[list[str] | None, typer.Option(
+            "--option", help="KEY=VALUE passed to the importer. Repeatable.")] = None,
+    ) -> None:
+        opts: dict[str, Any] = {}
+        for o in option or []:
+            key, sep, value = o.partition("=")
+            if not sep or not key.strip():
+                raise TiapError(f"--option {o!r}: expected KEY=VALUE")
+            opts[key.strip().replace("-", "_")] = value
+        _run(name, path, out, **opts)
+        print_coverage(out, f"imported {path.name} ({name})")
+        err_console.print(f"wrote {out}")
+
+    cmd.__doc__ = help_text
+    app.command(name)(cmd)
+
+
+_DEDICATED = {"mtel-trace", "generic", "memoryos", "graphiti"}
+for _imp in IMPORTERS.values():
+    if _imp.name not in _DEDICATED:
+        _plain_command(_imp.name, _imp.help + ("" if _imp.available else
+                                                " (not in this installation)"))

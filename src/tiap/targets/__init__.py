@@ -2,7 +2,8 @@
 
 From the store's lineage (:func:`build_lineage`) every source unit has a *family*: the
 items whose lineage reaches it. A :class:`Target` (built-ins ``raw``, ``source``,
-``canonical``; more from ``name=spec`` strings) picks members of each evidence unit's
+``canonical``; the graph targets ``graph-edge``, ``graph-node``, ``graph-path`` of
+:mod:`.graph`; more from ``name=spec`` strings) picks members of each evidence unit's
 family; :func:`build_groups` gives, per (query, target), one group per evidence unit, or a
 zero-target case with its reason; :func:`coverage` summarises them and
 :func:`write_targets` writes groups JSONL, target-mapping rows, TREC qrels and coverage.
@@ -25,6 +26,14 @@ from tiap.targets.export import (
     write_qrels,
     write_target_mapping,
     write_targets,
+)
+from tiap.targets.graph import (
+    GRAPH_TARGETS,
+    GraphEdge,
+    GraphEpisode,
+    GraphNode,
+    GraphPath,
+    graph_items,
 )
 from tiap.targets.groups import (
     DEFAULT_TARGETS,
@@ -59,6 +68,11 @@ __all__ = [
     "Coverage",
     "DEFAULT_REGISTRY",
     "DEFAULT_TARGETS",
+    "GRAPH_TARGETS",
+    "GraphEdge",
+    "GraphEpisode",
+    "GraphNode",
+    "GraphPath",
     "Lineage",
     "QueryGroups",
     "QueryLike",
@@ -75,6 +89,7 @@ __all__ = [
     "build_lineage",
     "coverage",
     "get_target",
+    "graph_items",
     "groups_rows",
     "list_targets",
     "mapping_rows",

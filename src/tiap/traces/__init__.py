@@ -1,7 +1,8 @@
 """Stage 4: traces. Saved ranked outputs, read and written in several formats (:mod:`.runs`;
 column-wise into integer arrays for large runs, with TREC qrels: :mod:`.columnar`),
 and importers of other systems' traces with their lineage (:mod:`.mtel`: the paper's
-published MTEL-Mem traces).
+published MTEL-Mem traces; :mod:`.importers`: the ``tiap import`` registry, the generic
+JSONL format, MemoryOS and Graphiti/Zep).
 """
 
 from tiap.traces.columnar import (

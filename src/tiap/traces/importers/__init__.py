@@ -1,0 +1,350 @@
+"""Importers: other systems' saved outputs turned into TIAP records, with their lineage.
+
+``tiap import SYSTEM PATH --out DIR`` looks ``SYSTEM`` up in :data:`IMPORTERS` and calls
+``function(PATH, DIR, **options)``. Every importer writes, into ``DIR`` (built aside and moved
+into place only when complete):
+
+- ``items.jsonl``: the stored items, each with the lineage the system keeps
+  (``sources``, ``parents``);
+- ``queries.jsonl``: the queries with their evidence (source unit ids);
+- ``run.jsonl``: the ranked item ids per query (JSONL rankings);
+- ``lineage_coverage.json``: items with no recoverable source (counted and listed), ranked ids
+  that are not items, evidence units no item reaches, and the importer's own findings;
+- ``manifest.json``: the inputs with their sha256 and TIAP's version.
+
+One module per system; each is registered by name below as ``"module:function"`` and imported
+only when used, so a registered module that is absent from an installation gives a clear
+error instead of breaking ``tiap``. The formats are documented in ``docs/import.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.queryfile import write_queries
+from tiap.datasets.records import Query
+from tiap.errors import Problem, TiapError
+from tiap.io import atomic_dir, atomic_write
+from tiap.memory.store import Item, write_items
+from tiap.provenance import input_entry, manifest_header
+from tiap.traces.runs import Run, write_jsonl_run
+
+__all__ = [
+    "COVERAGE_FILE",
+    "IMPORTERS",
+    "ImportResult",
+    "Importer",
+    "LineageCoverage",
+    "ProblemList",
+    "coverage_of_folder",
+    "get_importer",
+    "importer_names",
+    "lineage_coverage",
+    "write_coverage",
+    "write_import",
+]
+
+SCHEMA_VERSION = 1
+COVERAGE_FILE = "lineage_coverage.json"
+_LISTED = 1000  # ids listed per category in lineage_coverage.json (all are counted)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A registered importer: ``target`` is ``"module:function"``, imported on first use."""
+
+    name: str
+    target: str
+    help: str
+
+    def load(self) -> Any:
+        module, _, func = self.target.partition(":")
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module.startswith(exc.name):
+                raise TiapError(
+                    f"importer {self.name!r} is registered but its module {module} is not in "
+                    "this installation"
+                ) from None
+            raise
+        fn = getattr(mod, func, None)
+        if fn is None:
+            raise TiapError(f"importer {self.name!r}: {module} has no function {func!r}")
+        return fn
+
+    @property
+    def available(self) -> bool:
+        return importlib.util.find_spec(self.target.partition(":")[0]) is not None
+
+
+# The registry. One line per system; the function is called as fn(path, out_dir, **options).
+IMPORTERS: dict[str, Importer] = {
+    imp.name: imp
+    for imp in (
+        Importer("generic", "tiap.traces.importers.generic:import_generic",
+                 "TIAP's generic JSONL export (item, ranking and query records)"),
+        Importer("memoryos", "tiap.traces.importers.memoryos:import_memoryos",
+                 "a MemoryOS store (pages, session summaries, knowledge) and retrieval results"),
+        Importer("graphiti", "tiap.traces.importers.graphiti:import_graphiti",
+                 "Graphiti / Zep search results (edges, nodes, episodes) with their episodes"),
+        Importer("mtel-trace", "tiap.traces.importers.mtel:import_mtel",
+                 "a trace of the paper's MTEL-Mem release (Mem0, MemoryOS, native runs)"),
+        Importer("mem0", "tiap.traces.importers.mem0:import_mem0_results",
+                 "Mem0 search results (ids, memory, metadata, score)"),
+    )
+}
+
+
+def importer_names() -> tuple[str, ...]:
+    return tuple(IMPORTERS)
+
+
+def get_importer(name: str) -> Importer:
+    imp = IMPORTERS.get(name.strip().lower())
+    if imp is None:
+        raise TiapError(f"unknown system {name!r}; importers: {', '.join(IMPORTERS)}")
+    return imp
+
+
+# --------------------------------------------------------------------------------------------
+# Collecting located problems
+# --------------------------------------------------------------------------------------------
+
+
+class ProblemList:
+    """Located problems collected over a whole input and raised together (at most 50 listed)."""
+
+    MAX = 50
+
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
+        self.total = 0
+
+    def add(self, message: str, file: str | Path | None = None, line: int | None = None,
+            query_id: str | None = None, record: str | None = None) -> None:
+        self.total += 1
+        if len(self.items) < self.MAX:
+            self.items.append(Problem(message, file=None if file is None else str(file),
+                                      line=line, query_id=query_id, record=record))
+
+    def extend(self, exc: TiapError) -> None:
+        for p in exc.problems:
+            self.total += 1
+            if len(self.items) < self.MAX:
+                self.items.append(p)
+
+    def raise_if_any(self) -> None:
+        if not self.total:
+            return
+        probs = list(self.items)
+        if self.total > len(probs):
+            probs.append(Problem(f"... and {self.total - len(probs)} more problems"))
+        raise TiapError(problems=probs)
+
+
+# --------------------------------------------------------------------------------------------
+# Results and the lineage-coverage report
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an importer produced: items with lineage, queries, one run, and its findings.
+
+    ``findings`` holds importer-specific counts and listings (JSON-serialisable), written
+    under ``"importer"`` in ``lineage_coverage.json``; ``inputs`` the files read.
+    """
+
+    system: str
+    format: str
+    items: tuple[Item, ...]
+    queries: tuple[Query, ...]
+    run: Run
+    inputs: tuple[Path, ...] = ()
+    findings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LineageCoverage:
+    """Lineage coverage of an import (computed from the records, whatever the importer).
+
+    ``no_source`` are items whose transitive lineage is empty: no target ever credits them.
+    ``unknown_ranked`` are ranked ids that are not items (they can never be credited either).
+    ``unreached_evidence`` are evidence units that no item's lineage reaches.
+    """
+
+    items: int
+    kinds: Mapping[str, int]
+    no_source: tuple[str, ...]
+    no_source_by_kind: Mapping[str, int]
+    ranked: int
+    ranked_no_source: int
+    unknown_ranked: tuple[str, ...]
+    queries: int
+    queries_with_evidence: int
+    queries_all_evidence_reached: int
+    unreached_evidence: tuple[str, ...]
+    findings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "kinds": dict(self.kinds),
+            "items_with_no_source": len(self.no_source),
+            "items_with_no_source_by_kind": dict(self.no_source_by_kind),
+            "ranked_positions": self.ranked,
+            "ranked_positions_with_no_source": self.ranked_no_source,
+            "unknown_ranked_ids": len(self.unknown_ranked),
+            "queries": self.queries,
+            "queries_with_evidence": self.queries_with_evidence,
+            "queries_all_evidence_reached": self.queries_all_evidence_reached,
+            "unreached_evidence_units": len(self.unreached_evidence),
+            "listed": {
+                "items_with_no_source": list(self.no_source[:_LISTED]),
+                "unknown_ranked_ids": list(self.unknown_ranked[:_LISTED]),
+                "unreached_evidence_units": list(self.unreached_evidence[:_LISTED]),
+            },
+            "importer": dict(self.findings),
+        }
+
+
+def _transitive_sources(items: Iterable[Item]) -> dict[str, bool]:
+    """item id -> whether its lineage reaches any source unit (dangling parents ignored)."""
+    by_id = {it.item_id: it for it in items}
+    memo: dict[str, bool] = {}
+    for start in by_id:
+        if start in memo:
+            continue
+        stack = [start]
+        on_path: set[str] = set()
+        while stack:
+            iid = stack[-1]
+            if iid in memo:
+                stack.pop()
+                continue
+            it = by_id[iid]
+            if it.sources:
+                memo[iid] = True
+                stack.pop()
+                continue
+            on_path.add(iid)
+            pending = [p for p in it.parents if p in by_id and p not in memo and p not in on_path]
+            if pending:
+                stack.extend(pending)
+                continue
+            memo[iid] = any(memo.get(p, False) for p in it.parents)
+            on_path.discard(iid)
+            stack.pop()
+    return memo
+
+
+def lineage_coverage(
+    items: Iterable[Item], queries: Iterable[Query], runs: Iterable[Run],
+    findings: Mapping[str, Any] | None = None,
+) -> LineageCoverage:
+    """Count what lineage an import carries: see :class:`LineageCoverage`."""
+    item_list = list(items)
+    has_source = _transitive_sources(item_list)
+    reached: set[str] = {u for it in item_list for u in it.sources}
+    no_source = tuple(i.item_id for i in item_list if not has_source[i.item_id])
+    kinds = Counter(i.kind for i in item_list)
+    kind_of = {i.item_id: i.kind for i in item_list}
+    ranked = ranked_none = 0
+    unknown: dict[str, None] = {}
+    for run in runs:
+        for r in run.rankings:
+            for iid in r.item_ids:
+                ranked += 1
+                if iid not in kind_of:
+                    unknown[iid] = None
+                elif not has_source[iid]:
+                    ranked_none += 1
+    qlist = list(queries)
+    with_ev = [q for q in qlist if q.evidence]
+    unreached = tuple(dict.fromkeys(u for q in with_ev for u in q.evidence if u not in reached))
+    all_reached = sum(1 for q in with_ev if all(u in reached for u in q.evidence))
+    return LineageCoverage(
+        items=len(item_list),
+        kinds=dict(sorted(kinds.items())),
+        no_source=no_source,
+        no_source_by_kind=dict(sorted(Counter(kind_of[i] for i in no_source).items())),
+        ranked=ranked,
+        ranked_no_source=ranked_none,
+        unknown_ranked=tuple(unknown),
+        queries=len(qlist),
+        queries_with_evidence=len(with_ev),
+        queries_all_evidence_reached=all_reached,
+        unreached_evidence=unreached,
+        findings=dict(findings or {}),
+    )
+
+
+def write_coverage(path: str | Path, cov: LineageCoverage) -> None:
+    with atomic_write(path) as fh:
+        fh.write(json.dumps(cov.to_json(), indent=1, ensure_ascii=False) + "\n")
+
+
+def write_import(result: ImportResult, out: str | Path) -> LineageCoverage:
+    """Write ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``, ``lineage_coverage.json`` and
+    ``manifest.json`` into ``out`` (built aside, moved into place when complete)."""
+    cov = lineage_coverage(result.items, result.queries, [result.run], result.findings)
+    with atomic_dir(out) as tmp:
+        counts = {
+            "items": write_items(tmp / "items.jsonl", result.items),
+            "queries": write_queries(tmp / "queries.jsonl", result.queries),
+            "rankings": write_jsonl_run(tmp / "run.jsonl", result.run),
+        }
+        write_coverage(tmp / COVERAGE_FILE, cov)
+        man = manifest_header(f"import {result.format}", SCHEMA_VERSION)
+        man["system"] = result.system
+        man["format"] = result.format
+        man["inputs"] = [input_entry(p) for p in result.inputs]
+        man["counts"] = counts
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    return cov
+
+
+def coverage_of_folder(out: str | Path) -> LineageCoverage:
+    """Lineage coverage of a folder an importer wrote (items.jsonl, queries.jsonl, run.jsonl)."""
+    from tiap.datasets.queryfile import read_queries
+    from tiap.memory.store import read_items
+    from tiap.traces.runs import read_run
+
+    out = Path(out)
+    queries = read_queries(out / "queries.jsonl") if (out / "queries.jsonl").exists() else []
+    runs = read_run(out / "run.jsonl") if (out / "run.jsonl").exists() else []
+    return lineage_coverage(read_items(out / "items.jsonl"), queries, runs)
+
+
+# --------------------------------------------------------------------------------------------
+# Queries from a dataset or a queries.jsonl (shared by the importers)
+# --------------------------------------------------------------------------------------------
+
+
+def external_queries(
+    dataset: str | None = None,
+    queries_path: str | Path | None = None,
+    data_dir: str | Path | None = None,
+) -> tuple[dict[str, Query], Path | None]:
+    """The queries an import is scored against, by id: from ``queries_path`` (a
+    ``queries.jsonl``) or from a registered dataset (``locomo``, ...). Returns them with the
+    file read (for the manifest; ``None`` for a dataset)."""
+    if dataset is not None and queries_path is not None:
+        raise TiapError("give the queries one way: --dataset or --queries, not both")
+    if queries_path is not None:
+        from tiap.datasets.queryfile import read_queries
+
+        return {q.query_id: q for q in read_queries(queries_path)}, Path(queries_path)
+    if dataset is None:
+        raise TiapError("no queries: give --dataset ID (e.g. locomo) or --queries queries.jsonl")
+    from tiap.datasets import load
+
+    return {q.query_id: q for q in load(dataset, data_dir).queries_iter()}, None

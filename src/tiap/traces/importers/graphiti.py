@@ -1,0 +1,257 @@
+"""``tiap import graphiti``: Graphiti / Zep search results, with lineage through episodes.
+
+graphiti-core's data model (``graphiti_core.edges`` / ``.nodes`` / ``.search.search_config``):
+an ``EntityEdge`` has ``uuid``, ``group_id``, ``source_node_uuid``, ``target_node_uuid``,
+``name`` (the relation), ``fact``, ``episodes`` (the uuids of the episodes it was extracted
+from), ``valid_at``, ``invalid_at``, ``expired_at``, ``created_at``, ``attributes``; an
+``EpisodicNode`` has ``uuid``, ``name``, ``group_id``, ``source``, ``source_description``,
+``content``, ``valid_at``, ``entity_edges``; an ``EntityNode`` has ``uuid``, ``name``,
+``group_id``, ``labels``, ``summary``, ``attributes``. ``SearchResults`` holds ``edges``,
+``nodes``, ``episodes`` and ``communities`` with ``*_reranker_scores`` lists beside them. Zep
+returns the same edges (``episodes``; ``episode_uuids`` is read as a synonym).
+
+Input (``docs/import.md``):
+
+- ``PATH``: JSONL, one query a line: ``{"query_id", "edges": [...], "edge_reranker_scores":
+  [...], "nodes": [...], "episodes": [...], ...}``, i.e. ``SearchResults.model_dump(mode=
+  "json")`` plus the query id (``graphiti.search()``'s plain edge list as ``{"query_id",
+  "edges"}`` works too). Each list is in rank order; scores come from the matching
+  ``*_reranker_scores`` list, else from a ``score`` on every entry, else there are none.
+- ``graph`` (optional): JSONL of the graph's episodes, edges and nodes (their JSON dumps;
+  a record's ``type`` may say which, else an edge has ``source_node_uuid``, an episode
+  ``content`` / ``source_description`` / ``sources``, anything else is a node), so that
+  nodes get the lineage of *all* their edges and every cited episode is known.
+
+Episode -> turns, in this order: an explicit ``sources`` list on the episode record (a
+mapping file), else its ``name``, else its ``source_description``, when that is a turn id of
+the dataset or a comma-separated list of them (put the unit id there when feeding Graphiti:
+``add_episode(name="conv-26:D1:3", ...)``). Anything else has no recoverable source and is
+listed in ``lineage_coverage.json``. Edges -> episodes -> turns and nodes -> incident edges
+follow :mod:`tiap.targets.graph`; the run ranks edges, nodes or episodes (``level``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.records import Query
+from tiap.errors import TiapError
+from tiap.io import iter_jsonl
+from tiap.targets.graph import GraphEdge, GraphEpisode, GraphNode, graph_items
+from tiap.traces.importers import ImportResult, ProblemList, external_queries, write_import
+from tiap.traces.runs import Ranking, Run
+
+__all__ = ["LEVELS", "import_graphiti", "read_graphiti"]
+
+LEVELS = ("edge", "node", "episode")
+_LIST_KEY = {"edge": "edges", "node": "nodes", "episode": "episodes"}
+_EPISODE_KEYS = ("content", "source_description", "sources", "entity_edges", "episode_metadata")
+
+
+def _kind_of(rec: dict[str, Any]) -> str:
+    t = rec.get("type")
+    if t in LEVELS:
+        return str(t)
+    if "source_node_uuid" in rec:
+        return "edge"
+    if any(k in rec for k in _EPISODE_KEYS):
+        return "episode"
+    return "node"
+
+
+class _Graph:
+    """Episodes, edges and nodes by uuid, merged from the graph file and the results."""
+
+    def __init__(self, units: set[str] | None) -> None:
+        self.units = units
+        self.episodes: dict[str, dict[str, Any]] = {}
+        self.edges: dict[str, GraphEdge] = {}
+        self.nodes: dict[str, GraphNode] = {}
+
+    def add(self, kind: str, rec: Any, file: Path, line: int, qid: str | None,
+            probs: ProblemList) -> str | None:
+        if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str) or not rec["uuid"]:
+            probs.add(f"a{'n' if kind[0] in 'ae' else ''} {kind} must be an object with a "
+                      "'uuid'", file, line, qid)
+            return None
+        uid = rec["uuid"]
+        if any(c.isspace() for c in uid):
+            probs.add(f"{kind} uuid {uid!r} contains whitespace", file, line, qid)
+            return None
+        coll = rec.get("group_id")
+        coll = None if coll in (None, "") else str(coll)
+        if kind == "episode":
+            self.episodes.setdefault(uid, rec)
+        elif kind == "edge":
+            if uid in self.edges:
+                return uid
+            src, dst = rec.get("source_node_uuid"), rec.get("target_node_uuid")
+            eps = rec.get("episodes", rec.get("episode_uuids"))
+            if not isinstance(src, str) or not isinstance(dst, str) or not src or not dst:
+                probs.add(f"edge {uid} needs 'source_node_uuid' and 'target_node_uuid'",
+                          file, line, qid)
+                return None
+            if eps is None:
+                eps = []
+            if not isinstance(eps, list) or not all(isinstance(e, str) for e in eps):
+                probs.add(f"edge {uid}: 'episodes' must be a list of episode uuids", file, line, qid)
+                return None
+            valid = rec.get("valid_at")
+            self.edges[uid] = GraphEdge(uid, src, dst, tuple(eps), fact=rec.get("fact"),
+                                        name=rec.get("name"), collection=coll,
+                                        valid_at=None if valid is None else str(valid))
+        else:
+            self.nodes.setdefault(uid, GraphNode(uid, rec.get("name"), rec.get("summary") or None,
+                                                 coll))
+        return uid
+
+    def episode_sources(self, rec: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+        """(sources, how): how is ``sources``, ``name``, ``source_description`` or ``none``."""
+        given = rec.get("sources")
+        if isinstance(given, list) and given:
+            return tuple(str(s) for s in given), "sources"
+        if self.units is None:
+            return (), "none"
+        for key in ("name", "source_description"):
+            value = rec.get(key)
+            if isinstance(value, str) and value.strip():
+                parts = [p.strip() for p in value.split(",") if p.strip()]
+                if parts and all(p in self.units for p in parts):
+                    return tuple(parts), key
+        return (), "none"
+
+
+def _scores(rec: dict[str, Any], key: str, entries: list[Any]) -> tuple[float, ...] | None:
+    given = rec.get(f"{key[:-1]}_reranker_scores")
+    if isinstance(given, list) and given and len(given) == len(entries):
+        vals = given
+    elif entries and all(isinstance(e, dict) and "score" in e for e in entries):
+        vals = [e["score"] for e in entries]
+    else:
+        return None
+    try:
+        out = tuple(float(v) for v in vals)
+    except (TypeError, ValueError):
+        return None
+    return out if all(math.isfinite(v) for v in out) else None
+
+
+def read_graphiti(
+    path: str | Path,
+    *,
+    graph: str | Path | None = None,
+    level: str = "edge",
+    system: str | None = None,
+    dataset: str | None = "locomo",
+    queries_path: str | Path | None = None,
+    data_dir: str | Path | None = None,
+) -> ImportResult:
+    """Read Graphiti / Zep search results (module docstring); nothing is written."""
+    if level not in LEVELS:
+        raise TiapError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
+    path = Path(path)
+    by_id, qfile = external_queries(dataset if queries_path is None else None, queries_path,
+                                    data_dir)
+    units: set[str] | None = None
+    if dataset is not None:
+        from tiap.datasets import load
+
+        units = {t.unit_id for t in load(dataset, data_dir).turns_iter()}
+    g = _Graph(units)
+    probs = ProblemList()
+    if graph is not None:
+        for line, rec in iter_jsonl(graph):
+            if not isinstance(rec, dict):
+                probs.add("a graph record must be a JSON object", graph, line)
+                continue
+            g.add(_kind_of(rec), rec, Path(graph), line, None, probs)
+
+    key = _LIST_KEY[level]
+    rankings: list[Ranking] = []
+    seen_q: dict[str, int] = {}
+    communities = 0
+    system = system or path.name.split(".")[0] or "graphiti"
+    for line, rec in iter_jsonl(path):
+        if not isinstance(rec, dict):
+            probs.add("a search result must be a JSON object", path, line)
+            continue
+        qid = rec.get("query_id")
+        if not isinstance(qid, (str, int)) or qid == "":
+            probs.add("search result has no 'query_id'", path, line)
+            continue
+        qid = str(qid)
+        if qid in seen_q:
+            probs.add(f"query has two search results (first on line {seen_q[qid]})", path, line, qid)
+            continue
+        seen_q[qid] = line
+        if qid not in by_id:
+            src = queries_path if queries_path is not None else f"dataset {dataset!r}"
+            probs.add(f"query is not in {src}", path, line, qid)
+        communities += len(rec.get("communities") or [])
+        ranked: list[str] = []
+        for kind, k in _LIST_KEY.items():
+            entries = rec.get(k) or []
+            if not isinstance(entries, list):
+                probs.add(f"'{k}' must be a list", path, line, qid)
+                continue
+            ids = [g.add(kind, e, path, line, qid, probs) for e in entries]
+            if k == key:
+                ranked = [i for i in ids if i is not None]
+                if len(set(ranked)) != len(ranked):
+                    dup = next(i for i in ranked if ranked.count(i) > 1)
+                    probs.add(f"{kind} {dup} is ranked twice", path, line, qid)
+                    continue
+                if len(ranked) == len(entries):
+                    rankings.append(Ranking(qid, system, tuple(ranked), _scores(rec, k, entries)))
+    probs.raise_if_any()
+
+    # episodes: the ones given, plus the ones edges cite without giving them
+    cited = [e for edge in g.edges.values() for e in edge.episodes if e not in g.episodes]
+    not_given = list(dict.fromkeys(cited))
+    episodes: list[GraphEpisode] = []
+    how_counts: dict[str, int] = {}
+    for uid, rec in g.episodes.items():
+        sources, how = g.episode_sources(rec)
+        how_counts[how] = how_counts.get(how, 0) + 1
+        coll = rec.get("group_id")
+        episodes.append(GraphEpisode(uid, sources, text=rec.get("content"),
+                                     collection=None if coll in (None, "") else str(coll)))
+    episodes.extend(GraphEpisode(uid, ()) for uid in not_given)
+    items = graph_items(episodes, g.edges.values(), g.nodes.values())
+
+    queries: list[Query] = [by_id[r.query_id] for r in rankings]
+    findings: dict[str, Any] = {
+        "level": level,
+        "episodes_by_lineage_source": how_counts,
+        "episodes_cited_not_given": len(not_given),
+        "episodes_without_source": how_counts.get("none", 0) + len(not_given),
+        "edges": len(g.edges),
+        "nodes": sum(1 for i in items if i.kind == "node"),
+        "communities_ignored": communities,
+        "queries_not_ranked": len(by_id) - len(queries),
+        "listed_episodes_cited_not_given": not_given[:1000],
+    }
+    run = Run(system=system, rankings=tuple(rankings), source=path, format=f"graphiti-{level}")
+    inputs = tuple(p for p in (path, None if graph is None else Path(graph), qfile) if p)
+    return ImportResult(system=system, format=f"graphiti-{level}", items=items,
+                        queries=tuple(queries), run=run, inputs=inputs, findings=findings)
+
+
+def import_graphiti(
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    graph: str | Path | None = None,
+    level: str = "edge",
+    system: str | None = None,
+    dataset: str | None = "locomo",
+    queries: str | Path | None = None,
+    data_dir: str | Path | None = None,
+) -> ImportResult:
+    """Read Graphiti / Zep search results and write the import folder."""
+    result = read_graphiti(path, graph=graph, level=level, system=system, dataset=dataset,
+                           queries_path=queries, data_dir=data_dir)
+    write_import(result, out_dir)
+    return result

@@ -1,0 +1,379 @@
+"""``tiap import memoryos``: a MemoryOS store and its retrieval results, with lineage.
+
+MemoryOS (BAI-LAB/MemoryOS, the ``memoryos-pypi`` package) keeps, per user, three JSON files:
+
+``short_term.json``
+    a list of QA pairs ``{"user_input", "agent_response", "timestamp"}`` (the newest ones);
+``mid_term.json``
+    ``{"sessions": {session_id: {"id", "summary", "summary_keywords", "details": [page, ...],
+    ...}}, "access_frequency": {...}}``; a *page* is an evicted QA pair ``{"page_id",
+    "user_input", "agent_response", "timestamp", "pre_page", "next_page", "meta_info",
+    ...}``, and a session's ``summary`` is written by an LLM over its pages (one batch of
+    pages may be inserted into several sessions, one per topic);
+``long_term_user.json`` / ``long_term_assistant.json``
+    ``{"user_profiles": {...}, "knowledge_base": [{"knowledge", "timestamp"}, ...],
+    "assistant_knowledge": [...]}``: LLM-extracted knowledge with no link to its pages.
+
+``Memoryos.retriever.retrieve_context(query)`` returns ``{"retrieved_pages": [page, ...],
+"retrieved_user_knowledge": [...], "retrieved_assistant_knowledge": [...]}``.
+
+Input folder (``docs/import.md``): ``results.jsonl``, one line per query: the
+``retrieve_context`` output plus ``"query_id"`` (optionally ``"ranking"``: item ids in rank
+order, when the harness ranked pages and sessions itself), and the store of each user, named
+by the dataset collection it holds (``user_id = "conv-26"``) in either layout:
+``users/<user_id>/{short_term,mid_term,long_term_user}.json`` plus
+``assistants/<id>/long_term_assistant.json`` (memoryos-pypi), or
+``<user_id>_{short_term,mid_term,long_term}.json`` (the LoCoMo evaluation script).
+
+Lineage
+-------
+- page / short-term QA pair (kind ``raw``: verbatim dialogue) -> the turns it holds. MemoryOS
+  keeps only ``user_input``, ``agent_response`` and ``timestamp`` on a page, so no id we put
+  in survives; the turns are found by **matching the text against the dataset**: each side,
+  whitespace-collapsed and without the `` (image description: ...)`` suffix the LoCoMo feeder
+  appends, must equal a turn's text in the user's collection, preferring the session whose
+  date equals the page's ``timestamp`` (the feeder passes the session date); when a side
+  still has several candidates, the pair whose agent turn follows the user turn most closely
+  decides. A page that carries ``source_ids`` (a harness that keeps extra fields) is taken as
+  given. Labels in ``memoryos_lineage``: ``source_ids``, ``matched``, ``partial`` (one side
+  found), ``ambiguous`` (candidates in ``memoryos_candidates``), ``unmatched``.
+- session summary (kind ``summary``, id = the session id) -> its pages (``parents``).
+- user and assistant knowledge (kind ``knowledge``; ids ``knowledge:<user>:<sha1>`` and
+  ``assistant-knowledge:<sha1>`` of the text): MemoryOS records no source, so none is
+  recoverable: they are counted and listed in ``lineage_coverage.json``.
+
+Ranking: ``ranking`` when given, else the retrieved pages in order, then user knowledge, then
+assistant knowledge (the order of MemoryOS's prompt). MemoryOS returns no page scores.
+
+The paper's published MemoryOS trace is a different format: import it with ``tiap import
+mtel-trace`` (this importer says so when given one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.records import Query, Turn
+from tiap.errors import TiapError
+from tiap.io import iter_jsonl, open_text, read_json
+from tiap.memory.store import RAW_KIND, Item
+from tiap.traces.importers import ImportResult, ProblemList, external_queries, write_import
+from tiap.traces.runs import Ranking, Run
+
+__all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
+
+RESULTS_FILE = "results.jsonl"
+_CAPTION = re.compile(r"\s*\(image description: .*\)\s*\Z", re.DOTALL)
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", _CAPTION.sub("", text)).strip()
+
+
+@dataclass(frozen=True)
+class PageMatch:
+    """The turns a page holds: ``sources`` found, ``label`` (module docstring), and the
+    candidate turns of a side left ambiguous."""
+
+    sources: tuple[str, ...]
+    label: str
+    candidates: tuple[str, ...] = ()
+
+
+class TurnIndex:
+    """One collection's turns by normalised text, with session dates and file order."""
+
+    def __init__(self, turns: Iterable[Turn], session_dates: dict[str, str | None]) -> None:
+        self.by_text: dict[str, list[int]] = {}
+        self.turns: list[Turn] = []
+        self.date_sessions: dict[str, set[str]] = {}
+        for sid, date in session_dates.items():
+            if date:
+                self.date_sessions.setdefault(date.strip(), set()).add(sid)
+        for t in turns:
+            self.by_text.setdefault(_norm(t.text), []).append(len(self.turns))
+            self.turns.append(t)
+
+    def _candidates(self, text: str, timestamp: str | None) -> list[int]:
+        cands = self.by_text.get(_norm(text), [])
+        sessions = self.date_sessions.get((timestamp or "").strip())
+        if sessions and len(cands) > 1:
+            inside = [i for i in cands if self.turns[i].session_id in sessions]
+            if inside:
+                return inside
+        return cands
+
+    def match(self, user_input: str, agent_response: str, timestamp: str | None) -> PageMatch:
+        sides = [s for s in (user_input or "", agent_response or "") if s.strip()]
+        if not sides:
+            return PageMatch((), "unmatched")
+        cands = [self._candidates(s, timestamp) for s in sides]
+        if len(cands) == 2 and len(cands[0]) >= 1 and len(cands[1]) >= 1 and (
+                len(cands[0]) > 1 or len(cands[1]) > 1):
+            gaps = sorted((b - a, a, b) for a in cands[0] for b in cands[1] if b > a)
+            if gaps and (len(gaps) == 1 or gaps[0][0] < gaps[1][0]):
+                cands = [[gaps[0][1]], [gaps[0][2]]]
+        found = [c[0] for c in cands if len(c) == 1]
+        open_ = [i for c in cands if len(c) > 1 for i in c]
+        units = tuple(self.turns[i].unit_id for i in found)
+        if len(found) == len(cands):
+            return PageMatch(units, "matched")
+        label = "partial" if found else ("ambiguous" if open_ else "unmatched")
+        return PageMatch(units, label, tuple(self.turns[i].unit_id for i in open_))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _load_json(path: Path, probs: ProblemList) -> Any:
+    try:
+        return read_json(path)
+    except TiapError as exc:
+        probs.extend(exc)
+        return None
+
+
+def _store_files(root: Path) -> dict[str, dict[str, Path]]:
+    """user id -> {"short", "mid", "long"} files; "" -> assistant long-term files."""
+    users: dict[str, dict[str, Path]] = {}
+    for d in sorted((root / "users").glob("*")) if (root / "users").is_dir() else []:
+        for key, name in (("short", "short_term.json"), ("mid", "mid_term.json"),
+                          ("long", "long_term_user.json")):
+            if (d / name).is_file():
+                users.setdefault(d.name, {})[key] = d / name
+    for f in sorted(root.glob("*_*_term.json")):
+        m = re.fullmatch(r"(.+)_(short|mid|long)_term\.json", f.name)
+        if m:
+            users.setdefault(m.group(1), {})[m.group(2)] = f
+    for i, f in enumerate(sorted(root.glob("assistants/*/long_term_assistant.json"))):
+        users.setdefault("", {})[f"assistant{i}"] = f
+    return users
+
+
+class _Builder:
+    def __init__(self, indexes: dict[str, TurnIndex]) -> None:
+        self.indexes = indexes
+        self.items: dict[str, Item] = {}
+        self.labels: dict[str, int] = {}
+        self.files: list[Path] = []
+
+    def page(self, page: dict[str, Any], item_id: str, user: str, where: str,
+             probs: ProblemList, file: Path, line: int | None = None) -> str | None:
+        if item_id in self.items:
+            return item_id
+        given = page.get("source_ids")
+        meta: list[tuple[str, Any]] = [("memoryos_type", where)]
+        if isinstance(given, list) and given:
+            m = PageMatch(tuple(str(s) for s in given), "source_ids")
+        else:
+            idx = self.indexes.get(user)
+            if idx is None:
+                probs.add(f"user {user!r} is not a collection of the dataset, so the turns of "
+                          "its pages cannot be found; name each user's store by its collection "
+                          "(e.g. conv-26)", file, line, record=item_id)
+                return None
+            m = idx.match(str(page.get("user_input") or ""), str(page.get("agent_response") or ""),
+                          None if page.get("timestamp") is None else str(page["timestamp"]))
+        meta.append(("memoryos_lineage", m.label))
+        if m.candidates:
+            meta.append(("memoryos_candidates", list(m.candidates)))
+        if page.get("timestamp") is not None:
+            meta.append(("timestamp", str(page["timestamp"])))
+        self.labels[m.label] = self.labels.get(m.label, 0) + 1
+        text = "\n".join(x for x in (page.get("user_input"), page.get("agent_response")) if x)
+        self.items[item_id] = Item(item_id, RAW_KIND, sources=m.sources, text=text or None,
+                                   collection=user or None, meta=tuple(sorted(meta)))
+        return item_id
+
+    def knowledge(self, entry: Any, user: str | None) -> str | None:
+        text = entry.get("knowledge") if isinstance(entry, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            return None
+        iid = f"knowledge:{user}:{_sha(text)}" if user else f"assistant-knowledge:{_sha(text)}"
+        if iid not in self.items:
+            kind = "user_knowledge" if user else "assistant_knowledge"
+            self.items[iid] = Item(iid, "knowledge", text=text, collection=user or None,
+                                   meta=(("memoryos_type", kind),))
+        return iid
+
+
+def _read_store(root: Path, b: _Builder, probs: ProblemList) -> dict[str, int]:
+    counts = {"short_term": 0, "pages": 0, "sessions": 0, "knowledge": 0}
+    for user, files in _store_files(root).items():
+        for key, f in files.items():
+            b.files.append(f)
+            data = _load_json(f, probs)
+            if data is None:
+                continue
+            if key == "short":
+                if not isinstance(data, list):
+                    probs.add("short-term memory must be a list of QA pairs", f)
+                    continue
+                for i, qa in enumerate(data):
+                    if isinstance(qa, dict) and b.page(qa, f"short:{user}:{i}", user,
+                                                       "short_term", probs, f):
+                        counts["short_term"] += 1
+            elif key == "mid":
+                sessions = data.get("sessions") if isinstance(data, dict) else None
+                if not isinstance(sessions, dict):
+                    probs.add("mid-term memory must hold {\"sessions\": {id: session}}", f)
+                    continue
+                for sid, s in sessions.items():
+                    details = s.get("details") if isinstance(s, dict) else None
+                    if not isinstance(details, list):
+                        probs.add("session has no 'details' list of pages", f, record=sid)
+                        continue
+                    pages = []
+                    for p in details:
+                        pid = p.get("page_id") if isinstance(p, dict) else None
+                        if not isinstance(pid, str) or not pid:
+                            probs.add("page without a 'page_id'", f, record=sid)
+                            continue
+                        if pid not in b.items:
+                            counts["pages"] += 1
+                        if b.page(p, pid, user, "page", probs, f):
+                            pages.append(pid)
+                    if sid in b.items:
+                        probs.add("session id is also a page id", f, record=sid)
+                        continue
+                    b.items[sid] = Item(sid, "summary", parents=tuple(dict.fromkeys(pages)),
+                                        text=str(s.get("summary") or "") or None,
+                                        collection=user or None,
+                                        meta=(("memoryos_type", "session_summary"),))
+                    counts["sessions"] += 1
+            else:
+                if not isinstance(data, dict):
+                    probs.add("long-term memory must be a JSON object", f)
+                    continue
+                for entry in data.get("knowledge_base") or []:
+                    counts["knowledge"] += b.knowledge(entry, user or None) is not None
+                for entry in data.get("assistant_knowledge") or []:
+                    counts["knowledge"] += b.knowledge(entry, None) is not None
+    return counts
+
+
+def _looks_like_mtel(path: Path) -> bool:
+    try:
+        with open_text(path) as fh:
+            first = json.loads(next(iter(fh), "{}") or "{}")
+    except (ValueError, TiapError):
+        return False
+    return isinstance(first, dict) and "tenant_id" in first and "returned_ids_full" in first
+
+
+def read_memoryos(
+    path: str | Path,
+    *,
+    system: str | None = None,
+    dataset: str | None = "locomo",
+    queries_path: str | Path | None = None,
+    data_dir: str | Path | None = None,
+) -> ImportResult:
+    """Read a MemoryOS run folder (module docstring); nothing is written."""
+    path = Path(path)
+    if path.is_file():
+        if _looks_like_mtel(path):
+            raise TiapError("this is a trace of the paper's MTEL-Mem release: import it with "
+                            "'tiap import mtel-trace'", file=path)
+        raise TiapError(f"expected a MemoryOS run folder ({RESULTS_FILE} and the store's JSON "
+                        "files)", file=path)
+    results = path / RESULTS_FILE
+    if not results.is_file():
+        raise TiapError(f"no {RESULTS_FILE} in the MemoryOS run folder", file=path)
+    if dataset is None and queries_path is None:
+        raise TiapError("MemoryOS pages are matched to the dataset's turns: give --dataset")
+    by_id, qfile = external_queries(dataset if queries_path is None else None, queries_path,
+                                    data_dir)
+    indexes: dict[str, TurnIndex] = {}
+    if dataset is not None:
+        from tiap.datasets import load
+
+        for bundle in load(dataset, data_dir).bundles():
+            indexes[bundle.collection.collection_id] = TurnIndex(
+                bundle.turns, {s.session_id: s.date for s in bundle.sessions})
+    probs = ProblemList()
+    b = _Builder(indexes)
+    counts = _read_store(path, b, probs)
+    system = system or path.name or "memoryos"
+
+    rankings: list[Ranking] = []
+    seen: dict[str, int] = {}
+    for line, rec in iter_jsonl(results):
+        qid = rec.get("query_id") if isinstance(rec, dict) else None
+        if not isinstance(qid, (str, int)) or qid == "":
+            probs.add("result has no 'query_id'", results, line)
+            continue
+        qid = str(qid)
+        if qid in seen:
+            probs.add(f"query has two results (first on line {seen[qid]})", results, line, qid)
+            continue
+        seen[qid] = line
+        q = by_id.get(qid)
+        if q is None:
+            probs.add("query is not in the dataset's queries", results, line, qid)
+            continue
+        user = q.collection_id
+        ranked: list[str | None]
+        if rec.get("ranking") is not None:
+            given = rec["ranking"]
+            if not isinstance(given, list) or not all(isinstance(x, str) for x in given):
+                probs.add("'ranking' must be a list of item ids", results, line, qid)
+                continue
+            for pos, x in enumerate(given, start=1):
+                if x not in b.items:
+                    probs.add(f"rank {pos}: {x!r} is not a page or session of the store",
+                              results, line, qid)
+            ranked = list(given)
+        else:
+            ranked = []
+            for page in rec.get("retrieved_pages") or []:
+                pid = page.get("page_id") if isinstance(page, dict) else None
+                if not isinstance(pid, str) or not pid:
+                    probs.add("a retrieved page has no 'page_id'", results, line, qid)
+                    continue
+                if pid not in b.items:
+                    counts["pages_only_in_results"] = counts.get("pages_only_in_results", 0) + 1
+                ranked.append(b.page(page, pid, user, "page", probs, results, line))
+            ranked += [b.knowledge(k, user) for k in rec.get("retrieved_user_knowledge") or []]
+            ranked += [b.knowledge(k, None) for k in rec.get("retrieved_assistant_knowledge") or []]
+        ids = list(dict.fromkeys(x for x in ranked if x is not None))
+        rankings.append(Ranking(qid, system, tuple(ids)))
+    probs.raise_if_any()
+
+    queries: list[Query] = [by_id[r.query_id] for r in rankings]
+    findings: dict[str, Any] = {
+        **counts,
+        "page_lineage": dict(sorted(b.labels.items())),
+        "queries_not_ranked": len(by_id) - len(queries),
+        "listed_unmatched_pages": [i.item_id for i in b.items.values()
+                                   if dict(i.meta).get("memoryos_lineage") in
+                                   ("unmatched", "ambiguous")][:1000],
+    }
+    run = Run(system=system, rankings=tuple(rankings), source=results, format="memoryos")
+    inputs: Sequence[Path] = [results, *b.files] + ([qfile] if qfile else [])
+    return ImportResult(system=system, format="memoryos", items=tuple(b.items.values()),
+                        queries=tuple(queries), run=run, inputs=tuple(inputs), findings=findings)
+
+
+def import_memoryos(
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    system: str | None = None,
+    dataset: str | None = "locomo",
+    queries: str | Path | None = None,
+    data_dir: str | Path | None = None,
+) -> ImportResult:
+    """Read a MemoryOS run folder and write the import folder."""
+    result = read_memoryos(path, system=system, dataset=dataset, queries_path=queries,
+                           data_dir=data_dir)
+    write_import(result, out_dir)
+    return result
