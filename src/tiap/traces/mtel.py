@@ -87,6 +87,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -1286,7 +1287,8 @@ def _build_report(
     )
 
 
-def write_mtel_import(imp: MtelImport, out: str | Path) -> dict[str, int]:
+def write_mtel_import(imp: MtelImport, out: str | Path, *,
+                      extra_files: Mapping[str, str] | None = None) -> dict[str, int]:
     """Write an import as ``items.jsonl``, ``queries.jsonl`` and ``run.jsonl`` into ``out``.
 
     Also written: ``mtel_report.json`` (the :class:`MtelReport`) and ``manifest.json`` (schema
@@ -1295,11 +1297,15 @@ def write_mtel_import(imp: MtelImport, out: str | Path) -> dict[str, int]:
     rows are ``{"query_id", "system", "benchmark", "ranking", "scores"}`` (``scores`` left out
     where the trace gives none, as for MemoryOS).
 
+    ``extra_files`` (file name -> text) are written into the same folder, in the same step.
+
     Returns:
         The number of lines written per file.
     """
     counts: dict[str, int] = {}
     with atomic_dir(out) as tmp:
+        for name, text in (extra_files or {}).items():
+            (tmp / name).write_text(text, encoding="utf-8")
         counts["items"] = write_items(tmp / "items.jsonl", imp.items)
         counts["queries"] = write_queries(tmp / "queries.jsonl", imp.queries)
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)

@@ -47,6 +47,7 @@ __all__ = [
     "get_importer",
     "importer_names",
     "lineage_coverage",
+    "coverage_json",
     "write_coverage",
     "write_import",
 ]
@@ -287,9 +288,14 @@ def lineage_coverage(
     )
 
 
+def coverage_json(cov: LineageCoverage) -> str:
+    """The text of ``lineage_coverage.json``."""
+    return json.dumps(cov.to_json(), indent=1, ensure_ascii=False) + "\n"
+
+
 def write_coverage(path: str | Path, cov: LineageCoverage) -> None:
     with atomic_write(path) as fh:
-        fh.write(json.dumps(cov.to_json(), indent=1, ensure_ascii=False) + "\n")
+        fh.write(coverage_json(cov))
 
 
 def write_import(result: ImportResult, out: str | Path) -> LineageCoverage:

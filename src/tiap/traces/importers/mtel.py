@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiap.traces.importers import COVERAGE_FILE, lineage_coverage, write_coverage
+from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
 from tiap.traces.mtel import MtelImport, import_mtel_trace, write_mtel_import
 
 __all__ = ["import_mtel"]
@@ -24,7 +24,6 @@ def import_mtel(
     and ``lineage_coverage.json`` (whose ``importer`` part is the report's counts)."""
     imp = import_mtel_trace(path, locomo_path=locomo_path, system=system,
                             infer_from_text=infer_from_text)
-    write_mtel_import(imp, out_dir)
     cov = lineage_coverage(imp.items, imp.queries, [imp.run], imp.report.counts())
-    write_coverage(Path(out_dir) / COVERAGE_FILE, cov)
+    write_mtel_import(imp, out_dir, extra_files={COVERAGE_FILE: coverage_json(cov)})
     return imp
