@@ -42,15 +42,19 @@ def test_d1_3_support_group(conv26) -> None:  # type: ignore[no-untyped-def]
 
 def test_d1_11_two_clauses_split_on_spaced_dash(conv26) -> None:  # type: ignore[no-untyped-def]
     # "I'm keen on counseling or working in mental health - I'd love to support those with
-    # similar issues."  A dash before a new subject ("I'd") splits the sentence.
-    both = [
+    # similar issues."  A dash before a new subject ("I'd") splits the sentence: the whole
+    # sentence is a fact, and so is each of its two clauses (in the order spoken).
+    whole = ("On 8 May 2023, Caroline is keen on counseling or working in mental health - "
+             "Caroline would love to support those with similar issues.")
+    clauses = [
         "On 8 May 2023, Caroline is keen on counseling or working in mental health.",
         "On 8 May 2023, Caroline would love to support those with similar issues.",
     ]
-    assert facts_of(conv26, "conv-26:D1:11", 5) == both
-    # density 1 keeps the better clause: "keen on" (preference) + "counseling ... mental
-    # health" (content words) outscores the second one
-    assert facts_of(conv26, "conv-26:D1:11", 1) == both[:1]
+    assert facts_of(conv26, "conv-26:D1:11", 5) == [whole, *clauses]
+    # density 1 keeps the best candidate: the whole sentence has the content of both clauses
+    assert facts_of(conv26, "conv-26:D1:11", 1) == [whole]
+    # density 2: the whole sentence and the better clause ("keen on" is a preference)
+    assert facts_of(conv26, "conv-26:D1:11", 2) == [whole, clauses[0]]
 
 
 def test_d1_14_interjection_and_filler_dropped(conv26) -> None:  # type: ignore[no-untyped-def]
