@@ -15,6 +15,13 @@ idea; the steps, in order:
    ``"I went to a support group yesterday and I loved it"`` gives two clauses, while
    ``"... and it was so powerful"`` stays with its clause (``it`` refers back) and
    ``"My kids and I went camping"`` is not split (the left part is too short to be a clause).
+   **Finer candidates**: a turn's candidates come at three granularities, in the order
+   spoken: the whole sentence when it holds several clauses, each clause, and each clause's
+   sub-clause facts (:func:`_refine`: coordinated verb phrases with the subject copied,
+   subordinate clauses with their own subject, relative clauses after a name, lists of
+   short noun phrases, named relatives such as ``"my sister Anna"``). The coarser candidate
+   stays, so the cap chooses among overlapping facts (as the authors' service stores a turn
+   whole and sentence by sentence).
 3. **Clean-up of a clause**: leading interjections and vocatives (``"Wow, Caroline!"``,
    ``"Thanks, Mel!"``, ``"Yeah,"``) are removed; what is left must have three words or a
    number, must not open like a question, and must not be a closing (``"Talk to you soon"``).
@@ -32,7 +39,7 @@ idea; the steps, in order:
              - 0.5  * [over 45 words]
 
    Clauses scoring below :data:`MIN_SCORE` are not facts; so a turn may yield none.
-5. **Select** the ``max_facts`` best clauses of the turn (ties: earlier clause first; equal
+5. **Select** the ``max_facts`` best candidates of the turn (ties: earlier clause first; equal
    texts once), keep them in the order spoken.
 6. **Rewrite** each selected clause: first person becomes the speaker (``I`` -> ``Caroline``,
    ``my`` -> ``Caroline's``, ``I'm`` -> ``Caroline is``, ``I love`` -> ``Caroline loves``),
