@@ -20,7 +20,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 ## demo: the main job on the real data: the full LoCoMo audit (stores f1/f5/f8/native,
 ## BM25 traces, Raw/Source/Canonical rescoring, sensitivity, HTML report in out/locomo/report).
-## `make demo RETRIEVER=dense` uses MiniLM embeddings instead (about 10 minutes the first time).
+## `make demo RETRIEVER=dense` uses MiniLM embeddings instead (about 3 minutes the first time on 2 cores).
 RETRIEVER ?= bm25
 demo: $(VENV)/.installed-demo
 	$(BIN)/tiap audit-run configs/locomo.toml --out out --retriever $(RETRIEVER)

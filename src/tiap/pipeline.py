@@ -244,10 +244,18 @@ def run_pipeline(
         trace = root / "runs" / f"{system}.jsonl"
         spec = {"store": _fingerprint_file(root / "stores" / s.name / "items.jsonl"),
                 "queries": _fingerprint_file(qpath), "retriever": r, "k": cfg.k}
-        step(f"retrieve-{system}", spec, [trace],
-             lambda s=s, r=r, system=system, trace=trace: retrieve(
-                 root / "stores" / s.name, qpath, make_retriever(r), trace, depth=cfg.k,
-                 system=system))
+
+        def run_retrieval(s: StoreSpec = s, r: str = r, system: str = system,
+                          trace: Path = trace) -> None:
+            retriever = make_retriever(r)
+            retrieve(root / "stores" / s.name, qpath, retriever, trace, depth=cfg.k,
+                     system=system)
+            for part in (retriever, *getattr(retriever, "components", ())):
+                if hasattr(part, "cache_hits"):  # dense: how the embedding cache served
+                    log(f"{system}: embeddings {part.cache_hits:,} cached, "
+                        f"{part.encoded:,} encoded")
+
+        step(f"retrieve-{system}", spec, [trace], run_retrieval)
 
     # 4. rescoring, every run under every target
     rdir = root / "rescore"

@@ -42,15 +42,19 @@ def test_d1_3_support_group(conv26) -> None:  # type: ignore[no-untyped-def]
 
 def test_d1_11_two_clauses_split_on_spaced_dash(conv26) -> None:  # type: ignore[no-untyped-def]
     # "I'm keen on counseling or working in mental health - I'd love to support those with
-    # similar issues."  A dash before a new subject ("I'd") splits the sentence.
-    both = [
+    # similar issues."  A dash before a new subject ("I'd") splits the sentence: the whole
+    # sentence is a fact, and so is each of its two clauses (in the order spoken).
+    whole = ("On 8 May 2023, Caroline is keen on counseling or working in mental health - "
+             "Caroline would love to support those with similar issues.")
+    clauses = [
         "On 8 May 2023, Caroline is keen on counseling or working in mental health.",
         "On 8 May 2023, Caroline would love to support those with similar issues.",
     ]
-    assert facts_of(conv26, "conv-26:D1:11", 5) == both
-    # density 1 keeps the better clause: "keen on" (preference) + "counseling ... mental
-    # health" (content words) outscores the second one
-    assert facts_of(conv26, "conv-26:D1:11", 1) == both[:1]
+    assert facts_of(conv26, "conv-26:D1:11", 5) == [whole, *clauses]
+    # density 1 keeps the best candidate: the whole sentence has the content of both clauses
+    assert facts_of(conv26, "conv-26:D1:11", 1) == [whole]
+    # density 2: the whole sentence and the better clause ("keen on" is a preference)
+    assert facts_of(conv26, "conv-26:D1:11", 2) == [whole, clauses[0]]
 
 
 def test_d1_14_interjection_and_filler_dropped(conv26) -> None:  # type: ignore[no-untyped-def]
@@ -84,6 +88,119 @@ def test_d4_13_density_one_picks_the_event(conv26) -> None:  # type: ignore[no-u
         "On 27 June 2023, last Friday, Caroline went to an LGBTQ+ counseling workshop and "
         "it was really enlightening."
     ]
+
+
+def test_d3_13_subordinate_clause_split(conv26) -> None:  # type: ignore[no-untyped-def]
+    # "Yeah, I'm really lucky to have them. They've been there through everything, I've known
+    # these friends for 4 years, since I moved from my home country. Their love and help have
+    # been so important especially after that tough breakup. I'm super thankful. Who supports
+    # you, Mel?"  The second sentence gives, coarse to fine: the whole sentence (two clauses),
+    # the clause "I've known ... since I moved ...", and its main and "since" clauses apart.
+    # "They've been there through everything" (0.45: "They" refers back, no name, no event),
+    # "I'm really lucky to have them" (0.65) and "I'm super thankful" (0.80) stay below 0.9.
+    d = "On 9 June 2023, "
+    assert facts_of(conv26, "conv-26:D3:13", 8) == [
+        d + "they've been there through everything, Caroline has known these friends for 4 "
+            "years, since Caroline moved from Caroline's home country.",
+        d + "Caroline has known these friends for 4 years, since Caroline moved from "
+            "Caroline's home country.",
+        d + "Caroline has known these friends for 4 years.",
+        d + "Caroline moved from Caroline's home country.",
+        d + "their love and help have been so important especially after that tough breakup.",
+    ]
+
+
+def test_d10_14_density_8_keeps_more_than_5(conv26) -> None:  # type: ignore[no-untyped-def]
+    # Melanie, 20 July 2023: "I'll always remember our camping trip last year when we saw the
+    # Perseid meteor shower. It was so amazing lying there and watching the sky light up with
+    # streaks of light. We all made wishes and felt so at one with the universe. That's a
+    # memory I'll never forget."  Seven candidates pass the threshold:
+    #   remember ... when we saw ... (whole clause)     5.50
+    #   I'll always remember our camping trip last year  3.90  (the "when" clause split off)
+    #   we saw the Perseid meteor shower                 2.35
+    #   It was so amazing lying there ...                1.05
+    #   We all made wishes and felt ... (whole clause)   2.50
+    #   We all made wishes                               1.05  (made 0.75 + 2 content words 0.3)
+    #   we felt so at one with the universe              1.45  ("we" copied to the second verb
+    #                                                           phrase; "one" 1.0 + 3 content 0.45)
+    d = "On 20 July 2023, "
+    f8 = [
+        d + "Melanie will always remember our camping trip last year when we saw the Perseid "
+            "meteor shower.",
+        d + "Melanie will always remember our camping trip last year.",
+        d + "we saw the Perseid meteor shower.",
+        d + "it was so amazing lying there and watching the sky light up with streaks of light.",
+        d + "we all made wishes and felt so at one with the universe.",
+        d + "we all made wishes.",
+        d + "we felt so at one with the universe.",
+    ]
+    assert facts_of(conv26, "conv-26:D10:14", 8) == f8
+    # density 5 drops the two weakest (1.05 each), keeping the order spoken
+    assert facts_of(conv26, "conv-26:D10:14", 5) == [f8[i] for i in (0, 1, 2, 4, 6)]
+    assert facts_of(conv26, "conv-26:D10:14", 1) == f8[:1]
+
+
+def test_d16_1_coordinated_verb_phrases(conv26) -> None:  # type: ignore[no-untyped-def]
+    # Caroline, 13 September 2023: "Hey Mel, long time no chat! I had a wicked day out with the
+    # gang last weekend - we went biking and saw some pretty cool stuff. It was so refreshing,
+    # and the pic I'm sending is just stunning, eh?"  The dash splits the sentence before "we";
+    # "went biking and saw ..." are two verb phrases of one subject, and "saw ..." gets it.
+    d = "On 13 September 2023, "
+    whole = (d + "Caroline had a wicked day out with the gang last weekend - we went biking "
+             "and saw some pretty cool stuff.")
+    assert facts_of(conv26, "conv-26:D16:1", 8) == [
+        whole,
+        d + "Caroline had a wicked day out with the gang last weekend.",
+        d + "we went biking and saw some pretty cool stuff.",
+        d + "we went biking.",
+        d + "we saw some pretty cool stuff.",
+    ]
+    assert facts_of(conv26, "conv-26:D16:1", 1) == [whole]
+
+
+def test_d18_21_list_items_are_candidates(conv26) -> None:  # type: ignore[no-untyped-def]
+    # "We bond over stories, campfires and nature." gives one candidate per item; each scores
+    # 0.30 (two content words, no name, event or first person), under the threshold, so the
+    # turn's only fact is the sentence about waking up to birds ("my soul" -> Melanie's).
+    texts = [c.text for c in candidates(
+        "It's a chance to be present and together. We bond over stories, campfires and nature.",
+        ("Caroline", "Melanie"))]
+    assert texts == ["It's a chance to be present and together",
+                     "We bond over stories, campfires and nature",
+                     "We bond over stories", "We bond over campfires", "We bond over nature"]
+    assert facts_of(conv26, "conv-26:D18:21", 8) == [
+        "On 20 October 2023, it's so peaceful waking up to the sound of birds and the smell of "
+        "fresh air - it always refreshes Melanie's soul."
+    ]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a relative clause on a name: the main clause without it, the name's own fact, and the
+    # named relative ("my friend Sam")
+    ("My friend Sam, who lives in Boston, came over last week.",
+     ["My friend Sam, who lives in Boston, came over last week", "My friend Sam came over last week",
+      "Sam lives in Boston", "my friend is named Sam"]),
+    # a named relative
+    ("I went hiking with my sister Anna.",
+     ["I went hiking with my sister Anna", "my sister is named Anna"]),
+    # an infinitive's second verb is not a verb phrase of the subject
+    ("I had to plan and research a lot to design and build a water purifier.",
+     ["I had to plan and research a lot to design and build a water purifier"]),
+    # "after my goals" is no clause
+    ("The energy gave me a boost to go after my goals.",
+     ["The energy gave me a boost to go after my goals"]),
+    # another subject before the conjunction: whose verb "help" continues is unclear
+    ("I'm excited to hear how you reach out and help those kids.",
+     ["I'm excited to hear how you reach out and help those kids"]),
+    # a list needs noun phrases: verbs after "to" are not items
+    ("It always reminds me to take a break, breathe, and appreciate nature.",
+     ["It always reminds me to take a break, breathe, and appreciate nature"]),
+    # a subordinate clause with its own subject
+    ("I've been painting since I was a kid.",
+     ["I've been painting since I was a kid", "I've been painting", "I was a kid"]),
+])
+def test_sub_clause_candidates(text: str, expected: list[str]) -> None:
+    assert [c.text for c in candidates(text, ("Caroline", "Melanie"))] == expected
 
 
 def test_every_fact_of_conv26_is_anchored_and_names_no_first_person(conv26) -> None:  # type: ignore[no-untyped-def]

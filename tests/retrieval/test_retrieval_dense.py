@@ -97,10 +97,11 @@ def test_dense_ranks_real_turns_and_reuses_the_cache(
 
     first = Counting(encoder)
     with EmbeddingCache(cache_dir) as cache:
-        res = retrieve(slice_["root"] / "raw", slice_["qpath"], DenseRetriever(first, cache),
-                       tmp_path / "dense.jsonl")
+        d1 = DenseRetriever(first, cache)
+        res = retrieve(slice_["root"] / "raw", slice_["qpath"], d1, tmp_path / "dense.jsonl")
         assert cache.count(encoder.model_id) == n_texts
     assert first.texts == n_texts  # every distinct text encoded once
+    assert (d1.cache_hits, d1.encoded) == (0, n_texts)  # what tiap audit-run logs
 
     # conv-26:q0 "When did Caroline go to the LGBTQ support group?" -> D1:3, Caroline: "I went
     # to a LGBTQ support group yesterday and it was so powerful."
@@ -118,18 +119,22 @@ def test_dense_ranks_real_turns_and_reuses_the_cache(
     cold = SentenceTransformerEncoder(batch_size=16)
     second = Counting(cold)
     with EmbeddingCache(cache_dir) as cache:
-        res2 = retrieve(slice_["root"] / "raw", slice_["qpath"], DenseRetriever(second, cache),
-                        tmp_path / "dense2.jsonl")
+        d2 = DenseRetriever(second, cache)
+        res2 = retrieve(slice_["root"] / "raw", slice_["qpath"], d2, tmp_path / "dense2.jsonl")
     assert second.texts == 0 and not cold.loaded
+    assert (d2.cache_hits, d2.encoded) == (n_texts, 0)
     assert (tmp_path / "dense2.jsonl").read_bytes() == (tmp_path / "dense.jsonl").read_bytes()
     assert read_run(tmp_path / "dense2.jsonl")[0].rankings == res2.run.rankings
 
     # A denser store shares the raw turns' vectors: only the derived texts are new.
     third = Counting(encoder)
     with EmbeddingCache(cache_dir) as cache, Progress(disable=True) as progress:
-        retrieve(slice_["root"] / "dense", slice_["qpath"], DenseRetriever(third, cache),
-                 tmp_path / "dense3.jsonl", progress=progress)
-    assert slice_["derived"] and third.texts == len({m.text for m in slice_["derived"]})
+        d3 = DenseRetriever(third, cache)
+        retrieve(slice_["root"] / "dense", slice_["qpath"], d3, tmp_path / "dense3.jsonl",
+                 progress=progress)
+    n_derived = len({m.text for m in slice_["derived"]})
+    assert slice_["derived"] and third.texts == n_derived
+    assert (d3.cache_hits, d3.encoded) == (n_texts, n_derived)
 
     # Hybrid on the same cache: no encoding; RRF still puts the evidence near the top.
     fourth = Counting(encoder)

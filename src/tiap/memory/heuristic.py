@@ -15,6 +15,13 @@ idea; the steps, in order:
    ``"I went to a support group yesterday and I loved it"`` gives two clauses, while
    ``"... and it was so powerful"`` stays with its clause (``it`` refers back) and
    ``"My kids and I went camping"`` is not split (the left part is too short to be a clause).
+   **Finer candidates**: a turn's candidates come at three granularities, in the order
+   spoken: the whole sentence when it holds several clauses, each clause, and each clause's
+   sub-clause facts (:func:`_refine`: coordinated verb phrases with the subject copied,
+   subordinate clauses with their own subject, relative clauses after a name, lists of
+   short noun phrases, named relatives such as ``"my sister Anna"``). The coarser candidate
+   stays, so the cap chooses among overlapping facts (as the authors' service stores a turn
+   whole and sentence by sentence).
 3. **Clean-up of a clause**: leading interjections and vocatives (``"Wow, Caroline!"``,
    ``"Thanks, Mel!"``, ``"Yeah,"``) are removed; what is left must have three words or a
    number, must not open like a question, and must not be a closing (``"Talk to you soon"``).
@@ -32,7 +39,7 @@ idea; the steps, in order:
              - 0.5  * [over 45 words]
 
    Clauses scoring below :data:`MIN_SCORE` are not facts; so a turn may yield none.
-5. **Select** the ``max_facts`` best clauses of the turn (ties: earlier clause first; equal
+5. **Select** the ``max_facts`` best candidates of the turn (ties: earlier clause first; equal
    texts once), keep them in the order spoken.
 6. **Rewrite** each selected clause: first person becomes the speaker (``I`` -> ``Caroline``,
    ``my`` -> ``Caroline's``, ``I'm`` -> ``Caroline is``, ``I love`` -> ``Caroline loves``),
@@ -348,6 +355,20 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
+def _units(sentence: str, names: tuple[str, ...]) -> Iterator[str]:
+    """A sentence's candidate texts, coarse to fine, in the order spoken: the whole sentence
+    when it holds several clauses, then each clause followed by its sub-clause facts
+    (:func:`_refine`). Each is tidied (:func:`_tidy`); ``""`` means no candidate."""
+    raws = _clauses(sentence)
+    if len(raws) > 1:
+        yield _tidy(sentence, names)
+    for raw in raws:
+        c = _tidy(raw, names)
+        yield c
+        if c:
+            for part in _refine(c, names):
+                yield _tidy(part, names)
+
 def _tidy(clause: str, names: tuple[str, ...]) -> str:
     """Remove leading interjections, vocatives and conjunctions; strip end punctuation.
 
@@ -489,8 +510,7 @@ def _clause_iter(text: str, names: tuple[str, ...]) -> Iterator[tuple[int, str, 
         for sent in _sentences(line):
             if sent.rstrip("\"') ").endswith("?"):
                 continue
-            for raw in _clauses(sent):
-                c = _tidy(raw, names)
+            for c in _units(sent, names):
                 if not c:
                     continue
                 low = c.lower()
@@ -514,6 +534,199 @@ def _inflect(verb: str) -> str:
     if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+# -- finer candidates: sub-clause facts ------------------------------------------------------
+#
+# A clause may hold several facts: coordinated verb phrases ("I went to the beach and took
+# photos"), a subordinate clause ("..., since I moved from my home country"), a relative
+# clause on a name ("my friend Sam, who lives in Boston, ..."), a list ("I love painting,
+# pottery and hiking") or a named relative ("my sister Anna"). Each is also offered as a
+# candidate of its own, written as spoken (the subject copied where the part has none), so
+# that the same rewriting and scoring apply. The clause stays a candidate too: a turn holds
+# facts at several granularities (sentence, clause, sub-clause) and the cap chooses among them.
+
+_SUBJECT_WORDS = {
+    "i": "I", "i'm": "I", "i've": "I", "i'd": "I", "i'll": "I",
+    "we": "we", "we're": "we", "we've": "we", "we'd": "we", "we'll": "we",
+    "you": "you", "you're": "you", "you've": "you", "you'd": "you", "you'll": "you",
+    "he": "he", "he's": "he", "she": "she", "she's": "she",
+    "they": "they", "they're": "they", "they've": "they",
+}
+_POSSESSIVE_SUBJECT = frozenset("my our his her their".split())
+# The first word of a verb phrase (after an optional adverb): finite verbs and auxiliaries.
+_VERB_WORDS = (
+    _BASE_VERBS
+    | frozenset(_inflect(v) for v in _BASE_VERBS)
+    | frozenset(
+        "went got made took had did saw met ran bought found felt thought brought kept left came "
+        "gave sold told said spent built taught wrote read won lost began became caught fell grew "
+        "knew heard held paid put sat stood slept drove flew ate drank swam sang chose "
+        "have has will would can could am was is are been decided started finished visited "
+        "joined adopted signed tried learned painted attended moved received baked cooked hiked "
+        "watched played picked booked ordered created launched completed loved liked enjoyed "
+        "hated wanted needed hoped planned realized noticed helped volunteered studied traveled "
+        "travelled celebrated graduated married raised donated shared posted organized hosted "
+        "managed worked lived stayed returned explored discovered applied "
+        "love likes loves enjoys wants needs".split()
+    )
+)
+_VP_ADVERB = frozenset("also then just really even finally now still actually already".split())
+# words that open an embedded clause or name another subject: after one of them, whose verb
+# a coordinated phrase continues is unclear ("I'm excited to hear how you reach out and help")
+_VP_EMBEDDED = frozenset(
+    "how that what when if who which where because i you he she they we it it's they're "
+    "you're your his their".split()
+)
+_VP_SPLIT = re.compile(r"(?:,\s*|\s+)(?:and then|and|but|then|plus)\s+(?=[a-z])")
+_SUB_SPLIT = re.compile(
+    r"(?:,\s*|\s+)(?:even though|even if|even when|because|since|when|whenever|while|after|before|until|although|though|"
+    r"once|cause|as soon as|so that)\s+"
+    r"(?=(?:I|I'm|I've|I'd|I'll|we|we're|we've|you|you're|he|he's|she|she's|they|they're)\b"
+    r"|[A-Z][a-z]+\s)"  # a subject pronoun or a name: "after my goals" is no clause
+)
+_REL_SPLIT = re.compile(r"(?<=[A-Za-z0-9]),\s+(?:who|which)\s+(?=[a-z])")
+_LIST_TAIL = re.compile(r"^((?:[^,]+,\s+)*)([^,]+?),?\s+(?:and|or)\s+([^,]+)$")
+_NAMED_RELATIVE = re.compile(
+    r"\b[Mm]y (sister|brother|mom|mother|dad|father|husband|wife|partner|son|daughter|friend|"
+    r"best friend|cousin|aunt|uncle|grandma|grandmother|grandpa|grandfather|boyfriend|"
+    r"girlfriend|niece|nephew|boss|coworker|colleague|neighbor|neighbour|dog|cat|puppy|kitten)"
+    r",? ([A-Z][a-z]+)\b"
+)
+_LIST_GOVERNOR = frozenset(
+    "about with of for by in like including on to from at into through over than as me us "
+    "him her them is are was were be been 's".split()
+)
+_LIST_NO_WORD = frozenset(  # an item holding one of these is a clause, not a noun phrase
+    "it this that is are was were am be been have has had do does did will would can could "
+    "should let all then up alone".split()
+)
+_LIST_NON_ITEM = _LIST_GOVERNOR | frozenset(
+    "always just both off also very really so even too not never still more less".split()
+)
+_MAX_DEPTH = 3
+
+
+def _part(text: str) -> str:
+    return text.strip().rstrip(".!,;:- ").strip()
+
+
+def _clause_subject(clause: str, names: tuple[str, ...]) -> str | None:
+    """The subject a clause opens with (``I``, ``we``, ``my kids``, a speaker's name), if any."""
+    words = clause.split(maxsplit=2)
+    if not words:
+        return None
+    w0 = words[0]
+    low = w0.lower()
+    if low in _SUBJECT_WORDS:
+        return _SUBJECT_WORDS[low]
+    if low in _POSSESSIVE_SUBJECT and len(words) > 2 and words[1].isalpha():
+        return f"{w0} {words[1]}"
+    if w0 in names:
+        return w0
+    return None
+
+
+def _split_relative(c: str, names: tuple[str, ...]) -> list[str]:
+    """``"my friend Sam, who lives in Boston, came over"`` -> the main clause without the
+    relative (``"my friend Sam came over"``) and, after a name, ``"Sam lives in Boston"``."""
+    m = _REL_SPLIT.search(c)
+    if not m:
+        return []
+    cut = c.find(", ", m.end())
+    rel = c[m.end():] if cut < 0 else c[m.end():cut]
+    main = c[:m.start()] + ("" if cut < 0 else " " + c[cut + 2:])
+    out = [_part(main)]
+    before = c[:m.start()].split()
+    if len(before) > 1 and before[-1][:1].isupper() and before[-1].isalpha():
+        out.append(f"{before[-1]} {_part(rel)}")
+    return out
+
+
+def _split_subordinate(c: str, names: tuple[str, ...]) -> list[str]:
+    """``"I've known them for 4 years, since I moved from ..."`` -> both clauses."""
+    m = _SUB_SPLIT.search(c)
+    if not m or m.start() == 0:
+        return []
+    return [_part(c[:m.start()]), _part(c[m.end():])]
+
+
+def _split_verb_phrases(c: str, names: tuple[str, ...]) -> list[str]:
+    """``"I went to the beach and took photos"`` -> ``"I went to the beach"``,
+    ``"I took photos"``: coordinated verb phrases, the subject copied."""
+    subject = _clause_subject(c, names)
+    if subject is None:
+        return []
+    for m in _VP_SPLIT.finditer(c):
+        rest = c[m.end():]
+        words = rest.split(maxsplit=2)
+        if words[0] in _VP_ADVERB:
+            words = words[1:]
+        left = c[:m.start()].split()
+        # a verb with something after it ("... friends and mentors" is no verb phrase), not
+        # an infinitive's second verb ("to design and build ...")
+        if (len(words) > 1 and words[0].rstrip(",") in _VERB_WORDS and len(left) >= 3
+                and "to" not in left[-3:] and _VP_EMBEDDED.isdisjoint(w.lower() for w in left[1:])):
+            return [_part(c[:m.start()]), _part(f"{subject} {rest}")]
+    return []
+
+
+def _split_list(c: str, names: tuple[str, ...]) -> list[str]:
+    """``"I love painting, pottery and hiking"`` -> one clause per item.
+
+    The items are short noun phrases (at most three plain words; none opens with a subject,
+    finite verb, gerund, adverb or preposition, none holds an auxiliary or ``it``/``that``,
+    none is a speaker's name); the first item starts after the last preposition, verb
+    or object pronoun before the first comma (``"watch | music videos, concerts and ..."``).
+    """
+    first_comma = c.find(", ")
+    if first_comma < 0:
+        return []
+    head_part, rest = c[:first_comma], c[first_comma + 2:]
+    m = _LIST_TAIL.match(rest)
+    if not m:
+        return []
+    items = [x.strip() for x in m.group(1).split(",") if x.strip()] + [m.group(2), m.group(3)]
+    if any(w.lower() in _LIST_GOVERNOR for x in items[:-1] for w in x.split()):
+        return []  # "..., perfect for us and the pups": a phrase, not a list item
+    for x in items:
+        ws = x.split()
+        w = ws[0].lower()
+        if (len(ws) > 3 or re.match(_SUBJECT, x) or (w in _VERB_WORDS and w not in _BASE_VERBS)
+                or w in _LIST_NON_ITEM or w.endswith(("ing", "ly")) or x in names
+                or not all(v.isalpha() and v.lower() not in _LIST_NO_WORD
+                           and not v.endswith("ing") for v in ws)):
+            return []
+    words = head_part.split()
+    if "to" in (w.lower() for w in words[-4:]):  # "to take a break, breathe, and ...": verbs
+        return []
+    gov = max((i for i, w in enumerate(words) if w.lower() in _LIST_GOVERNOR
+               or w.lower() in _VERB_WORDS), default=-1)
+    first = words[gov + 1:]
+    if gov < 1 or not 1 <= len(first) <= 3 or any(not w.isalpha() for w in first):
+        return []
+    head = " ".join(words[:gov + 1])
+    return [_part(f"{head} {x}") for x in (" ".join(first), *items)]
+
+
+_SPLITTERS = (_split_relative, _split_subordinate, _split_verb_phrases, _split_list)
+
+
+def _refine(c: str, names: tuple[str, ...], depth: int = 0) -> list[str]:
+    """The sub-clause facts of a clause, coarse to fine, in the order spoken (see above)."""
+    out: list[str] = []
+    for split in _SPLITTERS:
+        parts = [p for p in split(c, names) if p and p != c]
+        if len(parts) > 0:
+            for p in parts:
+                out.append(p)
+                if depth + 1 < _MAX_DEPTH:
+                    out.extend(_refine(p, names, depth + 1))
+            break
+    if depth == 0:
+        for m in _NAMED_RELATIVE.finditer(c):
+            out.append(f"my {m.group(1)} is named {m.group(2)}")
+    return out
 
 
 _SUBORDINATOR_BEFORE = re.compile(

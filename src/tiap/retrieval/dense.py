@@ -39,6 +39,8 @@ class DenseRetriever(Retriever):
         self.cache = cache if cache is not None else EmbeddingCache(None)
         #: How many texts this retriever has encoded (cache misses), for reports and tests.
         self.encoded = 0
+        #: How many distinct texts :meth:`prepare` found in the cache (cache hits).
+        self.cache_hits = 0
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -53,14 +55,17 @@ class DenseRetriever(Retriever):
         return self.encoder.versions()
 
     def prepare(self, texts: Sequence[str], progress: Progress | None = None) -> None:
-        self._ensure([text_key(t) for t in texts], texts, progress)
+        keys = [text_key(t) for t in texts]
+        missing = self._ensure(keys, texts, progress)
+        self.cache_hits += len(set(keys)) - missing
 
     def _ensure(self, keys: Sequence[str], texts: Sequence[str],
-                progress: Progress | None = None) -> None:
+                progress: Progress | None = None) -> int:
+        """Encode and cache the texts the cache lacks; returns how many distinct ones that was."""
         model = self.encoder.model_id
         missing = set(self.cache.missing(model, keys))
         if not missing:
-            return
+            return 0
         todo: dict[str, str] = {}
         for k, t in zip(keys, texts, strict=True):
             if k in missing and k not in todo:
@@ -81,6 +86,7 @@ class DenseRetriever(Retriever):
                 progress.advance(task, len(batch))
         if progress is not None and task is not None:
             progress.remove_task(task)
+        return len(order)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (cached, encoding the missing ones)."""
