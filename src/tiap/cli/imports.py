@@ -81,8 +81,10 @@ def mtel_trace_cmd(
         "--infer-from-text", help="Assign ambiguous derived items to gold turns by word overlap "
         "(a heuristic; reproduces the native traces' published figures).")] = False,
 ) -> None:
-    """Write items.jsonl, queries.jsonl, run.jsonl, mtel_report.json, lineage_coverage.json and
-    a manifest, and say what lineage the trace does not reveal."""
+    """The paper's published MTEL-Mem traces, with the lineage they reveal.
+
+    Writes items.jsonl, queries.jsonl, run.jsonl, mtel_report.json, lineage_coverage.json and
+    a manifest, and says what lineage the trace does not reveal."""
     imp = _run("mtel-trace", path, out, locomo_path=locomo, system=system,
                infer_from_text=infer_from_text)
     c = imp.report.counts()
@@ -140,8 +142,10 @@ def memoryos_cmd(
     queries: QueriesOption = None,
     data: DataOption = None,
 ) -> None:
-    """MemoryOS: pages (QA pairs) -> their turns, session summaries -> their pages, long-term
-    knowledge (no lineage: counted and listed)."""
+    """MemoryOS: pages -> turns, session summaries -> pages; knowledge has no source.
+
+    Pages (QA pairs) are matched to their turns by text and session date; long-term knowledge
+    carries no lineage and is counted and listed."""
     res = _run("memoryos", path, out, system=system, dataset=dataset, queries=queries,
                data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
