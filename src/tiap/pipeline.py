@@ -27,13 +27,15 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     resamples = 10000
 
 Every step writes into ``OUT/<name>/`` and records a fingerprint of what it was asked to do
-(``.steps/<step>.json``); a rerun skips a step whose fingerprint and outputs are unchanged, so
-an interrupted run resumes without repeating finished work (the steps themselves write
-atomically, and retrieval also resumes inside a step, collection by collection).
+(``.steps/<step>.json``: the step's spec, TIAP's version and a hash of its source files); a
+rerun skips a step whose fingerprint and outputs are unchanged, so an interrupted run
+resumes without repeating finished work (the steps themselves write atomically, and
+retrieval also resumes inside a step, collection by collection).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -134,11 +136,28 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
     return cfg
 
 
+@functools.cache
+def _code_identity() -> str:
+    """The sha256 of TIAP's own source files: a step run by changed code is run again (a
+    version number does not change while one develops a parser)."""
+    import tiap
+
+    root = Path(tiap.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def _fingerprint(spec: dict[str, Any]) -> str:
-    """A step's identity: its spec and the TIAP version that ran it."""
+    """A step's identity: its spec, the TIAP version and the code that ran it."""
     from tiap import __version__
 
-    blob = json.dumps({"spec": spec, "tiap": __version__}, sort_keys=True, default=str)
+    blob = json.dumps({"spec": spec, "tiap": __version__, "code": _code_identity()},
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
