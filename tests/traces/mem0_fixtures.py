@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Collection, Query, Session, Turn
@@ -74,7 +74,7 @@ class Mem0StandIn:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(n) or b"{}")
                 if not self.path.endswith("/chat/completions"):
@@ -113,7 +113,7 @@ class Mem0StandIn:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> Mem0StandIn:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

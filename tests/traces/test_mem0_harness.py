@@ -17,14 +17,14 @@ import pytest
 
 pytest.importorskip("mem0", reason="needs the mem0 extra (pip install 'tiap[mem0]')")
 
-from mem0_fixtures import Mem0StandIn, inline_dataset, no_network  # noqa: E402
+from mem0_fixtures import Mem0StandIn, inline_dataset, no_network
 
-from tiap.cli.main import main  # noqa: E402
-from tiap.datasets.queryfile import read_queries  # noqa: E402
-from tiap.errors import TiapError  # noqa: E402
-from tiap.memory.store import read_items  # noqa: E402
-from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0  # noqa: E402
-from tiap.traces.runs import read_run  # noqa: E402
+from tiap.cli.main import main
+from tiap.datasets.queryfile import read_queries
+from tiap.errors import TiapError
+from tiap.memory.store import read_items
+from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
+from tiap.traces.runs import read_run
 
 SESSIONS = ("session_1", "session_2")
 

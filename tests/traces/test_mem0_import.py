@@ -99,7 +99,7 @@ def test_rescore_on_the_import(tmp_path: Path) -> None:
                  str(tmp_path / "rs"), "--measures", "nDCG@60"]) == 0
     vals = {}
     for line in (tmp_path / "rs" / "per_query.csv").read_text().splitlines()[1:]:
-        system, target, qid, measure, value = line.split(",")
+        _system, target, qid, _measure, value = line.split(",")
         vals[(target, qid)] = value
     assert vals[("source", "q1")] in ("1", "1.0") and vals[("canonical", "q1")] in ("1", "1.0")
     assert vals[("raw", "q2")] in ("0", "0.0") and vals[("source", "q2")] in ("0", "0.0")

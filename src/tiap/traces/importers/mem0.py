@@ -188,8 +188,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             raise TiapError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=path,
                             line=exc.lineno) from exc
-        for i, obj in enumerate(doc, start=1):
-            yield i, obj
+        yield from enumerate(doc, start=1)
         return
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
