@@ -72,6 +72,7 @@ def test_locomo_slice_no_infer_then_rescore(data_dir: Path, tmp_path: Path) -> N
     man = json.loads((out / "manifest.json").read_text())
     assert man["harness"]["mem0"]["telemetry"] is False
     assert man["harness"]["config"]["infer"] is False
+    assert [Path(f["path"]).name for f in man["harness"]["dataset_files"]] == ["locomo10.json"]
 
     assert main(["rescore", "--items", str(out / "items.jsonl"), "--queries",
                  str(out / "queries.jsonl"), "--run", str(out / "run.jsonl"),

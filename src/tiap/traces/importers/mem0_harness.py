@@ -54,6 +54,7 @@ from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problem, TiapError, require
 from tiap.io import atomic_write, iter_jsonl, write_jsonl
+from tiap.provenance import input_entry
 from tiap.traces.importers.mem0 import (
     DEFAULT_KIND_KEY,
     DEFAULT_SOURCES_KEY,
@@ -423,7 +424,7 @@ def run_mem0(
         "harness": {
             "name": "tiap.traces.importers.mem0_harness", "version": HARNESS_VERSION,
             "dataset": dataset.dataset_id,
-            "dataset_files": [str(dataset.path(p)) for p in dataset.file_paths()],
+            "dataset_files": [input_entry(dataset.path(p)) for p in dataset.file_paths()],
             "collections": [d["collection"] for d in dones],
             "config": cfg.spec(), "fingerprint": fp,
             "mem0": {
