@@ -195,7 +195,15 @@ def _plain_command(name: str, help_text: str) -> None:
     app.command(name)(cmd)
 
 
-_DEDICATED = {"mtel-trace", "generic", "memoryos", "graphiti"}
+def _mem0_cmd() -> None:
+    from tiap.cli.mem0 import mem0_import_cmd
+
+    app.command("mem0")(mem0_import_cmd)
+
+
+_mem0_cmd()
+
+_DEDICATED = {"mtel-trace", "generic", "memoryos", "graphiti", "mem0"}
 for _imp in IMPORTERS.values():
     if _imp.name not in _DEDICATED:
         _plain_command(_imp.name, _imp.help + ("" if _imp.available else

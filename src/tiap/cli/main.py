@@ -11,6 +11,7 @@ from tiap.cli import (
     audit,
     datasets,
     imports,
+    mem0,
     memory,
     pipeline,
     report,
@@ -39,6 +40,7 @@ app.command("build-store")(memory.build_store_cmd)
 app.command("retrieve")(retrieval.retrieve_cmd)
 app.command("sensitivity")(sensitivity.sensitivity_cmd)
 app.command("report")(report.report_cmd)
+app.command("mem0-run")(mem0.mem0_run_cmd)
 app.add_typer(audit.app, name="audit")
 
 

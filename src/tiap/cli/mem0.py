@@ -1,0 +1,131 @@
+"""``tiap mem0-run`` (a real Mem0 over a dataset, offline) and ``tiap import mem0`` (saved
+Mem0 search results of any harness)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from tiap.cli.common import DataOption, NoVerifyOption, console, err_console, track
+
+
+def mem0_run_cmd(
+    dataset: Annotated[str, typer.Argument(help="Dataset id (see `tiap datasets list`).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    collections: Annotated[str | None, typer.Option(
+        "--collections", help="Comma-separated collection ids (default: all).",
+        show_default=False)] = None,
+    infer: Annotated[bool, typer.Option(
+        "--infer/--no-infer", help="Let Mem0's LLM derive memories (needs --llm-base-url and "
+        "--llm-model), or store the turns verbatim.")] = False,
+    llm_base_url: Annotated[str | None, typer.Option(
+        "--llm-base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 "
+        "(--infer only; the key, if any, is read from OPENAI_API_KEY and never written).",
+        show_default=False)] = None,
+    llm_model: Annotated[str | None, typer.Option(
+        "--llm-model", help="Model name at the endpoint (--infer only).",
+        show_default=False)] = None,
+    window: Annotated[int, typer.Option(
+        "--window", help="Turns per add() call with --infer (derived memories get all of "
+        "them as sources).")] = 2,
+    limit: Annotated[int, typer.Option("--limit", help="Results per search (trace depth).")] = 60,
+    threshold: Annotated[float, typer.Option(
+        "--threshold", help="Mem0's minimum semantic score (Mem0's default 0.1 can cut lists "
+        "short).")] = 0.0,
+    sessions: Annotated[int | None, typer.Option(
+        "--sessions", help="Feed only the first N sessions of each collection and search the "
+        "queries whose evidence lies in them.", show_default=False)] = None,
+    system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Discard the Mem0 stores of an earlier run in --out.")] = False,
+    data: DataOption = None,
+    no_verify: NoVerifyOption = False,
+) -> None:
+    """Run a real Mem0 (local Qdrant, local MiniLM, telemetry off) over a dataset and write
+    items.jsonl (lineage from each memory's metadata), queries.jsonl, run.jsonl and a manifest.
+    Finished collections are skipped on a rerun."""
+    from tiap.datasets import DataSource, load
+    from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
+
+    cfg = Mem0RunConfig(infer=infer, window=window, limit=limit, threshold=threshold,
+                        llm_base_url=llm_base_url, llm_model=llm_model, max_sessions=sessions,
+                        system=system)
+    cfg.check()  # before any data is read
+    ds = load(dataset, source=DataSource(data, verify=not no_verify))
+    wanted = [c.strip() for c in collections.split(",") if c.strip()] if collections else None
+    res = run_mem0(ds, out, cfg, collections=wanted, progress=track, fresh=fresh)
+    t = Table(title=f"Mem0 on {dataset} ({'infer' if infer else 'no infer'})",
+              title_justify="left")
+    for col in ("collection", "turns fed", "add calls", "memories", "queries", "add s",
+                "search s"):
+        t.add_column(col, justify="left" if col == "collection" else "right")
+    for d in res.collections:
+        t.add_row(d["collection"] + (" (done before)" if d["collection"] in res.skipped else ""),
+                  f"{d['turns_fed']:,}", f"{d['add_calls']:,}", f"{d['memories']:,}",
+                  f"{d['queries']:,}", f"{d['seconds_add']:.1f}", f"{d['seconds_search']:.1f}")
+    console.print(t)
+    _print_report(res.imported.report.counts(), out)
+
+
+def mem0_import_cmd(
+    path: Annotated[Path, typer.Argument(help="Saved Mem0 search results (JSONL or JSON).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    memories: Annotated[Path | None, typer.Option(
+        "--memories", help="The store's full content (Mem0 memories, JSONL), so unretrieved "
+        "memories count in the families.", show_default=False)] = None,
+    queries: Annotated[str | None, typer.Option(
+        "--queries", help="A queries.jsonl, or a dataset id (default: the fields of the "
+        "results file).", show_default=False)] = None,
+    sources_key: Annotated[str, typer.Option(
+        "--sources-key", help="Metadata key holding the source unit ids.")] = "source_ids",
+    kind_key: Annotated[str, typer.Option(
+        "--kind-key", help="Metadata key holding the item kind.")] = "tiap_kind",
+    default_kind: Annotated[str, typer.Option(
+        "--default-kind", help="Kind of memories whose metadata names none.")] = "mem0_fact",
+    system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
+    data: DataOption = None,
+    no_verify: NoVerifyOption = False,
+) -> None:
+    """Mem0 search results saved by any harness (ids, memory, metadata, score).
+
+    Writes items.jsonl with lineage from each memory's metadata, queries.jsonl, run.jsonl,
+    mem0_report.json, lineage_coverage.json and a manifest."""
+    from tiap.traces.importers.mem0 import import_mem0_results
+
+    q: Any = None
+    if queries is not None:
+        if Path(queries).exists():
+            q = Path(queries)
+        else:
+            from tiap.datasets import DataSource, load
+
+            q = load(queries, source=DataSource(data, verify=not no_verify))
+    imp = import_mem0_results(path, out, memories=memories, queries=q, system=system,
+                              sources_key=sources_key, kind_key=kind_key,
+                              default_kind=default_kind)
+    _print_report(imp.report.counts(), out)
+    from tiap.cli.imports import print_coverage
+
+    print_coverage(out, "lineage coverage")
+
+
+def _print_report(c: dict[str, Any], out: Path) -> None:
+    t = Table(title="imported", title_justify="left", show_header=False)
+    t.add_row("queries", f"{c['queries']:,}")
+    t.add_row("items", f"{c['items']:,}  " + ", ".join(f"{k} {v:,}" for k, v in c["kinds"].items()))
+    t.add_row("retrieved items", f"{c['retrieved_items']:,}")
+    t.add_row("depth", f"{c['depth']['min']}-{c['depth']['max']}")
+    console.print(t)
+    for key, what in (("items_without_source", "items with no recoverable source"),
+                      ("unknown_sources", "sources naming no unit of the dataset"),
+                      ("raw_not_single", "raw items without exactly one source"),
+                      ("retrieved_not_in_memories", "retrieved items missing from --memories"),
+                      ("queries_without_scores", "queries without scores"),
+                      ("queries_without_evidence", "queries without evidence")):
+        if c.get(key):
+            err_console.print(f"[yellow]note[/]: {c[key]:,} {what} "
+                              f"(listed in {out / 'mem0_report.json'})")
+    err_console.print(f"wrote {out}")

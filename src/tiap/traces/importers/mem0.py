@@ -1,0 +1,521 @@
+"""Import Mem0 search results, with the lineage their metadata carries.
+
+Mem0 (PyPI ``mem0ai``) answers ``Memory.search(query, filters={"user_id": ...})`` with
+``{"results": [{"id", "memory", "metadata", "score", ...}, ...]}``, best first. A harness that
+wrote the source unit ids of the turns it fed into each ``add()`` call into that call's
+``metadata`` gets them back on every memory the call produced, raw or derived. This module
+turns saved search results into TIAP's interchange files: ``items.jsonl`` (one item per
+Mem0 memory, with its sources), ``queries.jsonl``, ``run.jsonl`` (JSONL rankings in Mem0's
+order, with Mem0's scores) and a report of what lineage is missing.
+
+The saved-results format (``docs/mem0.md``)
+------------------------------------------
+JSONL, one query a line (or a JSON document holding a list of such objects)::
+
+    {"query_id": "conv-26:q0", "collection": "conv-26",
+     "question": "When did Caroline go to the LGBTQ support group?",      # optional
+     "answer": "7 May 2023", "category": "2", "evidence": ["conv-26:D1:3"],  # optional
+     "results": [{"id": "8bdb45fc-...", "memory": "Caroline: I went to ...",
+                  "metadata": {"source_ids": ["conv-26:D1:3"], "tiap_kind": "raw"},
+                  "score": 0.55}, ...]}
+
+- ``results`` is the list Mem0's ``search`` returned, or that whole return value
+  (``{"results": [...]}``); its order is the rank order (authoritative, never re-sorted).
+- ``metadata[sources_key]`` (default ``source_ids``) holds the memory's source unit ids: a
+  list, or one id as a string. A memory without it has no recoverable source: it is imported
+  with empty ``sources`` (it can be credited under no target) and listed in the report.
+- ``metadata[kind_key]`` (default ``tiap_kind``) names the item's kind (``raw`` for a turn
+  stored verbatim with ``infer=False``); absent, the kind is ``default_kind``
+  (``mem0_fact``: a memory Mem0's LLM derived).
+- ``collection`` (else the memory's ``user_id``) names the retrieval universe.
+- ``question``, ``answer``, ``category`` and ``evidence`` build ``queries.jsonl`` when no
+  dataset or queries file is given.
+
+An optional *memories file* (the store's full content, e.g. ``get_all`` per user) adds the
+memories no query retrieved: JSONL of Mem0 memory objects (``id``, ``memory``,
+``metadata``, optional ``user_id``/``collection``), or lines ``{"collection": ...,
+"results": [...]}``. Without it the store is known only through what was retrieved, so a
+turn's family (and with it the Source and Canonical groups) holds only retrieved memories;
+the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.base import Dataset
+from tiap.datasets.queryfile import read_queries, write_queries
+from tiap.datasets.records import Query
+from tiap.errors import Problem, TiapError
+from tiap.io import atomic_dir, open_text
+from tiap.memory.store import RAW_KIND, Item, write_items
+from tiap.provenance import input_entry, manifest_header
+from tiap.traces.runs import Ranking, Run, write_jsonl_run
+
+__all__ = [
+    "DEFAULT_KIND",
+    "DEFAULT_KIND_KEY",
+    "DEFAULT_SOURCES_KEY",
+    "SCHEMA_VERSION",
+    "Mem0Import",
+    "Mem0Report",
+    "import_mem0_results",
+    "read_mem0_import",
+    "write_mem0_import",
+]
+
+SCHEMA_VERSION = 1
+DEFAULT_SOURCES_KEY = "source_ids"
+DEFAULT_KIND_KEY = "tiap_kind"
+DEFAULT_KIND = "mem0_fact"
+DEFAULT_SYSTEM = "mem0"
+MAX_PROBLEMS = 50
+MAX_LISTED = 200  # ids listed per report entry (the rest are counted)
+
+
+@dataclass(frozen=True)
+class Mem0Report:
+    """What the import found, and what lineage is missing.
+
+    ``items_without_source``: memories whose metadata gives no source unit id (never
+    credited). ``unknown_sources``: (item, source) pairs naming no unit of the dataset (only
+    checked when a dataset is given). ``raw_not_single``: raw items with other than one
+    source. ``retrieved_not_in_memories``: retrieved memories missing from the memories file.
+    """
+
+    results_file: str
+    memories_file: str | None
+    system: str
+    queries: int
+    items: int
+    kinds: dict[str, int]
+    retrieved_items: int
+    items_without_source: tuple[str, ...]
+    unknown_sources: tuple[tuple[str, str], ...] = ()
+    raw_not_single: tuple[str, ...] = ()
+    retrieved_not_in_memories: tuple[str, ...] = ()
+    duplicates_dropped: int = 0
+    queries_without_scores: tuple[str, ...] = ()
+    queries_without_evidence: tuple[str, ...] = ()
+    depth: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "queries": self.queries,
+            "items": self.items,
+            "kinds": dict(self.kinds),
+            "retrieved_items": self.retrieved_items,
+            "items_without_source": len(self.items_without_source),
+            "unknown_sources": len(self.unknown_sources),
+            "raw_not_single": len(self.raw_not_single),
+            "retrieved_not_in_memories": len(self.retrieved_not_in_memories),
+            "duplicates_dropped": self.duplicates_dropped,
+            "queries_without_scores": len(self.queries_without_scores),
+            "queries_without_evidence": len(self.queries_without_evidence),
+            "depth": dict(self.depth),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        def listed(ids: tuple[Any, ...]) -> list[Any]:
+            return [list(i) if isinstance(i, tuple) else i for i in ids[:MAX_LISTED]]
+
+        return {
+            "results_file": self.results_file,
+            "memories_file": self.memories_file,
+            "system": self.system,
+            "counts": self.counts(),
+            "items_without_source": listed(self.items_without_source),
+            "unknown_sources": listed(self.unknown_sources),
+            "raw_not_single": listed(self.raw_not_single),
+            "retrieved_not_in_memories": listed(self.retrieved_not_in_memories),
+            "queries_without_scores": listed(self.queries_without_scores),
+            "queries_without_evidence": listed(self.queries_without_evidence),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Mem0Import:
+    """An imported Mem0 run: the store's items with lineage, the queries, the run, a report."""
+
+    items: tuple[Item, ...]
+    queries: tuple[Query, ...]
+    run: Run
+    report: Mem0Report
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Problems:
+    file: str
+    items: list[Problem] = field(default_factory=list)
+    total: int = 0
+
+    def add(self, message: str, line: int | None = None, query_id: str | None = None,
+            record: str | None = None) -> None:
+        self.total += 1
+        if len(self.items) < MAX_PROBLEMS:
+            self.items.append(Problem(message, file=self.file, line=line, query_id=query_id,
+                                      record=record))
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            extra = self.total - len(self.items)
+            if extra:
+                self.items.append(Problem(f"... and {extra} more problems", file=self.file))
+            raise TiapError(problems=self.items)
+
+
+def _records(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line, object)`` from a JSONL file, or ``(index, object)`` from a JSON list."""
+    with open_text(path) as fh:
+        text = fh.read()
+    head = text.lstrip()[:1]
+    if head == "[":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TiapError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=path,
+                            line=exc.lineno) from exc
+        yield from enumerate(doc, start=1)
+        return
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TiapError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=path,
+                            line=lineno) from exc
+
+
+@dataclass(frozen=True)
+class _Memory:
+    item: Item
+    line: int
+    file: str
+
+
+def _sources(value: Any) -> tuple[str, ...] | None:
+    """Source ids from a metadata value: a list of ids, or one id; None if malformed."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value else ()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (str(value),)
+    if isinstance(value, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                       for v in value):
+        return tuple(dict.fromkeys(str(v) for v in value if str(v)))
+    return None
+
+
+class _Reader:
+    def __init__(self, sources_key: str, kind_key: str, default_kind: str) -> None:
+        self.sources_key = sources_key
+        self.kind_key = kind_key
+        self.default_kind = default_kind
+        self.memories: dict[str, _Memory] = {}
+
+    def memory(self, obj: Any, collection: str | None, line: int, probs: _Problems,
+               query_id: str | None = None) -> str | None:
+        """Record one Mem0 memory object; returns its id (None when unusable)."""
+        if not isinstance(obj, dict):
+            probs.add("a Mem0 memory must be a JSON object", line, query_id)
+            return None
+        mid = obj.get("id")
+        if not isinstance(mid, (str, int)) or isinstance(mid, bool) or str(mid) == "":
+            probs.add("a Mem0 memory has no 'id'", line, query_id)
+            return None
+        mid = str(mid)
+        if any(c.isspace() for c in mid):
+            probs.add("memory ids may not contain whitespace", line, query_id, mid)
+            return None
+        meta = obj.get("metadata") or {}
+        if not isinstance(meta, dict):
+            probs.add("field 'metadata' must be a JSON object", line, query_id, mid)
+            return None
+        sources = _sources(meta.get(self.sources_key))
+        if sources is None:
+            probs.add(f"metadata {self.sources_key!r} must be a list of source unit ids "
+                      "(or one id)", line, query_id, mid)
+            return None
+        kind = meta.get(self.kind_key) or self.default_kind
+        coll = obj.get("collection") or collection or obj.get("user_id")
+        text = obj.get("memory")
+        item = Item(mid, str(kind), sources, text=None if text is None else str(text),
+                    collection=None if coll is None else str(coll))
+        seen = self.memories.get(mid)
+        if seen is None:
+            self.memories[mid] = _Memory(item, line, probs.file)
+        elif (seen.item.sources, seen.item.kind) != (item.sources, item.kind):
+            probs.add(f"memory {mid} has other sources or kind than on "
+                      f"{seen.file}:{seen.line} ({list(seen.item.sources)} "
+                      f"vs {list(item.sources)})", line, query_id, mid)
+        return mid
+
+
+@dataclass(frozen=True)
+class _QueryRow:
+    query_id: str
+    line: int
+    obj: dict[str, Any]
+    ids: tuple[str, ...]
+    scores: tuple[float, ...] | None
+    dropped: int
+
+
+def _result_list(obj: dict[str, Any]) -> Any:
+    res = obj.get("results")
+    if isinstance(res, dict):  # the whole return value of Memory.search
+        res = res.get("results")
+    return res
+
+
+def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
+    probs = _Problems(str(path))
+    rows: list[_QueryRow] = []
+    seen: dict[str, int] = {}
+    for line, obj in _records(path):
+        if not isinstance(obj, dict):
+            probs.add("each query must be a JSON object", line)
+            continue
+        qid = obj.get("query_id")
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
+            probs.add("query has no 'query_id'", line)
+            continue
+        qid = str(qid)
+        if qid in seen:
+            probs.add(f"duplicate query id (first on line {seen[qid]})", line, qid)
+            continue
+        seen[qid] = line
+        res = _result_list(obj)
+        if not isinstance(res, list):
+            probs.add("field 'results' must be the list Mem0's search returned "
+                      "(or {\"results\": [...]})", line, qid)
+            continue
+        coll = obj.get("collection")
+        coll = None if coll is None else str(coll)
+        ids: list[str] = []
+        scores: list[float] = []
+        have_scores = True
+        dropped = 0
+        for r in res:
+            mid = reader.memory(r, coll, line, probs, qid)
+            if mid is None:
+                continue
+            if mid in ids:
+                dropped += 1  # Mem0 should never return a memory twice; keep the first
+                continue
+            ids.append(mid)
+            score = r.get("score")
+            if (isinstance(score, (int, float)) and not isinstance(score, bool)
+                    and math.isfinite(score)):
+                scores.append(float(score))
+            else:
+                have_scores = False
+        rows.append(_QueryRow(qid, line, obj, tuple(ids),
+                              tuple(scores) if have_scores else None, dropped))
+    probs.raise_if_any()
+    return rows
+
+
+def _read_memories(path: Path, reader: _Reader) -> set[str]:
+    probs = _Problems(str(path))
+    ids: set[str] = set()
+    for line, obj in _records(path):
+        if isinstance(obj, dict) and "id" not in obj and "results" in obj:
+            res = _result_list(obj)
+            if not isinstance(res, list):
+                probs.add("field 'results' must be a list of Mem0 memories", line)
+                continue
+            coll = obj.get("collection") or obj.get("user_id")
+            for r in res:
+                mid = reader.memory(r, None if coll is None else str(coll), line, probs)
+                if mid is not None:
+                    ids.add(mid)
+        else:
+            mid = reader.memory(obj, None, line, probs)
+            if mid is not None:
+                ids.add(mid)
+    probs.raise_if_any()
+    return ids
+
+
+# --------------------------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------------------------
+
+
+def _queries_from_rows(path: Path, rows: list[_QueryRow]) -> dict[str, Query]:
+    from tiap.datasets.queryfile import query_from_json
+
+    out: dict[str, Query] = {}
+    for r in rows:
+        obj = {k: v for k, v in r.obj.items() if k not in ("results",)}
+        out[r.query_id] = query_from_json(obj, file=path, line=r.line)
+    return out
+
+
+def _query_index(queries: Dataset | str | Path | Iterable[Query]) -> dict[str, Query]:
+    if isinstance(queries, Dataset):
+        return {q.query_id: q for q in queries.queries_iter()}
+    if isinstance(queries, (str, Path)):
+        return {q.query_id: q for q in read_queries(queries)}
+    return {q.query_id: q for q in queries}
+
+
+# --------------------------------------------------------------------------------------------
+# The import
+# --------------------------------------------------------------------------------------------
+
+
+def read_mem0_import(
+    path: str | Path,
+    *,
+    memories: str | Path | None = None,
+    queries: Dataset | str | Path | Iterable[Query] | None = None,
+    units: Iterable[str] | None = None,
+    system: str = DEFAULT_SYSTEM,
+    sources_key: str = DEFAULT_SOURCES_KEY,
+    kind_key: str = DEFAULT_KIND_KEY,
+    default_kind: str = DEFAULT_KIND,
+) -> Mem0Import:
+    """Read saved Mem0 search results (and optionally the store's memories) into TIAP records.
+
+    Args:
+        path: the saved search results (format in the module docstring).
+        memories: the store's full content (every memory, retrieved or not).
+        queries: where the queries come from: a :class:`~tiap.datasets.Dataset`, a
+            ``queries.jsonl`` path, or :class:`~tiap.datasets.Query` records; ``None``: the
+            results file's own ``question``/``evidence``/... fields. Every query id of the
+            results must be found there; the queries keep the results file's order.
+        units: the dataset's source unit ids, to report sources that name none of them
+            (taken from ``queries`` when it is a dataset).
+        system: the run's system name.
+        sources_key / kind_key / default_kind: where the lineage and kind are in ``metadata``.
+
+    Returns:
+        A :class:`Mem0Import`. Items are the memories file's in its order, then retrieved
+        memories it lacks, in order of first retrieval.
+    """
+    path = Path(path)
+    reader = _Reader(sources_key, kind_key, default_kind)
+    mem_ids: set[str] | None = None
+    if memories is not None:
+        mem_ids = _read_memories(Path(memories), reader)
+    rows = _read_results(path, reader)
+
+    if queries is None:
+        index = _queries_from_rows(path, rows)
+    else:
+        index = _query_index(queries)
+    probs = _Problems(str(path))
+    out_queries: list[Query] = []
+    for r in rows:
+        q = index.get(r.query_id)
+        if q is None:
+            probs.add("query id not found among the queries given", r.line, r.query_id)
+            continue
+        out_queries.append(q)
+    probs.raise_if_any()
+
+    rankings = [Ranking(r.query_id, system, r.ids, r.scores) for r in rows]
+    run = Run(system, tuple(rankings), source=path, format="mem0")
+
+    items = [m.item for m in reader.memories.values()]
+    retrieved = {i for r in rows for i in r.ids}
+    if units is None and isinstance(queries, Dataset):
+        units = (t.unit_id for t in queries.turns_iter())
+    unit_set = None if units is None else set(units)
+    unknown = tuple((it.item_id, s) for it in items for s in it.sources
+                    if unit_set is not None and s not in unit_set)
+    depths = [len(r.ids) for r in rows]
+    notes: list[str] = []
+    if mem_ids is None:
+        notes.append("no memories file: the store is known only through retrieved memories, "
+                     "so families (Source/Canonical groups) hold only retrieved items")
+    report = Mem0Report(
+        results_file=str(path),
+        memories_file=None if memories is None else str(memories),
+        system=system,
+        queries=len(rows),
+        items=len(items),
+        kinds=dict(sorted(Counter(i.kind for i in items).items())),
+        retrieved_items=len(retrieved),
+        items_without_source=tuple(i.item_id for i in items if not i.sources),
+        unknown_sources=unknown,
+        raw_not_single=tuple(i.item_id for i in items
+                             if i.kind == RAW_KIND and len(i.sources) != 1),
+        retrieved_not_in_memories=() if mem_ids is None else tuple(
+            i for i in dict.fromkeys(x for r in rows for x in r.ids) if i not in mem_ids),
+        duplicates_dropped=sum(r.dropped for r in rows),
+        queries_without_scores=tuple(r.query_id for r in rows if r.scores is None and r.ids),
+        queries_without_evidence=tuple(q.query_id for q in out_queries if not q.evidence),
+        depth={"min": min(depths, default=0), "max": max(depths, default=0),
+               "queries_below_max": sum(d < max(depths, default=0) for d in depths)},
+        notes=tuple(notes),
+    )
+    return Mem0Import(tuple(items), tuple(out_queries), run, report)
+
+
+def write_mem0_import(imp: Mem0Import, out: str | Path, *,
+                      manifest_extra: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """Write ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``, ``mem0_report.json`` and
+    ``manifest.json`` into ``out``; built aside and moved into place only when complete.
+
+    Returns:
+        The number of lines written per file.
+    """
+    counts: dict[str, int] = {}
+    rep = imp.report
+    with atomic_dir(out) as tmp:
+        counts["items"] = write_items(tmp / "items.jsonl", imp.items)
+        counts["queries"] = write_queries(tmp / "queries.jsonl", imp.queries)
+        counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
+        (tmp / "mem0_report.json").write_text(
+            json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        man = manifest_header("import_mem0_results", SCHEMA_VERSION)
+        man["system"] = rep.system
+        inputs = [input_entry(rep.results_file)]
+        if rep.memories_file is not None:
+            inputs.append(input_entry(rep.memories_file))
+        man["inputs"] = inputs
+        man["counts"] = {**counts, "report": rep.counts()}
+        if manifest_extra:
+            man.update(manifest_extra)
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+    return counts
+
+
+def import_mem0_results(
+    path: str | Path,
+    out_dir: str | Path | None,
+    *,
+    memories: str | Path | None = None,
+    queries: Dataset | str | Path | Iterable[Query] | None = None,
+    units: Iterable[str] | None = None,
+    system: str = DEFAULT_SYSTEM,
+    sources_key: str = DEFAULT_SOURCES_KEY,
+    kind_key: str = DEFAULT_KIND_KEY,
+    default_kind: str = DEFAULT_KIND,
+    manifest_extra: Mapping[str, Any] | None = None,
+) -> Mem0Import:
+    """:func:`read_mem0_import`, then :func:`write_mem0_import` into ``out_dir`` (unless None)."""
+    imp = read_mem0_import(path, memories=memories, queries=queries, units=units, system=system,
+                           sources_key=sources_key, kind_key=kind_key, default_kind=default_kind)
+    if out_dir is not None:
+        write_mem0_import(imp, out_dir, manifest_extra=manifest_extra)
+    return imp

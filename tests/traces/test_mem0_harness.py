@@ -1,0 +1,174 @@
+"""A real Mem0 (mem0ai, embedded Qdrant, local MiniLM) fed through ``tiap mem0-run``, offline.
+
+Expected values come from the data files and the fixtures, never from the harness: the turns
+and queries of the LoCoMo slice are read from ``locomo10.json`` directly, and the derived
+memories' sources follow from how the turns were grouped into ``add()`` calls.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+# Not imported here: the harness imports mem0 itself, after switching its telemetry off.
+if importlib.util.find_spec("mem0") is None:
+    pytest.skip("needs the mem0 extra (pip install 'tiap[mem0]')", allow_module_level=True)
+
+from mem0_fixtures import Mem0StandIn, inline_dataset, no_network
+
+from tiap.cli.main import main
+from tiap.datasets.queryfile import read_queries
+from tiap.errors import TiapError
+from tiap.memory.store import read_items
+from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
+from tiap.traces.runs import read_run
+
+SESSIONS = ("session_1", "session_2")
+
+
+def _locomo_slice(data_dir: Path) -> tuple[dict[str, str], set[str]]:
+    """conv-26's first two sessions straight from the file: unit id -> "Speaker: text", and
+    the ids of the questions whose evidence (plain D<s>:<t> ids) all lies there."""
+    raw = json.loads((data_dir / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
+    conv = next(c for c in raw if c["sample_id"] == "conv-26")
+    turns = {f"conv-26:{t['dia_id']}": f"{t['speaker']}: {t['text']}"
+             for s in SESSIONS for t in conv["conversation"][s]}
+    queries = set()
+    for i, q in enumerate(conv["qa"]):
+        ev = q.get("evidence") or []
+        if ev and all(re.fullmatch(r"D[12]:\d+", e) and f"conv-26:{e}" in turns for e in ev):
+            queries.add(f"conv-26:q{i}")
+    return turns, queries
+
+
+def test_locomo_slice_no_infer_then_rescore(data_dir: Path, tmp_path: Path) -> None:
+    turns, query_ids = _locomo_slice(data_dir)
+    out = tmp_path / "mem0"
+    with no_network() as attempts:
+        rc = main(["mem0-run", "locomo", "--collections", "conv-26", "--sessions", "2",
+                   "--out", str(out), "--data", str(data_dir)])
+    assert rc == 0
+    assert attempts == []  # Mem0 tried to reach nothing outside this machine
+
+    items = read_items(out / "items.jsonl")
+    # every turn fed became exactly one raw memory whose lineage is that turn
+    assert len(items) == len(turns)
+    assert all(i.kind == "raw" and len(i.sources) == 1 for i in items)
+    assert {i.sources[0] for i in items} == set(turns)
+    assert all(i.text == turns[i.sources[0]] for i in items)
+    assert all(i.collection == "conv-26" for i in items)
+
+    queries = read_queries(out / "queries.jsonl")
+    assert {q.query_id for q in queries} == query_ids
+    [run] = read_run(out / "run.jsonl")
+    assert set(run.query_ids) == query_ids
+    ids = {i.item_id for i in items}
+    for r in run.rankings:
+        assert set(r.item_ids) <= ids and 0 < r.depth <= 60
+        assert r.scores is not None and list(r.scores) == sorted(r.scores, reverse=True)
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["harness"]["mem0"]["telemetry"] is False
+    assert man["harness"]["config"]["infer"] is False
+    assert [Path(f["path"]).name for f in man["harness"]["dataset_files"]] == ["locomo10.json"]
+
+    assert main(["rescore", "--items", str(out / "items.jsonl"), "--queries",
+                 str(out / "queries.jsonl"), "--run", str(out / "run.jsonl"),
+                 "--out", str(tmp_path / "rescore"), "--measures", "nDCG@60"]) == 0
+    with open(tmp_path / "rescore" / "per_query.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by = {(r["target"], r["query_id"]): r["value"] for r in rows}
+    # a store of raw turns only: each family is the turn's raw memory, so Source = Raw for
+    # every query, and no query has a Canonical group (undefined, never 0)
+    for q in query_ids:
+        assert by[("source", q)] == by[("raw", q)] != ""
+        assert by.get(("canonical", q), "") == ""
+    assert sum(float(by[("raw", q)]) > 0 for q in query_ids) > 0
+
+
+# Five turns, windows of two: add() calls [1, 2], [3, 4], [5]; turn 3 yields no fact.
+TURNS = [
+    ("Caroline", "I went to a LGBTQ support group yesterday."),
+    ("Melanie", "I ran a charity race for mental health last Saturday."),
+    ("Caroline", "Hmm, okay. [nofact]"),
+    ("Melanie", "I painted a sunrise over the lake."),
+    ("Caroline", "I am researching adoption agencies."),
+]
+QUERIES = [("c1:q0", "What did Melanie run?", ("c1:D1:2",)),
+           ("c1:q1", "What did Melanie paint?", ("c1:D1:4",))]
+
+
+def test_infer_against_a_local_openai_stand_in(tmp_path: Path) -> None:
+    ds = inline_dataset(TURNS, QUERIES)
+    with Mem0StandIn() as server, no_network() as attempts:
+        res = run_mem0(ds, tmp_path / "out", Mem0RunConfig(
+            infer=True, window=2, llm_base_url=server.base_url, llm_model="stand-in",
+            system="mem0-infer"))
+    assert attempts == []
+    assert len(server.requests) == 3  # one extraction request per add() call
+    assert all(r["model"] == "stand-in" for r in server.requests)
+    items = read_items(tmp_path / "out" / "items.jsonl")
+    got = {i.text: (i.kind, i.sources) for i in items}
+    assert got == {
+        "Noted: Caroline: I went to a LGBTQ support group yesterday.":
+            ("mem0_fact", ("c1:D1:1", "c1:D1:2")),
+        "Noted: Melanie: I ran a charity race for mental health last Saturday.":
+            ("mem0_fact", ("c1:D1:1", "c1:D1:2")),
+        "Noted: Melanie: I painted a sunrise over the lake.": ("mem0_fact", ("c1:D1:3", "c1:D1:4")),
+        "Noted: Caroline: I am researching adoption agencies.": ("mem0_fact", ("c1:D1:5",)),
+    }
+    assert res.imported.report.items_without_source == ()
+    [run] = read_run(tmp_path / "out" / "run.jsonl")
+    assert run.system == "mem0-infer"
+    # four memories in the store, all with a positive cosine to these questions? not assumed:
+    # every ranked id must be a stored memory, and no id twice
+    ids = {i.item_id for i in items}
+    for r in run.rankings:
+        assert set(r.item_ids) <= ids and len(set(r.item_ids)) == r.depth
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert man["harness"]["config"]["window"] == 2
+    assert "stand-in" in man["harness"]["mem0"]["llm"]
+
+
+def test_rerun_skips_finished_and_rebuilds_unfinished_without_duplicates(tmp_path: Path) -> None:
+    ds = inline_dataset(TURNS[:3], QUERIES[:1])
+    out = tmp_path / "out"
+    first = run_mem0(ds, out)
+    assert first.skipped == () and len(first.imported.items) == 3
+    again = run_mem0(ds, out)  # finished: nothing is fed again
+    assert again.skipped == ("c1",)
+    assert [i.item_id for i in again.imported.items] == [i.item_id for i in first.imported.items]
+    # an interrupted collection (no done marker; the old Mem0 store still on disk) is
+    # rebuilt from an empty store: still one memory per turn
+    (out / "mem0_store" / "tiap_c1" / "done.json").unlink()
+    rebuilt = run_mem0(ds, out)
+    assert rebuilt.skipped == ()
+    items = read_items(out / "items.jsonl")
+    assert Counter(i.sources for i in items) == {("c1:D1:1",): 1, ("c1:D1:2",): 1,
+                                                 ("c1:D1:3",): 1}
+    assert not {i.item_id for i in items} & {i.item_id for i in first.imported.items}
+    with pytest.raises(TiapError, match="made with other settings"):
+        run_mem0(ds, out, Mem0RunConfig(limit=5))
+
+
+@pytest.mark.parametrize(("cfg", "message"), [
+    (Mem0RunConfig(infer=True), "infer=True needs an LLM"),
+    (Mem0RunConfig(llm_model="x"), "apply with --infer only"),
+    (Mem0RunConfig(limit=0), "search limit must be at least 1"),
+    (Mem0RunConfig(threshold=2.0), "threshold must lie in [0, 1]"),
+])
+def test_bad_settings(tmp_path: Path, cfg: Mem0RunConfig, message: str) -> None:
+    with pytest.raises(TiapError) as exc:
+        run_mem0(inline_dataset(TURNS, QUERIES), tmp_path / "out", cfg)
+    assert message in str(exc.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_collection(tmp_path: Path) -> None:
+    with pytest.raises(TiapError, match="unknown collection"):
+        run_mem0(inline_dataset(TURNS, QUERIES), tmp_path / "out", collections=["nope"])

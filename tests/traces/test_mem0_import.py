@@ -1,0 +1,156 @@
+"""Importing saved Mem0 search results: lineage from metadata, rankings in Mem0's order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tiap.cli.main import main
+from tiap.datasets.queryfile import read_queries
+from tiap.errors import TiapError
+from tiap.memory.store import read_items
+from tiap.traces.importers.mem0 import import_mem0_results
+from tiap.traces.runs import read_run
+
+
+def _mem(mid: str, text: str, sources: object = None, score: float | None = None,
+         kind: str | None = None, key: str = "source_ids") -> dict[str, object]:
+    meta: dict[str, object] = {}
+    if sources is not None:
+        meta[key] = sources
+    if kind is not None:
+        meta["tiap_kind"] = kind
+    row: dict[str, object] = {"id": mid, "memory": text, "metadata": meta, "user_id": "c1"}
+    if score is not None:
+        row["score"] = score
+    return row
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+# Two queries over collection c1. Memories:
+#   m1 raw  <- c1:D1:1          m2 fact <- c1:D1:1, c1:D1:2 (one add() call of two turns)
+#   m3 fact <- (no metadata: no recoverable source)   m4 raw <- c1:D1:3 (never retrieved)
+RESULTS = [
+    {"query_id": "q1", "collection": "c1", "question": "Where did Ann go?", "answer": "Oslo",
+     "category": "1", "evidence": ["c1:D1:2"],
+     "results": {"results": [_mem("m2", "Ann went to Oslo", ["c1:D1:1", "c1:D1:2"], 0.9),
+                             _mem("m3", "Ann likes tea", None, 0.7),
+                             _mem("m1", "Ann: hi", ["c1:D1:1"], 0.8, kind="raw")]}},
+    {"query_id": "q2", "collection": "c1", "question": "What does Ann drink?",
+     "evidence": ["c1:D1:3"],
+     "results": [_mem("m3", "Ann likes tea", None, 0.6), _mem("m1", "Ann: hi", "c1:D1:1", 0.5,
+                                                            kind="raw")]},
+]
+
+
+def test_lineage_rankings_and_report(tmp_path: Path) -> None:
+    res = _write_jsonl(tmp_path / "results.jsonl", RESULTS)
+    mems = _write_jsonl(tmp_path / "memories.jsonl", [
+        _mem("m1", "Ann: hi", ["c1:D1:1"], kind="raw"),
+        _mem("m4", "Bob: bye", ["c1:D1:3"], kind="raw"),
+    ])
+    out = tmp_path / "out"
+    imp = import_mem0_results(res, out, memories=mems, units=["c1:D1:1", "c1:D1:2"])
+    items = {i.item_id: i for i in read_items(out / "items.jsonl")}
+    # memories file order first (m1, m4), then retrieved ones it lacks (m2, m3)
+    assert [i.item_id for i in read_items(out / "items.jsonl")] == ["m1", "m4", "m2", "m3"]
+    assert (items["m1"].kind, items["m1"].sources) == ("raw", ("c1:D1:1",))
+    assert (items["m2"].kind, items["m2"].sources) == ("mem0_fact", ("c1:D1:1", "c1:D1:2"))
+    assert (items["m3"].kind, items["m3"].sources) == ("mem0_fact", ())
+    assert items["m4"].collection == "c1" and items["m2"].text == "Ann went to Oslo"
+    [run] = read_run(out / "run.jsonl")
+    # rank order as Mem0 gave it, although m1 (0.8) scores above m3 (0.7)
+    assert run.ranking("q1").item_ids == ("m2", "m3", "m1")
+    assert run.ranking("q1").scores == (0.9, 0.7, 0.8)
+    assert run.ranking("q2").item_ids == ("m3", "m1")
+    qs = read_queries(out / "queries.jsonl")
+    assert [(q.query_id, q.evidence, q.answer) for q in qs] == [
+        ("q1", ("c1:D1:2",), "Oslo"), ("q2", ("c1:D1:3",), None)]
+    rep = imp.report
+    assert rep.items_without_source == ("m3",)
+    assert rep.retrieved_not_in_memories == ("m2", "m3")
+    assert rep.unknown_sources == (("m4", "c1:D1:3"),)  # c1:D1:3 is not among the units given
+    assert rep.kinds == {"mem0_fact": 2, "raw": 2} and rep.retrieved_items == 3
+    saved = json.loads((out / "mem0_report.json").read_text())
+    assert saved["counts"]["items_without_source"] == 1
+    man = json.loads((out / "manifest.json").read_text())
+    assert [Path(i["path"]).name for i in man["inputs"]] == ["results.jsonl", "memories.jsonl"]
+
+
+def test_rescore_on_the_import(tmp_path: Path) -> None:
+    """nDCG@60 by hand (group credit). q1: evidence c1:D1:2, family {m2} (m2 is its only
+    member: m1's source is D1:1). Raw: no raw member -> zero-target (undefined). Source:
+    group {m2}, m2 at rank 1 -> 1.0. Canonical: {m2} -> 1.0.
+    q2: evidence c1:D1:3, family {m4} (raw, never retrieved). Raw: group {m4}, not ranked -> 0.
+    Source: 0. Canonical: no derived member -> undefined."""
+    res = _write_jsonl(tmp_path / "results.jsonl", RESULTS)
+    mems = _write_jsonl(tmp_path / "memories.jsonl", [_mem("m4", "Bob: bye", ["c1:D1:3"],
+                                                           kind="raw")])
+    out = tmp_path / "out"
+    assert main(["import", "mem0", str(res), "--memories", str(mems), "--out", str(out)]) == 0
+    cov = json.loads((out / "lineage_coverage.json").read_text())
+    assert cov["items_with_no_source"] == 1  # m3: no metadata
+    assert main(["rescore", "--items", str(out / "items.jsonl"), "--queries",
+                 str(out / "queries.jsonl"), "--run", str(out / "run.jsonl"), "--out",
+                 str(tmp_path / "rs"), "--measures", "nDCG@60"]) == 0
+    vals = {}
+    for line in (tmp_path / "rs" / "per_query.csv").read_text().splitlines()[1:]:
+        _system, target, qid, _measure, value = line.split(",")
+        vals[(target, qid)] = value
+    assert vals[("source", "q1")] in ("1", "1.0") and vals[("canonical", "q1")] in ("1", "1.0")
+    assert vals[("raw", "q2")] in ("0", "0.0") and vals[("source", "q2")] in ("0", "0.0")
+    assert vals.get(("raw", "q1"), "") == "" and vals.get(("canonical", "q2"), "") == ""
+
+
+def test_queries_from_a_queries_file_and_another_sources_key(tmp_path: Path) -> None:
+    rows = [{"query_id": "q9", "results": [_mem("a", "x", "u:1", 1.0, key="turns"),
+                                            _mem("a", "x", "u:1", 0.5, key="turns")]}]
+    res = _write_jsonl(tmp_path / "r.jsonl", rows)
+    qf = _write_jsonl(tmp_path / "q.jsonl", [{"query_id": "q9", "question": "?",
+                                              "evidence": ["u:1"]}])
+    imp = import_mem0_results(res, None, queries=qf, sources_key="turns", system="m0")
+    assert imp.items[0].sources == ("u:1",)
+    assert imp.run.system == "m0" and imp.run.ranking("q9").item_ids == ("a",)
+    assert imp.report.duplicates_dropped == 1
+    assert imp.queries[0].evidence == ("u:1",)
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ([{"query_id": "q1", "results": "nope"}], "r.jsonl:1, query q1: field 'results' must be"),
+    ([{"results": []}], "r.jsonl:1: query has no 'query_id'"),
+    ([{"query_id": "q1", "results": []}, {"query_id": "q1", "results": []}],
+     "r.jsonl:2, query q1: duplicate query id (first on line 1)"),
+    ([{"query_id": "q1", "results": [{"memory": "x"}]}], "a Mem0 memory has no 'id'"),
+    ([{"query_id": "q1", "results": [_mem("m", "x", {"a": 1})]}],
+     "record m, query q1: metadata 'source_ids' must be a list"),
+    ([{"query_id": "q1", "results": [_mem("m", "x", ["u:1"])]},
+      {"query_id": "q2", "results": [_mem("m", "x", ["u:2"])]}],
+     "memory m has other sources or kind than on"),
+])
+def test_bad_input_names_file_line_and_query(tmp_path: Path, rows: list[dict[str, object]],
+                                             message: str) -> None:
+    res = _write_jsonl(tmp_path / "r.jsonl", rows)
+    with pytest.raises(TiapError) as exc:
+        import_mem0_results(res, tmp_path / "out")
+    assert message in str(exc.value) and "r.jsonl" in str(exc.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_query_against_given_queries(tmp_path: Path) -> None:
+    res = _write_jsonl(tmp_path / "r.jsonl", [{"query_id": "qx", "results": []}])
+    with pytest.raises(TiapError, match="query qx: query id not found"):
+        import_mem0_results(res, None, queries=[])
+
+
+def test_json_list_document(tmp_path: Path) -> None:
+    res = tmp_path / "r.json"
+    res.write_text(json.dumps(RESULTS, indent=1), encoding="utf-8")
+    imp = import_mem0_results(res, None)
+    assert imp.run.ranking("q1").item_ids == ("m2", "m3", "m1")
+    assert "no memories file" in imp.report.notes[0]
