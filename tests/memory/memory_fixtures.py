@@ -12,31 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.base import Bundle, InlineDataset
 from tiap.datasets.records import Collection, DerivedMemory, Session, Turn
 
 TURN_MARK = "Turn to extract facts from:\n"
-
-
-class InlineDataset(Dataset):
-    """A dataset held in memory (no files), for tests."""
-
-    dataset_id = "inline"
-    description = "inline test data"
-    folder = ""
-
-    def __init__(self, bundles: list[Bundle]) -> None:
-        super().__init__()
-        self._bundles = bundles
-
-    def file_paths(self) -> list[str]:
-        return []
-
-    def bundles(self) -> Iterator[Bundle]:
-        yield from self._bundles
-
-    def expected_collections(self) -> int:
-        return len(self._bundles)
 
 
 def make_bundle(

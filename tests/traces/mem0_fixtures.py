@@ -20,26 +20,10 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.base import Bundle, InlineDataset
 from tiap.datasets.records import Collection, Query, Session, Turn
 
 NEW_MESSAGES = "## New Messages\n"
-
-
-class InlineDataset(Dataset):
-    dataset_id = "inline-mem0"
-    description = "inline test data"
-    folder = ""
-
-    def __init__(self, bundles: list[Bundle]) -> None:
-        super().__init__()
-        self._bundles = bundles
-
-    def file_paths(self) -> list[str]:
-        return []
-
-    def bundles(self) -> Iterator[Bundle]:
-        yield from self._bundles
 
 
 def inline_dataset(turns: list[tuple[str, str]], queries: list[tuple[str, str, tuple[str, ...]]],

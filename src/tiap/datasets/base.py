@@ -143,6 +143,30 @@ class Dataset(ABC):
         )
 
 
+class InlineDataset(Dataset):
+    """A dataset built in code from bundles (no files): for tests, and for data in no
+    registered format that a caller has already turned into :class:`Bundle` records."""
+
+    dataset_id = "inline"
+    description = "a dataset built in code"
+    folder = ""
+
+    def __init__(self, bundles: Iterable[Bundle], dataset_id: str | None = None) -> None:
+        super().__init__()
+        self._bundles = list(bundles)
+        if dataset_id is not None:
+            self.dataset_id = dataset_id
+
+    def file_paths(self) -> list[str]:
+        return []
+
+    def bundles(self) -> Iterator[Bundle]:
+        yield from self._bundles
+
+    def expected_collections(self) -> int:
+        return len(self._bundles)
+
+
 def expect(cond: bool, message: str, *, file: Path | str, record: str | None = None) -> None:
     """Raise a :class:`TiapError` naming the file and record unless ``cond`` holds."""
     if not cond:
