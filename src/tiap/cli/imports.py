@@ -36,7 +36,8 @@ def _run(importer: str, path: Path, out: Path, **options: Any) -> Any:
 
 
 def print_coverage(out: Path, title: str) -> None:
-    """Print the lineage coverage an import wrote (computing it if the importer did not)."""
+    """Print the lineage coverage an import wrote (computing it if the importer did not), and
+    where it wrote."""
     import json
 
     from tiap.traces.importers import coverage_of_folder, write_coverage
@@ -67,6 +68,7 @@ def print_coverage(out: Path, title: str) -> None:
     if c["items_with_no_source"]:
         err_console.print(f"[yellow]note[/]: {c['items_with_no_source']:,} items have no "
                           f"recoverable source; no target credits them (listed in {file})")
+    err_console.print(f"wrote {out}")
 
 
 @app.command("mtel-trace")
@@ -129,7 +131,6 @@ def generic_cmd(
     res = _run("generic", path, out, system=system, dataset=dataset, queries=queries,
                data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
-    err_console.print(f"wrote {out}")
 
 
 @app.command("memoryos")
@@ -149,7 +150,6 @@ def memoryos_cmd(
     res = _run("memoryos", path, out, system=system, dataset=dataset, queries=queries,
                data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
-    err_console.print(f"wrote {out}")
 
 
 @app.command("graphiti")
@@ -171,7 +171,6 @@ def graphiti_cmd(
     res = _run("graphiti", path, out, graph=graph, level=level, system=system,
                dataset=dataset, queries=queries, data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system} ({level} level)")
-    err_console.print(f"wrote {out}")
 
 
 def _plain_command(name: str, help_text: str) -> None:
@@ -189,7 +188,6 @@ def _plain_command(name: str, help_text: str) -> None:
             opts[key.strip().replace("-", "_")] = value
         _run(name, path, out, **opts)
         print_coverage(out, f"imported {path.name} ({name})")
-        err_console.print(f"wrote {out}")
 
     cmd.__doc__ = help_text
     app.command(name)(cmd)

@@ -68,6 +68,7 @@ def mem0_run_cmd(
                   f"{d['queries']:,}", f"{d['seconds_add']:.1f}", f"{d['seconds_search']:.1f}")
     console.print(t)
     _print_report(res.imported.report.counts(), out)
+    err_console.print(f"wrote {out}")
 
 
 def mem0_import_cmd(
@@ -128,4 +129,3 @@ def _print_report(c: dict[str, Any], out: Path) -> None:
         if c.get(key):
             err_console.print(f"[yellow]note[/]: {c[key]:,} {what} "
                               f"(listed in {out / 'mem0_report.json'})")
-    err_console.print(f"wrote {out}")
