@@ -112,3 +112,29 @@ def test_registry_names_and_mem0_slot() -> None:
     assert {"generic", "memoryos", "graphiti", "mtel-trace", "mem0"} <= set(IMPORTERS)
     with pytest.raises(TiapError, match="unknown system 'zep-cloud'"):
         get_importer("zep-cloud")
+
+
+def test_the_documented_example_imports(tmp_path: Path) -> None:
+    """The example in docs/import.md, as a user would copy it. q1's evidence is D1:3, whose
+    family is t1 (raw), f1 (fact from t1) and s1 (summary of t1 and t2, not serving); the
+    ranking is f1, k1, t1. By hand: Raw {t1} at rank 3: nDCG@60 = 1/log2(4) = 0.5, RR 1/3;
+    Source {t1, f1, s1}: f1 at rank 1 -> 1.0; Canonical (serving derived) {f1} -> 1.0."""
+    doc = (Path(__file__).parents[2] / "docs" / "import.md").read_text(encoding="utf-8")
+    block = doc.split("```json\n", 1)[1].split("```", 1)[0]
+    src = tmp_path / "export.jsonl"
+    src.write_text(block, encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["import", "generic", str(src), "--out", str(out)]) == 0
+    cov = json.loads((out / "lineage_coverage.json").read_text())
+    assert cov["items_with_no_source"] == 1  # k1
+    assert main(["rescore", "--items", str(out / "items.jsonl"), "--queries",
+                 str(out / "queries.jsonl"), "--run", str(out / "run.jsonl"),
+                 "--measures", "nDCG@60,RR@60", "--out", str(tmp_path / "rs")]) == 0
+    got = {}
+    for line in (tmp_path / "rs" / "per_query.csv").read_text().splitlines()[1:]:
+        _system, target, _qid, measure, value = line.split(",")
+        got[(target, measure)] = float(value)
+    assert got[("raw", "nDCG@60")] == pytest.approx(0.5)
+    assert got[("raw", "RR@60")] == pytest.approx(1 / 3)
+    assert got[("source", "nDCG@60")] == pytest.approx(1.0)
+    assert got[("canonical", "nDCG@60")] == pytest.approx(1.0)
