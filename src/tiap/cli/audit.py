@@ -18,6 +18,7 @@ from tiap.errors import TiapError
 app = typer.Typer(
     help="Semantic audit of contested credits: cases, judges, agreement, graded targets.",
     no_args_is_help=True,
+    rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
 )
 
 

@@ -13,7 +13,8 @@ from tiap.cli.common import DataOption, NoVerifyOption, console, err_console, tr
 from tiap.datasets import DataSource, dataset_ids, load
 from tiap.datasets.records import DatasetStats
 
-app = typer.Typer(help="List, inspect and export benchmark datasets.", no_args_is_help=True)
+app = typer.Typer(help="List, inspect and export benchmark datasets.", no_args_is_help=True,
+                  rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
 
 MAX_PROBLEMS_SHOWN = 25
 

@@ -18,7 +18,8 @@ from tiap.cli.common import DataOption, console, err_console
 from tiap.errors import TiapError
 from tiap.traces.importers import COVERAGE_FILE, IMPORTERS, get_importer
 
-app = typer.Typer(help="Import traces of other systems with their lineage.", no_args_is_help=True)
+app = typer.Typer(help="Import traces of other systems with their lineage.", no_args_is_help=True,
+                  rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
 
 OutOption = Annotated[Path, typer.Option("--out", help="Output folder.")]
 SystemOption = Annotated[str | None, typer.Option(

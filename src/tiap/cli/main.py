@@ -28,6 +28,7 @@ app = typer.Typer(
     help="TIAP: audit what conversational-memory benchmarks credit "
     "(Raw, Source and Canonical targets on fixed ranked traces).",
     no_args_is_help=True,
+    rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
     pretty_exceptions_enable=False,
     add_completion=False,
 )
