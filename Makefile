@@ -37,5 +37,15 @@ test: $(VENV)/.installed-test
 test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
+## bench: rescoring against trec_eval (pytrec_eval), ranx and ir_measures at 10^3-10^6
+## queries, as recorded in benchmarks/README.md (about 15 minutes; writes the results JSON).
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/rescore_bench.py --sizes 1000,10000,100000,1000000 --processes 3 \
+		--ranx-cold --json benchmarks/rescore_bench_results.json
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test,bench]'
+	@touch $@ $(VENV)/.installed-base $(VENV)/.installed-test
+
 clean:
 	rm -rf $(VENV) .pytest_cache
