@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tiap.cli.main import main
-from tiap.report.render import ReportTable, md_escape, tex_escape
+from tiap.report.render import ReportTable, ci, md_escape, tex_escape
 
 pytest.importorskip("matplotlib")
 
@@ -160,3 +160,11 @@ def test_latex_symbols_and_labels() -> None:
         r"raw $\rightarrow$ source, $\Delta$ $\geq$ 0.1, R$^2$"
     t = ReportTable("my_ds_flips", "T", ["a"])
     assert r"\label{tab:my-ds-flips}" in t.to_latex()
+
+
+def test_interval_digits_never_hide_a_bound_off_zero() -> None:
+    assert ci(0.0123, 0.0456) == "[+0.012, +0.046]"
+    # -0.00042 would print as -0.000 with 3 digits: one more digit shows it
+    assert ci(-0.0014, -0.00042) == "[-0.0014, -0.0004]"
+    assert ci(-0.0014, 0.0) == "[-0.001, +0.000]"  # a bound of exactly 0 stays 0
+    assert ci(None, 0.1) == "–"

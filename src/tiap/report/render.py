@@ -70,9 +70,13 @@ def pval(x: object) -> str:
 
 
 def ci(lo: object, hi: object, digits: int = 3) -> str:
+    """``[lo, hi]`` with signs; more digits (up to 6) where a bound other than 0 would
+    print as 0, so an interval that excludes 0 never reads as touching it."""
     a, b = num(lo), num(hi)
     if a is None or b is None:
         return "–"
+    while digits < 6 and any(v != 0 and round(v, digits) == 0 for v in (a, b)):
+        digits += 1
     return f"[{a:+.{digits}f}, {b:+.{digits}f}]"
 
 
