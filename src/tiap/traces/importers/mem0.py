@@ -56,6 +56,7 @@ from tiap.errors import Problem, TiapError
 from tiap.io import atomic_dir, open_text
 from tiap.memory.store import RAW_KIND, Item, write_items
 from tiap.provenance import input_entry, manifest_header
+from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
 from tiap.traces.runs import Ranking, Run, write_jsonl_run
 
 __all__ = [
@@ -472,8 +473,9 @@ def read_mem0_import(
 
 def write_mem0_import(imp: Mem0Import, out: str | Path, *,
                       manifest_extra: Mapping[str, Any] | None = None) -> dict[str, int]:
-    """Write ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``, ``mem0_report.json`` and
-    ``manifest.json`` into ``out``; built aside and moved into place only when complete.
+    """Write ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``, ``mem0_report.json``,
+    ``lineage_coverage.json`` and ``manifest.json`` into ``out``; built aside and moved into
+    place only when complete.
 
     Returns:
         The number of lines written per file.
@@ -486,6 +488,8 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
         (tmp / "mem0_report.json").write_text(
             json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        cov = lineage_coverage(imp.items, imp.queries, [imp.run], rep.counts())
+        (tmp / COVERAGE_FILE).write_text(coverage_json(cov), encoding="utf-8")
         man = manifest_header("import_mem0_results", SCHEMA_VERSION)
         man["system"] = rep.system
         inputs = [input_entry(rep.results_file)]
