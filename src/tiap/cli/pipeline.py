@@ -27,10 +27,10 @@ def audit_run_cmd(
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
     are skipped on a rerun, so an interrupted run resumes."""
+    import dataclasses
+
     from tiap.cli.rescore import print_summary
     from tiap.pipeline import load_config, run_pipeline
-
-    import dataclasses
 
     cfg = load_config(config, retrievers=retriever,
                       collections=[c.strip() for c in collections.split(",")] if collections else None)

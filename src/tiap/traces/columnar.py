@@ -54,6 +54,7 @@ from numpy.typing import NDArray
 from tiap.errors import Problem, TiapError
 from tiap.io import is_gzip, open_text
 from tiap.traces.runs import (
+    _WARNING_TEXT,
     FORMAT_TREC,
     MAX_EXAMPLES,
     Dedup,
@@ -64,7 +65,6 @@ from tiap.traces.runs import (
     _numbered_lines,
     _parse_int,
     _Problems,
-    _WARNING_TEXT,
     detect_run_format,
     read_run,
 )
@@ -909,7 +909,6 @@ def _score_warning(
 
 
 def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarRun]:
-    import pyarrow as pa
 
     from tiap.scoring.kernels import MAX_DEPTH
 
@@ -997,7 +996,6 @@ _QRELS_LAYOUT = "qid iter docid rel"
 
 
 def _fast_qrels(path: Path, delimiter: str) -> Qrels:
-    import pyarrow as pa
 
     queries, items = _Dictionaries(), _Dictionaries()
     q_parts: list[NDArray[np.int32]] = []
