@@ -76,3 +76,14 @@ def test_a_killed_run_leaves_temps_that_the_next_run_removes(tmp_path: Path) -> 
         alive.wait()
     assert (tmp_path / "run.jsonl").read_text() == "done\n"
     assert (tmp_path / "store" / "items.jsonl").read_text() == "done\n"
+
+
+def test_bad_json_is_located_once(tmp_path: Path) -> None:
+    from tiap.errors import TiapError
+    from tiap.io import iter_jsonl
+
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"a": 1}\n{"b": "x\ty"}\n', encoding="utf-8")  # a raw tab inside a string
+    with pytest.raises(TiapError) as exc:
+        list(iter_jsonl(f))
+    assert str(exc.value) == f"{f}:2: invalid JSON (Invalid control character at column 9)"

@@ -94,8 +94,15 @@ def read_json(path: str | Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TiapError(
-            f"invalid JSON ({exc.msg} at column {exc.colno})", file=path, line=exc.lineno
+            json_error(exc), file=path, line=exc.lineno
         ) from exc
+
+
+def json_error(exc: json.JSONDecodeError) -> str:
+    """``invalid JSON (<what> at column <n>)`` for a decoding error (its line goes in the
+    error's location)."""
+    what = exc.msg.removesuffix(" at")  # "Invalid control character at": the column follows
+    return f"invalid JSON ({what} at column {exc.colno})"
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -108,7 +115,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise TiapError(
-                    f"invalid JSON ({exc.msg} at column {exc.colno})", file=path, line=lineno
+                    json_error(exc), file=path, line=lineno
                 ) from exc
 
 

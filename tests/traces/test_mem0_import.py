@@ -132,6 +132,10 @@ def test_queries_from_a_queries_file_and_another_sources_key(tmp_path: Path) -> 
     ([{"query_id": "q1", "results": [_mem("m", "x", ["u:1"])]},
       {"query_id": "q2", "results": [_mem("m", "x", ["u:2"])]}],
      "memory m has other sources or kind than on"),
+    ([{"query_id": "q1", "results": [_mem("m", "x", ["u:1"], score=float("nan"))]}],
+     "r.jsonl:1, query q1: memory 'm' has score nan, not a finite number"),
+    ([{"query_id": "q1", "results": [{**_mem("m", "x", ["u:1"]), "score": "0.5"}]}],
+     "memory 'm' has score '0.5', not a finite number"),
 ])
 def test_bad_input_names_file_line_and_query(tmp_path: Path, rows: list[dict[str, object]],
                                              message: str) -> None:

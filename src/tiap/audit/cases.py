@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tiap.errors import Problem, TiapError
-from tiap.io import iter_jsonl, write_jsonl
+from tiap.io import iter_jsonl, json_error, write_jsonl
 
 __all__ = [
     "CASES_SCHEMA_VERSION",
@@ -482,7 +482,7 @@ class RescoreDir:
         try:
             data = json.loads(man.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise TiapError(f"invalid JSON ({exc.msg})", file=man, line=exc.lineno) from None
+            raise TiapError(json_error(exc), file=man, line=exc.lineno) from None
         if data.get("command") != "rescore":
             raise TiapError("this manifest was not written by `tiap rescore`", file=man)
         return cls(p, data)

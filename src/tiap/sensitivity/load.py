@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, TiapError
+from tiap.io import json_error
 from tiap.scoring.measures import Measure, parse_measure
 
 __all__ = ["Dataset", "SystemScores", "load_datasets", "load_rescore_dir"]
@@ -114,7 +115,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     try:
         man = json.loads(mf.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise TiapError(f"invalid JSON ({exc.msg})", file=mf, line=exc.lineno) from exc
+        raise TiapError(json_error(exc), file=mf, line=exc.lineno) from exc
     if man.get("command") != "rescore":
         what = man.get("command")
         hint = (" (run 'tiap report' on the output of 'tiap sensitivity')"

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from tiap.errors import Problem, TiapError
-from tiap.io import atomic_write, open_text
+from tiap.io import atomic_write, json_error, open_text
 
 __all__ = [
     "FORMAT_JSONL",
@@ -548,7 +548,7 @@ def _json_lines(
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            probs.add(f"invalid JSON ({exc.msg} at column {exc.colno})", lineno)
+            probs.add(json_error(exc), lineno)
             continue
         if not isinstance(obj, dict):
             probs.add("expected a JSON object", lineno)

@@ -53,7 +53,7 @@ from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problem, TiapError
-from tiap.io import atomic_dir, open_text
+from tiap.io import atomic_dir, json_error, open_text
 from tiap.memory.store import RAW_KIND, Item, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
@@ -187,7 +187,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TiapError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=path,
+            raise TiapError(json_error(exc), file=path,
                             line=exc.lineno) from exc
         yield from enumerate(doc, start=1)
         return
@@ -197,7 +197,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
         try:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TiapError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=path,
+            raise TiapError(json_error(exc), file=path,
                             line=lineno) from exc
 
 
@@ -321,11 +321,13 @@ def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
                 continue
             ids.append(mid)
             score = r.get("score")
-            if (isinstance(score, (int, float)) and not isinstance(score, bool)
+            if score is None:  # a harness that kept no score: counted, the order still holds
+                have_scores = False
+            elif (isinstance(score, (int, float)) and not isinstance(score, bool)
                     and math.isfinite(score)):
                 scores.append(float(score))
             else:
-                have_scores = False
+                probs.add(f"memory {mid!r} has score {score!r}, not a finite number", line, qid)
         rows.append(_QueryRow(qid, line, obj, tuple(ids),
                               tuple(scores) if have_scores else None, dropped))
     probs.raise_if_any()
