@@ -140,14 +140,19 @@ def test_index_built_in_row_blocks() -> None:
     items = rng.integers(0, 200, int(sizes.sum()))
     targets = Targets(np.arange(n_queries + 1), np.concatenate([[0], np.cumsum(sizes)]), items)
     rankings.setflags(write=False)
-    index = RankingIndex(rankings)
-    assert index.rankings is rankings
-    np.testing.assert_array_equal(index.positions(targets), _brute_positions(rankings, targets))
-    assert index.lengths.tolist() == (rankings >= 0).sum(axis=1).tolist()
+    for threads in (1, 2, 3):  # blocks built on several threads write disjoint slices
+        index = RankingIndex(rankings, threads=threads)
+        assert index.rankings is rankings
+        np.testing.assert_array_equal(index.positions(targets),
+                                      _brute_positions(rankings, targets))
+        assert index.lengths.tolist() == (rankings >= 0).sum(axis=1).tolist()
     bad = rankings.copy()
     bad[8_500, 3] = bad[8_500, 2]
-    with pytest.raises(TiapError, match="row 8500 does"):
-        RankingIndex(bad)
+    for threads in (1, 2):
+        with pytest.raises(TiapError, match="row 8500 does"):
+            RankingIndex(bad, threads=threads)
+    with pytest.raises(TiapError, match="threads must be a positive integer"):
+        RankingIndex(rankings, threads=0)
     assert RankingIndex(bad[:8_000]).rankings is not bad  # a writeable matrix is copied
 
 

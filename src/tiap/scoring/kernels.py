@@ -39,6 +39,7 @@ or keeps global state.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -423,12 +424,16 @@ class RankingIndex:
     compares the first candidate; the few members whose bucket holds more than one item
     take further rounds. Every step is a vectorised gather over a block of members.
 
+    The rows are indexed in blocks, on ``threads`` threads (default: one per core, up to
+    2; numpy releases the GIL, and the blocks write disjoint slices, so the index does not
+    depend on ``threads``).
+
     Raises :class:`TiapError` when a code is below ``-1`` or above :data:`MAX_CODE`, when a
     row has ``-1`` padding before an item, when a row repeats an item (deduplicate the run
     first; the row index is reported), or when the depth exceeds :data:`MAX_DEPTH`.
     """
 
-    def __init__(self, rankings: ArrayLike) -> None:
+    def __init__(self, rankings: ArrayLike, *, threads: int | None = None) -> None:
         r = _int_array(rankings, "rankings", 2)
         if r.size and (r.min() < -1 or r.max() > MAX_CODE):
             raise TiapError(f"ranking codes must be -1 (padding) or in [0, {MAX_CODE}]")
@@ -452,7 +457,8 @@ class RankingIndex:
         lengths = np.empty(n_queries, np.int64)
         # row blocks keep the temporaries small (and in cache) whatever the number of rows
         block = max(1, _BLOCK * 8 // max(depth, 1))
-        for start in range(0, n_queries, block):
+
+        def index_block(start: int) -> None:  # rows start..stop; blocks write disjoint slices
             stop = min(n_queries, start + block)
             block_codes, block_ranks = self._index_rows(
                 r32[start:stop], start, hash_bits, dir_shift, directory, lengths[start:stop])
@@ -464,6 +470,16 @@ class RankingIndex:
             else:
                 codes[start:stop] = block_codes
                 ranks[start:stop] = block_ranks
+
+        starts = range(0, n_queries, block)
+        workers = min(_index_threads(threads), len(starts))
+        if workers > 1:  # numpy releases the GIL: the blocks are indexed on several cores
+            with ThreadPoolExecutor(workers, thread_name_prefix="tiap-index") as pool:
+                for _ in pool.map(index_block, starts):
+                    pass
+        else:
+            for start in starts:
+                index_block(start)
 
         self.rankings: NDArray[np.int32] = _readonly(r32)
         self.n_queries: int = n_queries
@@ -714,6 +730,13 @@ class RankingIndex:
 
 #: Members per query block when scoring large targets.
 _SCORE_BLOCK = 1 << 17
+
+
+def _index_threads(threads: int | None) -> int:
+    """Threads for building a :class:`RankingIndex`: by default one per core, up to 2."""
+    if threads is None:
+        return max(1, min(2, os.cpu_count() or 1))
+    return _threads(threads)
 
 
 def _threads(threads: int | None) -> int:
