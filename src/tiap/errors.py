@@ -68,6 +68,48 @@ class TiapError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+#: At most this many problems are listed in one error (the rest are counted).
+MAX_PROBLEMS = 50
+
+
+class Problems:
+    """Located problems collected over a whole input, then raised together as one
+    :class:`TiapError`: the first ``limit`` are listed, the rest counted.
+
+    ``file`` is where problems are located unless :meth:`add` names another file.
+    """
+
+    def __init__(self, file: str | Path | None = None, limit: int = MAX_PROBLEMS) -> None:
+        self.file = None if file is None else str(file)
+        self.limit = limit
+        self.items: list[Problem] = []
+        self.total = 0
+
+    def add(self, message: str, line: int | None = None, query_id: str | None = None,
+            record: str | None = None, *, file: str | Path | None = None) -> None:
+        self.total += 1
+        if len(self.items) < self.limit:
+            where = self.file if file is None else str(file)
+            self.items.append(Problem(message, file=where, line=line, query_id=query_id,
+                                      record=record))
+
+    def extend(self, exc: TiapError) -> None:
+        """Collect the problems of an error raised by a reader of one record."""
+        for p in exc.problems:
+            self.total += 1
+            if len(self.items) < self.limit:
+                self.items.append(p)
+
+    def raise_if_any(self) -> None:
+        if not self.total:
+            return
+        problems = list(self.items)
+        if self.total > len(problems):
+            problems.append(Problem(f"... and {self.total - len(problems)} more problems",
+                                    file=self.file))
+        raise TiapError(problems=problems)
+
+
 class ChecksumError(TiapError):
     """A data file does not match the checksum it is pinned to."""
 

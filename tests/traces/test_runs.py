@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tiap.errors import TiapError
+from tiap.errors import MAX_PROBLEMS, TiapError
 from tiap.traces.runs import (
     FORMAT_JSONL,
     FORMAT_ROWS_CSV,
     FORMAT_ROWS_JSONL,
     FORMAT_ROWS_TSV,
     FORMAT_TREC,
-    MAX_PROBLEMS,
     Ranking,
     Run,
     detect_run_format,

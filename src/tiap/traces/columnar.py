@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tiap.errors import Problem, TiapError
+from tiap.errors import Problem, Problems, TiapError
 from tiap.io import is_gzip, open_text
 from tiap.traces.runs import (
     _WARNING_TEXT,
@@ -64,7 +64,6 @@ from tiap.traces.runs import (
     _first_line,
     _numbered_lines,
     _parse_int,
-    _Problems,
     detect_run_format,
     read_run,
 )
@@ -1041,7 +1040,7 @@ def _narrow(relevance: NDArray[np.int64]) -> NDArray[np.signedinteger]:
 
 def _python_qrels(path: Path) -> Qrels:
     """The reference qrels reader: every problem collected, with file, line and query."""
-    probs = _Problems(path)
+    probs = Problems(path)
     query_codes: dict[str, int] = {}
     item_codes: dict[str, int] = {}
     seen: dict[tuple[int, int], int] = {}

@@ -96,7 +96,7 @@ from tiap.datasets.files import DataSource
 from tiap.datasets.locomo import LoCoMo
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
-from tiap.errors import Problem, TiapError
+from tiap.errors import Problems, TiapError
 from tiap.io import atomic_dir, iter_jsonl, sha256_file
 from tiap.memory.store import RAW_KIND, Item, write_items
 from tiap.provenance import input_entry, manifest_header
@@ -137,7 +137,6 @@ _TENANT_PREFIX = "locomo_"
 _RAW_ID = re.compile(r"raw_(\d+)")
 _RAW_TEXT = re.compile(r"^(?P<speaker>[^()\n]+?) \((?P<date>[^()\n]*)\): ")
 _WORD = re.compile(r"[a-z0-9]+")
-_MAX_PROBLEMS = 50
 
 # lineage labels, in the order they are reported
 _LABELS = (
@@ -378,23 +377,6 @@ class _Row:
     query: Query | None = None
 
 
-class _Problems:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.items: list[Problem] = []
-
-    def add(self, message: str, line: int | None = None, query_id: str | None = None) -> None:
-        self.items.append(Problem(message, file=str(self.path), line=line, query_id=query_id))
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            extra = len(self.items) - _MAX_PROBLEMS
-            shown = self.items[:_MAX_PROBLEMS]
-            if extra > 0:
-                shown.append(Problem(f"... and {extra} more problems", file=str(self.path)))
-            raise TiapError(problems=shown)
-
-
 def _row_format(obj: dict[str, Any]) -> str | None:
     preview = obj.get("ranked_preview")
     if preview is None:
@@ -423,7 +405,7 @@ def _str_list(value: Any) -> list[str] | None:
     return list(value)
 
 
-def _parse_row(obj: Any, line: int, lc: _Locomo, probs: _Problems) -> _Row | None:
+def _parse_row(obj: Any, line: int, lc: _Locomo, probs: Problems) -> _Row | None:
     def bad(msg: str) -> None:
         probs.add(msg, line)
 
@@ -559,7 +541,7 @@ def _parse_row(obj: Any, line: int, lc: _Locomo, probs: _Problems) -> _Row | Non
 
 
 def _read_rows(path: Path, lc: _Locomo) -> list[_Row]:
-    probs = _Problems(path)
+    probs = Problems(path)
     rows: list[_Row] = []
     last = 0
     try:
@@ -568,7 +550,7 @@ def _read_rows(path: Path, lc: _Locomo) -> list[_Row]:
             row = _parse_row(obj, line, lc, probs)
             if row is not None:
                 rows.append(row)
-            if len(probs.items) > _MAX_PROBLEMS:
+            if probs.total > probs.limit:  # enough to report: stop reading
                 break
     except TiapError as exc:
         if any(p.line is not None for p in exc.problems):
@@ -576,7 +558,7 @@ def _read_rows(path: Path, lc: _Locomo) -> list[_Row]:
         raise TiapError(
             f"{exc.problems[0].message}, after line {last}", file=path, line=last + 1
         ) from exc
-    if not rows and not probs.items:
+    if not rows and not probs.total:
         probs.add("the trace has no rows")
     formats = Counter(r.fmt for r in rows)
     if len(formats) > 1:
@@ -596,7 +578,7 @@ def _same_question(r: _Row, q: Query) -> bool:
     return r.category is None or dict(q.extra).get("category_id") == r.category
 
 
-def _align_queries(rows: list[_Row], lc: _Locomo, probs: _Problems) -> None:
+def _align_queries(rows: list[_Row], lc: _Locomo, probs: Problems) -> None:
     """Match each row to its LoCoMo question: by text and category, in qa order.
 
     LoCoMo repeats 12 questions (11 in conv-48, 1 in conv-30; same evidence each time); the
@@ -1197,7 +1179,7 @@ def _build_queries(
     rankings: list[Ranking] = []
     statuses: list[QueryRecovery] = []
     diffs: list[tuple[str, str]] = []
-    probs = _Problems(path)
+    probs = Problems(path)
     for r in rows:
         q = cast(Query, r.query)  # every row was matched (_align_queries raised otherwise)
         evidence = tuple(lin.lc.units[u] for u in r.gold)

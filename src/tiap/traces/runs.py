@@ -54,7 +54,7 @@ from itertools import chain, pairwise
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from tiap.errors import Problem, TiapError
+from tiap.errors import Problem, Problems, TiapError
 from tiap.io import atomic_write, json_error, open_text
 
 __all__ = [
@@ -89,8 +89,6 @@ RUN_FORMATS: tuple[str, ...] = (
 
 Dedup = Literal["error", "first"]
 
-#: At most this many problems are listed in one error (the rest are counted).
-MAX_PROBLEMS = 50
 #: At most this many located examples are kept in one :class:`RunWarning`.
 MAX_EXAMPLES = 5
 
@@ -175,9 +173,9 @@ class Ranking:
 class RunWarning:
     """A counted, non-fatal finding made while reading a run.
 
-    ``code`` is stable (``"duplicate_dropped"``, ``"score_order"``, ``"score_ties"``); ``count`` is the number
-    of occurrences, ``queries`` the number of queries they touch, and ``examples`` the first
-    few occurrences with their file, line and query.
+    ``code`` is stable (``"duplicate_dropped"``, ``"score_order"``, ``"score_ties"``);
+    ``count`` is the number of occurrences, ``queries`` the number of queries they touch,
+    and ``examples`` the first few occurrences with their file, line and query.
     """
 
     code: str
@@ -247,30 +245,6 @@ class Run:
 # --------------------------------------------------------------------------------------------
 # Collecting problems and warnings
 # --------------------------------------------------------------------------------------------
-
-
-class _Problems:
-    """Collects located problems and raises them together, listing at most MAX_PROBLEMS."""
-
-    def __init__(self, file: Path) -> None:
-        self.file = str(file)
-        self.items: list[Problem] = []
-        self.total = 0
-
-    def add(self, message: str, line: int | None = None, query_id: str | None = None) -> None:
-        self.total += 1
-        if len(self.items) < MAX_PROBLEMS:
-            self.items.append(Problem(message, file=self.file, line=line, query_id=query_id))
-
-    def raise_if_any(self) -> None:
-        if not self.total:
-            return
-        problems = list(self.items)
-        if self.total > len(problems):
-            problems.append(
-                Problem(f"... and {self.total - len(problems)} more problems", file=self.file)
-            )
-        raise TiapError(problems=problems)
 
 
 _WARNING_TEXT = {
@@ -480,7 +454,7 @@ def _add_row(
 
 
 def _parse_trec(
-    lines: Iterable[tuple[int, str]], path: Path, probs: _Problems
+    lines: Iterable[tuple[int, str]], path: Path, probs: Problems
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
     for lineno, line in lines:
@@ -540,7 +514,7 @@ def _name_value(value: Any) -> str | None:
 
 
 def _json_lines(
-    lines: Iterable[tuple[int, str]], probs: _Problems
+    lines: Iterable[tuple[int, str]], probs: Problems
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     for lineno, line in lines:
         if not line.strip():
@@ -557,7 +531,7 @@ def _json_lines(
 
 
 def _parse_jsonl_rankings(
-    lines: Iterable[tuple[int, str]], probs: _Problems, default_system: str
+    lines: Iterable[tuple[int, str]], probs: Problems, default_system: str
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
     for lineno, obj in _json_lines(lines, probs):
@@ -627,7 +601,7 @@ def _parse_jsonl_rankings(
 def _row_fields(
     get: dict[str, Any],
     lineno: int,
-    probs: _Problems,
+    probs: Problems,
     default_system: str,
     from_json: bool,
 ) -> tuple[_Key, str, float | None, int, int] | None:
@@ -679,7 +653,7 @@ def _parse_rows_csv(
     lines: Iterable[tuple[int, str]],
     header_line: int,
     delimiter: str,
-    probs: _Problems,
+    probs: Problems,
     default_system: str,
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
@@ -720,7 +694,7 @@ def _parse_rows_csv(
 
 
 def _parse_rows_jsonl(
-    lines: Iterable[tuple[int, str]], probs: _Problems, default_system: str
+    lines: Iterable[tuple[int, str]], probs: Problems, default_system: str
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
     for lineno, obj in _json_lines(lines, probs):
@@ -730,7 +704,7 @@ def _parse_rows_jsonl(
     return groups
 
 
-def _rank_order(group: _RowGroup, qid: str, system: str, probs: _Problems) -> list[int] | None:
+def _rank_order(group: _RowGroup, qid: str, system: str, probs: Problems) -> list[int] | None:
     """Row indexes in rank order; ranks must be 1..n without ties (problems otherwise)."""
     ranks, n = group.ranks, len(group.ranks)
     order = sorted(range(n), key=ranks.__getitem__)
@@ -770,7 +744,7 @@ def _finish(
     group: _Group,
     dedup: Dedup,
     path: Path,
-    probs: _Problems,
+    probs: Problems,
     warns: _Warnings,
 ) -> Ranking | None:
     """Validate one query's rows or list and build its Ranking (None if it has problems).
@@ -903,7 +877,7 @@ def read_run(
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
     path = Path(path)
     default_system = system if system is not None else _default_system(path)
-    probs = _Problems(path)
+    probs = Problems(path)
     with open_text(path) as fh:
         lines = _numbered_lines(fh, path)
         first = _first_line(lines)
@@ -1015,7 +989,7 @@ def write_trec_run(path: str | Path, runs: Run | Iterable[Run], *, skip_empty: b
     """
     path = Path(path)
     run_list = _as_runs(runs)
-    probs = _Problems(path)
+    probs = Problems(path)
     seen: dict[tuple[str, str], int] = {}
     for n, run in enumerate(run_list, start=1):
         bad = _trec_token_problem(run.system)
@@ -1076,7 +1050,7 @@ def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
     """
     path = Path(path)
     run_list = _as_runs(runs)
-    probs = _Problems(path)
+    probs = Problems(path)
     seen: set[tuple[str | None, str, str]] = set()
     for run in run_list:
         for r in run.rankings:

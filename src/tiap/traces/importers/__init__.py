@@ -30,7 +30,7 @@ from typing import Any
 
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
-from tiap.errors import Problem, TiapError
+from tiap.errors import TiapError
 from tiap.io import atomic_dir, atomic_write
 from tiap.memory.store import Item, write_items
 from tiap.provenance import input_entry, manifest_header
@@ -42,7 +42,6 @@ __all__ = [
     "ImportResult",
     "Importer",
     "LineageCoverage",
-    "ProblemList",
     "coverage_of_folder",
     "get_importer",
     "importer_names",
@@ -113,42 +112,6 @@ def get_importer(name: str) -> Importer:
     if imp is None:
         raise TiapError(f"unknown system {name!r}; importers: {', '.join(IMPORTERS)}")
     return imp
-
-
-# --------------------------------------------------------------------------------------------
-# Collecting located problems
-# --------------------------------------------------------------------------------------------
-
-
-class ProblemList:
-    """Located problems collected over a whole input and raised together (at most 50 listed)."""
-
-    MAX = 50
-
-    def __init__(self) -> None:
-        self.items: list[Problem] = []
-        self.total = 0
-
-    def add(self, message: str, file: str | Path | None = None, line: int | None = None,
-            query_id: str | None = None, record: str | None = None) -> None:
-        self.total += 1
-        if len(self.items) < self.MAX:
-            self.items.append(Problem(message, file=None if file is None else str(file),
-                                      line=line, query_id=query_id, record=record))
-
-    def extend(self, exc: TiapError) -> None:
-        for p in exc.problems:
-            self.total += 1
-            if len(self.items) < self.MAX:
-                self.items.append(p)
-
-    def raise_if_any(self) -> None:
-        if not self.total:
-            return
-        probs = list(self.items)
-        if self.total > len(probs):
-            probs.append(Problem(f"... and {self.total - len(probs)} more problems"))
-        raise TiapError(problems=probs)
 
 
 # --------------------------------------------------------------------------------------------

@@ -27,13 +27,12 @@ from typing import Any
 
 from tiap.datasets.queryfile import query_from_json
 from tiap.datasets.records import Query
-from tiap.errors import TiapError
+from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl
 from tiap.memory.store import Item, item_from_json
 from tiap.targets.lineage import build_lineage
 from tiap.traces.importers import (
     ImportResult,
-    ProblemList,
     external_queries,
     write_import,
 )
@@ -44,11 +43,11 @@ __all__ = ["RECORD_TYPES", "import_generic", "read_generic"]
 RECORD_TYPES = ("item", "query", "ranking")
 
 
-def _ranked(entries: Any, path: Path, line: int, qid: str, probs: ProblemList
+def _ranked(entries: Any, path: Path, line: int, qid: str, probs: Problems
             ) -> tuple[list[str], list[float] | None] | None:
     if not isinstance(entries, list):
         probs.add("'ranked' must be a list of item ids or {\"item_id\", \"score\"} objects",
-                  path, line, qid)
+                  line, qid)
         return None
     ids: list[str] = []
     scores: list[float | None] = []
@@ -60,21 +59,21 @@ def _ranked(entries: Any, path: Path, line: int, qid: str, probs: ProblemList
             iid, score = str(e["item_id"]), e.get("score")
             if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                                       or not math.isfinite(score)):
-                probs.add(f"rank {pos}: score {score!r} is not a finite number", path, line, qid)
+                probs.add(f"rank {pos}: score {score!r} is not a finite number", line, qid)
                 ok = False
                 continue
         else:
             probs.add(f"rank {pos}: expected an item id or {{\"item_id\", \"score\"}}, got {e!r}",
-                      path, line, qid)
+                      line, qid)
             ok = False
             continue
         if not iid:
-            probs.add(f"rank {pos}: empty item id", path, line, qid)
+            probs.add(f"rank {pos}: empty item id", line, qid)
             ok = False
             continue
         if iid in ids:
             probs.add(f"item {iid!r} is ranked twice (ranks {ids.index(iid) + 1} and {pos})",
-                      path, line, qid)
+                      line, qid)
             ok = False
             continue
         ids.append(iid)
@@ -83,7 +82,7 @@ def _ranked(entries: Any, path: Path, line: int, qid: str, probs: ProblemList
         return None
     given = [s for s in scores if s is not None]
     if given and len(given) != len(scores):
-        probs.add("some ranked entries have a score and others do not", path, line, qid)
+        probs.add("some ranked entries have a score and others do not", line, qid)
         return None
     return ids, (given if given else None)
 
@@ -103,7 +102,7 @@ def read_generic(
     """
     path = Path(path)
     system = system or _stem(path)
-    probs = ProblemList()
+    probs = Problems(path)
     items: list[Item] = []
     item_line: dict[str, int] = {}
     queries: list[Query] = []
@@ -112,7 +111,7 @@ def read_generic(
     ranking_line: dict[str, int] = {}
     for line, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
-            probs.add("a record must be a JSON object", path, line)
+            probs.add("a record must be a JSON object", line)
             continue
         kind = obj.get("type")
         body = {k: v for k, v in obj.items() if k != "type"}
@@ -124,7 +123,7 @@ def read_generic(
                 continue
             if it.item_id in item_line:
                 probs.add(f"duplicate item id (first on line {item_line[it.item_id]})",
-                          path, line, record=it.item_id)
+                          line, record=it.item_id)
                 continue
             item_line[it.item_id] = line
             items.append(it)
@@ -136,18 +135,18 @@ def read_generic(
                 continue
             if q.query_id in query_line:
                 probs.add(f"duplicate query id (first on line {query_line[q.query_id]})",
-                          path, line, q.query_id)
+                          line, q.query_id)
                 continue
             query_line[q.query_id] = line
             queries.append(q)
         elif kind == "ranking":
             qid = body.get("query_id")
             if not isinstance(qid, (str, int)) or qid == "":
-                probs.add("ranking has no 'query_id'", path, line)
+                probs.add("ranking has no 'query_id'", line)
                 continue
             qid = str(qid)
             if qid in ranking_line:
-                probs.add(f"query ranked twice (first on line {ranking_line[qid]})", path, line, qid)
+                probs.add(f"query ranked twice (first on line {ranking_line[qid]})", line, qid)
                 continue
             ranking_line[qid] = line
             got = _ranked(body.get("ranked"), path, line, qid, probs)
@@ -155,28 +154,29 @@ def read_generic(
                 rankings.append((line, qid, *got))
         else:
             probs.add(f"unknown record type {kind!r}; expected one of "
-                      f"{', '.join(RECORD_TYPES)} in the field 'type'", path, line)
+                      f"{', '.join(RECORD_TYPES)} in the field 'type'",
+                      line)
 
     # lineage: dangling parents and cycles, located
     for it in items:
         for p in it.parents:
             if p not in item_line:
-                probs.add(f"parent {p!r} is not an item", path, item_line[it.item_id],
-                          record=it.item_id)
+                probs.add(f"parent {p!r} is not an item", item_line[it.item_id], record=it.item_id)
     for line, qid, ids, _ in rankings:
         for pos, iid in enumerate(ids, start=1):
             if iid not in item_line:
                 probs.add(f"rank {pos}: {iid!r} has no item record (give it one, with "
-                          "\"sources\": [] if its lineage is unknown)", path, line, qid)
+                          "\"sources\": [] if its lineage is unknown)",
+                          line, qid)
     if queries and (dataset is not None or queries_path is not None):
-        probs.add("the file has query records: do not also give --dataset or --queries", path)
+        probs.add("the file has query records: do not also give --dataset or --queries")
     probs.raise_if_any()
     try:
         build_lineage(items)
     except TiapError as exc:
         for p in exc.problems:
             where = item_line.get(p.record or "")
-            probs.add(p.message, path, where, record=p.record)
+            probs.add(p.message, where, record=p.record)
         probs.raise_if_any()
 
     notes: dict[str, Any] = {}
@@ -185,13 +185,13 @@ def read_generic(
         known = {q.query_id for q in queries}
         for line, qid, _, _ in rankings:
             if qid not in known:
-                probs.add("ranking for a query with no query record", path, line, qid)
+                probs.add("ranking for a query with no query record", line, qid)
     else:
         by_id, ext_file = external_queries(dataset, queries_path, data_dir)
         for line, qid, _, _ in rankings:
             if qid not in by_id:
                 src = queries_path if queries_path is not None else f"dataset {dataset!r}"
-                probs.add(f"ranking for a query that is not in {src}", path, line, qid)
+                probs.add(f"ranking for a query that is not in {src}", line, qid)
         queries = [by_id[qid] for _, qid, _, _ in rankings if qid in by_id]
         notes["queries_not_ranked"] = len(by_id) - len(queries)
     probs.raise_if_any()

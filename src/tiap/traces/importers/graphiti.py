@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from tiap.datasets.records import Query
-from tiap.errors import TiapError
+from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl
 from tiap.targets.graph import GraphEdge, GraphEpisode, GraphNode, graph_items
-from tiap.traces.importers import ImportResult, ProblemList, external_queries, write_import
+from tiap.traces.importers import ImportResult, external_queries, write_import
 from tiap.traces.runs import Ranking, Run
 
 __all__ = ["LEVELS", "import_graphiti", "read_graphiti"]
@@ -71,14 +71,15 @@ class _Graph:
         self.nodes: dict[str, GraphNode] = {}
 
     def add(self, kind: str, rec: Any, file: Path, line: int, qid: str | None,
-            probs: ProblemList) -> str | None:
+            probs: Problems) -> str | None:
         if not isinstance(rec, dict) or not isinstance(rec.get("uuid"), str) or not rec["uuid"]:
             probs.add(f"a{'n' if kind[0] in 'ae' else ''} {kind} must be an object with a "
-                      "'uuid'", file, line, qid)
+                      "'uuid'",
+                      line, qid, file=file)
             return None
         uid = rec["uuid"]
         if any(c.isspace() for c in uid):
-            probs.add(f"{kind} uuid {uid!r} contains whitespace", file, line, qid)
+            probs.add(f"{kind} uuid {uid!r} contains whitespace", line, qid, file=file)
             return None
         coll = rec.get("group_id")
         coll = None if coll in (None, "") else str(coll)
@@ -91,12 +92,13 @@ class _Graph:
             eps = rec.get("episodes", rec.get("episode_uuids"))
             if not isinstance(src, str) or not isinstance(dst, str) or not src or not dst:
                 probs.add(f"edge {uid} needs 'source_node_uuid' and 'target_node_uuid'",
-                          file, line, qid)
+                          line, qid, file=file)
                 return None
             if eps is None:
                 eps = []
             if not isinstance(eps, list) or not all(isinstance(e, str) for e in eps):
-                probs.add(f"edge {uid}: 'episodes' must be a list of episode uuids", file, line, qid)
+                probs.add(f"edge {uid}: 'episodes' must be a list of episode uuids",
+                          line, qid, file=file)
                 return None
             valid = rec.get("valid_at")
             self.edges[uid] = GraphEdge(uid, src, dst, tuple(eps), fact=rec.get("fact"),
@@ -160,11 +162,11 @@ def read_graphiti(
 
         units = {t.unit_id for t in load(dataset, data_dir).turns_iter()}
     g = _Graph(units)
-    probs = ProblemList()
+    probs = Problems()
     if graph is not None:
         for line, rec in iter_jsonl(graph):
             if not isinstance(rec, dict):
-                probs.add("a graph record must be a JSON object", graph, line)
+                probs.add("a graph record must be a JSON object", line, file=graph)
                 continue
             g.add(_kind_of(rec), rec, Path(graph), line, None, probs)
 
@@ -175,33 +177,34 @@ def read_graphiti(
     system = system or path.name.split(".")[0] or "graphiti"
     for line, rec in iter_jsonl(path):
         if not isinstance(rec, dict):
-            probs.add("a search result must be a JSON object", path, line)
+            probs.add("a search result must be a JSON object", line, file=path)
             continue
         qid = rec.get("query_id")
         if not isinstance(qid, (str, int)) or qid == "":
-            probs.add("search result has no 'query_id'", path, line)
+            probs.add("search result has no 'query_id'", line, file=path)
             continue
         qid = str(qid)
         if qid in seen_q:
-            probs.add(f"query has two search results (first on line {seen_q[qid]})", path, line, qid)
+            probs.add(f"query has two search results (first on line {seen_q[qid]})",
+                      line, qid, file=path)
             continue
         seen_q[qid] = line
         if qid not in by_id:
             src = queries_path if queries_path is not None else f"dataset {dataset!r}"
-            probs.add(f"query is not in {src}", path, line, qid)
+            probs.add(f"query is not in {src}", line, qid, file=path)
         communities += len(rec.get("communities") or [])
         ranked: list[str] = []
         for kind, k in _LIST_KEY.items():
             entries = rec.get(k) or []
             if not isinstance(entries, list):
-                probs.add(f"'{k}' must be a list", path, line, qid)
+                probs.add(f"'{k}' must be a list", line, qid, file=path)
                 continue
             ids = [g.add(kind, e, path, line, qid, probs) for e in entries]
             if k == key:
                 ranked = [i for i in ids if i is not None]
                 if len(set(ranked)) != len(ranked):
                     dup = next(i for i in ranked if ranked.count(i) > 1)
-                    probs.add(f"{kind} {dup} is ranked twice", path, line, qid)
+                    probs.add(f"{kind} {dup} is ranked twice", line, qid, file=path)
                     continue
                 if len(ranked) == len(entries):
                     rankings.append(Ranking(qid, system, tuple(ranked), _scores(rec, k, entries)))

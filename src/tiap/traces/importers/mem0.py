@@ -52,7 +52,7 @@ from typing import Any
 from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
-from tiap.errors import Problem, TiapError
+from tiap.errors import Problems, TiapError
 from tiap.io import atomic_dir, json_error, open_text
 from tiap.memory.store import RAW_KIND, Item, write_items
 from tiap.provenance import input_entry, manifest_header
@@ -76,7 +76,6 @@ DEFAULT_SOURCES_KEY = "source_ids"
 DEFAULT_KIND_KEY = "tiap_kind"
 DEFAULT_KIND = "mem0_fact"
 DEFAULT_SYSTEM = "mem0"
-MAX_PROBLEMS = 50
 MAX_LISTED = 200  # ids listed per report entry (the rest are counted)
 
 
@@ -157,27 +156,6 @@ class Mem0Import:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Problems:
-    file: str
-    items: list[Problem] = field(default_factory=list)
-    total: int = 0
-
-    def add(self, message: str, line: int | None = None, query_id: str | None = None,
-            record: str | None = None) -> None:
-        self.total += 1
-        if len(self.items) < MAX_PROBLEMS:
-            self.items.append(Problem(message, file=self.file, line=line, query_id=query_id,
-                                      record=record))
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            extra = self.total - len(self.items)
-            if extra:
-                self.items.append(Problem(f"... and {extra} more problems", file=self.file))
-            raise TiapError(problems=self.items)
-
-
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line, object)`` from a JSONL file, or ``(index, object)`` from a JSON list."""
     with open_text(path) as fh:
@@ -229,7 +207,7 @@ class _Reader:
         self.default_kind = default_kind
         self.memories: dict[str, _Memory] = {}
 
-    def memory(self, obj: Any, collection: str | None, line: int, probs: _Problems,
+    def memory(self, obj: Any, collection: str | None, line: int, probs: Problems,
                query_id: str | None = None) -> str | None:
         """Record one Mem0 memory object; returns its id (None when unusable)."""
         if not isinstance(obj, dict):
@@ -285,7 +263,7 @@ def _result_list(obj: dict[str, Any]) -> Any:
 
 
 def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
-    probs = _Problems(str(path))
+    probs = Problems(str(path))
     rows: list[_QueryRow] = []
     seen: dict[str, int] = {}
     for line, obj in _records(path):
@@ -335,7 +313,7 @@ def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
 
 
 def _read_memories(path: Path, reader: _Reader) -> set[str]:
-    probs = _Problems(str(path))
+    probs = Problems(str(path))
     ids: set[str] = set()
     for line, obj in _records(path):
         if isinstance(obj, dict) and "id" not in obj and "results" in obj:
@@ -424,7 +402,7 @@ def read_mem0_import(
         index = _queries_from_rows(path, rows)
     else:
         index = _query_index(queries)
-    probs = _Problems(str(path))
+    probs = Problems(str(path))
     out_queries: list[Query] = []
     for r in rows:
         q = index.get(r.query_id)

@@ -60,10 +60,10 @@ from pathlib import Path
 from typing import Any
 
 from tiap.datasets.records import Query, Turn
-from tiap.errors import TiapError
+from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl, open_text, read_json
 from tiap.memory.store import RAW_KIND, Item
-from tiap.traces.importers import ImportResult, ProblemList, external_queries, write_import
+from tiap.traces.importers import ImportResult, external_queries, write_import
 from tiap.traces.runs import Ranking, Run
 
 __all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
@@ -133,7 +133,7 @@ def _sha(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _load_json(path: Path, probs: ProblemList) -> Any:
+def _load_json(path: Path, probs: Problems) -> Any:
     try:
         return read_json(path)
     except TiapError as exc:
@@ -166,7 +166,7 @@ class _Builder:
         self.files: list[Path] = []
 
     def page(self, page: dict[str, Any], item_id: str, user: str, where: str,
-             probs: ProblemList, file: Path, line: int | None = None) -> str | None:
+             probs: Problems, file: Path, line: int | None = None) -> str | None:
         if item_id in self.items:
             return item_id
         given = page.get("source_ids")
@@ -178,7 +178,8 @@ class _Builder:
             if idx is None:
                 probs.add(f"user {user!r} is not a collection of the dataset, so the turns of "
                           "its pages cannot be found; name each user's store by its collection "
-                          "(e.g. conv-26)", file, line, record=item_id)
+                          "(e.g. conv-26)",
+                          line, record=item_id, file=file)
                 return None
             m = idx.match(str(page.get("user_input") or ""), str(page.get("agent_response") or ""),
                           None if page.get("timestamp") is None else str(page["timestamp"]))
@@ -205,7 +206,7 @@ class _Builder:
         return iid
 
 
-def _read_store(root: Path, b: _Builder, probs: ProblemList) -> dict[str, int]:
+def _read_store(root: Path, b: _Builder, probs: Problems) -> dict[str, int]:
     counts = {"short_term": 0, "pages": 0, "sessions": 0, "knowledge": 0}
     for user, files in _store_files(root).items():
         for key, f in files.items():
@@ -215,7 +216,7 @@ def _read_store(root: Path, b: _Builder, probs: ProblemList) -> dict[str, int]:
                 continue
             if key == "short":
                 if not isinstance(data, list):
-                    probs.add("short-term memory must be a list of QA pairs", f)
+                    probs.add("short-term memory must be a list of QA pairs", file=f)
                     continue
                 for i, qa in enumerate(data):
                     if isinstance(qa, dict) and b.page(qa, f"short:{user}:{i}", user,
@@ -224,25 +225,25 @@ def _read_store(root: Path, b: _Builder, probs: ProblemList) -> dict[str, int]:
             elif key == "mid":
                 sessions = data.get("sessions") if isinstance(data, dict) else None
                 if not isinstance(sessions, dict):
-                    probs.add("mid-term memory must hold {\"sessions\": {id: session}}", f)
+                    probs.add("mid-term memory must hold {\"sessions\": {id: session}}", file=f)
                     continue
                 for sid, s in sessions.items():
                     details = s.get("details") if isinstance(s, dict) else None
                     if not isinstance(details, list):
-                        probs.add("session has no 'details' list of pages", f, record=sid)
+                        probs.add("session has no 'details' list of pages", record=sid, file=f)
                         continue
                     pages = []
                     for p in details:
                         pid = p.get("page_id") if isinstance(p, dict) else None
                         if not isinstance(pid, str) or not pid:
-                            probs.add("page without a 'page_id'", f, record=sid)
+                            probs.add("page without a 'page_id'", record=sid, file=f)
                             continue
                         if pid not in b.items:
                             counts["pages"] += 1
                         if b.page(p, pid, user, "page", probs, f):
                             pages.append(pid)
                     if sid in b.items:
-                        probs.add("session id is also a page id", f, record=sid)
+                        probs.add("session id is also a page id", record=sid, file=f)
                         continue
                     b.items[sid] = Item(sid, "summary", parents=tuple(dict.fromkeys(pages)),
                                         text=str(s.get("summary") or "") or None,
@@ -251,7 +252,7 @@ def _read_store(root: Path, b: _Builder, probs: ProblemList) -> dict[str, int]:
                     counts["sessions"] += 1
             else:
                 if not isinstance(data, dict):
-                    probs.add("long-term memory must be a JSON object", f)
+                    probs.add("long-term memory must be a JSON object", file=f)
                     continue
                 for entry in data.get("knowledge_base") or []:
                     counts["knowledge"] += b.knowledge(entry, user or None) is not None
@@ -299,7 +300,7 @@ def read_memoryos(
         for bundle in load(dataset, data_dir).bundles():
             indexes[bundle.collection.collection_id] = TurnIndex(
                 bundle.turns, {s.session_id: s.date for s in bundle.sessions})
-    probs = ProblemList()
+    probs = Problems()
     b = _Builder(indexes)
     counts = _read_store(path, b, probs)
     system = system or path.name or "memoryos"
@@ -309,35 +310,35 @@ def read_memoryos(
     for line, rec in iter_jsonl(results):
         qid = rec.get("query_id") if isinstance(rec, dict) else None
         if not isinstance(qid, (str, int)) or qid == "":
-            probs.add("result has no 'query_id'", results, line)
+            probs.add("result has no 'query_id'", line, file=results)
             continue
         qid = str(qid)
         if qid in seen:
-            probs.add(f"query has two results (first on line {seen[qid]})", results, line, qid)
+            probs.add(f"query has two results (first on line {seen[qid]})", line, qid, file=results)
             continue
         seen[qid] = line
         q = by_id.get(qid)
         if q is None:
-            probs.add("query is not in the dataset's queries", results, line, qid)
+            probs.add("query is not in the dataset's queries", line, qid, file=results)
             continue
         user = q.collection_id
         ranked: list[str | None]
         if rec.get("ranking") is not None:
             given = rec["ranking"]
             if not isinstance(given, list) or not all(isinstance(x, str) for x in given):
-                probs.add("'ranking' must be a list of item ids", results, line, qid)
+                probs.add("'ranking' must be a list of item ids", line, qid, file=results)
                 continue
             for pos, x in enumerate(given, start=1):
                 if x not in b.items:
                     probs.add(f"rank {pos}: {x!r} is not a page or session of the store",
-                              results, line, qid)
+                              line, qid, file=results)
             ranked = list(given)
         else:
             ranked = []
             for page in rec.get("retrieved_pages") or []:
                 pid = page.get("page_id") if isinstance(page, dict) else None
                 if not isinstance(pid, str) or not pid:
-                    probs.add("a retrieved page has no 'page_id'", results, line, qid)
+                    probs.add("a retrieved page has no 'page_id'", line, qid, file=results)
                     continue
                 if pid not in b.items:
                     counts["pages_only_in_results"] = counts.get("pages_only_in_results", 0) + 1
