@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import DataOption, console, err_console
+from tiap.cli.common import DataOption, NoVerifyOption, console, err_console
 from tiap.errors import TiapError
 from tiap.traces.importers import COVERAGE_FILE, IMPORTERS, get_importer
 
@@ -194,13 +194,46 @@ def _plain_command(name: str, help_text: str) -> None:
     app.command(name)(cmd)
 
 
-def _mem0_cmd() -> None:
-    from tiap.cli.mem0 import mem0_import_cmd
+@app.command("mem0")
+def mem0_cmd(
+    path: Annotated[Path, typer.Argument(help="Saved Mem0 search results (JSONL or JSON).")],
+    out: OutOption,
+    memories: Annotated[Path | None, typer.Option(
+        "--memories", help="The store's full content (Mem0 memories, JSONL), so unretrieved "
+        "memories count in the families.", show_default=False)] = None,
+    dataset: DatasetOption = None,
+    queries: QueriesOption = None,
+    sources_key: Annotated[str, typer.Option(
+        "--sources-key", help="Metadata key holding the source unit ids.")] = "source_ids",
+    kind_key: Annotated[str, typer.Option(
+        "--kind-key", help="Metadata key holding the item kind.")] = "tiap_kind",
+    default_kind: Annotated[str, typer.Option(
+        "--default-kind", help="Kind of memories whose metadata names none.")] = "mem0_fact",
+    system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
+    data: DataOption = None,
+    no_verify: NoVerifyOption = False,
+) -> None:
+    """Mem0 search results saved by any harness (ids, memory, metadata, score).
 
-    app.command("mem0")(mem0_import_cmd)
+    Writes items.jsonl with lineage from each memory's metadata, queries.jsonl, run.jsonl,
+    mem0_report.json, lineage_coverage.json and a manifest. Without --dataset or --queries,
+    the queries come from the fields of the results file."""
+    from tiap.cli.mem0 import print_mem0_report
+    from tiap.traces.importers.mem0 import import_mem0_results
 
+    q: Any = queries
+    if dataset is not None:
+        if queries is not None:
+            raise TiapError("give the queries one way: --dataset or --queries, not both")
+        from tiap.datasets import DataSource, load
 
-_mem0_cmd()
+        q = load(dataset, source=DataSource(data, verify=not no_verify))
+    imp = import_mem0_results(path, out, memories=memories, queries=q, system=system,
+                              sources_key=sources_key, kind_key=kind_key,
+                              default_kind=default_kind)
+    print_mem0_report(imp.report.counts(), out)
+    print_coverage(out, "lineage coverage")
+
 
 _DEDICATED = {"mtel-trace", "generic", "memoryos", "graphiti", "mem0"}
 for _imp in IMPORTERS.values():

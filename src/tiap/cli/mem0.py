@@ -1,5 +1,5 @@
-"""``tiap mem0-run`` (a real Mem0 over a dataset, offline) and ``tiap import mem0`` (saved
-Mem0 search results of any harness)."""
+"""``tiap mem0-run``: a real Mem0 over a dataset, offline (``tiap import mem0``, for Mem0
+search results saved by any harness, is in :mod:`tiap.cli.imports`)."""
 
 from __future__ import annotations
 
@@ -67,53 +67,11 @@ def mem0_run_cmd(
                   f"{d['turns_fed']:,}", f"{d['add_calls']:,}", f"{d['memories']:,}",
                   f"{d['queries']:,}", f"{d['seconds_add']:.1f}", f"{d['seconds_search']:.1f}")
     console.print(t)
-    _print_report(res.imported.report.counts(), out)
+    print_mem0_report(res.imported.report.counts(), out)
     err_console.print(f"wrote {out}")
 
 
-def mem0_import_cmd(
-    path: Annotated[Path, typer.Argument(help="Saved Mem0 search results (JSONL or JSON).")],
-    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    memories: Annotated[Path | None, typer.Option(
-        "--memories", help="The store's full content (Mem0 memories, JSONL), so unretrieved "
-        "memories count in the families.", show_default=False)] = None,
-    queries: Annotated[str | None, typer.Option(
-        "--queries", help="A queries.jsonl, or a dataset id (default: the fields of the "
-        "results file).", show_default=False)] = None,
-    sources_key: Annotated[str, typer.Option(
-        "--sources-key", help="Metadata key holding the source unit ids.")] = "source_ids",
-    kind_key: Annotated[str, typer.Option(
-        "--kind-key", help="Metadata key holding the item kind.")] = "tiap_kind",
-    default_kind: Annotated[str, typer.Option(
-        "--default-kind", help="Kind of memories whose metadata names none.")] = "mem0_fact",
-    system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
-    data: DataOption = None,
-    no_verify: NoVerifyOption = False,
-) -> None:
-    """Mem0 search results saved by any harness (ids, memory, metadata, score).
-
-    Writes items.jsonl with lineage from each memory's metadata, queries.jsonl, run.jsonl,
-    mem0_report.json, lineage_coverage.json and a manifest."""
-    from tiap.traces.importers.mem0 import import_mem0_results
-
-    q: Any = None
-    if queries is not None:
-        if Path(queries).exists():
-            q = Path(queries)
-        else:
-            from tiap.datasets import DataSource, load
-
-            q = load(queries, source=DataSource(data, verify=not no_verify))
-    imp = import_mem0_results(path, out, memories=memories, queries=q, system=system,
-                              sources_key=sources_key, kind_key=kind_key,
-                              default_kind=default_kind)
-    _print_report(imp.report.counts(), out)
-    from tiap.cli.imports import print_coverage
-
-    print_coverage(out, "lineage coverage")
-
-
-def _print_report(c: dict[str, Any], out: Path) -> None:
+def print_mem0_report(c: dict[str, Any], out: Path) -> None:
     t = Table(title="imported", title_justify="left", show_header=False)
     t.add_row("queries", f"{c['queries']:,}")
     t.add_row("items", f"{c['items']:,}  " + ", ".join(f"{k} {v:,}" for k, v in c["kinds"].items()))

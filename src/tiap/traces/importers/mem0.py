@@ -52,8 +52,8 @@ from typing import Any
 from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
-from tiap.errors import Problems, TiapError
-from tiap.io import atomic_dir, json_error, open_text
+from tiap.errors import Problems
+from tiap.io import atomic_dir, iter_jsonl, open_text, read_json
 from tiap.memory.store import RAW_KIND, Item, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
@@ -159,24 +159,14 @@ class Mem0Import:
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line, object)`` from a JSONL file, or ``(index, object)`` from a JSON list."""
     with open_text(path) as fh:
-        text = fh.read()
-    head = text.lstrip()[:1]
+        head = ""
+        while not head and (chunk := fh.read(4096)):
+            head = chunk.lstrip()[:1]
     if head == "[":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TiapError(json_error(exc), file=path,
-                            line=exc.lineno) from exc
+        doc = read_json(path)
         yield from enumerate(doc, start=1)
-        return
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TiapError(json_error(exc), file=path,
-                            line=lineno) from exc
+    else:
+        yield from iter_jsonl(path)
 
 
 @dataclass(frozen=True)
