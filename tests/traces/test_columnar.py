@@ -163,6 +163,73 @@ def test_id_index() -> None:
         ids[3]
 
 
+def _mixed_ids(seed: int, n: int) -> list[str]:
+    """Ids of 0-16 bytes (some multi-byte UTF-8), with repeats."""
+    rng = random.Random(seed)
+    pool = ["", "a", "é", "d1", "q0", "abcdefghijkl", "abcdefghijk", "abcdefghijklm",
+            "日本語ab", "x" * 12] + [f"d{rng.randint(0, 10**9)}" for _ in range(200)]
+    return [rng.choice(pool) for _ in range(n)]
+
+
+@pytest.mark.parametrize("short_only", [True, False])
+def test_dictionary_encode_matches_pyarrow(short_only: bool) -> None:
+    """Short ids (<= 12 bytes) are hashed by their folded view records, longer ones as
+    strings: both give pyarrow's codes and dictionary."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = [s for s in _mixed_ids(0, 5000) if len(s.encode()) <= 12 or not short_only]
+    strings = pa.array(ids, pa.string())
+    for arr in (strings, strings.slice(7, 3000)):  # a slice has a non-zero view offset
+        got = columnar._dictionary_encode(arr)
+        want = pc.dictionary_encode(arr)
+        assert got.indices.to_pylist() == want.indices.to_pylist()
+        assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
+        assert got.dictionary.type == pa.string()
+    assert (columnar._fold(strings) is None) is (not short_only)
+
+
+def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
+    """With every fold equal (all ids collide), the records differ, so the fold route gives
+    up and the strings decide: same codes, same look-ups."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(columnar, "_FOLD", (np.uint64(0), np.uint64(0)))
+    strings = pa.array(["b", "a", "b", "c", "a"], pa.string())
+    assert columnar._encode_inline(strings) is None
+    got = columnar._dictionary_encode(strings)
+    assert got.indices.to_pylist() == [0, 1, 0, 2, 1]
+    assert got.dictionary.to_pylist() == ["b", "a", "c"]
+    assert IdIndex(["a", "b", "c"]).codes(["c", "zz", "a"]).tolist() == [2, -1, 0]
+
+
+def test_short_view_records_are_zero_padded() -> None:
+    """The Arrow rule the fold route stands on: a string of at most 12 bytes is stored in
+    its view record as its length and its bytes, the rest zero, even when cut from a longer
+    string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cut = pc.utf8_slice_codeunits(pa.array(["abcdefghijklmnopqrstuvwxyz", "xyzxyzxyzxyzq"]), 0, 3)
+    records, _ = columnar._fold(cut)
+    raw = records.view(np.uint8).reshape(-1, 16)
+    assert raw.tolist() == [[3, 0, 0, 0, 97, 98, 99] + [0] * 9,
+                            [3, 0, 0, 0, 120, 121, 122] + [0] * 9]
+
+
+def test_id_index_codes_short_and_long_ids() -> None:
+    ids = _mixed_ids(1, 3000)
+    index = IdIndex(list(dict.fromkeys(ids)))
+    probe = _mixed_ids(2, 2000) + ["never-seen", "zz"]
+    want = {s: i for i, s in enumerate(index.to_list())}
+    assert index.codes(probe).tolist() == [want.get(s, -1) for s in probe]
+    short = [s for s in probe if len(s.encode()) <= 12]
+    assert index.codes(short).tolist() == [want.get(s, -1) for s in short]
+    short_index = IdIndex([s for s in index.to_list() if len(s.encode()) <= 12])
+    want = {s: i for i, s in enumerate(short_index.to_list())}
+    assert short_index.codes(short).tolist() == [want.get(s, -1) for s in short]
+
+
 # --------------------------------------------------------------------------------------------
 # bad files: the reference reader's located errors, whichever route found the problem
 
