@@ -186,21 +186,25 @@ def test_dictionary_encode_matches_pyarrow(short_only: bool) -> None:
         assert got.indices.to_pylist() == want.indices.to_pylist()
         assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
         assert got.dictionary.type == pa.string()
-    assert (columnar._fold(strings) is None) is (not short_only)
+    assert (columnar._keys(strings) is None) is (not short_only)
 
 
 def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
-    """With every fold equal (all ids collide), the records differ, so the fold route gives
-    up and the strings decide: same codes, same look-ups."""
+    """Ids of 8-12 bytes are folded. With every fold equal (all ids collide) the records
+    differ, so the fold route gives up and the strings decide: same codes, same look-ups."""
     import pyarrow as pa
 
     monkeypatch.setattr(columnar, "_FOLD", (np.uint64(0), np.uint64(0)))
-    strings = pa.array(["b", "a", "b", "c", "a"], pa.string())
+    b, a, c = "doc-0000000b", "doc-000000a", "doc-0000c"
+    strings = pa.array([b, a, b, c, a], pa.string())
+    assert not columnar._keys(strings).exact
     assert columnar._encode_inline(strings) is None
     got = columnar._dictionary_encode(strings)
     assert got.indices.to_pylist() == [0, 1, 0, 2, 1]
-    assert got.dictionary.to_pylist() == ["b", "a", "c"]
-    assert IdIndex(["a", "b", "c"]).codes(["c", "zz", "a"]).tolist() == [2, -1, 0]
+    assert got.dictionary.to_pylist() == [b, a, c]
+    index = IdIndex([a, b, c])
+    assert index._inline_codes(pa.array([c, "doc-zzzzzzzz", a])) is None
+    assert index.codes([c, "doc-zzzzzzzz", a]).tolist() == [2, -1, 0]
 
 
 def test_short_view_records_are_zero_padded() -> None:
@@ -211,10 +215,27 @@ def test_short_view_records_are_zero_padded() -> None:
     import pyarrow.compute as pc
 
     cut = pc.utf8_slice_codeunits(pa.array(["abcdefghijklmnopqrstuvwxyz", "xyzxyzxyzxyzq"]), 0, 3)
-    records, _ = columnar._fold(cut)
+    records = columnar._keys(cut, fold=True).records
     raw = records.view(np.uint8).reshape(-1, 16)
     assert raw.tolist() == [[3, 0, 0, 0, 97, 98, 99] + [0] * 9,
                             [3, 0, 0, 0, 120, 121, 122] + [0] * 9]
+
+
+def test_exact_keys_of_ids_up_to_7_bytes() -> None:
+    """Ids of at most 7 bytes get one integer each, bytes and length: distinct ids give
+    distinct keys (also ids that differ only by a trailing NUL), and the keys give the
+    view records back."""
+    import pyarrow as pa
+
+    ids = ["", "a", "a\x00", "\x00", "ab", "abcdefg", "abcdefh", "é", "日本", "d212336"]
+    keyed = columnar._keys(pa.array(ids, pa.string()))
+    assert keyed.exact and len(set(keyed.keys.tolist())) == len(ids)
+    folded = columnar._keys(pa.array(ids, pa.string()), fold=True)
+    assert columnar._exact_records(keyed.keys).tolist() == folded.records.tolist()
+    assert not columnar._keys(pa.array(ids + ["abcdefgh"], pa.string())).exact
+    encoded = columnar._dictionary_encode(pa.array(ids * 3, pa.string()))
+    assert encoded.dictionary.to_pylist() == ids
+    assert encoded.indices.to_pylist() == list(range(len(ids))) * 3
 
 
 def test_id_index_codes_short_and_long_ids() -> None:
@@ -228,6 +249,13 @@ def test_id_index_codes_short_and_long_ids() -> None:
     short_index = IdIndex([s for s in index.to_list() if len(s.encode()) <= 12])
     want = {s: i for i, s in enumerate(short_index.to_list())}
     assert short_index.codes(short).tolist() == [want.get(s, -1) for s in short]
+    # exact keys (<= 7 bytes) on one side, folds (8-12 bytes) on the other, both ways
+    tiny = [s for s in short if len(s.encode()) <= 7]
+    assert short_index.codes(tiny).tolist() == [want.get(s, -1) for s in tiny]
+    tiny_index = IdIndex(list(dict.fromkeys(tiny)))
+    want = {s: i for i, s in enumerate(tiny_index.to_list())}
+    assert tiny_index.codes(short).tolist() == [want.get(s, -1) for s in short]
+    assert tiny_index.codes(tiny).tolist() == [want.get(s, -1) for s in tiny]
 
 
 # --------------------------------------------------------------------------------------------
