@@ -198,7 +198,7 @@ def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
     b, a, c = "doc-0000000b", "doc-000000a", "doc-0000c"
     strings = pa.array([b, a, b, c, a], pa.string())
     assert not columnar._keys(strings).exact
-    assert columnar._encode_inline(strings) is None
+    assert columnar._encode_keys(columnar._keys(strings)) is None
     got = columnar._dictionary_encode(strings)
     assert got.indices.to_pylist() == [0, 1, 0, 2, 1]
     assert got.dictionary.to_pylist() == [b, a, c]
@@ -231,7 +231,7 @@ def test_exact_keys_of_ids_up_to_7_bytes() -> None:
     keyed = columnar._keys(pa.array(ids, pa.string()))
     assert keyed.exact and len(set(keyed.keys.tolist())) == len(ids)
     folded = columnar._keys(pa.array(ids, pa.string()), fold=True)
-    assert columnar._exact_records(keyed.keys).tolist() == folded.records.tolist()
+    assert keyed.view_records().tolist() == folded.records.tolist()
     assert not columnar._keys(pa.array(ids + ["abcdefgh"], pa.string())).exact
     encoded = columnar._dictionary_encode(pa.array(ids * 3, pa.string()))
     assert encoded.dictionary.to_pylist() == ids

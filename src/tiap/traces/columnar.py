@@ -387,9 +387,37 @@ class _Keys:
     keys: NDArray[np.uint64]
     records: NDArray[np.uint64] | None
 
+    def __len__(self) -> int:
+        return len(self.keys)
+
     @property
     def exact(self) -> bool:
         return self.records is None
+
+    def view_records(self) -> NDArray[np.uint64]:
+        """``[n, 2]`` view records (rebuilt from exact keys)."""
+        if self.records is not None:
+            return self.records
+        keys = self.keys
+        records = np.empty((keys.size, 2), np.uint64)
+        records[:, 0] = (keys >> np.uint64(56)) | (keys << np.uint64(32))
+        records[:, 1] = (keys >> np.uint64(32)) & np.uint64(0xFFFFFF)
+        return records
+
+    def strings(self) -> Any:
+        """The strings, as a pyarrow string array."""
+        import pyarrow as pa
+
+        records = np.ascontiguousarray(self.view_records())
+        views = pa.Array.from_buffers(pa.string_view(), len(records),
+                                      [None, pa.py_buffer(records)])
+        return views.cast(pa.string())
+
+
+def _folded(records: NDArray[np.uint64]) -> _Keys:
+    keys = records[:, 0] * _FOLD[0]
+    keys ^= records[:, 1] * _FOLD[1]
+    return _Keys(keys, records)
 
 
 def _keys(strings: Any, *, fold: bool = False) -> _Keys | None:
@@ -408,80 +436,75 @@ def _keys(strings: Any, *, fold: bool = False) -> _Keys | None:
         return None
     records = np.frombuffer(buffer, np.uint64, count=2 * n, offset=16 * views.offset)
     records = records.reshape(n, 2)
-    if longest <= _EXACT_BYTES and not fold:
-        # bytes 0-3 sit in the top half of the first word, bytes 4-6 at the bottom of the
-        # second; byte 7 is padding (zero), so the length takes the top byte
-        keys = records[:, 0] >> np.uint64(32)
-        keys |= records[:, 1] << np.uint64(32)
-        keys |= lengths.astype(np.uint64) << np.uint64(56)
-        return _Keys(keys, None)
-    folded = records[:, 0] * _FOLD[0]
-    folded ^= records[:, 1] * _FOLD[1]
-    return _Keys(folded, records)
+    if longest > _EXACT_BYTES or fold:
+        return _folded(records)
+    # bytes 0-3 sit in the top half of the first word, bytes 4-6 at the bottom of the
+    # second; byte 7 is padding (zero), so the length takes the top byte
+    keys = records[:, 0] >> np.uint64(32)
+    keys |= records[:, 1] << np.uint64(32)
+    keys |= lengths.astype(np.uint64) << np.uint64(56)
+    return _Keys(keys, None)
 
 
-def _strings_of(records: NDArray[np.uint64], string_type: Any) -> Any:
-    """The strings of ``[m, 2]`` short-string view records, as ``string_type``."""
-    import pyarrow as pa
+@dataclass
+class _Coded:
+    """A column dictionary-encoded: ``indices`` (int32, pyarrow) into ``values``, the
+    distinct values in order of first appearance, as strings or as :class:`_Keys` (strings
+    made only when :attr:`dictionary` is asked for)."""
 
-    views = pa.Array.from_buffers(pa.string_view(), len(records), [None, pa.py_buffer(records)])
-    return views.cast(string_type)
+    indices: Any
+    values: Any
 
-
-def _exact_records(keys: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """View records back from exact keys (the inverse of :func:`_keys` for <= 7 bytes)."""
-    records = np.empty((keys.size, 2), np.uint64)
-    records[:, 0] = (keys >> np.uint64(56)) | (keys << np.uint64(32))
-    records[:, 1] = (keys >> np.uint64(32)) & np.uint64(0xFFFFFF)
-    return records
+    @cached_property
+    def dictionary(self) -> Any:
+        return self.values.strings() if isinstance(self.values, _Keys) else self.values
 
 
-def _encode_inline(strings: Any) -> Any | None:
-    """Dictionary-encode short strings by their :class:`_Keys`; ``None`` when a string is
-    longer than 12 bytes or two different strings share a fold.
+def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
+    """``(indices, distinct keys)`` of keyed strings; ``None`` when two different strings
+    share a fold.
 
     Exact keys need no check. With folds, every row's record is compared with its code's
-    record, so a code never stands for two strings. The dictionary is rebuilt from keys or
-    records.
+    record, so a code never stands for two strings.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    keyed = _keys(strings)
-    if keyed is None:
-        return None
     encoded = pc.dictionary_encode(pa.array(keyed.keys))
+    distinct = encoded.dictionary.to_numpy()
     if keyed.records is None:
-        kept = _exact_records(encoded.dictionary.to_numpy())
-    else:
-        codes = encoded.indices.to_numpy().astype(np.intp)
-        low = np.ascontiguousarray(keyed.records[:, 0])
-        high = np.ascontiguousarray(keyed.records[:, 1])
-        kept = np.empty((len(encoded.dictionary), 2), np.uint64)
-        kept[codes, 0] = low
-        kept[codes, 1] = high
-        if not (np.array_equal(kept[:, 0].take(codes), low)
-                and np.array_equal(kept[:, 1].take(codes), high)):
-            return None  # a collision: the caller hashes the strings instead
-    return pa.DictionaryArray.from_arrays(encoded.indices, _strings_of(kept, strings.type))
+        return encoded.indices, _Keys(distinct, None)
+    codes = encoded.indices.to_numpy().astype(np.intp)
+    low = np.ascontiguousarray(keyed.records[:, 0])
+    high = np.ascontiguousarray(keyed.records[:, 1])
+    kept = np.empty((len(distinct), 2), np.uint64)
+    kept[codes, 0] = low
+    kept[codes, 1] = high
+    if not (np.array_equal(kept[:, 0].take(codes), low)
+            and np.array_equal(kept[:, 1].take(codes), high)):
+        return None  # a collision: the caller hashes the strings instead
+    return encoded.indices, _Keys(distinct, kept)
 
 
-def _dictionary_encode(strings: Any) -> Any:
+def _dictionary_encode(strings: Any) -> _Coded:
     """``pyarrow.compute.dictionary_encode`` of a string array (codes in order of first
-    appearance, a dictionary of the same string type), by the fastest exact route."""
+    appearance), by the fastest exact route: integer keys for ids of at most 12 bytes
+    (:class:`_Keys`), else string views."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    encoded = _encode_inline(strings)
-    if encoded is not None:
-        return encoded
+    keyed = _keys(strings)
+    if keyed is not None:
+        encoded = _encode_keys(keyed)
+        if encoded is not None:
+            return _Coded(*encoded)
     # hashed as string views, 2-3x faster than as strings; the dictionary is plain strings
-    encoded = pc.dictionary_encode(strings.cast(pa.string_view()))
-    return pa.DictionaryArray.from_arrays(encoded.indices, encoded.dictionary.cast(strings.type))
+    plain = pc.dictionary_encode(strings.cast(pa.string_view()))
+    return _Coded(plain.indices, plain.dictionary.cast(strings.type))
 
 
-def _encoded(column: Any, grouped: bool = False) -> Any:
-    """One dictionary array (one dictionary) from a chunked string column; ``grouped``
+def _encoded(column: Any, grouped: bool = False) -> _Coded:
+    """A chunked string column dictionary-encoded as one (one dictionary); ``grouped``
     columns (query ids) usually repeat each value on consecutive rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -494,7 +517,7 @@ def _encoded(column: Any, grouped: bool = False) -> Any:
             encoded = _dictionary_encode(runs.values)
             lengths = np.diff(runs.run_ends.to_numpy(), prepend=0)
             indices = np.repeat(encoded.indices.to_numpy(), lengths)
-            return pa.DictionaryArray.from_arrays(pa.array(indices), encoded.dictionary)
+            return _Coded(pa.array(indices), encoded.values)
     return _dictionary_encode(column)
 
 
@@ -772,9 +795,10 @@ class _Dictionaries:
 
     Block ``b``'s local code ``c`` is first given the provisional code ``offset_b + c``;
     pending dictionaries are merged into the unified one every few million entries
-    (:func:`pyarrow.compute.dictionary_encode` over the concatenation keeps the unified
-    ids first, so their codes do not move), and :meth:`finish` returns the map from
-    provisional to final codes. Final codes follow first appearance in the file.
+    (dictionary-encoding the concatenation keeps the unified ids first, so their codes do
+    not move), and :meth:`finish` returns the map from provisional to final codes. Final
+    codes follow first appearance in the file. Dictionaries given as :class:`_Keys` are
+    merged by their keys; strings are made once, for the unified ids.
     """
 
     def __init__(self) -> None:
@@ -785,7 +809,7 @@ class _Dictionaries:
         self.maps: list[NDArray[np.int32]] = []
 
     def add(self, dictionary: Any) -> int:
-        """Register one block's dictionary; returns its offset."""
+        """Register one block's dictionary (strings or :class:`_Keys`); returns its offset."""
         offset = self.offset
         self.pending.append(dictionary)
         self.offset += len(dictionary)
@@ -807,12 +831,21 @@ class _Dictionaries:
             self.pending, self.pending_entries = [], 0
             return
         parts = ([self.unified] if self.unified is not None else []) + self.pending
-        if sum(p.nbytes for p in parts) > 2**30:
-            parts = [p.cast(pa.large_string()) for p in parts]
-        encoded = _dictionary_encode(pa.concat_arrays(parts))
-        known = 0 if self.unified is None else len(self.unified)
-        self.maps.append(np.asarray(encoded.indices.to_numpy()[known:], np.int32))
-        self.unified = encoded.dictionary
+        merged: Any = None
+        if all(isinstance(p, _Keys) for p in parts):
+            if all(p.exact for p in parts):
+                merged = _encode_keys(_Keys(np.concatenate([p.keys for p in parts]), None))
+            else:  # some ids are longer than 7 bytes: fold them all
+                merged = _encode_keys(_folded(np.concatenate([p.view_records() for p in parts])))
+        if merged is None:
+            strings = [p.strings() if isinstance(p, _Keys) else p for p in parts]
+            if sum(p.nbytes for p in strings) > 2**30:
+                strings = [p.cast(pa.large_string()) for p in strings]
+            coded = _dictionary_encode(pa.concat_arrays(strings))
+            merged = coded.indices, coded.values
+        indices, self.unified = merged
+        known = 0 if len(parts) == len(self.pending) else len(parts[0])
+        self.maps.append(np.asarray(indices.to_numpy()[known:], np.int32))
         self.pending, self.pending_entries = [], 0
 
     def finish(self) -> tuple[Any, NDArray[np.int32]]:
@@ -821,6 +854,8 @@ class _Dictionaries:
 
         self._merge()
         unified = self.unified if self.unified is not None else pa.array([], pa.string())
+        if isinstance(unified, _Keys):
+            unified = unified.strings()
         return unified, np.concatenate([*self.maps, np.array([-1], np.int32)])
 
 
@@ -983,7 +1018,7 @@ class _RunBuilder:
             raise _GiveUp("a rank is out of range")
         self._reserve(self.n_rows, hi)
         width = self.matrix.shape[1]
-        offset = self.items.add(dcol.dictionary)
+        offset = self.items.add(dcol.values)
         codes = dcol.indices.to_numpy() + np.int32(offset)
         flat = rows * width
         flat += ranks
@@ -1193,8 +1228,8 @@ def _fast_qrels(path: Path, delimiter: str) -> Qrels:
             continue
         qcol, itercol, dcol, rcol = (batch.column(i) for i in range(4))
         _check_tokens(_constant_or_encoded(itercol).dictionary)
-        q_parts.append(qcol.indices.to_numpy() + np.int32(queries.add(qcol.dictionary)))
-        d_parts.append(dcol.indices.to_numpy() + np.int32(items.add(dcol.dictionary)))
+        q_parts.append(qcol.indices.to_numpy() + np.int32(queries.add(qcol.values)))
+        d_parts.append(dcol.indices.to_numpy() + np.int32(items.add(dcol.values)))
         r_parts.append(_ints(rcol))
     if not q_parts:
         raise _GiveUp("no rows")
