@@ -339,3 +339,26 @@ def test_bad_qrels(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(TiapError) as exc:
         read_qrels(_write(tmp_path / "t.qrels", text))
     assert expected in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "value", "expected"),
+    [
+        (["Q0"] * 5, "Q0", True),
+        (["Q0", "Q0", "Q1"], "Q0", False),
+        (["Q", "0Q0"], "Q0", False),  # the same bytes, cut elsewhere
+        (["Q0"] * 3, "Q", False),
+        (["", ""], "", True),
+        (["", "a"], "", False),
+        (["é", "é"], "é", True),
+    ],
+)
+def test_constant_columns_read_off_buffers(values: list[str], value: str,
+                                           expected: bool) -> None:
+    import pyarrow as pa
+
+    array = pa.array(values, pa.string())
+    assert columnar._all_equal(array, value) is expected
+    assert columnar._all_equal(pa.chunked_array([array.slice(1), array.slice(0, 1)]),
+                               value) is expected
+    assert columnar._all_equal(array.slice(1), value) is all(v == value for v in values[1:])

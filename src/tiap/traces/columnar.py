@@ -760,14 +760,45 @@ def _check_tokens(values: Any) -> None:
         raise _GiveUp("an id is empty or holds whitespace")
 
 
+def _all_equal(column: Any, value: str) -> bool:
+    """Whether every row of a string column (array or chunked) holds ``value``.
+
+    Read off the column's buffers: the offsets step by the value's length, and the bytes
+    are the value repeated (several times faster than comparing row by row).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    raw = value.encode("utf-8")
+    width = len(raw)
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        if chunk.null_count or chunk.type != pa.string():
+            return bool(pc.all(pc.equal(chunk, value)).as_py())
+        offsets = np.frombuffer(chunk.buffers()[1], np.int32, count=n + 1,
+                                offset=4 * chunk.offset)
+        start, stop = int(offsets[0]), int(offsets[-1])
+        if stop - start != n * width:
+            return False
+        if width == 0:
+            continue  # n empty strings
+        if not (np.diff(offsets) == width).all():
+            return False
+        if not chunk.buffers()[2][start:stop].equals(pa.py_buffer(raw * n)):
+            return False
+    return True
+
+
 def _constant_or_encoded(column: Any) -> Any:
     """A string column as a dictionary array (a column of one repeated value, such as the
     ``Q0`` or tag column of most runs, is recognised without hashing every row)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     first = column[0].as_py()
-    if pc.all(pc.equal(column, first)).as_py():
+    if _all_equal(column, first):
         return pa.DictionaryArray.from_arrays(
             pa.array(np.zeros(len(column), np.int32)), pa.array([first], pa.string())
         )
