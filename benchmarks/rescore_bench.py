@@ -70,7 +70,32 @@ def _write_table(writer: Any, columns: dict[str, Any]) -> None:
     writer.write_table(pa.table(columns))
 
 
-def generate(folder: Path, n_queries: int, seed: int = 0) -> dict[str, Path]:
+#: Id styles: (query id prefix, item id prefix, digits zero-padded to). ``short`` ids
+#: (``q12``, ``d212336``: at most 7 bytes) get TIAP's exact integer keys, ``medium`` ones
+#: (``qry-00000012``, ``doc-00212336``: 12 bytes) its folded keys, ``long`` ones
+#: (``topic-0000000012``, ``clueweb-doc-0000212336``) are hashed as strings.
+ID_STYLES = {"short": ("q", "d", 0), "medium": ("qry-", "doc-", 8),
+             "long": ("topic-", "clueweb-doc-", 10)}
+
+
+def query_id(i: int, style: str) -> str:
+    prefix, _, width = ID_STYLES[style]
+    return f"{prefix}{i:0{width}d}"
+
+
+def query_number(qid: str, style: str) -> int:
+    return int(qid[len(ID_STYLES[style][0]):])
+
+
+#: The id style of this process (set from ``--id-style``).
+STYLE = "short"
+
+
+def data_folder(root: Path, size: int, style: str) -> Path:
+    return root / (f"q{size}" if style == "short" else f"q{size}-{style}")
+
+
+def generate(folder: Path, n_queries: int, seed: int = 0, style: str = "short") -> dict[str, Path]:
     """Write ``run.trec`` and ``t0..t2.qrels`` for ``n_queries`` queries (reused if present)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -80,7 +105,7 @@ def generate(folder: Path, n_queries: int, seed: int = 0) -> dict[str, Path]:
     paths = {"run": folder / "run.trec"} | {f"t{t}": folder / f"t{t}.qrels"
                                              for t in range(N_TARGETS)}
     stamp = folder / "DONE"
-    if stamp.exists() and stamp.read_text() == f"{n_queries} {seed}":
+    if stamp.exists() and stamp.read_text() == f"{n_queries} {seed} {style}".removesuffix(" short"):
         return paths
     rng = np.random.default_rng(seed)
     options = pa_csv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
@@ -92,8 +117,13 @@ def generate(folder: Path, n_queries: int, seed: int = 0) -> dict[str, Path]:
                                      write_options=options)
                for k, p in paths.items()}
 
+    q_prefix, d_prefix, width = ID_STYLES[style]
+
     def ids(prefix: str, values: np.ndarray) -> Any:
-        return pc.binary_join_element_wise(prefix, pa.array(values).cast(pa.string()), "")
+        digits = pa.array(values).cast(pa.string())
+        if width:
+            digits = pc.utf8_lpad(digits, width, "0")
+        return pc.binary_join_element_wise(prefix, digits, "")
 
     step = 50_000
     for start in range(0, n_queries, step):
@@ -108,8 +138,8 @@ def generate(folder: Path, n_queries: int, seed: int = 0) -> dict[str, Path]:
         q_rep = np.repeat(qnum, DEPTH)
         ranks = np.tile(np.arange(1, DEPTH + 1), n)
         _write_table(writers["run"], {
-            "q": ids("q", q_rep), "q0": pa.array(["Q0"] * (n * DEPTH)),
-            "d": ids("d", items.ravel()), "rank": ranks, "score": DEPTH + 1 - ranks,
+            "q": ids(q_prefix, q_rep), "q0": pa.array(["Q0"] * (n * DEPTH)),
+            "d": ids(d_prefix, items.ravel()), "rank": ranks, "score": DEPTH + 1 - ranks,
             "tag": pa.array(["tiap"] * (n * DEPTH)),
         })
         for t in range(N_TARGETS):
@@ -123,12 +153,12 @@ def generate(folder: Path, n_queries: int, seed: int = 0) -> dict[str, Path]:
             key = np.unique(query.astype(np.int64) * COLLECTIONS * VOCAB + member)
             q_of, d_of = key // (COLLECTIONS * VOCAB), key % (COLLECTIONS * VOCAB)
             _write_table(writers[f"t{t}"], {
-                "q": ids("q", qnum[q_of]), "it": pa.array(["0"] * key.size),
-                "d": ids("d", d_of), "rel": np.ones(key.size, np.int64),
+                "q": ids(q_prefix, qnum[q_of]), "it": pa.array(["0"] * key.size),
+                "d": ids(d_prefix, d_of), "rel": np.ones(key.size, np.int64),
             })
     for w in writers.values():
         w.close()
-    stamp.write_text(f"{n_queries} {seed}")
+    stamp.write_text(f"{n_queries} {seed} {style}".removesuffix(" short"))
     return paths
 
 
@@ -207,7 +237,7 @@ def work_tiap(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
     warm = _best(score_all, repeats)  # one thread, the default
     warm_2 = _best(lambda: score_all(2), repeats)
     out = np.empty((N_TARGETS, len(measures), run.n_queries))
-    order = np.asarray([int(q[1:]) for q in run.query_ids])  # file order -> q0, q1, ...
+    order = np.asarray([query_number(q, STYLE) for q in run.query_ids])  # file order -> 0, 1, ..
     for t in range(N_TARGETS):
         got = values[t]
         values[t] = {}
@@ -237,7 +267,7 @@ def work_pytrec_eval(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
     e2e = time.perf_counter() - start
 
     warm = _best(lambda: [ev.evaluate(run) for ev in evaluators], repeats)
-    order = {f"q{i}": i for i in range(len(run))}
+    order = {query_id(i, STYLE): i for i in range(len(run))}
     values = np.stack([_aligned(r, order, len(run), names) for r in results])
     return {"startup": startup, "e2e": e2e, "warm": warm, "baseline_mb": base,
             "values": values}
@@ -279,7 +309,7 @@ def work_ranx(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
 
     warm = _best(lambda: score(qrels, run), repeats)
     qids = list(run.get_query_ids())
-    order = np.asarray([int(q[1:]) for q in qids])
+    order = np.asarray([query_number(q, STYLE) for q in qids])
     values = np.full((N_TARGETS, len(metrics), len(qids)), np.nan)
     for t, res in enumerate(results):
         for j, m in enumerate(metrics):
@@ -315,7 +345,7 @@ def work_ir_measures(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
 
     warm = _best(lambda: collect(evaluators, run), repeats)
     n = len(results[0])
-    order = {f"q{i}": i for i in range(n)}
+    order = {query_id(i, STYLE): i for i in range(n)}
     names = tuple(str(m) for m in measures)
     values = np.stack([_aligned(r, order, n, names) for r in results])
     return {"startup": startup, "e2e": e2e, "warm": warm, "baseline_mb": base,
@@ -407,10 +437,15 @@ def main() -> None:
                         help="also time ranx's start-up with an empty numba cache")
     parser.add_argument("--no-cli", action="store_true", help="skip timing `tiap rescore`")
     parser.add_argument("--json", type=Path, help="write every measurement to this file")
+    parser.add_argument("--id-style", choices=sorted(ID_STYLES), default="short",
+                        help="ids of at most 7 bytes (short), of 12 bytes (medium) or longer "
+                        "(long); see ID_STYLES")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--values-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global STYLE
+    STYLE = args.id_style
     if args.worker == "ranx-cold":
         ranx_cold_main()
         return
@@ -420,7 +455,7 @@ def main() -> None:
 
     sizes = [int(s) for s in args.sizes.split(",")]
     tools = [t for t in args.tools.split(",") if t]
-    facts = machine_facts()
+    facts = machine_facts() | {"id_style": STYLE}
     print("machine:", json.dumps(facts))
     records: list[dict[str, Any]] = []
     previous: dict[str, dict[str, Any]] = {}
@@ -431,9 +466,9 @@ def main() -> None:
         print(f"ranx start-up with an empty numba cache: {cold:.1f} s")
         records.append({"tool": "ranx", "cold_startup": cold})
     for size in sizes:
-        folder = args.data / f"q{size}"
+        folder = data_folder(args.data, size, STYLE)
         t0 = time.perf_counter()
-        paths = generate(folder, size)
+        paths = generate(folder, size, style=STYLE)
         mb = sum(p.stat().st_size for p in paths.values()) / 2**20
         print(f"\n== Q = {size:,}: files {mb:,.0f} MB ({time.perf_counter() - t0:.1f} s to "
               f"write or find) in {folder}")
@@ -459,7 +494,8 @@ def main() -> None:
             got = None
             for attempt in range(args.processes):  # best end-to-end time of N processes
                 out, err, wall, peak, status = peak_rss_run(
-                    [*me, "--worker", tool, "--folder", str(folder), "--repeats",
+                    [*me, "--worker", tool, "--id-style", STYLE, "--folder", str(folder),
+                     "--repeats",
                      str(args.repeats), "--values-out", str(values_out)])
                 if status != 0:
                     break

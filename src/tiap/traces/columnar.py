@@ -23,8 +23,13 @@ separated by single spaces or single tabs is parsed by ``pyarrow.csv`` in pieces
 (each split into 1 MB blocks over the cores), one piece ahead of the caller in a second
 thread. Query and item columns are dictionary-encoded per piece, so no Python string is
 made per row, and each piece's items are written straight into the ranking matrix. The
-pieces' dictionaries are merged at the end. Memory is the matrix (4 bytes per ranked item)
-plus a few pieces. Everything else takes the reference route (``read_run``, then
+pieces' dictionaries are merged at the end. Ids of at most 12 bytes (most ids: numbers,
+``d123``, ``conv-26:D1:3``) are hashed as integers, not strings: up to 7 bytes, bytes and
+length make one exact 64-bit key; 8-12 bytes are folded into one, and rows whose folds
+agree are compared whole, so the codes are exact either way (:class:`_Keys`). While reading,
+pyarrow allocates from its jemalloc pool, which reuses freed pages (see
+:func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item) plus a few pieces.
+Everything else takes the reference route (``read_run``, then
 :meth:`ColumnarRun.from_run`): other run formats (JSONL, ranked-trace rows), other
 whitespace, files with duplicates under ``dedup="first"``, a missing pyarrow, and every
 file with a problem, so that errors are the reference reader's, each naming the file, line
@@ -489,8 +494,7 @@ def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
 def _dictionary_encode(strings: Any) -> _Coded:
     """``pyarrow.compute.dictionary_encode`` of a string array (codes in order of first
     appearance), by the fastest exact route: integer keys for ids of at most 12 bytes
-    (:class:`_Keys`), else string views."""
-    import pyarrow as pa
+    (:class:`_Keys`), else the strings themselves."""
     import pyarrow.compute as pc
 
     keyed = _keys(strings)
@@ -498,9 +502,10 @@ def _dictionary_encode(strings: Any) -> _Coded:
         encoded = _encode_keys(keyed)
         if encoded is not None:
             return _Coded(*encoded)
-    # hashed as string views, 2-3x faster than as strings; the dictionary is plain strings
-    plain = pc.dictionary_encode(strings.cast(pa.string_view()))
-    return _Coded(plain.indices, plain.dictionary.cast(strings.type))
+    # longer ids: hashed as they are (as string views they hash ~25% slower: their bytes
+    # no longer sit in the view)
+    plain = pc.dictionary_encode(strings)
+    return _Coded(plain.indices, plain.dictionary)
 
 
 def _encoded(column: Any, grouped: bool = False) -> _Coded:
