@@ -190,21 +190,40 @@ def test_dictionary_encode_matches_pyarrow(short_only: bool) -> None:
 
 
 def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
-    """Ids of 8-12 bytes are folded. With every fold equal (all ids collide) the records
-    differ, so the fold route gives up and the strings decide: same codes, same look-ups."""
+    """Ids of 8-12 bytes are folded. With the fold made to ignore a record's first word
+    (length and first 4 bytes), ids that differ only there collide; the first words are
+    compared, so the fold route gives up and the strings decide: same codes, same
+    look-ups."""
     import pyarrow as pa
 
-    monkeypatch.setattr(columnar, "_FOLD", (np.uint64(0), np.uint64(0)))
-    b, a, c = "doc-0000000b", "doc-000000a", "doc-0000c"
+    monkeypatch.setattr(columnar, "_FOLD", (np.uint64(0), np.uint64(1)))
+    monkeypatch.setattr(columnar, "_UNFOLD", np.uint64(1))
+    b, a, c = "bbbb-0000001", "aaaa-0000001", "cccc-0000001"  # same bytes 4-11
     strings = pa.array([b, a, b, c, a], pa.string())
     assert not columnar._keys(strings).exact
+    assert len(set(columnar._keys(strings).keys.tolist())) == 1  # every fold collides
     assert columnar._encode_keys(columnar._keys(strings)) is None
     got = columnar._dictionary_encode(strings)
     assert got.indices.to_pylist() == [0, 1, 0, 2, 1]
     assert got.dictionary.to_pylist() == [b, a, c]
     index = IdIndex([a, b, c])
-    assert index._inline_codes(pa.array([c, "doc-zzzzzzzz", a])) is None
-    assert index.codes([c, "doc-zzzzzzzz", a]).tolist() == [2, -1, 0]
+    assert index._inline_codes(pa.array([c, "dddd-0000001", a])) is None
+    assert index.codes([c, "dddd-0000001", a]).tolist() == [2, -1, 0]
+
+
+def test_ids_of_one_length_and_prefix() -> None:
+    """``doc-00000017``-style ids (one length, one 4-byte prefix): folds cannot collide, so
+    no row is checked; codes and dictionary are still pyarrow's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(0)
+    ids = pa.array([f"doc-{i:08d}" for i in rng.integers(0, 5000, 20000)], pa.string())
+    keyed = columnar._keys(ids)
+    assert not keyed.exact and (keyed.records[:, 0] == keyed.records[0, 0]).all()
+    got, want = columnar._dictionary_encode(ids), pc.dictionary_encode(ids)
+    assert got.indices.to_pylist() == want.indices.to_pylist()
+    assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
 
 
 def test_short_view_records_are_zero_padded() -> None:

@@ -199,8 +199,8 @@ class IdIndex:
         found = pc.index_in(pa.array(theirs.keys), value_set=pa.array(mine.keys))
         codes = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
         if mine.records is not None and theirs.records is not None:
-            hit = np.flatnonzero(codes >= 0)
-            if not np.array_equal(mine.records[codes[hit]], theirs.records[hit]):
+            hit = np.flatnonzero(codes >= 0)  # equal folds: equal ids iff equal first words
+            if not np.array_equal(mine.records[codes[hit], 0], theirs.records[hit, 0]):
                 return None  # equal folds of different ids: compare the strings instead
         return codes
 
@@ -375,6 +375,8 @@ _INLINE_BYTES = 12
 _EXACT_BYTES = 7
 #: Odd multipliers folding a 16-byte view record into one 64-bit hash.
 _FOLD = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+#: The inverse of ``_FOLD[1]`` modulo 2**64 (reads a record's second word back from a fold).
+_UNFOLD = np.uint64(pow(int(_FOLD[1]), -1, 2**64))
 
 
 @dataclass
@@ -469,8 +471,12 @@ def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
     """``(indices, distinct keys)`` of keyed strings; ``None`` when two different strings
     share a fold.
 
-    Exact keys need no check. With folds, every row's record is compared with its code's
-    record, so a code never stands for two strings.
+    Exact keys need no check. A fold ``w0 * F0 ^ w1 * F1`` of a record's two words is, for
+    a given ``w0``, a one-to-one function of ``w1`` (``F1`` is odd), so two records with
+    the same fold are the same record exactly when their ``w0`` (length and first 4 bytes)
+    agree. That is checked row by row against each code's ``w0``, unless ``w0`` is one
+    value throughout (ids of one length and one 4-byte prefix, such as ``doc-00212336``),
+    where folds cannot collide at all. Each code's ``w1`` is then read back from its fold.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -479,15 +485,16 @@ def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
     distinct = encoded.dictionary.to_numpy()
     if keyed.records is None:
         return encoded.indices, _Keys(distinct, None)
-    codes = encoded.indices.to_numpy().astype(np.intp)
-    low = np.ascontiguousarray(keyed.records[:, 0])
-    high = np.ascontiguousarray(keyed.records[:, 1])
+    first = np.ascontiguousarray(keyed.records[:, 0])
     kept = np.empty((len(distinct), 2), np.uint64)
-    kept[codes, 0] = low
-    kept[codes, 1] = high
-    if not (np.array_equal(kept[:, 0].take(codes), low)
-            and np.array_equal(kept[:, 1].take(codes), high)):
-        return None  # a collision: the caller hashes the strings instead
+    if (first == first[0]).all():
+        kept[:, 0] = first[0]
+    else:
+        codes = encoded.indices.to_numpy().astype(np.intp)
+        kept[codes, 0] = first
+        if not np.array_equal(kept[:, 0].take(codes), first):
+            return None  # a collision: the caller hashes the strings instead
+    kept[:, 1] = (distinct ^ (kept[:, 0] * _FOLD[0])) * _UNFOLD
     return encoded.indices, _Keys(distinct, kept)
 
 
