@@ -23,10 +23,11 @@ separated by single spaces or single tabs is parsed by ``pyarrow.csv`` in pieces
 (each split into 1 MB blocks over the cores), one piece ahead of the caller in a second
 thread. Query and item columns are dictionary-encoded per piece, so no Python string is
 made per row, and each piece's items are written straight into the ranking matrix. The
-pieces' dictionaries are merged at the end. Ids of at most 12 bytes (most ids: numbers,
-``d123``, ``conv-26:D1:3``) are hashed as integers, not strings: up to 7 bytes, bytes and
-length make one exact 64-bit key; 8-12 bytes are folded into one, and rows whose folds
-agree are compared whole, so the codes are exact either way (:class:`_Keys`). While reading,
+pieces' dictionaries are merged at the end. Ids of at most 32 bytes (numbers, ``d123``,
+``conv-26:D1:3#f1``, ``msmarco_passage_00_1234``) are hashed as integers, not strings: up
+to 7 bytes, bytes and length make one exact 64-bit key; longer ids are folded into one,
+and rows whose folds agree are compared, so the codes are exact either way
+(:class:`_Keys`). Longer ids are hashed as strings. While reading,
 pyarrow allocates from its jemalloc pool, which reuses freed pages (see
 :func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item) plus a few pieces.
 Everything else takes the reference route (``read_run``, then
@@ -126,7 +127,7 @@ class IdIndex:
             ids = tuple(ids)
         self._ids: Any = ids
         self._dict: dict[str, int] | None = None
-        self._keyed: dict[str, _Keys | None] = {}  # integer keys of short ids, by kind
+        self._keyed: dict[str, _Keys | None] = {}  # the ids' integer keys, once asked for
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -177,30 +178,24 @@ class IdIndex:
 
     def _inline_codes(self, values: pa.Array) -> NDArray[np.int64] | None:
         """:meth:`codes` by integer keys (:class:`_Keys`), when the ids on both sides are
-        at most 12 bytes; ``None`` when they are not, or when two folds collide."""
+        at most 32 bytes; ``None`` when they are not, or when two folds collide."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        theirs = _keys(values)
-        if theirs is None:
+        if "natural" not in self._keyed:
+            self._keyed["natural"] = _keys(self._ids)
+        mine, theirs = self._keyed["natural"], _keys(values)
+        if mine is None or theirs is None:
             return None
-        kind = "exact" if theirs.exact else "folded"
-        if kind not in self._keyed:
-            self._keyed[kind] = _keys(self._ids, fold=kind == "folded")
-        mine = self._keyed[kind]
-        if mine is None:
+        comparable = _comparable([mine, theirs])
+        if comparable is None:
             return None
-        if mine.exact != theirs.exact:  # these ids are longer than theirs: fold both
-            theirs = _keys(values, fold=True)
-            mine = self._keyed["folded"] = self._keyed.get("folded") or _keys(self._ids,
-                                                                              fold=True)
-            if theirs is None or mine is None:
-                return None
+        mine, theirs = comparable
         found = pc.index_in(pa.array(theirs.keys), value_set=pa.array(mine.keys))
         codes = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
         if mine.records is not None and theirs.records is not None:
-            hit = np.flatnonzero(codes >= 0)  # equal folds: equal ids iff equal first words
-            if not np.array_equal(mine.records[codes[hit], 0], theirs.records[hit, 0]):
+            hit = np.flatnonzero(codes >= 0)  # equal folds: equal ids iff the heads agree
+            if not np.array_equal(mine.records[codes[hit], :-1], theirs.records[hit, :-1]):
                 return None  # equal folds of different ids: compare the strings instead
         return codes
 
@@ -373,36 +368,47 @@ _ID, _QID, _TEXT, _FLOAT, _INT = "id", "query id", "text", "float", "int"
 _INLINE_BYTES = 12
 #: Strings of at most this many bytes, with their length, fit one uint64 exactly.
 _EXACT_BYTES = 7
-#: Odd multipliers folding a 16-byte view record into one 64-bit hash.
+#: Longer strings, up to this many bytes, are keyed by their bytes read as 8-byte words.
+_WORD_BYTES = 32
+#: Odd multipliers: the first column of a record, the middle ones, the last one.
 _FOLD = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
-#: The inverse of ``_FOLD[1]`` modulo 2**64 (reads a record's second word back from a fold).
+_MIDDLE = np.uint64(0xFF51AFD7ED558CCD)
+#: The inverse of ``_FOLD[1]`` modulo 2**64 (reads a record's last column back from a fold).
 _UNFOLD = np.uint64(pow(int(_FOLD[1]), -1, 2**64))
+#: ``_BYTE_MASKS[k]`` keeps the low ``k`` bytes of a little-endian word.
+_BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], np.uint64)
 
 
 @dataclass
 class _Keys:
-    """One uint64 per string, for strings of at most 12 bytes, so that hashing integers
-    (about twice as fast) can stand in for hashing strings.
+    """One uint64 per string, so that hashing integers (about twice as fast as strings) can
+    stand in for hashing strings of up to 32 bytes. Three kinds:
 
-    A short string's 16-byte Arrow string-view record is its length followed by its bytes,
-    zero-padded (the Arrow format's rule), so two records are equal exactly when the
-    strings are. Strings of at most 7 bytes are keyed exactly: their bytes and their length
-    in one integer (``records`` is ``None``). Longer ones get a fold of their record, and
-    ``records`` keeps the records, so that strings whose folds agree can be compared.
+    - ``exact`` (strings of at most 7 bytes): bytes and length make the key; ``records`` is
+      ``None``.
+    - ``view`` (at most 12 bytes): a string's 16-byte Arrow string-view record is its
+      length followed by its bytes, zero-padded (the Arrow format's rule), so two records
+      are equal exactly when the strings are. ``records`` is ``[n, 2]``.
+    - ``words`` (13-32 bytes): the record is the length, then the bytes as little-endian
+      8-byte words, zero-padded: ``[n, 1 + K]``.
+
+    ``view`` and ``words`` keys are folds of their records (:func:`_fold`), and ``records``
+    keeps the records, so that strings whose folds agree can be told apart.
     """
 
     keys: NDArray[np.uint64]
     records: NDArray[np.uint64] | None
+    words: bool = False
 
     def __len__(self) -> int:
         return len(self.keys)
 
     @property
-    def exact(self) -> bool:
-        return self.records is None
+    def kind(self) -> str:
+        return "exact" if self.records is None else "words" if self.words else "view"
 
     def view_records(self) -> NDArray[np.uint64]:
-        """``[n, 2]`` view records (rebuilt from exact keys)."""
+        """``[n, 2]`` string-view records (rebuilt from exact keys)."""
         if self.records is not None:
             return self.records
         keys = self.keys
@@ -415,42 +421,131 @@ class _Keys:
         """The strings, as a pyarrow string array."""
         import pyarrow as pa
 
+        if self.words:
+            records = np.ascontiguousarray(self.records)
+            n, width = len(records), 8 * (records.shape[1] - 1)
+            lengths = records[:, 0].astype(np.int64)
+            raw = records[:, 1:].view(np.uint8).reshape(n, width)
+            data = raw[np.arange(width) < lengths[:, None]]  # row by row: the bytes in order
+            wide = data.size >= 2**31  # past int32 offsets
+            offsets = np.zeros(n + 1, np.int64 if wide else np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            return pa.Array.from_buffers(pa.large_string() if wide else pa.string(), n,
+                                         [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         records = np.ascontiguousarray(self.view_records())
         views = pa.Array.from_buffers(pa.string_view(), len(records),
                                       [None, pa.py_buffer(records)])
         return views.cast(pa.string())
 
 
-def _folded(records: NDArray[np.uint64]) -> _Keys:
-    keys = records[:, 0] * _FOLD[0]
-    keys ^= records[:, 1] * _FOLD[1]
-    return _Keys(keys, records)
+def _fold_head(records: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """A record's columns but the last, mixed into one uint64."""
+    head = records[:, 0] * _FOLD[0]
+    for j in range(1, records.shape[1] - 1):
+        head ^= records[:, j] * _MIDDLE
+        head = (head << np.uint64(29)) | (head >> np.uint64(35))
+    return head
+
+
+def _fold(records: NDArray[np.uint64], *, words: bool) -> _Keys:
+    """Keys folded from records: ``head ^ last * F1``. For a given head (the other columns)
+    the fold is one-to-one in the last column (``F1`` is odd), so two records with the same
+    fold are the same record exactly when their other columns agree."""
+    keys = _fold_head(records)
+    keys ^= records[:, -1] * _FOLD[1]
+    return _Keys(keys, records, words)
+
+
+def _word_records(strings: Any, lengths: NDArray[np.integer],
+                  offsets: NDArray[np.integer]) -> NDArray[np.uint64]:
+    """``[n, 1 + K]`` records: each string's length, then its bytes as K little-endian
+    8-byte words, zero-padded (K words hold the longest string)."""
+    n = len(strings)
+    start, stop = int(offsets[0]), int(offsets[-1])
+    n_words = (int(lengths.max()) + 7) // 8
+    data = np.frombuffer(strings.buffers()[2], np.uint8, count=stop - start, offset=start)
+    padded = np.zeros(stop - start + 8 * n_words + 8, np.uint8)
+    padded[: stop - start] = data
+    # every byte offset as the start of an (unaligned) 8-byte word
+    word_at = np.ndarray((len(padded) - 7,), np.uint64, buffer=padded, strides=(1,))
+    records = np.empty((n, 1 + n_words), np.uint64)
+    records[:, 0] = lengths
+    at = (offsets[:-1] - start).astype(np.intp)
+    for k in range(n_words):
+        word = word_at[at]
+        word &= _BYTE_MASKS[np.clip(lengths - 8 * k, 0, 8)]
+        records[:, 1 + k] = word
+        at += 8
+    return records
 
 
 def _keys(strings: Any, *, fold: bool = False) -> _Keys | None:
-    """The :class:`_Keys` of a string array, or ``None`` when a string is longer than 12
-    bytes (or null). ``fold`` folds short strings too (to compare with folded keys)."""
+    """The :class:`_Keys` of a string array, or ``None`` when a string is longer than 32
+    bytes (or null, or the machine is big-endian). ``fold`` gives strings of at most 7
+    bytes ``view`` keys, not ``exact`` ones."""
+    import sys
+
     import pyarrow as pa
 
     n = len(strings)
-    if strings.null_count or n == 0:
+    if strings.null_count or n == 0 or sys.byteorder != "little":
         return None
+    if strings.type in (pa.string(), pa.large_string()):
+        wide = strings.type == pa.large_string()
+        offsets = np.frombuffer(strings.buffers()[1], np.int64 if wide else np.int32,
+                                count=n + 1, offset=(8 if wide else 4) * strings.offset)
+        lengths = np.diff(offsets)
+        longest = int(lengths.max())
+        if longest > _WORD_BYTES:
+            return None
+        if longest > _INLINE_BYTES:
+            return _fold(_word_records(strings, lengths, offsets), words=True)
     views = strings if strings.type == pa.string_view() else strings.cast(pa.string_view())
     buffer = views.buffers()[1]
-    lengths = np.frombuffer(buffer, np.uint32, count=4 * n, offset=16 * views.offset)[::4]
-    longest = int(lengths.max())
+    view_lengths = np.frombuffer(buffer, np.uint32, count=4 * n, offset=16 * views.offset)[::4]
+    longest = int(view_lengths.max())
     if longest > _INLINE_BYTES:
         return None
     records = np.frombuffer(buffer, np.uint64, count=2 * n, offset=16 * views.offset)
     records = records.reshape(n, 2)
     if longest > _EXACT_BYTES or fold:
-        return _folded(records)
+        return _fold(records, words=False)
     # bytes 0-3 sit in the top half of the first word, bytes 4-6 at the bottom of the
     # second; byte 7 is padding (zero), so the length takes the top byte
     keys = records[:, 0] >> np.uint64(32)
     keys |= records[:, 1] << np.uint64(32)
-    keys |= lengths.astype(np.uint64) << np.uint64(56)
+    keys |= view_lengths.astype(np.uint64) << np.uint64(56)
     return _Keys(keys, None)
+
+
+def _comparable(parts: list[_Keys]) -> list[_Keys] | None:
+    """``parts`` as keys of one kind (and one record width), so that equal strings have
+    equal keys across them; ``None`` when some are ``words`` and some are not."""
+    kinds = {p.kind for p in parts}
+    if kinds == {"exact"} or kinds == {"view"}:
+        return parts
+    if kinds == {"exact", "view"}:
+        return [p if p.kind == "view" else _fold(p.view_records(), words=False) for p in parts]
+    if kinds == {"words"}:
+        width = max(p.records.shape[1] for p in parts)  # type: ignore[union-attr]
+        out = []
+        for p in parts:
+            records = p.records
+            assert records is not None
+            if records.shape[1] < width:  # zero words past the end: the same rule
+                records = np.concatenate(
+                    [records, np.zeros((len(records), width - records.shape[1]), np.uint64)],
+                    axis=1)
+                p = _fold(records, words=True)
+            out.append(p)
+        return out
+    return None
+
+
+def _joined(parts: list[_Keys]) -> _Keys:
+    """Comparable keys, concatenated."""
+    records = None if parts[0].records is None else np.concatenate([p.records for p in parts])
+    return _Keys(np.concatenate([p.keys for p in parts]), records, parts[0].words)
 
 
 @dataclass
@@ -471,12 +566,10 @@ def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
     """``(indices, distinct keys)`` of keyed strings; ``None`` when two different strings
     share a fold.
 
-    Exact keys need no check. A fold ``w0 * F0 ^ w1 * F1`` of a record's two words is, for
-    a given ``w0``, a one-to-one function of ``w1`` (``F1`` is odd), so two records with
-    the same fold are the same record exactly when their ``w0`` (length and first 4 bytes)
-    agree. That is checked row by row against each code's ``w0``, unless ``w0`` is one
-    value throughout (ids of one length and one 4-byte prefix, such as ``doc-00212336``),
-    where folds cannot collide at all. Each code's ``w1`` is then read back from its fold.
+    Exact keys need no check. For folds, each record column but the last is checked row by
+    row against its code's (see :func:`_fold`: with those equal, equal folds mean equal
+    records), except a column that holds one value throughout (ids of one length, or one
+    prefix, such as ``doc-00212336``). Each code's last column is read back from its fold.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -485,17 +578,21 @@ def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
     distinct = encoded.dictionary.to_numpy()
     if keyed.records is None:
         return encoded.indices, _Keys(distinct, None)
-    first = np.ascontiguousarray(keyed.records[:, 0])
-    kept = np.empty((len(distinct), 2), np.uint64)
-    if (first == first[0]).all():
-        kept[:, 0] = first[0]
-    else:
-        codes = encoded.indices.to_numpy().astype(np.intp)
-        kept[codes, 0] = first
-        if not np.array_equal(kept[:, 0].take(codes), first):
+    records = keyed.records
+    kept = np.empty((len(distinct), records.shape[1]), np.uint64)
+    codes = None
+    for j in range(records.shape[1] - 1):
+        column = np.ascontiguousarray(records[:, j])
+        if (column == column[0]).all():
+            kept[:, j] = column[0]
+            continue
+        if codes is None:
+            codes = encoded.indices.to_numpy().astype(np.intp)
+        kept[codes, j] = column
+        if not np.array_equal(kept[:, j].take(codes), column):
             return None  # a collision: the caller hashes the strings instead
-    kept[:, 1] = (distinct ^ (kept[:, 0] * _FOLD[0])) * _UNFOLD
-    return encoded.indices, _Keys(distinct, kept)
+    kept[:, -1] = (distinct ^ _fold_head(kept)) * _UNFOLD
+    return encoded.indices, _Keys(distinct, kept, keyed.words)
 
 
 def _dictionary_encode(strings: Any) -> _Coded:
@@ -876,10 +973,9 @@ class _Dictionaries:
         parts = ([self.unified] if self.unified is not None else []) + self.pending
         merged: Any = None
         if all(isinstance(p, _Keys) for p in parts):
-            if all(p.exact for p in parts):
-                merged = _encode_keys(_Keys(np.concatenate([p.keys for p in parts]), None))
-            else:  # some ids are longer than 7 bytes: fold them all
-                merged = _encode_keys(_folded(np.concatenate([p.view_records() for p in parts])))
+            comparable = _comparable(parts)
+            if comparable is not None:
+                merged = _encode_keys(_joined(comparable))
         if merged is None:
             strings = [p.strings() if isinstance(p, _Keys) else p for p in parts]
             if sum(p.nbytes for p in strings) > 2**30:
