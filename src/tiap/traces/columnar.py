@@ -27,7 +27,7 @@ pieces' dictionaries are merged at the end. Ids of at most 32 bytes (numbers, ``
 ``conv-26:D1:3#f1``, ``msmarco_passage_00_1234``) are hashed as integers, not strings: up
 to 7 bytes, bytes and length make one exact 64-bit key; longer ids are folded into one,
 and rows whose folds agree are compared, so the codes are exact either way
-(:class:`_Keys`). Longer ids are hashed as strings. While reading,
+(:mod:`tiap.traces.idkeys`). Longer ids are hashed as strings. While reading,
 pyarrow allocates from its jemalloc pool, which reuses freed pages (see
 :func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item) plus a few pieces.
 Everything else takes the reference route (``read_run``, then
@@ -61,6 +61,7 @@ from numpy.typing import NDArray
 
 from tiap.errors import Problem, Problems, TiapError
 from tiap.io import is_gzip, open_text
+from tiap.traces.idkeys import Keys, comparable, encode_keys, joined, keys_of
 from tiap.traces.runs import (
     _WARNING_TEXT,
     FORMAT_TREC,
@@ -127,7 +128,6 @@ class IdIndex:
             ids = tuple(ids)
         self._ids: Any = ids
         self._dict: dict[str, int] | None = None
-        self._keyed: dict[str, _Keys | None] = {}  # the ids' integer keys, once asked for
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -176,21 +176,24 @@ class IdIndex:
             merged.update(dict.fromkeys(p if isinstance(p, tuple) else p.to_pylist()))
         return IdIndex(list(merged))
 
+    @cached_property
+    def _keys(self) -> Keys | None:
+        """The ids' integer keys (:func:`~tiap.traces.idkeys.keys_of`), made once."""
+        return keys_of(self._ids)
+
     def _inline_codes(self, values: pa.Array) -> NDArray[np.int64] | None:
-        """:meth:`codes` by integer keys (:class:`_Keys`), when the ids on both sides are
+        """:meth:`codes` by integer keys (:class:`Keys`), when the ids on both sides are
         at most 32 bytes; ``None`` when they are not, or when two folds collide."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if "natural" not in self._keyed:
-            self._keyed["natural"] = _keys(self._ids)
-        mine, theirs = self._keyed["natural"], _keys(values)
+        mine, theirs = self._keys, keys_of(values)
         if mine is None or theirs is None:
             return None
-        comparable = _comparable([mine, theirs])
-        if comparable is None:
+        common = comparable([mine, theirs])
+        if common is None:
             return None
-        mine, theirs = comparable
+        mine, theirs = common
         found = pc.index_in(pa.array(theirs.keys), value_set=pa.array(mine.keys))
         codes = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
         if mine.records is not None and theirs.records is not None:
@@ -364,194 +367,10 @@ def _delimiter(path: Path, n_columns: int) -> str | None:
 _ID, _QID, _TEXT, _FLOAT, _INT = "id", "query id", "text", "float", "int"
 
 
-#: Strings of at most this many bytes sit whole inside their Arrow string-view record.
-_INLINE_BYTES = 12
-#: Strings of at most this many bytes, with their length, fit one uint64 exactly.
-_EXACT_BYTES = 7
-#: Longer strings, up to this many bytes, are keyed by their bytes read as 8-byte words.
-_WORD_BYTES = 32
-#: Odd multipliers: the first column of a record, the middle ones, the last one.
-_FOLD = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
-_MIDDLE = np.uint64(0xFF51AFD7ED558CCD)
-#: The inverse of ``_FOLD[1]`` modulo 2**64 (reads a record's last column back from a fold).
-_UNFOLD = np.uint64(pow(int(_FOLD[1]), -1, 2**64))
-#: ``_BYTE_MASKS[k]`` keeps the low ``k`` bytes of a little-endian word.
-_BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], np.uint64)
-
-
-@dataclass
-class _Keys:
-    """One uint64 per string, so that hashing integers (about twice as fast as strings) can
-    stand in for hashing strings of up to 32 bytes. Three kinds:
-
-    - ``exact`` (strings of at most 7 bytes): bytes and length make the key; ``records`` is
-      ``None``.
-    - ``view`` (at most 12 bytes): a string's 16-byte Arrow string-view record is its
-      length followed by its bytes, zero-padded (the Arrow format's rule), so two records
-      are equal exactly when the strings are. ``records`` is ``[n, 2]``.
-    - ``words`` (13-32 bytes): the record is the length, then the bytes as little-endian
-      8-byte words, zero-padded: ``[n, 1 + K]``.
-
-    ``view`` and ``words`` keys are folds of their records (:func:`_fold`), and ``records``
-    keeps the records, so that strings whose folds agree can be told apart.
-    """
-
-    keys: NDArray[np.uint64]
-    records: NDArray[np.uint64] | None
-    words: bool = False
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @property
-    def kind(self) -> str:
-        return "exact" if self.records is None else "words" if self.words else "view"
-
-    def view_records(self) -> NDArray[np.uint64]:
-        """``[n, 2]`` string-view records (rebuilt from exact keys)."""
-        if self.records is not None:
-            return self.records
-        keys = self.keys
-        records = np.empty((keys.size, 2), np.uint64)
-        records[:, 0] = (keys >> np.uint64(56)) | (keys << np.uint64(32))
-        records[:, 1] = (keys >> np.uint64(32)) & np.uint64(0xFFFFFF)
-        return records
-
-    def strings(self) -> Any:
-        """The strings, as a pyarrow string array."""
-        import pyarrow as pa
-
-        if self.words:
-            records = np.ascontiguousarray(self.records)
-            n, width = len(records), 8 * (records.shape[1] - 1)
-            lengths = records[:, 0].astype(np.int64)
-            raw = records[:, 1:].view(np.uint8).reshape(n, width)
-            data = raw[np.arange(width) < lengths[:, None]]  # row by row: the bytes in order
-            wide = data.size >= 2**31  # past int32 offsets
-            offsets = np.zeros(n + 1, np.int64 if wide else np.int32)
-            np.cumsum(lengths, out=offsets[1:])
-            return pa.Array.from_buffers(pa.large_string() if wide else pa.string(), n,
-                                         [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-        records = np.ascontiguousarray(self.view_records())
-        views = pa.Array.from_buffers(pa.string_view(), len(records),
-                                      [None, pa.py_buffer(records)])
-        return views.cast(pa.string())
-
-
-def _fold_head(records: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """A record's columns but the last, mixed into one uint64."""
-    head = records[:, 0] * _FOLD[0]
-    for j in range(1, records.shape[1] - 1):
-        head ^= records[:, j] * _MIDDLE
-        head = (head << np.uint64(29)) | (head >> np.uint64(35))
-    return head
-
-
-def _fold(records: NDArray[np.uint64], *, words: bool) -> _Keys:
-    """Keys folded from records: ``head ^ last * F1``. For a given head (the other columns)
-    the fold is one-to-one in the last column (``F1`` is odd), so two records with the same
-    fold are the same record exactly when their other columns agree."""
-    keys = _fold_head(records)
-    keys ^= records[:, -1] * _FOLD[1]
-    return _Keys(keys, records, words)
-
-
-def _word_records(strings: Any, lengths: NDArray[np.integer],
-                  offsets: NDArray[np.integer]) -> NDArray[np.uint64]:
-    """``[n, 1 + K]`` records: each string's length, then its bytes as K little-endian
-    8-byte words, zero-padded (K words hold the longest string)."""
-    n = len(strings)
-    start, stop = int(offsets[0]), int(offsets[-1])
-    n_words = (int(lengths.max()) + 7) // 8
-    data = np.frombuffer(strings.buffers()[2], np.uint8, count=stop - start, offset=start)
-    padded = np.zeros(stop - start + 8 * n_words + 8, np.uint8)
-    padded[: stop - start] = data
-    # every byte offset as the start of an (unaligned) 8-byte word
-    word_at = np.ndarray((len(padded) - 7,), np.uint64, buffer=padded, strides=(1,))
-    records = np.empty((n, 1 + n_words), np.uint64)
-    records[:, 0] = lengths
-    at = (offsets[:-1] - start).astype(np.intp)
-    for k in range(n_words):
-        word = word_at[at]
-        word &= _BYTE_MASKS[np.clip(lengths - 8 * k, 0, 8)]
-        records[:, 1 + k] = word
-        at += 8
-    return records
-
-
-def _keys(strings: Any, *, fold: bool = False) -> _Keys | None:
-    """The :class:`_Keys` of a string array, or ``None`` when a string is longer than 32
-    bytes (or null, or the machine is big-endian). ``fold`` gives strings of at most 7
-    bytes ``view`` keys, not ``exact`` ones."""
-    import sys
-
-    import pyarrow as pa
-
-    n = len(strings)
-    if strings.null_count or n == 0 or sys.byteorder != "little":
-        return None
-    if strings.type in (pa.string(), pa.large_string()):
-        wide = strings.type == pa.large_string()
-        offsets = np.frombuffer(strings.buffers()[1], np.int64 if wide else np.int32,
-                                count=n + 1, offset=(8 if wide else 4) * strings.offset)
-        lengths = np.diff(offsets)
-        longest = int(lengths.max())
-        if longest > _WORD_BYTES:
-            return None
-        if longest > _INLINE_BYTES:
-            return _fold(_word_records(strings, lengths, offsets), words=True)
-    views = strings if strings.type == pa.string_view() else strings.cast(pa.string_view())
-    buffer = views.buffers()[1]
-    view_lengths = np.frombuffer(buffer, np.uint32, count=4 * n, offset=16 * views.offset)[::4]
-    longest = int(view_lengths.max())
-    if longest > _INLINE_BYTES:
-        return None
-    records = np.frombuffer(buffer, np.uint64, count=2 * n, offset=16 * views.offset)
-    records = records.reshape(n, 2)
-    if longest > _EXACT_BYTES or fold:
-        return _fold(records, words=False)
-    # bytes 0-3 sit in the top half of the first word, bytes 4-6 at the bottom of the
-    # second; byte 7 is padding (zero), so the length takes the top byte
-    keys = records[:, 0] >> np.uint64(32)
-    keys |= records[:, 1] << np.uint64(32)
-    keys |= view_lengths.astype(np.uint64) << np.uint64(56)
-    return _Keys(keys, None)
-
-
-def _comparable(parts: list[_Keys]) -> list[_Keys] | None:
-    """``parts`` as keys of one kind (and one record width), so that equal strings have
-    equal keys across them; ``None`` when some are ``words`` and some are not."""
-    kinds = {p.kind for p in parts}
-    if kinds == {"exact"} or kinds == {"view"}:
-        return parts
-    if kinds == {"exact", "view"}:
-        return [p if p.kind == "view" else _fold(p.view_records(), words=False) for p in parts]
-    if kinds == {"words"}:
-        width = max(p.records.shape[1] for p in parts)  # type: ignore[union-attr]
-        out = []
-        for p in parts:
-            records = p.records
-            assert records is not None
-            if records.shape[1] < width:  # zero words past the end: the same rule
-                records = np.concatenate(
-                    [records, np.zeros((len(records), width - records.shape[1]), np.uint64)],
-                    axis=1)
-                p = _fold(records, words=True)
-            out.append(p)
-        return out
-    return None
-
-
-def _joined(parts: list[_Keys]) -> _Keys:
-    """Comparable keys, concatenated."""
-    records = None if parts[0].records is None else np.concatenate([p.records for p in parts])
-    return _Keys(np.concatenate([p.keys for p in parts]), records, parts[0].words)
-
-
 @dataclass
 class _Coded:
     """A column dictionary-encoded: ``indices`` (int32, pyarrow) into ``values``, the
-    distinct values in order of first appearance, as strings or as :class:`_Keys` (strings
+    distinct values in order of first appearance, as strings or as :class:`Keys` (strings
     made only when :attr:`dictionary` is asked for)."""
 
     indices: Any
@@ -559,51 +378,18 @@ class _Coded:
 
     @cached_property
     def dictionary(self) -> Any:
-        return self.values.strings() if isinstance(self.values, _Keys) else self.values
-
-
-def _encode_keys(keyed: _Keys) -> tuple[Any, _Keys] | None:
-    """``(indices, distinct keys)`` of keyed strings; ``None`` when two different strings
-    share a fold.
-
-    Exact keys need no check. For folds, each record column but the last is checked row by
-    row against its code's (see :func:`_fold`: with those equal, equal folds mean equal
-    records), except a column that holds one value throughout (ids of one length, or one
-    prefix, such as ``doc-00212336``). Each code's last column is read back from its fold.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    encoded = pc.dictionary_encode(pa.array(keyed.keys))
-    distinct = encoded.dictionary.to_numpy()
-    if keyed.records is None:
-        return encoded.indices, _Keys(distinct, None)
-    records = keyed.records
-    kept = np.empty((len(distinct), records.shape[1]), np.uint64)
-    codes = None
-    for j in range(records.shape[1] - 1):
-        column = np.ascontiguousarray(records[:, j])
-        if (column == column[0]).all():
-            kept[:, j] = column[0]
-            continue
-        if codes is None:
-            codes = encoded.indices.to_numpy().astype(np.intp)
-        kept[codes, j] = column
-        if not np.array_equal(kept[:, j].take(codes), column):
-            return None  # a collision: the caller hashes the strings instead
-    kept[:, -1] = (distinct ^ _fold_head(kept)) * _UNFOLD
-    return encoded.indices, _Keys(distinct, kept, keyed.words)
+        return self.values.strings() if isinstance(self.values, Keys) else self.values
 
 
 def _dictionary_encode(strings: Any) -> _Coded:
     """``pyarrow.compute.dictionary_encode`` of a string array (codes in order of first
     appearance), by the fastest exact route: integer keys for ids of at most 12 bytes
-    (:class:`_Keys`), else the strings themselves."""
+    (:class:`Keys`), else the strings themselves."""
     import pyarrow.compute as pc
 
-    keyed = _keys(strings)
+    keyed = keys_of(strings)
     if keyed is not None:
-        encoded = _encode_keys(keyed)
+        encoded = encode_keys(keyed)
         if encoded is not None:
             return _Coded(*encoded)
     # longer ids: hashed as they are (as string views they hash ~25% slower: their bytes
@@ -937,7 +723,7 @@ class _Dictionaries:
     pending dictionaries are merged into the unified one every few million entries
     (dictionary-encoding the concatenation keeps the unified ids first, so their codes do
     not move), and :meth:`finish` returns the map from provisional to final codes. Final
-    codes follow first appearance in the file. Dictionaries given as :class:`_Keys` are
+    codes follow first appearance in the file. Dictionaries given as :class:`Keys` are
     merged by their keys; strings are made once, for the unified ids.
     """
 
@@ -949,7 +735,7 @@ class _Dictionaries:
         self.maps: list[NDArray[np.int32]] = []
 
     def add(self, dictionary: Any) -> int:
-        """Register one block's dictionary (strings or :class:`_Keys`); returns its offset."""
+        """Register one block's dictionary (strings or :class:`Keys`); returns its offset."""
         offset = self.offset
         self.pending.append(dictionary)
         self.offset += len(dictionary)
@@ -972,12 +758,12 @@ class _Dictionaries:
             return
         parts = ([self.unified] if self.unified is not None else []) + self.pending
         merged: Any = None
-        if all(isinstance(p, _Keys) for p in parts):
-            comparable = _comparable(parts)
-            if comparable is not None:
-                merged = _encode_keys(_joined(comparable))
+        if all(isinstance(p, Keys) for p in parts):
+            common = comparable(parts)
+            if common is not None:
+                merged = encode_keys(joined(common))
         if merged is None:
-            strings = [p.strings() if isinstance(p, _Keys) else p for p in parts]
+            strings = [p.strings() if isinstance(p, Keys) else p for p in parts]
             if sum(p.nbytes for p in strings) > 2**30:
                 strings = [p.cast(pa.large_string()) for p in strings]
             coded = _dictionary_encode(pa.concat_arrays(strings))
@@ -993,7 +779,7 @@ class _Dictionaries:
 
         self._merge()
         unified = self.unified if self.unified is not None else pa.array([], pa.string())
-        if isinstance(unified, _Keys):
+        if isinstance(unified, Keys):
             unified = unified.strings()
         return unified, np.concatenate([*self.maps, np.array([-1], np.int32)])
 
