@@ -196,13 +196,14 @@ def _aligned(per_query: dict[str, dict[str, float]], order: dict[str, int], n: i
 
 def work_tiap(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from tiap.cli.rescore import CONCURRENT_READ_BYTES
-    from tiap.scoring import RankingIndex, parse_measures
-    from tiap.scoring.rescore import qrels_targets
-    from tiap.traces.columnar import IdIndex, read_qrels, read_run_columnar
-
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from tiap.cli.rescore import CONCURRENT_READ_BYTES
+    from tiap.ids import IdIndex
+    from tiap.scoring import RankingIndex, parse_measures
+    from tiap.scoring.rescore import qrels_targets
+    from tiap.traces.columnar import read_qrels, read_run_columnar
 
     pc.dictionary_encode(pa.array(["x"]))  # pyarrow.compute's one-time set-up (~0.2 s)
 

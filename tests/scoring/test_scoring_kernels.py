@@ -10,6 +10,7 @@ import pytest
 from scoring_reference import reference
 
 from tiap.errors import TiapError
+from tiap.ids import MAX_DEPTH
 from tiap.scoring import (
     Credit,
     RankingIndex,
@@ -19,7 +20,7 @@ from tiap.scoring import (
     score_many,
     score_positions,
 )
-from tiap.scoring.kernels import MAX_DEPTH, _bucket_of
+from tiap.scoring.kernels import _bucket_of
 
 MEASURES = parse_measures(
     "nDCG@1,nDCG@5,nDCG@20,nDCG,R@5,R@20,R,RR@3,RR,Success@2,P@5,P@20,"

@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tiap import ids as tiap_ids
 from tiap.errors import TiapError
-from tiap.traces import columnar, idkeys
-from tiap.traces.columnar import ColumnarRun, IdIndex, read_qrels, read_run_columnar
+from tiap.ids import IdIndex
+from tiap.traces import columnar
+from tiap.traces.columnar import ColumnarRun, read_qrels, read_run_columnar
 from tiap.traces.runs import Run, read_run
 
 pytest.importorskip("pyarrow")
@@ -146,6 +148,7 @@ def test_without_pyarrow(tmp_path: Path, monkeypatch) -> None:
     path = _write(tmp_path / "run.trec", "".join(_random_trec(4)))
     fast = read_run_columnar(path)[0]
     monkeypatch.setattr(columnar, "_pyarrow", lambda: None)
+    monkeypatch.setattr(tiap_ids, "_pyarrow", lambda: None)
     slow = _same_as_reference(path)[0]
     assert isinstance(slow.items._ids, tuple)
     assert _as_orders([fast.to_run()]) == _as_orders([slow.to_run()])
@@ -186,7 +189,7 @@ def test_dictionary_encode_matches_pyarrow(short_only: bool) -> None:
         assert got.indices.to_pylist() == want.indices.to_pylist()
         assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
         assert got.dictionary.type == pa.string()
-    assert idkeys.keys_of(strings).kind == ("view" if short_only else "words")
+    assert tiap_ids.keys_of(strings).kind == ("view" if short_only else "words")
 
 
 def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
@@ -196,13 +199,13 @@ def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
     look-ups."""
     import pyarrow as pa
 
-    monkeypatch.setattr(idkeys, "FOLD", (np.uint64(0), np.uint64(1)))
-    monkeypatch.setattr(idkeys, "UNFOLD", np.uint64(1))
+    monkeypatch.setattr(tiap_ids, "FOLD", (np.uint64(0), np.uint64(1)))
+    monkeypatch.setattr(tiap_ids, "UNFOLD", np.uint64(1))
     b, a, c = "bbbb-0000001", "aaaa-0000001", "cccc-0000001"  # same bytes 4-11
     strings = pa.array([b, a, b, c, a], pa.string())
-    assert idkeys.keys_of(strings).kind == "view"
-    assert len(set(idkeys.keys_of(strings).keys.tolist())) == 1  # every fold collides
-    assert idkeys.encode_keys(idkeys.keys_of(strings)) is None
+    assert tiap_ids.keys_of(strings).kind == "view"
+    assert len(set(tiap_ids.keys_of(strings).keys.tolist())) == 1  # every fold collides
+    assert tiap_ids.encode_keys(tiap_ids.keys_of(strings)) is None
     got = columnar._dictionary_encode(strings)
     assert got.indices.to_pylist() == [0, 1, 0, 2, 1]
     assert got.dictionary.to_pylist() == [b, a, c]
@@ -219,7 +222,7 @@ def test_ids_of_one_length_and_prefix() -> None:
 
     rng = np.random.default_rng(0)
     ids = pa.array([f"doc-{i:08d}" for i in rng.integers(0, 5000, 20000)], pa.string())
-    keyed = idkeys.keys_of(ids)
+    keyed = tiap_ids.keys_of(ids)
     assert keyed.kind == "view" and (keyed.records[:, 0] == keyed.records[0, 0]).all()
     got, want = columnar._dictionary_encode(ids), pc.dictionary_encode(ids)
     assert got.indices.to_pylist() == want.indices.to_pylist()
@@ -234,7 +237,7 @@ def test_short_view_records_are_zero_padded() -> None:
     import pyarrow.compute as pc
 
     cut = pc.utf8_slice_codeunits(pa.array(["abcdefghijklmnopqrstuvwxyz", "xyzxyzxyzxyzq"]), 0, 3)
-    records = idkeys.keys_of(cut, fold=True).records
+    records = tiap_ids.keys_of(cut, fold=True).records
     raw = records.view(np.uint8).reshape(-1, 16)
     assert raw.tolist() == [[3, 0, 0, 0, 97, 98, 99] + [0] * 9,
                             [3, 0, 0, 0, 120, 121, 122] + [0] * 9]
@@ -247,11 +250,11 @@ def test_exact_keys_of_ids_up_to_7_bytes() -> None:
     import pyarrow as pa
 
     ids = ["", "a", "a\x00", "\x00", "ab", "abcdefg", "abcdefh", "é", "日本", "d212336"]
-    keyed = idkeys.keys_of(pa.array(ids, pa.string()))
+    keyed = tiap_ids.keys_of(pa.array(ids, pa.string()))
     assert keyed.kind == "exact" and len(set(keyed.keys.tolist())) == len(ids)
-    folded = idkeys.keys_of(pa.array(ids, pa.string()), fold=True)
+    folded = tiap_ids.keys_of(pa.array(ids, pa.string()), fold=True)
     assert keyed.view_records().tolist() == folded.records.tolist()
-    assert idkeys.keys_of(pa.array(ids + ["abcdefgh"], pa.string())).kind == "view"
+    assert tiap_ids.keys_of(pa.array(ids + ["abcdefgh"], pa.string())).kind == "view"
     encoded = columnar._dictionary_encode(pa.array(ids * 3, pa.string()))
     assert encoded.dictionary.to_pylist() == ids
     assert encoded.indices.to_pylist() == list(range(len(ids))) * 3
@@ -268,14 +271,14 @@ def test_word_keys_of_ids_of_13_to_32_bytes(monkeypatch) -> None:
     ids = [f"conv-{rng.randint(0, 99)}:D{rng.randint(1, 30)}:{rng.randint(1, 40)}"
            f"#f{rng.randint(0, 9)}" for _ in range(4000)] + ["é" * 16, "x" * 32, "y" * 13]
     strings = pa.array(ids, pa.string())
-    keyed = idkeys.keys_of(strings)
+    keyed = tiap_ids.keys_of(strings)
     assert keyed.kind == "words" and keyed.records.shape[1] == 1 + 4
     assert keyed.strings().to_pylist() == ids
     for arr in (strings, strings.slice(5, 3000), strings.cast(pa.large_string())):
         got, want = columnar._dictionary_encode(arr), pc.dictionary_encode(arr)
         assert got.indices.to_pylist() == want.indices.to_pylist()
         assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
-    assert idkeys.keys_of(pa.array(ids + ["z" * 33], pa.string())) is None
+    assert tiap_ids.keys_of(pa.array(ids + ["z" * 33], pa.string())) is None
     # two pieces, 2 and 3 words wide, merged by key; then one of view keys: by strings
     merged = columnar._Dictionaries()
     a, b = ["abcdefghijklm", "abcdefghijklmn"], ["abcdefghijklm", "q" * 20]
@@ -286,12 +289,12 @@ def test_word_keys_of_ids_of_13_to_32_bytes(monkeypatch) -> None:
     assert unified.to_pylist() == ["abcdefghijklm", "abcdefghijklmn", "q" * 20, "short"]
     assert code_map.tolist() == [0, 1, 0, 2, 3, 2, -1]
     # collisions: a fold that ignores all but the last word; the heads tell them apart
-    monkeypatch.setattr(idkeys, "FOLD", (np.uint64(0), np.uint64(1)))
-    monkeypatch.setattr(idkeys, "MIDDLE", np.uint64(0))
-    monkeypatch.setattr(idkeys, "UNFOLD", np.uint64(1))
+    monkeypatch.setattr(tiap_ids, "FOLD", (np.uint64(0), np.uint64(1)))
+    monkeypatch.setattr(tiap_ids, "MIDDLE", np.uint64(0))
+    monkeypatch.setattr(tiap_ids, "UNFOLD", np.uint64(1))
     clash = pa.array(["aaaaaaaa-bbbbbbb-0001", "cccccccc-bbbbbbb-0001"] * 2)
-    assert len(set(idkeys.keys_of(clash).keys.tolist())) == 1
-    assert idkeys.encode_keys(idkeys.keys_of(clash)) is None
+    assert len(set(tiap_ids.keys_of(clash).keys.tolist())) == 1
+    assert tiap_ids.encode_keys(tiap_ids.keys_of(clash)) is None
     assert columnar._dictionary_encode(clash).indices.to_pylist() == [0, 1, 0, 1]
     index = IdIndex(["cccccccc-bbbbbbb-0001", "aaaaaaaa-bbbbbbb-0001"])
     assert index._inline_codes(clash) is None

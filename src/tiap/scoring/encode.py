@@ -15,53 +15,21 @@ in rankings, are fine: they are simply never matched.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from tiap.errors import TiapError
-from tiap.scoring.kernels import _SENTINEL, MAX_CODE, Targets, _duplicate_rows
+from tiap.ids import MAX_CODE, Vocabulary
+from tiap.scoring.kernels import _SENTINEL, Targets, _duplicate_rows
 
 __all__ = ["Encoded", "Vocabulary", "encode", "encode_rankings", "encode_targets"]
 
 Group = Iterable[Hashable] | Mapping[Hashable, float]
 Duplicates = Literal["error", "first"]
-
-
-class Vocabulary:
-    """Dense integer codes for ids, in order of first appearance (0, 1, 2, ...)."""
-
-    def __init__(self, ids: Iterable[Hashable] = ()) -> None:
-        self._codes: dict[Hashable, int] = {}
-        for item_id in ids:
-            self.code(item_id)
-
-    def __len__(self) -> int:
-        return len(self._codes)
-
-    def __contains__(self, item_id: object) -> bool:
-        return item_id in self._codes
-
-    def code(self, item_id: Hashable) -> int:
-        """The code of ``item_id``, assigning the next free code to a new id."""
-        return self._codes.setdefault(item_id, len(self._codes))
-
-    def get(self, item_id: Hashable) -> int | None:
-        """The code of ``item_id``, or ``None`` when it has none (nothing is added)."""
-        return self._codes.get(item_id)
-
-    @property
-    def ids(self) -> tuple[Hashable, ...]:
-        """All ids, indexed by code."""
-        return tuple(self._codes)
-
-    def decode(self, codes: ArrayLike) -> list[Hashable | None]:
-        """Ids for ``codes`` (``None`` for ``-1`` padding)."""
-        ids = self.ids
-        return [None if c < 0 else ids[c] for c in np.asarray(codes).ravel().tolist()]
 
 
 def _error(message: str, index: int, query_ids: Sequence[str] | None) -> TiapError:
@@ -94,28 +62,26 @@ def encode_rankings(
         raise TiapError(f"duplicates must be 'error' or 'first', got {duplicates!r}")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
         raise TiapError(f"depth must be a non-negative integer, got {depth!r}")
-    codes = vocabulary._codes
-    flat: list[int] = []
-    lengths: list[int] = []
-    for q, row in enumerate(rankings):
-        if row is None:
-            lengths.append(0)
-            continue
-        if isinstance(row, (str, bytes)):
-            raise _error("a ranking must be a list of ids, not a string", q, query_ids)
-        if duplicates == "first":
-            row = dict.fromkeys(row)
-        before = len(flat)
-        try:
-            flat.extend([codes.setdefault(x, len(codes)) for x in row])
-        except TypeError as exc:
-            raise _error(f"unusable id in ranking: {exc}", q, query_ids) from None
-        lengths.append(len(flat) - before)
-    _check_size(vocabulary)
-    lens = np.asarray(lengths, dtype=np.int64)
-    width = int(lens.max(initial=0))
-    matrix = np.full((lens.size, width), -1, np.int32)
-    matrix[np.arange(width)[None, :] < lens[:, None]] = np.asarray(flat, dtype=np.int32)
+    position = -1
+
+    def rows() -> Iterator[Iterable[Hashable]]:
+        nonlocal position
+        for position, row in enumerate(rankings):  # noqa: B007 - read after an error
+            if row is None:
+                yield ()
+            elif isinstance(row, (str, bytes)):
+                raise _error("a ranking must be a list of ids, not a string", position,
+                             query_ids)
+            else:
+                yield dict.fromkeys(row) if duplicates == "first" else row
+
+    try:
+        matrix = vocabulary.code_rows(rows())
+    except TypeError as exc:
+        raise _error(f"unusable id in ranking: {exc}", position, query_ids) from None
+    except ValueError as exc:
+        raise TiapError(str(exc)) from None
+    width = matrix.shape[1]
     if duplicates == "error" and width > 1:
         masked = np.where(matrix < 0, _SENTINEL, matrix)
         bad = _duplicate_rows(np.sort(masked, axis=1))

@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tiap.errors import TiapError
+from tiap.ids import MAX_CODE, MAX_DEPTH
 from tiap.scoring.measures import Measure, MeasureSpec, parse_measures
 
 __all__ = [
@@ -67,8 +68,6 @@ __all__ = [
 Credit = Literal["group", "set"]
 CREDIT_MODES: tuple[str, ...] = ("group", "set")
 
-#: Largest item code accepted (codes are stored as int32; one value is kept as a sentinel).
-MAX_CODE: int = 2**31 - 2
 _SENTINEL = np.int32(2**31 - 1)
 _BLOCK = 32_768  # members per look-up block (the block's temporaries stay in L2 cache)
 
@@ -384,8 +383,6 @@ def _duplicate_rows(sorted_codes: NDArray[np.int32]) -> NDArray[np.intp]:
     return np.flatnonzero(dup.any(axis=1))
 
 
-#: Deepest ranking supported (ranks, and the "not ranked" value, are stored as int16).
-MAX_DEPTH: int = 2**15 - 64
 #: Below this many codes (and at depth <= 255) a code and its rank share one int32.
 _PACKED_CODES = 2**23
 

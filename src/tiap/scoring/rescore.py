@@ -37,13 +37,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import TiapError
+from tiap.ids import IdIndex
 from tiap.memory.store import Item
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
 from tiap.targets.groups import QueryLike
-from tiap.traces.columnar import IdIndex
 from tiap.traces.runs import Run
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,7 +7,6 @@ JSONL format, MemoryOS and Graphiti/Zep).
 
 from tiap.traces.columnar import (
     ColumnarRun,
-    IdIndex,
     Qrels,
     read_qrels,
     read_run_columnar,
@@ -61,7 +60,6 @@ __all__ = [
     "TARGET_NAMES",
     "ColumnarRun",
     "Dedup",
-    "IdIndex",
     "MtelImport",
     "MtelReport",
     "Qrels",

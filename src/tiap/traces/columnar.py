@@ -27,7 +27,7 @@ pieces' dictionaries are merged at the end. Ids of at most 32 bytes (numbers, ``
 ``conv-26:D1:3#f1``, ``msmarco_passage_00_1234``) are hashed as integers, not strings: up
 to 7 bytes, bytes and length make one exact 64-bit key; longer ids are folded into one,
 and rows whose folds agree are compared, so the codes are exact either way
-(:mod:`tiap.traces.idkeys`). Longer ids are hashed as strings. While reading,
+(:mod:`tiap.ids`). Longer ids are hashed as strings. While reading,
 pyarrow allocates from its jemalloc pool, which reuses freed pages (see
 :func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item) plus a few pieces.
 Everything else takes the reference route (``read_run``, then
@@ -54,14 +54,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, Problems, TiapError
+from tiap.ids import (
+    MAX_DEPTH,
+    IdIndex,
+    Keys,
+    Vocabulary,
+    _pyarrow,
+    comparable,
+    encode_keys,
+    joined,
+    keys_of,
+)
 from tiap.io import is_gzip, open_text
-from tiap.traces.idkeys import Keys, comparable, encode_keys, joined, keys_of
 from tiap.traces.runs import (
     _WARNING_TEXT,
     FORMAT_TREC,
@@ -77,12 +87,8 @@ from tiap.traces.runs import (
     read_run,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
-
 __all__ = [
     "ColumnarRun",
-    "IdIndex",
     "Qrels",
     "read_qrels",
     "read_run_columnar",
@@ -94,135 +100,6 @@ BLOCK_BYTES = 1 << 24
 _MERGE_ENTRIES = 1 << 22
 #: Rows per step when checking and re-coding the ranking matrix.
 _ROW_BLOCK = 1 << 15
-
-
-def _pyarrow() -> Any | None:
-    try:
-        import pyarrow  # noqa: F401
-        import pyarrow.compute  # noqa: F401
-        import pyarrow.csv  # noqa: F401
-    except ImportError:  # pragma: no cover - depends on the environment
-        return None
-    return pyarrow
-
-
-# --------------------------------------------------------------------------------------------
-# Ids by code
-# --------------------------------------------------------------------------------------------
-
-
-class IdIndex:
-    """String ids indexed by their code ``0..n-1`` (the vocabulary of a columnar file).
-
-    Holds a pyarrow string array when pyarrow is installed, else a tuple of str.
-    :meth:`codes` looks many ids up at once (``-1`` for an id not in the index).
-    """
-
-    def __init__(self, ids: Sequence[str] | pa.Array) -> None:
-        pa = _pyarrow()
-        if pa is not None and isinstance(ids, pa.ChunkedArray):
-            ids = ids.combine_chunks()
-        if pa is not None and not isinstance(ids, pa.Array):
-            ids = pa.array(ids if isinstance(ids, list) else list(ids), pa.string())
-        elif pa is None:
-            ids = tuple(ids)
-        self._ids: Any = ids
-        self._dict: dict[str, int] | None = None
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def __getitem__(self, code: int) -> str:
-        if not 0 <= code < len(self._ids):
-            raise IndexError(f"no id has code {code}")
-        value = self._ids[code]
-        return value if isinstance(value, str) else str(value.as_py())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_list())
-
-    def __repr__(self) -> str:
-        return f"IdIndex({len(self)} ids)"
-
-    def to_list(self) -> list[str]:
-        """Every id, in code order."""
-        return list(self._ids) if isinstance(self._ids, tuple) else self._ids.to_pylist()
-
-    def decode(self, codes: Iterable[int] | NDArray[np.integer]) -> list[str | None]:
-        """Ids for ``codes`` (``None`` for ``-1``)."""
-        flat = np.asarray(codes).ravel().tolist()
-        return [None if c < 0 else self[c] for c in flat]
-
-    def take(self, codes: Iterable[int] | NDArray[np.integer]) -> list[str]:
-        """The ids of ``codes`` (all valid), as a list."""
-        flat = np.asarray(codes, np.int64).ravel()
-        if isinstance(self._ids, tuple):
-            return [self._ids[c] for c in flat.tolist()]
-        return list(self._ids.take(flat).to_pylist())
-
-    @staticmethod
-    def union(indexes: Iterable[IdIndex]) -> IdIndex:
-        """Every id of ``indexes``, once, in order of first appearance."""
-        parts = [ix._ids for ix in indexes]
-        pa = _pyarrow()
-        if pa is not None and not any(isinstance(p, tuple) for p in parts):
-            import pyarrow.compute as pc
-
-            if not parts:
-                return IdIndex([])
-            return IdIndex(pc.unique(pa.chunked_array(parts, parts[0].type)))
-        merged: dict[str, None] = {}
-        for p in parts:
-            merged.update(dict.fromkeys(p if isinstance(p, tuple) else p.to_pylist()))
-        return IdIndex(list(merged))
-
-    @cached_property
-    def _keys(self) -> Keys | None:
-        """The ids' integer keys (:func:`~tiap.traces.idkeys.keys_of`), made once."""
-        return keys_of(self._ids)
-
-    def _inline_codes(self, values: pa.Array) -> NDArray[np.int64] | None:
-        """:meth:`codes` by integer keys (:class:`Keys`), when the ids on both sides are
-        at most 32 bytes; ``None`` when they are not, or when two folds collide."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        mine, theirs = self._keys, keys_of(values)
-        if mine is None or theirs is None:
-            return None
-        common = comparable([mine, theirs])
-        if common is None:
-            return None
-        mine, theirs = common
-        found = pc.index_in(pa.array(theirs.keys), value_set=pa.array(mine.keys))
-        codes = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
-        if mine.records is not None and theirs.records is not None:
-            hit = np.flatnonzero(codes >= 0)  # equal folds: equal ids iff the heads agree
-            if not np.array_equal(mine.records[codes[hit], :-1], theirs.records[hit, :-1]):
-                return None  # equal folds of different ids: compare the strings instead
-        return codes
-
-    def codes(self, ids: Sequence[str] | pa.Array | IdIndex) -> NDArray[np.int64]:
-        """The code of each of ``ids``, ``-1`` where an id is not in this index."""
-        if isinstance(ids, IdIndex):
-            ids = ids._ids
-        pa = _pyarrow()
-        if pa is not None and not isinstance(self._ids, tuple):
-            import pyarrow.compute as pc
-
-            values = ids if isinstance(ids, pa.Array) else pa.array(list(ids), pa.string())
-            if values.type != self._ids.type:
-                values = values.cast(self._ids.type)
-            found = self._inline_codes(values)
-            if found is not None:
-                return found
-            found = pc.index_in(values, value_set=self._ids)
-            return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
-        if self._dict is None:
-            self._dict = {s: i for i, s in enumerate(self.to_list())}
-        get = self._dict.get
-        values_list = ids.to_pylist() if not isinstance(ids, (list, tuple)) else ids
-        return np.fromiter((get(s, -1) for s in values_list), np.int64, len(values_list))
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,11 +152,9 @@ class ColumnarRun:
     @classmethod
     def from_run(cls, run: Run) -> ColumnarRun:
         """Code a :class:`~tiap.traces.runs.Run` (its rankings are already deduplicated)."""
-        from tiap.scoring.encode import Vocabulary, encode_rankings
-
         vocab = Vocabulary()
         qids = tuple(r.query_id for r in run.rankings)
-        matrix = encode_rankings([r.item_ids for r in run.rankings], vocab, query_ids=qids)
+        matrix = vocab.code_rows(r.item_ids for r in run.rankings)
         matrix.setflags(write=False)
         return cls(
             system=run.system,
@@ -1056,7 +931,6 @@ def _score_warning(
 
 def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarRun]:
 
-    from tiap.scoring.kernels import MAX_DEPTH
 
     size_hint = 0
     if not is_gzip(path):  # about 30 bytes a line, 60 lines a query: a first guess only
