@@ -208,7 +208,7 @@ def run_pipeline(
     from tiap.datasets.files import manifest
     from tiap.datasets.queryfile import read_queries, write_queries
     from tiap.memory import build_store
-    from tiap.memory.store import read_items
+    from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
     from tiap.scoring.output import write_rescore
     from tiap.scoring.rescore import rescore
@@ -256,7 +256,7 @@ def run_pipeline(
         step(f"store-{s.name}", spec, [sdir / "items.jsonl"],
              lambda s=s, sdir=sdir: build_store(
                  ds, s.parser, sdir, parser_args=dict(s.args),
-                 collections=list(cfg.collections) or None, progress=progress))
+                 collections=list(cfg.collections) or None, progress=progress, store=s.name))
 
     # 3. retrieval
     for system, s, r in cfg.systems():
@@ -281,8 +281,11 @@ def run_pipeline(
     qs = read_queries(qpath)
     stores = {}
     runs = []
+    loaded: dict[str, Any] = {}
     for system, s, _ in cfg.systems():
-        stores[system] = read_items(root / "stores" / s.name / "items.jsonl")
+        if s.name not in loaded:
+            loaded[s.name] = read_store(root / "stores" / s.name / "items.jsonl")
+        stores[system] = loaded[s.name]
         runs.extend(read_run(root / "runs" / f"{system}.jsonl", system=system))
     t0 = time.monotonic()
     result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,

@@ -41,7 +41,7 @@ def test_raw_items_then_facts_with_lineage(locomo, tmp_path: Path) -> None:  # t
     assert [r["item_id"] for r in rows[:419]] == [t.unit_id for t in turns]
     assert all(r["sources"] == [r["item_id"]] and r["collection"] == CONV for r in raw)
     first = rows[2]
-    assert first == {"item_id": "conv-26:D1:3", "kind": "raw", "sources": ["conv-26:D1:3"],
+    assert first == {"item_id": "conv-26:D1:3", "store": "s", "kind": "raw", "sources": ["conv-26:D1:3"],
                      "text": "Caroline (1:56 pm on 8 May, 2023): I went to a LGBTQ support "
                              "group yesterday and it was so powerful.",
                      "collection": CONV, "speaker": "Caroline", "session_id": "session_1",
@@ -79,9 +79,9 @@ def test_density_caps(locomo, tmp_path: Path) -> None:  # type: ignore[no-untype
 
 
 def test_two_builds_are_byte_identical_and_workers_do_not_matter(locomo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    build(locomo, tmp_path / "a")
-    build(locomo, tmp_path / "b")
-    build(locomo, tmp_path / "c", workers=2)
+    build(locomo, tmp_path / "a", store="f5")
+    build(locomo, tmp_path / "b", store="f5")
+    build(locomo, tmp_path / "c", workers=2, store="f5")
     a = (tmp_path / "a" / "items.jsonl").read_bytes()
     assert a == (tmp_path / "b" / "items.jsonl").read_bytes()
     assert a == (tmp_path / "c" / "items.jsonl").read_bytes()

@@ -49,7 +49,7 @@ def test_happy_path_and_cache(fake_llm: FakeServer, inline_dataset: InlineDatase
     assert len(fake_llm.requests) == 5 and len(facts) == 10
     t3 = "I went to a LGBTQ support group yesterday and it was so powerful."
     line = f"Caroline: {t3}"  # the turn as the prompt shows it
-    assert facts["c1:D1:3#f1"] == {"item_id": "c1:D1:3#f1", "kind": "fact",
+    assert facts["c1:D1:3#f1"] == {"item_id": "c1:D1:3#f1", "store": "s", "kind": "fact",
                                    "sources": ["c1:D1:3"], "text": f"Fact {digest(line)} one.",
                                    "collection": "c1"}
     assert facts["c1:D1:3#f2"]["text"] == f"Fact {digest(line)} two."
@@ -71,7 +71,8 @@ def test_happy_path_and_cache(fake_llm: FakeServer, inline_dataset: InlineDatase
     assert args["api_key_env"] == "OPENAI_API_KEY" and args["max_facts"] == 3
 
     # a second build asks nothing and writes the same bytes
-    res2 = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s2")
+    res2 = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s2",
+                       store="s")
     assert len(fake_llm.requests) == 5
     assert res2.manifest["parser_stats"]["cache_hits"] == 5
     items = [(tmp_path / d / "items.jsonl").read_bytes() for d in ("s", "s2")]
@@ -248,7 +249,7 @@ def test_kill_and_resume(fake_llm: FakeServer, data_dir: Path, tmp_path: Path) -
     # the resumed store equals one built in a single go
     fresh = tmp_path / "fresh"
     assert main([*cmd[3:-4], "--cache", str(tmp_path / "fresh.sqlite"), "--data", str(data_dir),
-                 "--out", str(fresh)]) == 0
+                 "--out", str(fresh), "--name", "store"]) == 0
     assert (out / "items.jsonl").read_bytes() == (fresh / "items.jsonl").read_bytes()
     rows = read_rows(out / "items.jsonl")
     assert sum(r["kind"] == "fact" for r in rows) == 2 * 419

@@ -20,6 +20,9 @@ def build_store_cmd(
         "--parser", help="heuristic (extractive facts), native (the dataset's own memories) "
         "or llm (an OpenAI-compatible endpoint).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder: items.jsonl, manifest.json.")],
+    name: Annotated[str | None, typer.Option(
+        "--name", help="The store's name, written on every item (an item is identified by "
+        "store and id); default: the name of the --out folder.", show_default=False)] = None,
     max_facts: Annotated[int | None, typer.Option(
         "--max-facts", help="At most N facts per turn (heuristic, llm; default 5). "
         "The paper's densities are 1, 5 and 8.", show_default=False)] = None,
@@ -60,7 +63,7 @@ def build_store_cmd(
     from tiap.datasets import DataSource, load
     from tiap.memory import build_store, make_parser
 
-    name = parser.strip().lower()
+    pname = parser.strip().lower()
     llm_opts: dict[str, Any] = {
         "base_url": base_url, "model": model, "api_key_env": api_key_env,
         "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
@@ -68,27 +71,27 @@ def build_store_cmd(
     }
     given = {k: v for k, v in llm_opts.items() if v is not None}
     problems: list[Problem] = []
-    if name != "llm" and given:
+    if pname != "llm" and given:
         flags = ", ".join("--" + k.replace("_", "-") for k in given)
         problems.append(Problem(f"options for --parser llm only: {flags}"))
-    if name == "native" and max_facts is not None:
+    if pname == "native" and max_facts is not None:
         problems.append(Problem("--max-facts does not apply to --parser native "
                                 "(it stores the memories the dataset ships)"))
     if problems:
         raise TiapError(problems=problems)
     args: dict[str, Any] = {}
-    if name in ("heuristic", "llm"):
+    if pname in ("heuristic", "llm"):
         args["max_facts"] = 5 if max_facts is None else max_facts
-    if name == "llm":
+    if pname == "llm":
         args.update(given)
         args["seed"] = seed
-    elif max_facts is not None and name not in ("heuristic", "native"):
+    elif max_facts is not None and pname not in ("heuristic", "native"):
         args["max_facts"] = max_facts
-    made = make_parser(name, **args)  # checks the arguments before any data is read
+    made = make_parser(pname, **args)  # checks the arguments before any data is read
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
     wanted = [c.strip() for c in collections.split(",") if c.strip()] if collections else None
     result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
-                         progress=track)
+                         progress=track, store=name)
     _print_summary(result.counts, result.manifest, out)
 
 

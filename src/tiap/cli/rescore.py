@@ -162,16 +162,16 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
     run: list[str], items: list[str], queries: Path, targets: str, **opts
 ):
     from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_items
+    from tiap.memory.store import read_store
     from tiap.scoring.rescore import rescore
 
-    stores: dict[str | None, list] = {}  # type: ignore[type-arg]
+    stores: dict[str | None, Any] = {}
     inputs: dict[str, Path] = {"queries": queries}
     for spec in items:
         name, path = parse_named(spec)
         if name in stores:
             raise TiapError(f"two stores given for {name or 'every run'}", file=path)
-        stores[name] = read_items(path)
+        stores[name] = read_store(path)
         inputs[f"items:{name}" if name else "items"] = path
     qs = read_queries(queries)
     dedup = opts.pop("dedup")

@@ -55,7 +55,7 @@ from tiap.datasets.records import Turn
 from tiap.errors import Problem, TiapError
 from tiap.io import atomic_dir, atomic_write, sha256_file
 from tiap.memory.parsers import Parser, make_parser, parser_factory
-from tiap.memory.store import RAW_KIND, Item
+from tiap.memory.store import RAW_KIND, Item, check_store_name
 from tiap.provenance import manifest_header
 
 __all__ = ["DEFAULT_SEED", "ITEMS_FILE", "MANIFEST_FILE", "PARALLEL_FROM", "SCHEMA_VERSION",
@@ -118,7 +118,7 @@ def _dumps(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
 
-def _collection_chunk(parser: Parser, bundle: Bundle) -> _Chunk:
+def _collection_chunk(parser: Parser, bundle: Bundle, store: str) -> _Chunk:
     cid = bundle.collection.collection_id
     chunk = _Chunk(cid, "", len(bundle.turns))
     dates = {s.session_id: s.date for s in bundle.sessions}
@@ -136,7 +136,7 @@ def _collection_chunk(parser: Parser, bundle: Bundle) -> _Chunk:
     for t in bundle.turns:
         item = raw_item(t, dates.get(t.session_id))
         check(item.item_id)
-        lines.append(_dumps(item.to_json()))
+        lines.append(_dumps(item.to_json(store)))
     chunk.kinds[RAW_KIND] = len(bundle.turns)
     units = seen.copy()
     reach: Counter[str] = Counter()
@@ -152,7 +152,7 @@ def _collection_chunk(parser: Parser, bundle: Bundle) -> _Chunk:
         for s in set(item.sources):
             reach[s] += 1
         chunk.kinds[item.kind] += 1
-        lines.append(_dumps(item.to_json()))
+        lines.append(_dumps(item.to_json(store)))
     chunk.per_turn = Counter(reach.get(t.unit_id, 0) for t in bundle.turns)
     chunk.text = "\n".join(lines) + "\n" if lines else ""
     return chunk
@@ -161,16 +161,18 @@ def _collection_chunk(parser: Parser, bundle: Bundle) -> _Chunk:
 # -- worker processes ----------------------------------------------------------------------
 
 _WORKER_PARSER: Parser | None = None
+_WORKER_STORE = ""
 
 
-def _init_worker(name: str, args: dict[str, Any]) -> None:
-    global _WORKER_PARSER
+def _init_worker(name: str, args: dict[str, Any], store: str) -> None:
+    global _WORKER_PARSER, _WORKER_STORE
     _WORKER_PARSER = make_parser(name, **args)
+    _WORKER_STORE = store
 
 
 def _work(bundle: Bundle) -> _Chunk:
     assert _WORKER_PARSER is not None
-    return _collection_chunk(_WORKER_PARSER, bundle)
+    return _collection_chunk(_WORKER_PARSER, bundle, _WORKER_STORE)
 
 
 def _rebuildable(parser: Parser) -> bool:
@@ -181,14 +183,16 @@ def _rebuildable(parser: Parser) -> bool:
         return False
 
 
-def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int) -> Iterator[_Chunk]:
+def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int,
+            store: str) -> Iterator[_Chunk]:
     if workers <= 1 or not parser.parallel or not _rebuildable(parser):
         for b in bundles:
-            yield _collection_chunk(parser, b)
+            yield _collection_chunk(parser, b, store)
         return
     ctx = multiprocessing.get_context("spawn")  # no fork: the parent may run threads
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(parser.spec.name, dict(parser.spec.args))) as pool:
+                             initargs=(parser.spec.name, dict(parser.spec.args), store)
+                             ) as pool:
         window: deque[Future[_Chunk]] = deque()
         try:
             for b in bundles:
@@ -235,6 +239,7 @@ def build_store(
     workers: int | None = None,
     progress: ProgressFn | None = None,
     command: str = "build-store",
+    store: str | None = None,
 ) -> BuildResult:
     """Write ``items.jsonl`` and ``manifest.json`` for ``dataset`` into ``out`` (atomically).
 
@@ -252,6 +257,7 @@ def build_store(
             :data:`PARALLEL_FROM` collections, else 1 (process start-up would cost more).
         progress: wraps the per-collection iteration, ``progress(iterable, label, total)``
             (the CLI passes a rich progress bar).
+        store: the store's name, written on every item (default: the name of ``out``).
     """
     if isinstance(parser, str):
         args = dict(parser_args or {})
@@ -266,14 +272,18 @@ def build_store(
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise TiapError(f"workers must be at least 1, got {workers!r}")
     wanted = list(dict.fromkeys(collections)) if collections else None
+    name = check_store_name(store if store is not None else Path(out).resolve().name,
+                            "store name (pass one with --name)" if store is None
+                            else "store name")
     started = time.monotonic()
     try:
         parser.prepare(dataset)
         with atomic_dir(out) as tmp:
             counts, digest, size = _write_items(dataset, parser, tmp / ITEMS_FILE, wanted,
-                                                workers, progress)
+                                                workers, progress, name)
             parser.finish()
             man = _manifest(dataset, parser, seed, wanted, counts, digest, size, command)
+            man["store"] = name
             man["elapsed_seconds"] = round(time.monotonic() - started, 3)
             text = json.dumps(man, ensure_ascii=False, indent=2) + "\n"
             man = json.loads(text)  # the result holds exactly what the file says
@@ -291,6 +301,7 @@ def _write_items(
     wanted: list[str] | None,
     workers: int,
     progress: ProgressFn | None,
+    store: str,
 ) -> tuple[dict[str, Any], str, int]:
     want = set(wanted) if wanted else None
     found: set[str] = set()
@@ -306,7 +317,7 @@ def _write_items(
             yield b
 
     total = len(wanted) if wanted else dataset.expected_collections()
-    chunks: Iterable[_Chunk] = _chunks(parser, bundles(), workers)
+    chunks: Iterable[_Chunk] = _chunks(parser, bundles(), workers, store)
     if progress is not None:
         chunks = progress(chunks, f"building {dataset.dataset_id} ({parser.spec.name})", total)
     kinds: Counter[str] = Counter()

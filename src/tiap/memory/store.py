@@ -1,20 +1,30 @@
-"""Stored items and the ``items.jsonl`` interchange format (ARCHITECTURE.md).
+"""Stored items and the ``items.jsonl`` interchange format.
 
 One item a line::
 
-    {"item_id": "conv-26:D1:3", "kind": "raw", "sources": ["conv-26:D1:3"],
+    {"item_id": "conv-26:D1:3", "store": "f5", "kind": "raw", "sources": ["conv-26:D1:3"],
      "parents": [], "serving": true, "text": "...", "collection": "conv-26"}
 
 ``item_id``, ``kind`` and ``sources`` are required (``sources`` may be empty for an item
-derived only through ``parents``); ``parents``, ``serving``, ``text`` and ``collection`` are
-optional. Derived items are serving by default; raw items' ``serving`` flag is kept but the
-Canonical target never credits raw items.
+derived only through ``parents``); ``store``, ``parents``, ``serving``, ``text`` and
+``collection`` are optional. Derived items are serving by default; raw items' ``serving``
+flag is kept but the Canonical target never credits raw items.
+
+**Identity.** An item id is unique only within its store: two stores built from one dataset
+reuse ids such as ``conv-26:D2:1#f1`` for different texts. An item is therefore
+``(store, item_id)`` (:class:`tiap.ids.ItemKey`), and every ``items.jsonl`` TIAP writes
+names its store on every row. One file holds one store. A file whose rows name no store
+(written by hand, or by another tool) is named by :func:`store_name`: the folder of an
+``items.jsonl``, else the file's stem. Store names are tokens (letters, digits, ``_``,
+``.``, ``-``, starting with a letter or digit) because file names are made from them
+(``qrels/<store>.<target>.qrels``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +32,7 @@ from tiap.errors import Problem, TiapError
 from tiap.io import iter_jsonl, write_jsonl
 
 RAW_KIND = "raw"
+_STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class Item:
     text: str | None = None
     collection: str | None = None
     meta: tuple[tuple[str, Any], ...] = ()
+    store: str | None = None  # the store that holds the item (None: not named in the file)
 
     @property
     def is_raw(self) -> bool:
@@ -43,8 +55,13 @@ class Item:
     def is_serving(self) -> bool:
         return True if self.serving is None else self.serving
 
-    def to_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"item_id": self.item_id, "kind": self.kind, "sources": list(self.sources)}
+    def to_json(self, store: str | None = None) -> dict[str, Any]:
+        """The ``items.jsonl`` row; ``store`` (else the item's own) is written after the id."""
+        row: dict[str, Any] = {"item_id": self.item_id}
+        if store or self.store:
+            row["store"] = store or self.store
+        row["kind"] = self.kind
+        row["sources"] = list(self.sources)
         if self.parents:
             row["parents"] = list(self.parents)
         if self.serving is not None:
@@ -58,14 +75,14 @@ class Item:
 
     def get(self, name: str) -> Any:
         """A field by name, including extra metadata fields (for user-defined targets)."""
-        if name in {"item_id", "kind", "sources", "parents", "text", "collection"}:
+        if name in {"item_id", "kind", "sources", "parents", "text", "collection", "store"}:
             return getattr(self, name)
         if name == "serving":
             return self.is_serving
         return dict(self.meta).get(name)
 
 
-_KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collection"}
+_KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collection", "store"}
 
 
 def _str_list(value: Any, field: str, where: dict[str, Any]) -> tuple[str, ...]:
@@ -94,6 +111,10 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
         raise TiapError("field 'serving' must be true or false", **where)
     text = obj.get("text")
     coll = obj.get("collection")
+    store = obj.get("store")
+    if store is not None and (not isinstance(store, str) or not _STORE_NAME.fullmatch(store)):
+        raise TiapError(f"field 'store' must be a store name (letters, digits, '_', '.', '-'), "
+                        f"got {store!r}", **where)
     meta = tuple(sorted((k, v) for k, v in obj.items() if k not in _KNOWN))
     return Item(
         item_id=item_id,
@@ -104,6 +125,7 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
         text=None if text is None else str(text),
         collection=None if coll is None else str(coll),
         meta=meta,
+        store=store,
     )
 
 
@@ -113,12 +135,21 @@ def iter_items(path: str | Path) -> Iterator[Item]:
 
 
 def read_items(path: str | Path) -> list[Item]:
-    """Read ``items.jsonl``; duplicate item ids are an error naming both lines."""
+    """Read ``items.jsonl``; duplicate item ids, and rows naming two different stores, are
+    errors naming the lines."""
     items: list[Item] = []
     seen: dict[str, int] = {}
     problems: list[Problem] = []
+    first_store: tuple[str | None, int] | None = None
     for line, obj in iter_jsonl(path):
         item = item_from_json(obj, file=path, line=line)
+        if first_store is None:
+            first_store = (item.store, line)
+        elif item.store != first_store[0]:
+            problems.append(Problem(
+                f"the row names store {item.store!r}, line {first_store[1]} names "
+                f"{first_store[0]!r}: one items file holds one store", file=str(path),
+                line=line, record=item.item_id))
         if item.item_id in seen:
             problems.append(
                 Problem(
@@ -136,5 +167,86 @@ def read_items(path: str | Path) -> list[Item]:
     return items
 
 
-def write_items(path: str | Path, items: Iterable[Item]) -> int:
-    return write_jsonl(path, (it.to_json() for it in items))
+@dataclass(frozen=True, eq=False)
+class Store:
+    """A named store: its items (one file, one store) and where they were read from."""
+
+    name: str
+    items: tuple[Item, ...]
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        check_store_name(self.name)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.items)
+
+
+def read_store(path: str | Path, name: str | None = None) -> Store:
+    """Read ``items.jsonl`` as a :class:`Store`, named by its rows (else ``name``, else
+    :func:`default_store_name`). A ``name`` that contradicts the rows is an error."""
+    items = read_items(path)
+    given = items[0].store if items else None
+    if given is not None and name is not None and given != name:
+        raise TiapError(f"the items name their store {given!r}, not {name!r}", file=path)
+    return Store(given or name or default_store_name(path), tuple(items), Path(path))
+
+
+def write_items(path: str | Path, items: Iterable[Item], store: str | None = None) -> int:
+    """Atomically write ``items.jsonl``; ``store`` names the store on every row (else each
+    item's own ``store``). Returns the number of rows."""
+    if store is not None:
+        check_store_name(store)
+    return write_jsonl(path, (it.to_json(store) for it in items))
+
+
+def stamp_store(items: Iterable[Item], store: str) -> tuple[Item, ...]:
+    """The items, each naming ``store`` (items that already do are kept as they are)."""
+    check_store_name(store)
+    return tuple(it if it.store == store else replace(it, store=store) for it in items)
+
+
+def check_store_name(name: str, what: str = "store name") -> str:
+    """``name`` if it is a valid store name, else a :class:`TiapError` saying what is."""
+    if not isinstance(name, str) or not _STORE_NAME.fullmatch(name):
+        raise TiapError(f"invalid {what} {name!r}: use letters, digits, '_', '.' and '-', "
+                        "starting with a letter or digit")
+    return name
+
+
+def default_store_name(path: str | Path) -> str:
+    """The name of a store read from ``path`` whose rows name none: the folder of an
+    ``items.jsonl`` (``out/stores/f5/items.jsonl`` -> ``f5``), else the file's stem; with
+    characters a store name cannot hold replaced by ``_``."""
+    p = Path(path)
+    base = p.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        base = base.removesuffix(suffix)
+    if base == "items":
+        base = p.resolve().parent.name or base
+    return safe_store_name(base)
+
+
+def safe_store_name(text: str) -> str:
+    """``text`` made a store name: characters a name cannot hold become ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip("_.-") or "store"
+
+
+def store_name(items: Sequence[Item], fallback: str) -> str:
+    """The store the items belong to: the name their rows give, else ``fallback`` (made a
+    valid name by :func:`safe_store_name`).
+
+    Raises:
+        TiapError: when the items name two different stores.
+    """
+    names = {it.store for it in items}
+    if len(names) > 1:
+        named = sorted(n for n in names if n is not None)
+        raise TiapError(f"the items name {len(named)} different stores ({', '.join(named)})"
+                        + (" and some none" if None in names else "")
+                        + ": one store at a time")
+    name = next(iter(names), None)
+    return name if name is not None else safe_store_name(fallback)

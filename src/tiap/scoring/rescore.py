@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from tiap.errors import TiapError
 from tiap.ids import IdIndex
-from tiap.memory.store import Item
+from tiap.memory.store import Item, Store, store_name
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
@@ -292,10 +292,53 @@ def _run_findings(run: Run | ColumnarRun, *, notes: bool) -> tuple[str, ...]:
                  if (w.code in _NOTE_CODES) == notes)
 
 
+def _store_lineages(
+    runs: Sequence[Run], stores: Mapping[str | None, Store | Iterable[Item] | Lineage],
+) -> dict[str, tuple[str, Lineage]]:
+    """Each run's store: ``system -> (store name, lineage)``, one lineage per store.
+
+    A :class:`~tiap.memory.store.Store` is named; plain items are named by their rows'
+    ``store`` field, else by their key in ``stores`` (``default`` for the key ``None``).
+    Two different stores under one name are an error: an item is ``(store, item id)``.
+    """
+    named: dict[str | None, tuple[str, Any]] = {}
+    for label in {r.system if r.system in stores else None for r in runs}:
+        st = stores[label]
+        if isinstance(st, Store):
+            named[label] = (st.name, st.items)
+        elif isinstance(st, Lineage):
+            named[label] = (store_name(list(st.items.values()), label or "default"), st)
+        else:
+            st = tuple(st)
+            named[label] = (store_name(st, label or "default"), st)
+    by_name: dict[str, tuple[str | None, Any]] = {}
+    built: dict[str, Lineage] = {}
+    for label, (name, content) in sorted(named.items(), key=lambda kv: str(kv[0])):
+        prev = by_name.get(name)
+        if prev is None:
+            by_name[name] = (label, content)
+            built[name] = content if isinstance(content, Lineage) else build_lineage(content)
+        elif prev[1] is not content and _items_of(prev[1]) != _items_of(content):
+            who = [x or "every other run" for x in (prev[0], label)]
+            raise TiapError(f"two different stores are both named {name!r} (the stores of "
+                            f"{who[0]} and {who[1]}): an item is identified by store and id, "
+                            "so give them different names (build-store --name, or the "
+                            "'store' field of items.jsonl)")
+    out: dict[str, tuple[str, Lineage]] = {}
+    for r in runs:
+        name = named[r.system if r.system in stores else None][0]
+        out[r.system] = (name, built[name])
+    return out
+
+
+def _items_of(content: Any) -> tuple[Item, ...]:
+    return tuple(content.items.values()) if isinstance(content, Lineage) else tuple(content)
+
+
 def rescore(
     runs: Sequence[Run],
     queries: Sequence[QueryLike],
-    stores: Mapping[str | None, Iterable[Item] | Lineage],
+    stores: Mapping[str | None, Store | Iterable[Item] | Lineage],
     *,
     targets: Iterable[Target | str] = ("raw", "source", "canonical"),
     measures: str | Iterable[str | Measure] = "nDCG@60,R@60,RR@60,Success@60",
@@ -308,9 +351,10 @@ def rescore(
     Args:
         runs: the runs (one system each; system names must be unique).
         queries: the queries with their evidence units (queries-file order is kept).
-        stores: store label -> items (or their lineage). The key ``None`` is the store for
-            every run without a store of its own name; a run named ``NAME`` uses
-            ``stores["NAME"]`` when present.
+        stores: run label -> its store (a :class:`~tiap.memory.store.Store`, items, or
+            their lineage). The key ``None`` is the store for every run without a store of
+            its own name; a run named ``NAME`` uses ``stores["NAME"]`` when present. Runs
+            whose stores have the same name share one store (and one lineage).
         targets: target names or ``name=spec`` definitions.
         measures: measure names (``nDCG@60,R@60,RR@60,Success@60``).
         credit: ``group`` (the paper's scorer) or ``set`` (trec_eval).
@@ -331,7 +375,7 @@ def rescore(
 
     qlist = list(queries)
     qindex = {q.query_id: i for i, q in enumerate(qlist)}
-    lineages: dict[str, Lineage] = {}
+    run_stores = _store_lineages(runs, stores)
     sets: dict[str, TargetSets] = {}
     values: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
     flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
@@ -343,13 +387,10 @@ def rescore(
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
 
     for run in runs:
-        label = run.system if run.system in stores else None
-        store_name = label or "default"
-        if store_name not in lineages:
-            st = stores[label]
-            lineages[store_name] = st if isinstance(st, Lineage) else build_lineage(st)
-            sets[store_name] = build_groups(lineages[store_name], qlist, ts)
-        lineage, tsets = lineages[store_name], sets[store_name]
+        sname, lineage = run_stores[run.system]
+        if sname not in sets:
+            sets[sname] = build_groups(lineage, qlist, ts)
+        tsets = sets[sname]
 
         by_q = {rk.query_id: rk for rk in run.rankings}
         not_in_file = tuple(q for q in by_q if q not in qindex)
@@ -391,7 +432,7 @@ def rescore(
         ue = {q: u for q, u in tsets.unknown_evidence.items() if q in scored_set}
         reports[run.system] = SystemReport(
             system=run.system,
-            store=store_name,
+            store=sname,
             queries_in_run=len(by_q),
             scored_queries=len(scored),
             not_in_queries_file=not_in_file,

@@ -237,7 +237,7 @@ def answer_tables(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], dict[str, Any]]:
     """Per-query answers and per-target alignment rows, notes, and the inputs used."""
     from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_items
+    from tiap.memory.store import read_store
     from tiap.scoring.rescore import rescore
 
     if depth < 1:
@@ -276,14 +276,15 @@ def answer_tables(
                                     f"run ({exc}); pass --items/--run") from None
                 notes.append(f"{ds.name}/{s}: answer alignment skipped ({exc})")
                 continue
-            items = read_items(ipath)
+            store = read_store(ipath)
+            items = store.items
             text = {it.item_id: it.text for it in items if it.text}
             if not text:
                 notes.append(f"{ds.name}/{s}: answer alignment skipped (the items of {ipath} "
                              "carry no text)")
                 continue
             run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"))
-            res = rescore([run], queries, {s: items}, targets=targets,
+            res = rescore([run], queries, {s: store}, targets=targets,
                           measures=f"Success@{depth}", credit=ds.credit,
                           missing=ds.options.get("missing") or "skip")
             used[ds.name]["systems"][s] = {"items": str(ipath), "run": str(rpath)}

@@ -98,7 +98,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_dir, iter_jsonl, sha256_file
-from tiap.memory.store import RAW_KIND, Item, write_items
+from tiap.memory.store import RAW_KIND, Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import Ranking, Run, write_jsonl_run
 
@@ -1094,7 +1094,8 @@ def import_mtel_trace(
         benchmark="locomo",
     )
     report = _build_report(path, rows, lin, store, system, statuses, diffs, queries)
-    return MtelImport(items=tuple(store.items), queries=tuple(queries), run=run, report=report)
+    items = stamp_store(store.items, system)
+    return MtelImport(items=items, queries=tuple(queries), run=run, report=report)
 
 
 @dataclass
@@ -1288,7 +1289,7 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
     with atomic_dir(out) as tmp:
         for name, text in (extra_files or {}).items():
             (tmp / name).write_text(text, encoding="utf-8")
-        counts["items"] = write_items(tmp / "items.jsonl", imp.items)
+        counts["items"] = write_items(tmp / "items.jsonl", imp.items, store=imp.report.system)
         counts["queries"] = write_queries(tmp / "queries.jsonl", imp.queries)
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
         report = imp.report
@@ -1297,6 +1298,7 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
         )
         man = manifest_header("import_mtel_trace", SCHEMA_VERSION)
         man["system"] = report.system
+        man["store"] = report.system
         man["format"] = report.format
         man["inputs"] = [input_entry(report.trace), input_entry(report.locomo)]
         man["counts"] = {**counts, "report": report.counts()}

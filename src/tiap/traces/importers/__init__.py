@@ -32,7 +32,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.io import atomic_dir, atomic_write
-from tiap.memory.store import Item, write_items
+from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import Run, write_jsonl_run
 
@@ -134,6 +134,9 @@ class ImportResult:
     run: Run
     inputs: tuple[Path, ...] = ()
     findings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # the store is the system's: items name it
+        object.__setattr__(self, "items", stamp_store(self.items, self.system))
 
 
 @dataclass(frozen=True)
@@ -267,13 +270,14 @@ def write_import(result: ImportResult, out: str | Path) -> LineageCoverage:
     cov = lineage_coverage(result.items, result.queries, [result.run], result.findings)
     with atomic_dir(out) as tmp:
         counts = {
-            "items": write_items(tmp / "items.jsonl", result.items),
+            "items": write_items(tmp / "items.jsonl", result.items, store=result.system),
             "queries": write_queries(tmp / "queries.jsonl", result.queries),
             "rankings": write_jsonl_run(tmp / "run.jsonl", result.run),
         }
         write_coverage(tmp / COVERAGE_FILE, cov)
         man = manifest_header(f"import {result.format}", SCHEMA_VERSION)
         man["system"] = result.system
+        man["store"] = result.system
         man["format"] = result.format
         man["inputs"] = [input_entry(p) for p in result.inputs]
         man["counts"] = counts

@@ -54,7 +54,7 @@ from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems
 from tiap.io import atomic_dir, iter_jsonl, open_text, read_json
-from tiap.memory.store import RAW_KIND, Item, write_items
+from tiap.memory.store import RAW_KIND, Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
 from tiap.traces.runs import Ranking, Run, write_jsonl_run
@@ -149,6 +149,9 @@ class Mem0Import:
     queries: tuple[Query, ...]
     run: Run
     report: Mem0Report
+
+    def __post_init__(self) -> None:  # the store is the system's: items name it
+        object.__setattr__(self, "items", stamp_store(self.items, self.report.system))
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,7 +456,7 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
     counts: dict[str, int] = {}
     rep = imp.report
     with atomic_dir(out) as tmp:
-        counts["items"] = write_items(tmp / "items.jsonl", imp.items)
+        counts["items"] = write_items(tmp / "items.jsonl", imp.items, store=rep.system)
         counts["queries"] = write_queries(tmp / "queries.jsonl", imp.queries)
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
         (tmp / "mem0_report.json").write_text(
@@ -462,6 +465,7 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
         (tmp / COVERAGE_FILE).write_text(coverage_json(cov), encoding="utf-8")
         man = manifest_header("import_mem0_results", SCHEMA_VERSION)
         man["system"] = rep.system
+        man["store"] = rep.system
         inputs = [input_entry(rep.results_file)]
         if rep.memories_file is not None:
             inputs.append(input_entry(rep.memories_file))

@@ -1,0 +1,74 @@
+"""An item is (store, item id): stores are named, and two different stores never share a name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tiap.datasets.records import Query
+from tiap.errors import TiapError
+from tiap.memory.store import Item, Store, default_store_name, read_items, read_store, write_items
+from tiap.scoring.rescore import rescore
+from tiap.traces.runs import Ranking, Run
+
+Q = [Query(query_id="q1", collection_id="c", question="?", answer="a", category="1",
+           evidence=("u1",))]
+
+
+def _run(name: str, ids: tuple[str, ...]) -> Run:
+    return Run(name, (Ranking("q1", name, ids),))
+
+
+def test_rows_name_the_store_and_read_back(tmp_path: Path) -> None:
+    items = [Item("t1", "raw", ("u1",)), Item("f1", "fact", ("u1",), text="x")]
+    (tmp_path / "s").mkdir()
+    write_items(tmp_path / "s" / "items.jsonl", items, store="f5")
+    rows = [json.loads(x) for x in (tmp_path / "s" / "items.jsonl").read_text().splitlines()]
+    assert [r["store"] for r in rows] == ["f5", "f5"]
+    assert list(rows[0]) == ["item_id", "store", "kind", "sources"]  # the store right after the id
+    st = read_store(tmp_path / "s" / "items.jsonl")
+    assert st.name == "f5" and [i.item_id for i in st.items] == ["t1", "f1"]
+    with pytest.raises(TiapError, match="not 'f1'"):
+        read_store(tmp_path / "s" / "items.jsonl", name="f1")
+
+
+def test_a_file_holds_one_store(tmp_path: Path) -> None:
+    p = tmp_path / "items.jsonl"
+    p.write_text('{"item_id": "a", "store": "f1", "kind": "raw", "sources": ["u1"]}\n'
+                 '{"item_id": "b", "store": "f5", "kind": "raw", "sources": ["u2"]}\n')
+    with pytest.raises(TiapError) as err:
+        read_items(p)
+    assert err.value.problems[0].line == 2 and "one items file holds one store" in str(err.value)
+
+
+def test_unnamed_files_are_named_by_their_folder(tmp_path: Path) -> None:
+    assert default_store_name("out/stores/f5/items.jsonl") == "f5"
+    assert default_store_name("runs/mem0.items.jsonl.gz") == "mem0.items"
+    p = tmp_path / "my store" / "items.jsonl"
+    p.parent.mkdir()
+    p.write_text('{"item_id": "a", "kind": "raw", "sources": ["u1"]}\n')
+    assert read_store(p).name == "my_store"
+
+
+def test_two_different_stores_with_one_name_are_refused() -> None:
+    a = Store("f5", (Item("t1", "raw", ("u1",)),))
+    b = Store("f5", (Item("t1", "raw", ("u2",)),))  # same id, other lineage
+    runs = [_run("A", ("t1",)), _run("B", ("t1",))]
+    with pytest.raises(TiapError, match="two different stores are both named 'f5'"):
+        rescore(runs, Q, {"A": a, "B": b}, targets=["raw"], measures="RR@10")
+
+
+def test_runs_of_one_store_share_it_and_report_its_name() -> None:
+    f5 = Store("f5", (Item("t1", "raw", ("u1",)), Item("f1", "fact", ("u1",))))
+    f1 = Store("f1", (Item("t1", "raw", ("u1",)), Item("f1", "fact", ("u9",))))
+    runs = [_run("f5-bm25", ("f1",)), _run("f5-dense", ("f1", "t1")), _run("f1-bm25", ("f1",))]
+    res = rescore(runs, Q, {"f5-bm25": f5, "f5-dense": f5, "f1-bm25": f1},
+                  targets=["source"], measures="RR@10")
+    assert {s: res.reports[s].store for s in res.systems} == {
+        "f5-bm25": "f5", "f5-dense": "f5", "f1-bm25": "f1"}
+    assert set(res.target_sets) == {"f5", "f1"}
+    # the same id 'f1' is credited in store f5 (lineage u1) and not in store f1 (lineage u9)
+    assert res.value("f5-bm25", "source", "RR@10").tolist() == [1.0]
+    assert res.value("f1-bm25", "source", "RR@10").tolist() == [0.0]
