@@ -1,4 +1,5 @@
-"""``tiap targets``: build the Raw, Source, Canonical (and user-defined) targets of a store."""
+"""``tiap targets``: build the Raw, Source, Canonical (and user-defined) targets of one or
+more stores."""
 
 from __future__ import annotations
 
@@ -27,30 +28,56 @@ def split_targets(value: str) -> list[str]:
 
 
 def targets_cmd(
-    items: Annotated[Path, typer.Option("--items", help="The store: items.jsonl (gzip ok).")],
+    items: Annotated[list[Path], typer.Option(
+        "--items", help="A store's items.jsonl (gzip ok); repeat for several stores, whose "
+        "files are written side by side. A store is named by its rows' 'store' field, else "
+        "by its folder (stores/f5/items.jsonl: f5).")],
     queries: Annotated[Path, typer.Option("--queries", help="queries.jsonl (gzip ok).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     targets: TargetsOption = "raw,source,canonical",
 ) -> None:
-    """Write the groups per (query, target), target-mapping rows, TREC qrels per target and
-    the coverage summary."""
+    """Write, per store, the groups per (query, target), target-mapping rows, TREC qrels per
+    target (qrels/STORE.TARGET.qrels: score each run against its own store's qrels) and the
+    coverage summary, with a manifest."""
     from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_items
-    from tiap.targets import write_targets
+    from tiap.errors import Problem, TiapError
+    from tiap.memory.store import read_store
+    from tiap.targets.export import write_targets
 
-    cov = write_targets(
-        out, read_items(items), read_queries(queries), split_targets(targets),
-        input_files={"items": items, "queries": queries},
-    )
-    t = Table(title=f"coverage ({cov.queries:,} queries, {cov.n_items:,} items)", title_justify="left")
-    for col in ("target", "queries with a group", "zero-target", "groups", "mean group size"):
-        t.add_column(col, justify="left" if col == "target" else "right")
-    for tc in cov.targets:
-        row = tc.to_json()
-        t.add_row(tc.target, f"{row['defined']:,}", f"{row['zero_target']:,}",
-                  f"{row['groups']:,}", f"{row['mean_group_size']:.2f}" if row["mean_group_size"] else "-")
+    hints = [Problem("file not found; --items takes a path only (a store is named by its "
+                     "rows' 'store' field, else its folder)", file=str(p))
+             for p in items if "=" in str(p) and not p.exists()]
+    if hints:
+        raise TiapError(problems=hints)
+    stores = [read_store(p) for p in items]
+    res = write_targets(out, stores, read_queries(queries), split_targets(targets),
+                        input_files={"queries": queries})
+    several = len(res.stores) > 1
+    first = res.coverage[res.stores[0]]
+    title = (f"coverage ({first.queries:,} queries; "
+             + ", ".join(f"{s}: {res.coverage[s].n_items:,} items" for s in res.stores) + ")")
+    t = Table(title=title, title_justify="left")
+    cols = ("store", "target", "queries with a group", "zero-target", "groups", "mean group size")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("store", "target") else "right")
+    for s in res.stores:
+        for tc in res.coverage[s].targets:
+            row = tc.to_json()
+            t.add_row(s, tc.target, f"{row['defined']:,}", f"{row['zero_target']:,}",
+                      f"{row['groups']:,}",
+                      f"{row['mean_group_size']:.2f}" if row["mean_group_size"] else "-")
     console.print(t)
-    if cov.unknown_evidence:
-        err_console.print(f"[yellow]warning[/]: {len(cov.unknown_evidence):,} queries name evidence "
-                          f"units that no stored item reaches (listed in {out / 'coverage.json'})")
-    err_console.print(f"wrote {out}")
+    for s in res.stores:
+        unknown = res.coverage[s].unknown_evidence
+        if unknown:
+            err_console.print(f"[yellow]warning[/]: store {s}: {len(unknown):,} queries name "
+                              "evidence units that no stored item reaches (listed in "
+                              f"{out / 'coverage.json'})", highlight=False)
+    if res.removed:
+        err_console.print(f"removed {len(res.removed):,} files of an earlier `tiap targets` run "
+                          f"in {out} (first: {res.removed[0]})", highlight=False)
+    if several:
+        err_console.print("score each store's run against its own qrels "
+                          "(qrels/STORE.TARGET.qrels): the relevant sets differ per store",
+                          highlight=False)
+    err_console.print(f"wrote {out}", highlight=False)

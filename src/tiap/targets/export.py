@@ -1,55 +1,83 @@
 """Writers for Stage I outputs (ARCHITECTURE.md, "Interchange formats": targets out).
 
+Targets are a property of a store: an item is ``(store, item_id)``, and two stores built
+from one dataset reuse item ids for different items, so the Source and Canonical relevant
+sets of one query differ from store to store. Everything written here therefore names its
+store, and a run must be scored against the qrels of the store it ranked (docs/exports.md).
+
 Every writer is atomic: rows go to a temporary file that is renamed into place only when
 the whole file is written (:func:`tiap.io.atomic_write`), so an error never leaves a
 partial file. :func:`write_targets` writes the whole folder through
 :func:`tiap.io.atomic_dir`: either every file of the run lands, or none does.
 
-Files written by :func:`write_targets` into ``out_dir``:
+Files written by :func:`write_targets` into ``out_dir``, for one or several stores side by
+side:
 
-- ``groups.jsonl``: one row per (query, target), query order then target order::
+- ``groups.jsonl``: one row per (store, query, target), store order, then query order,
+  then target order::
 
-      {"query_id": "q1", "target": "raw", "groups": [["t1"], ["t2"]], "n_groups": 2,
-       "zero_target_reason": null}
+      {"store": "f1", "query_id": "q1", "target": "raw", "groups": [["t1"], ["t2"]],
+       "units": ["u1", "u2"], "n_groups": 2, "zero_target_reason": null}
 
-- ``target_mapping.jsonl``: the paper package's target-mapping rows, one per query, each
-  list the sorted union of the groups (empty for a zero-target case)::
+- ``target_mapping.jsonl``: the paper package's target-mapping rows, one per (store,
+  query), each list the sorted union of the groups (empty for a zero-target case)::
 
-      {"query_id": "q1", "raw_ids": [...], "source_ids": [...], "canonical_ids": [...]}
+      {"store": "f1", "query_id": "q1", "raw_ids": [...], "source_ids": [...],
+       "canonical_ids": [...]}
 
-- ``qrels/<target>.qrels``: TREC qrels ``qid 0 docid 1``, one line per credited item; a
-  zero-target query has *no* line, so trec_eval, ranx and ir_measures average over exactly
-  the queries the target defines;
-- ``coverage.json`` and ``coverage.csv``: :class:`~tiap.targets.coverage.Coverage`;
+- ``qrels/<store>.<target>.qrels`` (:func:`qrels_name`): TREC qrels ``qid 0 docid 1``, one
+  line per credited item; a zero-target query has *no* line, so trec_eval, ranx and
+  ir_measures average over exactly the queries the target defines. Target names hold no
+  ``.``, so the target is the part between the name's last two dots (store names may hold
+  dots); the manifest says both;
+- ``coverage.json`` (``{"stores": [{"store", "items_sha256", "coverage"}]}``, the
+  coverage of :class:`~tiap.targets.coverage.Coverage` per store) and ``coverage.csv``
+  (one row per (store, target));
 - ``manifest.json`` (:func:`tiap.provenance.manifest_header`): schema version, package
-  versions, the targets' specs, the inputs (record counts and the sha256 of the items and
-  queries serialised as TIAP writes ``items.jsonl`` / ``queries.jsonl``, plus the path and
-  sha256 of any input files given), and every file written with its sha256.
+  versions, the targets' specs, the stores (name; the items' record count and sha256 as
+  TIAP writes ``items.jsonl``, and the path, sha256 and size of the items file read), the
+  queries (record count, sha256) and any other input files, and every file written with
+  its sha256; each qrels file's entry also names its ``store`` and ``target``, which is
+  how :func:`qrels_store` tells whose qrels a file is.
+
+The folder holds the stores of the last ``tiap targets`` run: files that an earlier run's
+manifest listed, that this run does not rewrite and that nobody has edited since (their
+sha256 is the recorded one) are removed once the new files are in place, so no stale
+qrels file of another store is left beside the new ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import Any
 
 from tiap.errors import Problem, TiapError
 from tiap.io import atomic_dir, atomic_write, sha256_file, write_jsonl
-from tiap.memory.store import Item
+from tiap.memory.store import Store, check_store_name
 from tiap.provenance import input_entry, manifest_header
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, coverage
 from tiap.targets.groups import DEFAULT_TARGETS, QueryLike, TargetGroups, TargetSets, build_groups
-from tiap.targets.lineage import Lineage, build_lineage
+from tiap.targets.lineage import build_lineage
 from tiap.targets.targets import BUILTIN_TARGETS, Target, TargetRegistry, resolve_targets
 
 __all__ = [
+    "COMMAND",
+    "MANIFEST_FILE",
+    "QRELS_DIR",
     "SCHEMA_VERSION",
+    "TargetsExport",
     "groups_rows",
     "mapping_rows",
     "qrels_lines",
+    "qrels_name",
+    "qrels_store",
     "write_coverage",
     "write_groups_jsonl",
     "write_qrels",
@@ -57,20 +85,37 @@ __all__ = [
     "write_targets",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: per-store qrels names, rows and coverage name their store
+COMMAND = "targets"  # the manifest's "command"
+MANIFEST_FILE = "manifest.json"
+QRELS_DIR = "qrels"
+COVERAGE_CSV_HEADER: tuple[str, ...] = ("store", *COVERAGE_CSV_COLUMNS)
 _MAPPING_TARGETS = ("raw", "source", "canonical")
 
 
+def qrels_name(store: str, target: str) -> str:
+    """The path of a store's qrels file for ``target`` inside the output folder:
+    ``qrels/<store>.<target>.qrels``."""
+    check_store_name(store)
+    return f"{QRELS_DIR}/{store}.{target}.qrels"
+
+
+# ------------------------------------------------------------------------------------------
+# rows and single files
+
+
 def groups_rows(
-    sets: TargetSets, targets: Iterable[str] | None = None
+    sets: TargetSets, targets: Iterable[str] | None = None, *, store: str
 ) -> Iterator[dict[str, Any]]:
-    """Rows of ``groups.jsonl``: one per (query, target), query order then target order."""
+    """Rows of ``groups.jsonl`` for one store: one per (query, target), query order then
+    target order, each naming ``store``."""
     names = tuple(targets) if targets is not None else sets.target_names
     tgs = [sets[n] for n in names]
     for qid in sets.query_ids:
         for tg in tgs:
             qg = tg.queries[qid]
             yield {
+                "store": store,
                 "query_id": qid,
                 "target": tg.name,
                 "groups": [list(g) for g in qg.groups],
@@ -81,17 +126,21 @@ def groups_rows(
 
 
 def write_groups_jsonl(
-    path: str | Path, sets: TargetSets, targets: Iterable[str] | None = None
+    path: str | Path, sets: Mapping[str, TargetSets], targets: Iterable[str] | None = None
 ) -> int:
-    """Atomically write ``groups.jsonl``; returns the number of rows."""
-    names = tuple(targets) if targets is not None else sets.target_names
-    for n in names:
-        sets[n]  # fail before opening the file if a target is missing
-    return write_jsonl(path, groups_rows(sets, names))
+    """Atomically write ``groups.jsonl`` for the stores of ``sets`` (store name -> its
+    groups), store by store; returns the number of rows."""
+    names = tuple(targets) if targets is not None else None
+    for ts in sets.values():
+        for n in names if names is not None else ts.target_names:
+            ts[n]  # fail before opening the file if a target is missing
+    return write_jsonl(path, (row for store, ts in sets.items()
+                              for row in groups_rows(ts, names, store=store)))
 
 
-def mapping_rows(sets: TargetSets) -> Iterator[dict[str, Any]]:
-    """The paper package's target-mapping rows (needs ``raw``, ``source`` and ``canonical``).
+def mapping_rows(sets: TargetSets, *, store: str) -> Iterator[dict[str, Any]]:
+    """The paper package's target-mapping rows of one store, each naming ``store`` (needs
+    ``raw``, ``source`` and ``canonical``).
 
     Raises:
         TiapError: at the call (not at the first row) if a built-in target is missing.
@@ -107,6 +156,7 @@ def mapping_rows(sets: TargetSets) -> Iterator[dict[str, Any]]:
     def rows() -> Iterator[dict[str, Any]]:
         for qid in sets.query_ids:
             yield {
+                "store": store,
                 "query_id": qid,
                 "raw_ids": list(raw.queries[qid].members),
                 "source_ids": list(source.queries[qid].members),
@@ -116,12 +166,14 @@ def mapping_rows(sets: TargetSets) -> Iterator[dict[str, Any]]:
     return rows()
 
 
-def write_target_mapping(path: str | Path, sets: TargetSets) -> int:
-    """Atomically write the target-mapping JSONL; returns the number of rows."""
-    return write_jsonl(path, mapping_rows(sets))
+def write_target_mapping(path: str | Path, sets: Mapping[str, TargetSets]) -> int:
+    """Atomically write the target-mapping JSONL for the stores of ``sets`` (store name ->
+    its groups); returns the number of rows."""
+    parts = [mapping_rows(ts, store=store) for store, ts in sets.items()]  # checks first
+    return write_jsonl(path, (row for part in parts for row in part))
 
 
-def _check_trec_ids(tg: TargetGroups) -> None:
+def _check_trec_ids(tg: TargetGroups) -> list[Problem]:
     problems: list[Problem] = []
     for qg in tg:
         if not qg.groups:
@@ -137,8 +189,7 @@ def _check_trec_ids(tg: TargetGroups) -> None:
                     Problem("item id contains whitespace; a qrels file cannot hold it",
                             query_id=qg.query_id, record=iid)
                 )
-    if problems:
-        raise TiapError(problems=problems)
+    return problems
 
 
 def qrels_lines(tg: TargetGroups) -> Iterator[str]:
@@ -152,8 +203,11 @@ def qrels_lines(tg: TargetGroups) -> Iterator[str]:
 
 
 def write_qrels(path: str | Path, tg: TargetGroups) -> int:
-    """Atomically write one target's TREC qrels file; returns the number of lines."""
-    _check_trec_ids(tg)
+    """Atomically write one target's TREC qrels file (of one store); returns the number of
+    lines."""
+    problems = _check_trec_ids(tg)
+    if problems:
+        raise TiapError(problems=problems)
     n = 0
     with atomic_write(path) as fh:
         for line in qrels_lines(tg):
@@ -162,18 +216,57 @@ def write_qrels(path: str | Path, tg: TargetGroups) -> int:
     return n
 
 
-def write_coverage(json_path: str | Path, csv_path: str | Path | None, cov: Coverage) -> None:
-    """Atomically write the coverage summary as JSON and (if ``csv_path``) one CSV row per
-    target."""
+def write_coverage(
+    json_path: str | Path,
+    csv_path: str | Path | None,
+    coverages: Mapping[str, Coverage],
+    *,
+    items_sha256: Mapping[str, str] | None = None,
+) -> None:
+    """Atomically write the coverage of each store (store name -> its coverage) as JSON
+    and (if ``csv_path``) one CSV row per (store, target).
+
+    ``items_sha256`` (store name -> sha256 of its items) is recorded with each store.
+    """
+    doc = {"stores": [
+        {"store": store, "items_sha256": (items_sha256 or {}).get(store), "coverage": cov.to_json()}
+        for store, cov in coverages.items()
+    ]}
     with atomic_write(json_path) as fh:
-        json.dump(cov.to_json(), fh, ensure_ascii=False, indent=2)
+        json.dump(doc, fh, ensure_ascii=False, indent=2)
         fh.write("\n")
     if csv_path is not None:
         with atomic_write(csv_path) as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(COVERAGE_CSV_COLUMNS), lineterminator="\n")
+            writer = csv.DictWriter(fh, fieldnames=list(COVERAGE_CSV_HEADER), lineterminator="\n")
             writer.writeheader()
-            for tc in cov.targets:
-                writer.writerow(tc.csv_row())
+            for store, cov in coverages.items():
+                for tc in cov.targets:
+                    writer.writerow({"store": store, **tc.csv_row()})
+
+
+# ------------------------------------------------------------------------------------------
+# the whole folder
+
+
+@dataclass(frozen=True)
+class TargetsExport:
+    """What :func:`write_targets` wrote.
+
+    Attributes:
+        out_dir: the output folder.
+        stores: the stores' names, in the order given (repeats of one store dropped).
+        coverage: store name -> the :class:`~tiap.targets.coverage.Coverage` of the
+            requested targets (also in ``coverage.json``).
+        qrels: ``(store, target)`` -> the qrels file written.
+        removed: files of an earlier ``tiap targets`` run in ``out_dir`` that this run
+            removed (relative paths), see the module's docstring.
+    """
+
+    out_dir: Path
+    stores: tuple[str, ...]
+    coverage: Mapping[str, Coverage]
+    qrels: Mapping[tuple[str, str], Path]
+    removed: tuple[str, ...] = ()
 
 
 def _rows_sha256(rows: Iterable[dict[str, Any]]) -> tuple[int, str]:
@@ -202,87 +295,264 @@ def _output_entry(path: Path, lines: int | None) -> dict[str, Any]:
     return entry
 
 
-def _qrels_name(target: str) -> str:
-    return f"qrels/{target}.qrels"
+def _where(store: Store) -> str:
+    return str(store.path) if store.path is not None else f"store {store.name!r}"
+
+
+def _items_digest(st: Store) -> str:
+    """The sha256 of the store's items as TIAP writes its ``items.jsonl`` (naming the store
+    on every row, so items that leave it unnamed compare equal to items that name it)."""
+    return _rows_sha256(it.to_json(st.name) for it in st.items)[1]
+
+
+def _distinct_stores(stores: Sequence[Store]) -> list[Store]:
+    """The stores, each once; two different stores under one name are an error, and so
+    are items that name a store other than their own."""
+    if isinstance(stores, Store):
+        raise TypeError("write_targets takes a sequence of stores: pass [store]")
+    out: dict[str, Store] = {}
+    problems: list[Problem] = []
+    for st in stores:
+        if not isinstance(st, Store):
+            raise TypeError(f"write_targets takes tiap.memory.store.Store objects (e.g. from "
+                            f"read_store), got {type(st).__name__}")
+        other = next((it for it in st.items if it.store not in (None, st.name)), None)
+        if other is not None:
+            problems.append(Problem(f"the item names store {other.store!r}, but it is in store "
+                                    f"{st.name!r}", file=_where(st), record=other.item_id))
+        prev = out.get(st.name)
+        if prev is None:
+            out[st.name] = st
+        elif prev is not st and _items_digest(prev) != _items_digest(st):
+            problems.append(Problem(
+                f"two different stores are both named {st.name!r} ({_where(prev)} and "
+                f"{_where(st)}): their qrels would share one file name; name them apart "
+                "(build-store --name, or the 'store' field of items.jsonl)"))
+    if problems:
+        raise TiapError(problems=problems)
+    if not out:
+        raise TiapError("no store given: write_targets needs at least one store")
+    return list(out.values())
+
+
+def _in_store(exc: TiapError, st: Store) -> TiapError:
+    """``exc`` with every problem that names no file located in the store ``st``."""
+    return TiapError(problems=[
+        p if p.file else Problem(f"{p.message} (store {st.name!r})", file=None if st.path is None
+                                 else str(st.path), line=p.line, query_id=p.query_id,
+                                 record=p.record)
+        for p in exc.problems
+    ])
+
+
+def _items_entry(st: Store) -> dict[str, Any]:
+    n, digest = _rows_sha256(it.to_json(st.name) for it in st.items)
+    entry: dict[str, Any] = {"records": n, "sha256_as_jsonl": digest}
+    if st.path is not None:
+        if not Path(st.path).is_file():
+            raise TiapError("the store's items file is not found (it was read from here)",
+                            file=st.path)
+        entry.update(input_entry(st.path))
+    return entry
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` if there is none (missing, unreadable, not
+    JSON, not an object)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        doc = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _earlier_outputs(out_dir: Path) -> dict[str, str]:
+    """Relative path -> sha256 of the files an earlier ``tiap targets`` run in ``out_dir``
+    wrote (from its manifest). A folder holding another command's manifest is refused: this
+    run would overwrite it."""
+    path = out_dir / MANIFEST_FILE
+    if not path.exists():
+        return {}
+    man = _read_manifest(path)
+    if man is None or man.get("command") != COMMAND:
+        what = f"the output of `tiap {man['command']}`" if man and isinstance(
+            man.get("command"), str) else "a manifest.json that `tiap targets` did not write"
+        raise TiapError(f"the output folder holds {what}; writing the targets there would "
+                        "overwrite its manifest: choose another --out", file=path)
+    outputs = man.get("outputs")
+    found: dict[str, str] = {}
+    for rel, entry in (outputs.items() if isinstance(outputs, dict) else ()):
+        parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
+        if (not parts or PurePosixPath(rel).is_absolute() or ".." in parts
+                or not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)):
+            continue
+        found[str(PurePosixPath(*parts))] = entry["sha256"]
+    return found
+
+
+def _remove_stale(out_dir: Path, earlier: Mapping[str, str], written: Iterable[str]) -> list[str]:
+    """Remove the files of ``earlier`` not in ``written`` whose content is still the
+    recorded one; returns those removed."""
+    keep = {*written, MANIFEST_FILE}
+    removed: list[str] = []
+    for rel, digest in sorted(earlier.items()):
+        p = out_dir / rel
+        if rel in keep or not p.is_file() or p.is_symlink():
+            continue
+        with contextlib.suppress(OSError):
+            if sha256_file(p) == digest:
+                p.unlink()
+                removed.append(rel)
+    return removed
 
 
 def write_targets(
     out_dir: str | Path,
-    items: Lineage | Iterable[Item],
+    stores: Sequence[Store],
     queries: Iterable[QueryLike],
     targets: Iterable[Target | str] = DEFAULT_TARGETS,
     *,
     registry: TargetRegistry | None = None,
     input_files: Mapping[str, str | Path] | None = None,
-) -> Coverage:
-    """Compute the groups of every (query, target) and write all Stage I outputs.
+) -> TargetsExport:
+    """Compute the groups of every (store, query, target) and write all Stage I outputs.
 
     Args:
-        out_dir: the output folder (created if needed; files from earlier runs that this
-            run does not rewrite are kept, see :func:`tiap.io.atomic_dir`).
-        items: the stored items, or their :class:`~tiap.targets.lineage.Lineage`.
+        out_dir: the output folder (created if needed). Files of an earlier ``tiap
+            targets`` run that this run does not rewrite are removed when unchanged;
+            other files are kept. A folder holding another command's ``manifest.json``
+            is refused.
+        stores: the stores (:class:`~tiap.memory.store.Store`, e.g. from
+            :func:`~tiap.memory.store.read_store`), one or several; each store's qrels
+            are ``qrels/<store>.<target>.qrels``. The same store given twice is written
+            once; two different stores under one name are an error.
         queries: the queries (``query_id``, ``evidence``, ``abstention``).
         targets: names, ``name=spec`` definitions or :class:`Target` objects; groups, qrels
             and coverage are written for these. The target mapping always has the three
             built-ins, computed whether requested or not.
         registry: where target names are looked up (default registry if ``None``).
-        input_files: label -> path of input files to record (with sha256) in the manifest.
+        input_files: label -> path of other input files to record (with sha256) in the
+            manifest's ``inputs`` (e.g. ``{"queries": path}``); the stores' items files
+            are recorded with the stores.
 
     Returns:
-        The :class:`~tiap.targets.coverage.Coverage` of the requested targets (also written
-        to ``coverage.json``).
+        What was written (:class:`TargetsExport`): the coverage of the requested targets
+        per store, and the qrels files.
 
     Raises:
-        TiapError: for bad lineage, targets or ids; nothing is written then.
+        TiapError: for bad lineage, targets, ids or store names (all problems together);
+            nothing is written then.
     """
-    lineage = items if isinstance(items, Lineage) else build_lineage(items)
+    out = Path(out_dir)
+    distinct = _distinct_stores(stores)
     qlist = list(queries)
     requested = resolve_targets(targets, registry)
     names = tuple(t.name for t in requested)
     extra = tuple(b for b in BUILTIN_TARGETS if b.name not in names)
-    sets = build_groups(lineage, qlist, requested + extra)
 
-    view = TargetSets(
-        targets=requested,
-        query_ids=sets.query_ids,
-        by_target={n: sets[n] for n in names},
-        unknown_evidence=sets.unknown_evidence,
-        source_minus_raw=sets.source_minus_raw,
-        n_items=sets.n_items,
-        n_units=sets.n_units,
-        orphans=sets.orphans,
-    )
-    cov = coverage(view)
-    for n in names:
-        _check_trec_ids(sets[n])
+    sets: dict[str, TargetSets] = {}
+    covs: dict[str, Coverage] = {}
+    problems: list[Problem] = []
+    for st in distinct:
+        try:
+            full = build_groups(build_lineage(st.items), qlist, requested + extra)
+        except TiapError as exc:
+            problems.extend(_in_store(exc, st).problems)
+            continue
+        sets[st.name] = full
+        covs[st.name] = coverage(TargetSets(
+            targets=requested,
+            query_ids=full.query_ids,
+            by_target={n: full[n] for n in names},
+            unknown_evidence=full.unknown_evidence,
+            source_minus_raw=full.source_minus_raw,
+            n_items=full.n_items,
+            n_units=full.n_units,
+            orphans=full.orphans,
+        ))
+        for n in names:
+            found = _check_trec_ids(full[n])
+            if found:
+                problems.extend(_in_store(TiapError(problems=found), st).problems)
+    if problems:
+        raise TiapError(problems=problems)
 
-    n_items, items_sha = _rows_sha256(it.to_json() for it in lineage.items.values())
+    items_entries = {st.name: _items_entry(st) for st in distinct}
+    items_sha = {name: str(e.get("sha256", e["sha256_as_jsonl"]))
+                 for name, e in items_entries.items()}
     n_queries, queries_sha = _rows_sha256(_query_row(q) for q in qlist)
-    inputs: dict[str, Any] = {
-        "items": {"records": n_items, "sha256_as_jsonl": items_sha},
-        "queries": {"records": n_queries, "sha256_as_jsonl": queries_sha},
-    }
+    inputs: dict[str, Any] = {"queries": {"records": n_queries, "sha256_as_jsonl": queries_sha}}
     missing = [Problem("input file not found", file=str(p)) for p in (input_files or {}).values()
                if not Path(p).is_file()]
     if missing:
         raise TiapError(problems=missing)
     for label, p in (input_files or {}).items():
-        inputs[label] = input_entry(p)
+        inputs[label] = {**inputs.get(label, {}), **input_entry(p)}
+    earlier = _earlier_outputs(out)
 
-    with atomic_dir(out_dir) as tmp:
+    qrels: dict[tuple[str, str], str] = {(s, n): qrels_name(s, n) for s in sets for n in names}
+    with atomic_dir(out) as tmp:
         counts: dict[str, int] = {}
         counts["groups.jsonl"] = write_groups_jsonl(tmp / "groups.jsonl", sets, names)
         counts["target_mapping.jsonl"] = write_target_mapping(tmp / "target_mapping.jsonl", sets)
-        for n in names:
-            counts[_qrels_name(n)] = write_qrels(tmp / _qrels_name(n), sets[n])
-        write_coverage(tmp / "coverage.json", tmp / "coverage.csv", cov)
+        for (s, n), rel in qrels.items():
+            counts[rel] = write_qrels(tmp / rel, sets[s][n])
+        write_coverage(tmp / "coverage.json", tmp / "coverage.csv", covs, items_sha256=items_sha)
         written = [*counts, "coverage.json", "coverage.csv"]
-        manifest = manifest_header("targets", SCHEMA_VERSION)
+        outputs = {rel: _output_entry(tmp / rel, counts.get(rel)) for rel in written}
+        for (s, n), rel in qrels.items():
+            outputs[rel].update(store=s, target=n)
+        manifest = manifest_header(COMMAND, SCHEMA_VERSION)
+        manifest["stores"] = [{"name": name, "items": e} for name, e in items_entries.items()]
         manifest["targets"] = [t.to_json() for t in requested]
         manifest["mapping_targets"] = [b.to_json() for b in BUILTIN_TARGETS]
         manifest["inputs"] = inputs
-        manifest["outputs"] = {n: _output_entry(tmp / n, counts.get(n)) for n in written}
-        with atomic_write(tmp / "manifest.json") as fh:
+        manifest["outputs"] = outputs
+        with atomic_write(tmp / MANIFEST_FILE) as fh:
             json.dump(manifest, fh, ensure_ascii=False, indent=2)
             fh.write("\n")
-    return cov
+    removed = _remove_stale(out, earlier, written)
+    return TargetsExport(
+        out_dir=out,
+        stores=tuple(sets),
+        coverage=MappingProxyType(covs),
+        qrels=MappingProxyType({k: out / rel for k, rel in qrels.items()}),
+        removed=tuple(removed),
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# which store a qrels file belongs to
+
+
+def qrels_store(path: str | Path) -> str | None:
+    """The store whose run a qrels file written by ``tiap targets`` scores, else ``None``.
+
+    The answer comes from the ``manifest.json`` beside the file's ``qrels/`` folder: it
+    lists every qrels file with its store, target and sha256. ``None`` means the file is
+    not one TIAP vouches for: no such manifest (a foreign file), the manifest does not list
+    it, or its content is no longer what was written (an edited file is not trusted).
+    Symbolic links are followed to the file itself.
+
+    Raises:
+        TiapError: if ``path`` is not a file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TiapError("qrels file not found" if not p.exists() else "not a qrels file",
+                        file=p)
+    real = p.resolve()
+    if real.parent.name != QRELS_DIR:
+        return None
+    man = _read_manifest(real.parent.parent / MANIFEST_FILE)
+    if man is None or man.get("command") != COMMAND:
+        return None
+    outputs = man.get("outputs")
+    entry = outputs.get(f"{QRELS_DIR}/{real.name}") if isinstance(outputs, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    store, digest = entry.get("store"), entry.get("sha256")
+    if not isinstance(store, str) or not isinstance(digest, str):
+        return None
+    return store if sha256_file(real) == digest else None
