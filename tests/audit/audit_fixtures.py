@@ -1,5 +1,5 @@
 """Small inline fixtures for the audit tests: cases, and the hand-made store and runs that
-test_audit_cases.py describes."""
+test_audit_cases.py describes (and the stores of conftest.py's two-store audit)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,7 @@ def runs(benchmark: str | None = "toy") -> list[Run]:
     return [Run(system=s, benchmark=benchmark,
                 rankings=tuple(Ranking(q, s, tuple(ids)) for q, ids in qs.items()))
             for s, qs in RANKINGS.items()]
+
+
+#: The two stores of conftest.py's real-data audit: store name -> the parser's max_facts.
+TWO_STORES = {"f1": 1, "f5": 5}

@@ -182,6 +182,31 @@ def test_agreement_with_human_labels() -> None:
     assert rep.summary["human"]["matched"] == 3
 
 
+def test_one_human_judgment_of_several_cases_counts_once() -> None:
+    """A human label that stands for two cases (unit u1: c1 and c2; unit u2: c3 and c4) is
+    one judgment; the judge's labels on its cases are combined by the tie rule."""
+    human = [LabelRecord(case_id=c, judge="human:h", label=lab, unit=u, target=t)
+             for c, lab, u, t in [("c1", "supports", "u1", "source"),
+                                  ("c2", "supports", "u1", "canonical"),
+                                  ("c3", "does_not_support", "u2", "source"),
+                                  ("c4", "does_not_support", "u2", "canonical")]]
+    # A: c1 S, c2 S -> u1 S (agrees); c3 P, c4 D -> u2 split, conservative D (agrees)
+    rep = agreement(records(), human=human, raters=["A"])
+    rows = {(r["target"], r["scheme"]): r for r in rep.human if r["rater"] == "A"}
+    assert rows[("all", "three_class")]["n"] == 2
+    assert rows[("all", "three_class")]["split"] == 1
+    assert rows[("all", "three_class")]["agreement"] == 1.0
+    # per target: source c1 S/S, c3 P/D -> 1/2; canonical c2 S/S, c4 D/D -> 2/2
+    assert rows[("source", "three_class")]["n"] == 1 + 1
+    assert rows[("source", "three_class")]["agreement"] == 0.5
+    assert rows[("canonical", "three_class")]["agreement"] == 1.0
+    # the lenient rule takes partial for u2: 1/2
+    lenient = agreement(records(), human=human, raters=["A"], tie_rule="lenient")
+    assert [r["agreement"] for r in lenient.human if r["target"] == "all"
+            and r["scheme"] == "three_class"] == [0.5]
+    assert rep.summary["human"]["cases"] == 2 and rep.summary["human"]["audit_cases"] == 4
+
+
 def test_cli_agreement(tmp_path: Path) -> None:
     write_labels(tmp_path / "a.jsonl", [r for r in records() if r.judge != "C"])
     write_labels(tmp_path / "c.jsonl", [r for r in records() if r.judge == "C"])

@@ -11,22 +11,36 @@ Run ``sys``, query q1, ranking ``x9 s1 t1 f1 o2 f2``, k = 5, set credit. Source'
   five are 2s).
 - retained: gains rel / 2: 0.5 d2 + 1 d3 + 0 d4 + 1 d5 over the binary ideal.
 - raw: t1 at rank 3: d3 over the ideal of 2 ones (d1 + d2).
+
+The store is named ``toy``; labels are keyed by (store, query, item).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 
 import pytest
 from audit_fixtures import ITEMS, QUERIES, runs
 
-from tiap.audit import LabelRecord, graded_rescore, item_relevance, write_labels
+from tiap.audit import (
+    LabelRecord,
+    graded_rescore,
+    item_relevance,
+    read_labels,
+    write_graded,
+    write_labels,
+)
 from tiap.cli.main import main
 from tiap.datasets.queryfile import write_queries
-from tiap.memory.store import write_items
+from tiap.errors import TiapError
+from tiap.memory.store import Item, Store, write_items
 from tiap.traces.runs import write_jsonl_run
+
+TOY = Store("toy", tuple(ITEMS))
+STORES = {None: TOY}
 
 
 def d(i: int) -> float:
@@ -36,9 +50,10 @@ def d(i: int) -> float:
 IDEAL5 = sum(d(i) for i in range(1, 6))
 
 
-def lab(q: str, item: str, label: str, judge: str = "j") -> LabelRecord:
-    return LabelRecord(case_id=f"sys:{q}:source:{item}:{judge}", judge=judge, label=label,
-                       query_id=q, item_id=item)
+def lab(q: str, item: str, label: str, judge: str = "j", store: str = "toy",
+        system: str = "sys") -> LabelRecord:
+    return LabelRecord(case_id=f"{system}:{q}:source:{item}:{judge}", judge=judge, label=label,
+                       system=system, store=store, query_id=q, item_id=item)
 
 
 LABELS = [lab("q1", "s1", "partial"), lab("q1", "f1", "does_not_support")]
@@ -51,8 +66,8 @@ def rows(result, system="sys", target="source"):
 
 def test_graded_and_retained_ndcg_by_hand() -> None:
     rel = item_relevance(LABELS)
-    assert rel == {("q1", "s1"): 1, ("q1", "f1"): 0}
-    res = graded_rescore(runs(), QUERIES, {None: ITEMS}, rel, k=5)
+    assert rel == {("toy", "q1", "s1"): 1, ("toy", "q1", "f1"): 0}
+    res = graded_rescore(runs(), QUERIES, STORES, rel, k=5)
     r = rows(res)["q1"]
     assert r["binary"] == pytest.approx((d(2) + d(3) + d(4) + d(5)) / IDEAL5, abs=1e-12)
     assert r["graded"] == pytest.approx((d(2) + 2 * d(3) + 2 * d(5)) / (2 * IDEAL5), abs=1e-12)
@@ -62,8 +77,8 @@ def test_graded_and_retained_ndcg_by_hand() -> None:
 
 
 def test_all_supports_changes_nothing() -> None:
-    rel = {("q1", "s1"): 2, ("q1", "f1"): 2, ("q3", "f2"): 2}
-    res = graded_rescore(runs(), QUERIES, {None: ITEMS}, rel, k=5)
+    rel = {("toy", "q1", "s1"): 2, ("toy", "q1", "f1"): 2, ("toy", "q3", "f2"): 2}
+    res = graded_rescore(runs(), QUERIES, STORES, rel, k=5)
     for r in res.rows:
         if r["binary"] is not None:
             assert r["graded"] == pytest.approx(r["binary"], abs=1e-12)
@@ -75,8 +90,8 @@ def test_all_supports_changes_nothing() -> None:
 def test_binary_equals_set_credit_rescoring() -> None:
     from tiap.scoring.rescore import rescore
 
-    res = graded_rescore(runs(), QUERIES, {None: ITEMS}, {}, k=5)
-    ref = rescore(runs(), QUERIES, {None: ITEMS}, measures="nDCG@5", credit="set")
+    res = graded_rescore(runs(), QUERIES, STORES, {}, k=5)
+    ref = rescore(runs(), QUERIES, STORES, measures="nDCG@5", credit="set")
     for s in ("sys", "sys2"):
         for t in ("source", "canonical"):
             want = dict(zip(ref.query_ids[s], ref.value(s, t, "nDCG@5").tolist(), strict=True))
@@ -87,7 +102,7 @@ def test_binary_equals_set_credit_rescoring() -> None:
 
 def test_unjudged_policies() -> None:
     rel = item_relevance(LABELS)
-    drop = rows(graded_rescore(runs(), QUERIES, {None: ITEMS}, rel, k=5, unjudged="drop"))["q1"]
+    drop = rows(graded_rescore(runs(), QUERIES, STORES, rel, k=5, unjudged="drop"))["q1"]
     # drop: only t1, t2 (raw, 2) and s1 (1) stay: DCG = 1 d2 + 2 d3; ideal 2 d1 + 2 d2 + 1 d3
     assert drop["graded"] == pytest.approx((d(2) + 2 * d(3)) / (2 * d(1) + 2 * d(2) + d(3)))
     # retained: s1 0.5 at 2, t1 1 at 3, o2 unjudged -> 0
@@ -96,15 +111,19 @@ def test_unjudged_policies() -> None:
 
 def test_several_labels_of_one_item_are_combined_by_majority() -> None:
     labs = [lab("q1", "s1", "supports", "a"), lab("q1", "s1", "does_not_support", "b")]
-    assert item_relevance(labs) == {("q1", "s1"): 0}  # tie -> least support
-    assert item_relevance(labs, tie_rule="lenient") == {("q1", "s1"): 2}
+    key = ("toy", "q1", "s1")
+    assert item_relevance(labs) == {key: 0}  # tie -> least support
+    assert item_relevance(labs, tie_rule="lenient") == {key: 2}
     labs.append(lab("q1", "s1", "supports", "c"))
-    assert item_relevance(labs) == {("q1", "s1"): 2}
-    assert item_relevance(labs, judges=["b"]) == {("q1", "s1"): 0}
+    assert item_relevance(labs) == {key: 2}
+    assert item_relevance(labs, judges=["b"]) == {key: 0}
+    # the same query and item id in another store is another item: never combined
+    labs.append(lab("q1", "s1", "does_not_support", "d", store="other"))
+    assert item_relevance(labs) == {key: 2, ("other", "q1", "s1"): 0}
 
 
 def test_survival_summary() -> None:
-    res = graded_rescore(runs(), QUERIES, {None: ITEMS}, item_relevance(LABELS), k=5)
+    res = graded_rescore(runs(), QUERIES, STORES, item_relevance(LABELS), k=5)
     s = next(x for x in res.summary if x["system"] == "sys" and x["target"] == "source")
     assert s["n"] == 3  # q1, q2 (Raw and Source are both {t3}) and q3
     assert s["gain"] == pytest.approx(s["binary"] - s["raw"])
@@ -112,21 +131,112 @@ def test_survival_summary() -> None:
     assert 0 < s["survival"] < 1
 
 
+def test_labels_grade_only_their_own_store() -> None:
+    """Two stores reuse the id f1 for different texts: a label of f1 in one store must not
+    grade f1 in the other. Store ``b`` is the toy store with f1 replaced (same id, same
+    lineage, another text); run ``sys`` uses ``toy`` and ``sys2`` (same rankings) ``b``."""
+    other = Store("b", tuple(Item("f1", "fact", ("u1",), text="Caroline likes tea.")
+                             if it.item_id == "f1" else it for it in ITEMS))
+    rs = runs()
+    rs = [rs[0], type(rs[0])(system="sys2", benchmark="toy", rankings=tuple(
+        type(r)(r.query_id, "sys2", r.item_ids) for r in rs[0].rankings))]
+    labels = [lab("q1", "f1", "supports", store="toy"),
+              lab("q1", "f1", "does_not_support", store="b", system="sys2")]
+    res = graded_rescore(rs, QUERIES, {"sys": TOY, "sys2": other}, item_relevance(labels),
+                         k=5)
+    assert res.systems == {"sys": "toy", "sys2": "b"}
+    assert res.qrels["toy"]["source"]["q1"]["f1"] == 2
+    assert "f1" not in res.qrels["b"]["source"]["q1"]  # rejected in b only
+    a, b = rows(res, "sys")["q1"], rows(res, "sys2")["q1"]
+    assert (a["n_judged"], a["n_rejected"], b["n_judged"], b["n_rejected"]) == (1, 0, 1, 1)
+    assert b["graded"] < a["graded"]
+
+
+def test_labels_without_a_store(tmp_path: Path) -> None:
+    """Labels written before stores were named: taken as the store's when the audit has
+    exactly one store, else an error naming the file, line and case."""
+    old = [LabelRecord(case_id="sys:q1:source", judge="j", label="partial", query_id="q1",
+                       item_id="s1")]
+    write_labels(tmp_path / "old.jsonl", old)
+    got = read_labels(tmp_path / "old.jsonl")
+    assert item_relevance(got, stores={"toy"}) == {("toy", "q1", "s1"): 1}
+    with pytest.raises(TiapError) as err:
+        item_relevance(got, stores={"toy", "b"})
+    msg = str(err.value)
+    assert f"{tmp_path / 'old.jsonl'}:1" in msg and "sys:q1:source" in msg
+    assert "re-run `tiap audit cases`" in msg
+    with pytest.raises(TiapError, match="names no store"):
+        item_relevance(got)
+
+
 def test_cli_graded(tmp_path: Path) -> None:
-    write_items(tmp_path / "items.jsonl", ITEMS)
+    write_items(tmp_path / "items.jsonl", ITEMS, store="toy")
     write_queries(tmp_path / "queries.jsonl", QUERIES)
     write_jsonl_run(tmp_path / "run.jsonl", runs())
     assert main(["rescore", "--run", str(tmp_path / "run.jsonl"), "--items",
                  str(tmp_path / "items.jsonl"), "--queries", str(tmp_path / "queries.jsonl"),
                  "--measures", "nDCG@5", "--out", str(tmp_path / "rs")]) == 0
-    write_labels(tmp_path / "labels.jsonl", LABELS)
+    # labels without a store (written before stores were named): one store, so they are its
+    write_labels(tmp_path / "labels.jsonl",
+                 [LabelRecord(case_id=r.case_id, judge=r.judge, label=r.label,
+                              query_id=r.query_id, item_id=r.item_id) for r in LABELS])
     assert main(["audit", "graded", str(tmp_path / "rs"), "--labels",
                  str(tmp_path / "labels.jsonl"), "--out", str(tmp_path / "g")]) == 0
     with open(tmp_path / "g" / "graded_per_query.csv", newline="") as fh:
         got = {(r["system"], r["target"], r["query_id"]): r for r in csv.DictReader(fh)}
     r = got[("sys", "source", "q1")]
     assert float(r["retained"]) == pytest.approx((0.5 * d(2) + d(3) + d(5)) / IDEAL5)
-    qrels = (tmp_path / "g" / "qrels" / "source.graded.qrels").read_text().splitlines()
+    assert r["store"] == "toy"
+    qrels = (tmp_path / "g" / "qrels" / "toy.source.graded.qrels").read_text().splitlines()
     assert "q1 0 s1 1" in qrels and "q1 0 t1 2" in qrels
     assert not any(line.startswith("q1 0 f1 ") for line in qrels)
     assert (tmp_path / "g" / "graded_summary.csv").exists()
+    man = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    assert man["stores"]["toy"]["systems"] == ["sys", "sys2"]
+    assert man["systems"]["sys"]["qrels"]["source"] == "qrels/toy.source.graded.qrels"
+    assert sorted(p.name for p in (tmp_path / "g" / "qrels").iterdir()) == [
+        "toy.canonical.graded.qrels", "toy.source.graded.qrels"]
+
+
+def test_cli_graded_refuses_store_less_labels_with_two_stores(tmp_path: Path, capsys) -> None:
+    write_items(tmp_path / "a.jsonl", ITEMS, store="a")
+    write_items(tmp_path / "b.jsonl", ITEMS, store="b")
+    write_queries(tmp_path / "queries.jsonl", QUERIES)
+    write_jsonl_run(tmp_path / "run.jsonl", runs())
+    assert main(["rescore", "--run", str(tmp_path / "run.jsonl"), "--items",
+                 f"sys={tmp_path / 'a.jsonl'}", "--items", f"sys2={tmp_path / 'b.jsonl'}",
+                 "--queries", str(tmp_path / "queries.jsonl"), "--measures", "nDCG@5",
+                 "--out", str(tmp_path / "rs")]) == 0
+    write_labels(tmp_path / "labels.jsonl",
+                 [lab("q1", "s1", "partial", store="a"),
+                  LabelRecord(case_id="sys2:q1:source", judge="j", label="partial",
+                              query_id="q1", item_id="s1")])
+    capsys.readouterr()
+    assert main(["audit", "graded", str(tmp_path / "rs"), "--labels",
+                 str(tmp_path / "labels.jsonl"), "--out", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'labels.jsonl'}:2" in err and "sys2:q1:source" in err
+    assert "2 stores" in err and not (tmp_path / "g").exists()
+
+
+def test_stale_graded_qrels_are_removed(tmp_path: Path) -> None:
+    """Qrels an earlier run wrote and this one does not are removed (unless edited since):
+    the old pooled layout, or the store of an earlier audit."""
+    out = tmp_path / "g"
+    (out / "qrels").mkdir(parents=True)
+    (out / "qrels" / "source.graded.qrels").write_text("q1 0 f1 2\n")  # pooled, schema 1
+    (out / "qrels" / "mine.qrels").write_text("q1 0 f1 1\n")  # not TIAP's: kept
+    (out / "manifest.json").write_text(json.dumps({
+        "command": "audit graded", "schema_version": 1,
+        "outputs": ["graded_per_query.csv", "graded_summary.csv", "qrels/"]}))
+    write_graded(graded_rescore(runs(), QUERIES, STORES, {}, k=5), out)
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == [
+        "mine.qrels", "toy.canonical.graded.qrels", "toy.source.graded.qrels"]
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["outputs"]["qrels/toy.source.graded.qrels"]["store"] == "toy"
+    (out / "qrels" / "toy.canonical.graded.qrels").write_text("edited\n")
+    write_graded(graded_rescore(runs(), QUERIES, {None: Store("b", TOY.items)}, {}, k=5), out)
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == [
+        "b.canonical.graded.qrels", "b.source.graded.qrels", "mine.qrels",
+        "toy.canonical.graded.qrels"]  # the edited file is kept
+    assert (out / "qrels" / "toy.canonical.graded.qrels").read_text() == "edited\n"

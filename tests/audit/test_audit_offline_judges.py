@@ -42,7 +42,9 @@ def test_lexical_thresholds() -> None:
     strict = LexicalJudge(supports=1.0, partial=0.5)
     assert strict.judge(case(2, "q", answer="Psychology, counseling certification",
                              text="She studies psychology and counseling.")).label == "partial"
-    assert strict.key != j.key  # thresholds are part of the settings
+    c = case(6, "q")
+    assert strict.request_key(c) != j.request_key(c)  # thresholds change the answer
+    assert LexicalJudge(name="renamed").request_key(c) == j.request_key(c)  # a name does not
     assert strict.settings()["thresholds"] == {"supports": 1.0, "partial": 0.5}
     with pytest.raises(TiapError, match="must not exceed"):
         LexicalJudge(supports=0.2, partial=0.5)

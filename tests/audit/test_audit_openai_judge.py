@@ -217,4 +217,5 @@ def test_judge_specs_are_parsed_not_evaluated():
 def test_settings_never_hold_the_key(monkeypatch, tmp_path: Path):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     j = OpenAIJudge(model="m", base_url="http://127.0.0.1:1/v1")
-    assert KEY not in str(j.settings()) and KEY not in j.key
+    c = case(1, "q")
+    assert KEY not in str(j.settings()) and KEY not in str(j.request(c))

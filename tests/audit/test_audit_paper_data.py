@@ -8,6 +8,8 @@ does_not_support 639 over 1,902 cases; 504 / 1,902 = 26.5%, not the abstract's 2
 
 from __future__ import annotations
 
+import csv
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from tiap.audit import (
     read_human_labels,
     read_paper_cases,
     read_paper_labels,
+    write_labels,
 )
 from tiap.cli.main import main
 from tiap.datasets.files import default_data_dir
@@ -88,6 +91,58 @@ def test_human_validation_against_the_paper_judge(mtel: Path, labels) -> None:
     es = rows[("human:external", son, "source", "three_class")]
     assert es["agreement"] == pytest.approx(25 / 36)
     assert es["cohen_kappa"] == pytest.approx(0.533019, abs=1e-6)
+
+
+def distinct_rows(path: Path, *columns: str) -> int:
+    """Distinct values of ``columns`` in a CSV: the cases it judges, counted on their own."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return len({tuple(row[c].strip() for c in columns) for row in csv.DictReader(fh)})
+
+
+def test_agreement_counts_each_human_judgment_once(mtel: Path, labels, tmp_path: Path,
+                                                   ) -> None:
+    """A validation row judges one memory, which stands for a Source and a Canonical case:
+    agreement over all targets counts it once (it used to count 240 for 120 rows)."""
+    val = mtel / "validation"
+    n_primary = distinct_rows(val / "semantic_validation_sample_115.csv", "run_label",
+                              "query_index")
+    n_external = distinct_rows(val / "external_semantic_review_set_36.csv", "dataset",
+                               "provider", "query_index")
+    assert n_primary == distinct_rows(val / "semantic_validation_sample_115.csv", "sample_id")
+    son = "anthropic/claude-sonnet-4"
+    primary = read_human_labels(val / "semantic_validation_sample_115.csv")
+    external = read_human_labels(val / "external_semantic_review_set_36.csv")
+    rep = agreement(labels, human=primary + external)
+    rows = {(r["human"], r["rater"], r["target"], r["scheme"]): r for r in rep.human}
+    for key, want in [(("human:primary", son), n_primary),
+                      (("human:primary", "human:external"), n_external),
+                      (("human:external", son), n_external)]:
+        for target in ("all", "source", "canonical"):
+            for scheme in ("three_class", "binary"):
+                assert rows[(*key, target, scheme)]["n"] == want, (key, target, scheme)
+    # two humans, each with one label per judgment: pooling the targets changes nothing
+    both = rows[("human:primary", "human:external", "all", "three_class")]
+    assert both["agreement"] == rows[("human:primary", "human:external", "source",
+                                      "three_class")]["agreement"]
+    assert both["split"] == 0
+    per = rep.summary["human"]["per_rater"]
+    assert per["human:primary"]["cases"] == n_primary
+    assert per["human:external"]["cases"] == n_external
+    assert per["human:primary"]["audit_cases"] == 2 * n_primary  # Source and Canonical
+    # the CLI reports the same n
+    write_labels(tmp_path / "labels.jsonl", labels)
+    assert main(["audit", "agreement", str(tmp_path / "labels.jsonl"), "--human",
+                 str(val / "semantic_validation_sample_115.csv"), "--human",
+                 str(val / "external_semantic_review_set_36.csv"), "--out",
+                 str(tmp_path / "ag")]) == 0
+    with open(tmp_path / "ag" / "human.csv", newline="") as fh:
+        got = {(r["human"], r["rater"]): int(r["n"]) for r in csv.DictReader(fh)
+               if r["target"] == "all" and r["scheme"] == "three_class"}
+    assert got == {("human:primary", son): n_primary,
+                   ("human:primary", "human:external"): n_external,
+                   ("human:external", son): n_external}
+    summary = json.loads((tmp_path / "ag" / "agreement.json").read_text())["human_cases"]
+    assert summary["per_rater"]["human:external"]["cases"] == n_external
 
 
 def test_the_judge_repeats_itself_on_source_and_canonical(labels) -> None:

@@ -9,12 +9,16 @@ section 3.3). The steps, each a function here and a ``tiap audit`` subcommand:
    system, target), with :func:`sample_cases` for stratified samples;
 2. judges (``tiap audit judge``): registered factories (:func:`make_judge`: ``openai`` for
    any OpenAI-compatible endpoint, offline ``lexical`` and ``embedding``) run by
-   :func:`run_judges` with a crash-safe verdict cache, writing ``labels.jsonl``;
+   :func:`run_judges` with a crash-safe verdict cache keyed by the request each judge makes
+   (:func:`request_key`), writing ``labels.jsonl``;
 3. :func:`agreement` (``tiap audit agreement``): Fleiss' κ, Cohen's κ, Krippendorff's α,
    percent agreement (three classes and binary), majority vote, label distributions and
    agreement with human labels (:func:`read_human_labels`);
 4. :func:`graded_rescore` (``tiap audit graded``): labels as graded relevance, and how much
-   of a relaxed target's nDCG gain survives them.
+   of a relaxed target's nDCG gain survives them, with graded qrels per store.
+
+Item ids are unique only within a store: cases and labels name their store, and labels
+grade ``(store, query_id, item_id)`` (:class:`tiap.ids.ItemKey`).
 
 :func:`read_paper_cases` and :func:`read_paper_labels` read the paper's own audit files
 (``tiap audit import-paper``). Nothing heavy is imported here: ``httpx`` loads with the
@@ -48,16 +52,25 @@ from tiap.audit.cases import (
     sample_cases,
     write_cases,
 )
-from tiap.audit.graded import GradedResult, graded_rescore, item_relevance, write_graded
+from tiap.audit.graded import (
+    GradedResult,
+    RelevanceKey,
+    graded_rescore,
+    item_relevance,
+    qrels_name,
+    write_graded,
+)
 from tiap.audit.human import read_human_labels
 from tiap.audit.judges import (
     EmbeddingJudge,
     Judge,
     LexicalJudge,
+    Request,
     list_judges,
     make_judge,
     parse_judge_spec,
     register_judge,
+    request_key,
 )
 from tiap.audit.labels import (
     BINARY_LABELS,
@@ -103,6 +116,8 @@ __all__ = [
     "LabelRecord",
     "LexicalJudge",
     "RatingTable",
+    "RelevanceKey",
+    "Request",
     "RescoreDir",
     "Verdict",
     "VerdictCache",
@@ -123,6 +138,7 @@ __all__ = [
     "parse_judge_spec",
     "parse_verdict",
     "percent_agreement",
+    "qrels_name",
     "rank_bucket",
     "rating_table",
     "read_cases",
@@ -132,6 +148,7 @@ __all__ = [
     "read_paper_labels",
     "register_judge",
     "render_messages",
+    "request_key",
     "run_judges",
     "sample_cases",
     "write_agreement",

@@ -30,7 +30,12 @@ The report (:func:`agreement`) computes Fleiss' κ and the mean pairwise agreeme
 *complete* cases (a valid label from every rater, as the paper's appendix G does with its
 1,876 of 1,902 cases), Cohen's κ and percent agreement per pair over the cases both raters
 labelled (and over the complete cases), Krippendorff's α over all cases, the majority vote,
-the label distribution per rater and dataset, and agreement with human labels.
+the label distribution per rater and dataset, and agreement with human labels. The unit of
+agreement with a human is one of the human's *judgments* (:attr:`LabelRecord.judgment
+<tiap.audit.labels.LabelRecord.judgment>`): a label that stands for several cases (the
+paper's validation files judge a memory once for its Source and its Canonical case) is
+counted once, never once per case, and the other rater's labels on those cases are combined
+by majority vote with the tie rule.
 """
 
 from __future__ import annotations
@@ -280,9 +285,14 @@ class AgreementReport:
     confusion: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"raters": list(self.raters), "n_cases": self.n_cases,
-                "n_complete": self.n_complete, "tie_rule": self.tie_rule, **self.summary,
-                "pairwise": self.pairwise, "human": self.human}
+        summary = dict(self.summary)
+        human_cases = summary.pop("human", None)  # "human" holds the rows
+        out = {"raters": list(self.raters), "n_cases": self.n_cases,
+               "n_complete": self.n_complete, "tie_rule": self.tie_rule, **summary,
+               "pairwise": self.pairwise, "human": self.human}
+        if human_cases is not None:
+            out["human_cases"] = human_cases
+        return out
 
 
 def _pair_rows(table: RatingTable, complete: NDArray[np.bool_]) -> list[dict[str, Any]]:
@@ -325,8 +335,26 @@ def _distribution(table: RatingTable, majority: IntArray) -> list[dict[str, Any]
     return rows
 
 
-def _human_rows(table: RatingTable, human: RatingTable,
-                majority: IntArray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _combine(codes: Sequence[int], tie_rule: TieRule) -> int:
+    """One label from the labels one rater gave the cases of one judgment (majority vote
+    with the report's tie rule; -1 when there is none)."""
+    if len(codes) == 1:
+        return codes[0]
+    winner, _ = majority_vote(np.asarray([codes], np.int64), 3, tie_rule)
+    return int(winner[0])
+
+
+def _human_rows(table: RatingTable, human: RatingTable, majority: IntArray,
+                units: Mapping[tuple[str, str], str], tie_rule: TieRule,
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Agreement of each human with each judge, the majority and every later human.
+
+    The unit of every statistic is one *judgment* of the human (``units``: (human, case
+    id) -> judgment, :attr:`LabelRecord.judgment`): a human label that stands for several
+    cases (the paper's validation files label a memory once for its Source and its
+    Canonical case) is counted once, against the other rater's labels on those cases
+    combined by majority vote with the tie rule (``split`` counts the judgments where
+    they differ)."""
     rows: list[dict[str, Any]] = []
     confusion: list[dict[str, Any]] = []
     index = {c: i for i, c in enumerate(table.case_ids)}
@@ -337,7 +365,7 @@ def _human_rows(table: RatingTable, human: RatingTable,
         hcol = human.column(h)
         others = [(r, human.column(r)) for r in human.raters[n_h + 1:]]  # each pair once
         for rater, col in [*cols, *others]:
-            pairs = []  # (human code, rater code, target)
+            pairs = []  # (judgment, human code, rater code, target)
             for i, c in enumerate(human.case_ids):
                 if rater in human.raters:
                     v = int(col[i])
@@ -346,17 +374,26 @@ def _human_rows(table: RatingTable, human: RatingTable,
                     v = int(col[j]) if j is not None else -1
                 if hcol[i] >= 0 and v >= 0:
                     tg = human.targets[i] or (table.targets[index[c]] if c in index else "")
-                    pairs.append((int(hcol[i]), v, tg))
-            targets = sorted({p[2] for p in pairs})
+                    pairs.append((units.get((h, c), c), int(hcol[i]), v, tg))
+            targets = sorted({p[3] for p in pairs})
             for tg in ["all", *targets] if len(targets) > 1 else ["all"]:
-                sel = [p for p in pairs if tg == "all" or p[2] == tg]
-                x = np.asarray([p[0] for p in sel], np.int64)
-                y = np.asarray([p[1] for p in sel], np.int64)
+                by_unit: dict[str, tuple[list[int], list[int]]] = {}
+                for u, hc, rc, t in pairs:
+                    if tg == "all" or t == tg:
+                        hs, rs = by_unit.setdefault(u, ([], []))
+                        hs.append(hc)
+                        rs.append(rc)
+                combined = [(_combine(hs, tie_rule), _combine(rs, tie_rule), len(set(rs)) > 1)
+                            for hs, rs in by_unit.values()]
+                combined = [x for x in combined if x[0] >= 0 and x[1] >= 0]
+                split = sum(1 for x in combined if x[2])
+                x = np.asarray([p[0] for p in combined], np.int64)
+                y = np.asarray([p[1] for p in combined], np.int64)
                 for scheme in ("three_class", "binary"):
                     xx, yy = (x, y) if scheme == "three_class" else (binary_codes(x),
                                                                    binary_codes(y))
                     rows.append({"human": h, "rater": rater, "target": tg, "scheme": scheme,
-                                 "n": int(xx.size),
+                                 "n": int(xx.size), "split": split,
                                  "agreement": _r(percent_agreement(xx, yy)),
                                  "cohen_kappa": _r(cohen_kappa(xx, yy,
                                                                3 if scheme == "three_class"
@@ -432,10 +469,24 @@ def agreement(labels: Iterable[LabelRecord], *, human: Iterable[LabelRecord] = (
     confusion: list[dict[str, Any]] = []
     if hum:
         htable = rating_table(hum)
-        human_rows, confusion = _human_rows(table, htable, majority)
-        summary["human"] = {"raters": list(htable.raters), "cases": len(htable.case_ids),
-                            "matched": sum(1 for c in htable.case_ids
-                                           if c in set(table.case_ids))}
+        units = {(r.judge, r.case_id): r.judgment for r in hum}
+        human_rows, confusion = _human_rows(table, htable, majority, units, tie_rule)
+        judged = set(table.case_ids)
+        per: dict[str, dict[str, set[str]]] = {}
+        for r in hum:
+            d = per.setdefault(r.judge, {"cases": set(), "audit_cases": set(),
+                                         "matched": set()})
+            d["cases"].add(r.judgment)
+            d["audit_cases"].add(r.case_id)
+            if r.case_id in judged:
+                d["matched"].add(r.judgment)
+        summary["human"] = {
+            "raters": list(htable.raters),
+            "cases": len({r.judgment for r in hum}),
+            "matched": len({r.judgment for r in hum if r.case_id in judged}),
+            "audit_cases": len(htable.case_ids),
+            "per_rater": {h: {k: len(v) for k, v in d.items()} for h, d in per.items()},
+        }
     return AgreementReport(
         raters=table.raters, n_cases=len(table.case_ids), n_complete=n_complete,
         tie_rule=tie_rule, summary=summary, pairwise=pw,
@@ -472,7 +523,8 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
         outputs = ["agreement.json", "pairwise.csv", "distribution.csv", "majority.jsonl"]
         if report.human:
             _write_csv(tmp / "human.csv", report.human,
-                       ("human", "rater", "target", "scheme", "n", "agreement", "cohen_kappa"))
+                       ("human", "rater", "target", "scheme", "n", "split", "agreement",
+                        "cohen_kappa"))
             _write_csv(tmp / "confusion.csv", report.confusion,
                        ("human", "rater", "human_label", "rater_label", "count"))
             outputs += ["human.csv", "confusion.csv"]

@@ -13,7 +13,10 @@ Raw target (the union of its Raw groups): lineage alone gave it credit. The quer
   within ``k`` (``case_type`` is then ``raw_hit``, else ``raw_miss``);
 - the values of the measure (``nDCG@k``) under Raw and under ``T``, read from the
   rescoring's ``per_query.csv``;
-- the question, the reference answer and the texts the judges read.
+- the question, the reference answer and the texts the judges read;
+- the *store* of the run (its name, :func:`tiap.scoring.rescore.store_lineages`): item ids
+  are unique only within a store, so a case's item is ``(store, item_id)``
+  (:class:`tiap.ids.ItemKey`) and every label of it keeps the store.
 
 The paper's 1,902 audited cases are exactly its ``raw_miss`` cases under Source and
 Canonical (every row of its ``all_audit_cases.csv`` has Raw nDCG 0 and no raw support).
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tiap.errors import Problem, TiapError
+from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, json_error, write_jsonl
 
 __all__ = [
@@ -53,7 +57,7 @@ __all__ = [
     "write_cases",
 ]
 
-CASES_SCHEMA_VERSION = 1
+CASES_SCHEMA_VERSION = 2  # 2: every case names its store
 RANK_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1-5", 1, 5), ("6-20", 6, 20), ("21-60", 21, 60), ("61+", 61, None),
 )
@@ -105,6 +109,7 @@ class Case:
     credited_rank: int
     item_kind: str = ""
     dataset: str = ""
+    store: str = ""  # the run's store ("" in files written before stores were named)
     raw_target: str = "raw"
     case_type: str = "raw_miss"
     measure: str = ""
@@ -119,6 +124,13 @@ class Case:
     category: str = ""
     collection: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: where the case was read from (file, line); not part of its value
+    origin: tuple[str, int] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def item_key(self) -> ItemKey:
+        """The credited item's identity, ``(store, item_id)``."""
+        return ItemKey(self.store, self.item_id)
 
     @property
     def rank_bucket(self) -> str:
@@ -130,7 +142,9 @@ class Case:
         return (self.dataset, self.system, self.case_type, self.rank_bucket)
 
     def judged_fields(self) -> dict[str, Any]:
-        """The fields a judge reads (hashed into the cache key of a verdict)."""
+        """The fields a judge may read. A judge's request (:meth:`Judge.request
+        <tiap.audit.judges.Judge.request>`) is built from some of them, and only what it
+        sends keys its verdict."""
         return {
             "question": self.question,
             "answer": self.answer,
@@ -144,6 +158,7 @@ class Case:
             "case_id": self.case_id,
             "dataset": self.dataset,
             "system": self.system,
+            "store": self.store or None,
             "query_id": self.query_id,
             "target": self.target,
             "raw_target": self.raw_target,
@@ -206,6 +221,7 @@ class Case:
             credited_rank=rank,
             item_kind=str(obj.get("item_kind") or ""),
             dataset=str(obj.get("dataset") or ""),
+            store=str(obj.get("store") or ""),
             raw_target=str(obj.get("raw_target") or "raw"),
             case_type=str(obj.get("case_type") or "raw_miss"),
             measure=str(obj.get("measure") or ""),
@@ -220,6 +236,7 @@ class Case:
             category=str(obj.get("category") or ""),
             collection=str(obj.get("collection") or ""),
             extra=dict(obj.get("extra") or {}),
+            origin=None if file is None or line is None else (str(file), line),
         )
 
 
@@ -289,9 +306,9 @@ def _credited(ranking: Sequence[str], groups: Sequence[Sequence[str]], k: int,
 
 
 def _case(system: str, q: Any, target: str, ids: Sequence[str], h: int, hits: Sequence[int],
-          raw_hits: Sequence[int], items: Mapping[str, Any], *, dataset: str, raw_target: str,
-          measure: str, credit: str, k: int, values: Mapping[tuple[str, str, str], float],
-          each: bool) -> Case:
+          raw_hits: Sequence[int], items: Mapping[str, Any], *, store: str, dataset: str,
+          raw_target: str, measure: str, credit: str, k: int,
+          values: Mapping[tuple[str, str, str], float], each: bool) -> Case:
     """The case of the contested credit at 0-based rank ``h`` of ranking ``ids``."""
     item = items.get(ids[h])
     raw_item = ids[raw_hits[0]] if raw_hits else None
@@ -308,6 +325,7 @@ def _case(system: str, q: Any, target: str, ids: Sequence[str], h: int, hits: Se
         answer=q.answer or "",
         credited_rank=h + 1,
         dataset=dataset,
+        store=store,
         raw_target=raw_target,
         case_type="raw_hit" if raw_hits else "raw_miss",
         measure=measure,
@@ -345,8 +363,11 @@ def contested_cases(
     Args:
         runs: :class:`tiap.traces.Run` objects (one system each).
         queries: the queries (``query_id``, ``question``, ``answer``, ``evidence``, ...).
-        stores: store label -> items (or lineage), as for :func:`tiap.scoring.rescore.rescore`:
-            the key ``None`` serves every run without a store of its own name.
+        stores: store label -> :class:`~tiap.memory.store.Store`, items or lineage, as for
+            :func:`tiap.scoring.rescore.rescore`: the key ``None`` serves every run without a
+            store of its own name. Each case records the name of its run's store
+            (:func:`tiap.scoring.rescore.store_lineages`; two different stores under one name
+            are an error).
         targets: the relaxed targets to audit.
         raw_target: the strict target whose members are never contested.
         target_defs: target names or ``name=spec`` definitions to build the groups with
@@ -361,8 +382,8 @@ def contested_cases(
             instead of one per (query, system, target) for the first: every contested item
             then gets a label, for the graded targets.
     """
-    from tiap.targets import build_groups, build_lineage
-    from tiap.targets.lineage import Lineage
+    from tiap.scoring.rescore import store_lineages
+    from tiap.targets import build_groups
 
     if credit not in ("group", "set"):
         raise TiapError(f"credit must be 'group' or 'set', got {credit!r}")
@@ -374,18 +395,17 @@ def contested_cases(
     qlist = list(queries)
     qby = {q.query_id: q for q in qlist}
     values = values or {}
-    built: dict[str, tuple[Any, Any]] = {}
+    for run in runs:
+        if run.system not in stores and None not in stores:
+            raise TiapError(f"no store for run {run.system!r}")
+    run_stores = store_lineages(runs, stores)
+    groups_of: dict[str, Any] = {}  # store name -> its target sets
     out: list[Case] = []
     for run in runs:
-        label = run.system if run.system in stores else None
-        if label not in stores:
-            raise TiapError(f"no store for run {run.system!r}")
-        key = label or "\x00default"
-        if key not in built:
-            st = stores[label]
-            lineage = st if isinstance(st, Lineage) else build_lineage(st)
-            built[key] = (lineage, build_groups(lineage, qlist, defs))
-        lineage, tsets = built[key]
+        sname, lineage = run_stores[run.system]
+        if sname not in groups_of:
+            groups_of[sname] = build_groups(lineage, qlist, defs)
+        tsets = groups_of[sname]
         items = lineage.items
         if isinstance(dataset, str):
             ds_run = dataset
@@ -414,8 +434,9 @@ def contested_cases(
                     continue
                 for h in hits if each else hits[:1]:
                     out.append(_case(run.system, q, t, ids, h, hits, raw_hits, items,
-                                     dataset=ds, raw_target=raw_target, measure=measure,
-                                     credit=credit, k=k, values=values, each=each))
+                                     store=sname, dataset=ds, raw_target=raw_target,
+                                     measure=measure, credit=credit, k=k, values=values,
+                                     each=each))
     return out
 
 
@@ -564,11 +585,13 @@ def load_rescore_inputs(
     items: Sequence[str] = (),
     queries: str | Path | None = None,
     runs: Sequence[str] = (),
-) -> tuple[dict[str | None, list[Any]], list[Any], list[Any], dict[str, Path]]:
+) -> tuple[dict[str | None, Any], list[Any], list[Any], dict[str, Path]]:
     """Stores, queries and runs of a rescoring: the paths given, else those its manifest
-    records. Returns ``(stores, queries, runs, inputs)``."""
+    records. Returns ``(stores, queries, runs, inputs)``; each store is a
+    :class:`~tiap.memory.store.Store`, named as ``tiap rescore`` names it (by its rows'
+    ``store`` field, else by its folder)."""
     from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_items
+    from tiap.memory.store import read_store
     from tiap.traces.runs import read_run
 
     inputs: dict[str, Path] = {}
@@ -588,7 +611,13 @@ def load_rescore_inputs(
         run_specs = [(n, p) for n, p in rescore_dir.input_paths("run").items()]
     if not run_specs:
         raise TiapError("no run: pass --run (the rescoring's manifest names none)")
-    stores = {n: read_items(p) for n, p in store_paths.items()}
+    read: dict[Path, Any] = {}  # one Store per file, however many runs it serves
+    stores: dict[str | None, Any] = {}
+    for n, p in store_paths.items():
+        key = p.resolve()
+        if key not in read:
+            read[key] = read_store(p)
+        stores[n] = read[key]
     for n, p in store_paths.items():
         inputs[f"items:{n}" if n else "items"] = p
     qs = read_queries(qpath)

@@ -6,9 +6,12 @@ member of target ``T`` gets the relevance
 
 - ``2`` when it is a member of the Raw target (the benchmark's own evidence turn);
 - its label's grade when judged: ``supports`` = 2, ``partial`` = 1, ``does_not_support`` =
-  0 (:data:`tiap.audit.labels.GRADES`). Several labels of the same (query, item) (several
-  judges, or the Source and Canonical cases of one item) are combined by majority vote with
-  the agreement report's tie rule (default ``conservative``: the least support);
+  0 (:data:`tiap.audit.labels.GRADES`). Labels are keyed by (store, query, item): an item is
+  ``(store, item_id)`` (:class:`tiap.ids.ItemKey`), and each run's members are graded only
+  with labels of its own store, since two stores reuse item ids for different texts.
+  Several labels of the same (store, query, item) (several judges, or the Source and
+  Canonical cases of one item) are combined by majority vote with the agreement report's
+  tie rule (default ``conservative``: the least support);
 - for an unjudged derived member, by policy: ``keep`` (2: trust lineage, the binary
   assumption; the default, since audits judge only the first contested credit of a case),
   ``partial`` (1) or ``drop`` (0).
@@ -30,6 +33,10 @@ binary target and its graded version are on one scale:
 The summary compares, over the queries defined under Raw and ``T``, the mean gain of the
 binary target over Raw with the gain that remains: ``survival = (retained - raw) / (binary
 - raw)``.
+
+Graded qrels are written per store and target (``qrels/<store>.<target>.graded.qrels``):
+the same query and item id mean different texts in two stores, so a run must be scored
+against its own store's qrels only; ``manifest.json`` says which systems use which store.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,12 +53,14 @@ import numpy as np
 
 from tiap.audit.agreement import TieRule, majority_vote
 from tiap.audit.labels import GRADES, SEMANTIC_LABELS, LabelRecord
-from tiap.errors import TiapError
+from tiap.errors import Problems, TiapError
 
 __all__ = [
     "GradedResult",
+    "RelevanceKey",
     "graded_rescore",
     "item_relevance",
+    "qrels_name",
     "retained_ndcg",
     "write_graded",
 ]
@@ -59,20 +68,47 @@ __all__ = [
 Unjudged = Literal["keep", "partial", "drop"]
 UNJUDGED: Mapping[str, int] = {"keep": 2, "partial": 1, "drop": 0}
 _CODE = {lab: i for i, lab in enumerate(SEMANTIC_LABELS)}
+#: (store, query_id, item_id): what one graded relevance is about.
+RelevanceKey = tuple[str, str, str]
+
+
+def qrels_name(store: str, target: str) -> str:
+    """The graded qrels file of one store and target: ``<store>.<target>.graded.qrels``."""
+    return f"{store}.{target}.graded.qrels"
 
 
 def item_relevance(labels: Iterable[LabelRecord], *, tie_rule: TieRule = "conservative",
                    judges: Sequence[str] | None = None,
-                   grades: Mapping[str, int] = GRADES) -> dict[tuple[str, str], int]:
-    """``(query_id, item_id) -> grade`` from scored labels (majority vote per pair)."""
-    votes: dict[tuple[str, str], list[int]] = {}
+                   grades: Mapping[str, int] = GRADES,
+                   stores: Collection[str] | None = None) -> dict[RelevanceKey, int]:
+    """``(store, query_id, item_id) -> grade`` from scored labels (majority vote per key).
+
+    Args:
+        stores: the names of the stores the labels will grade. A label without a store (a
+            file written before stores were named) is taken to be of the only store when
+            there is exactly one; otherwise it is ambiguous (its item id may name different
+            texts in different stores) and is an error naming its file, line and case.
+    """
+    only = next(iter(stores)) if stores is not None and len(set(stores)) == 1 else None
+    votes: dict[RelevanceKey, list[int]] = {}
+    problems = Problems()
     for r in labels:
         if not r.scored or (judges is not None and r.judge not in judges):
             continue
         if not r.query_id or not r.item_id:
-            raise TiapError("a label without query_id and item_id cannot grade a target",
-                            record=r.case_id)
-        votes.setdefault((r.query_id, r.item_id), []).append(_CODE[r.label])
+            problems.add("a label without query_id and item_id cannot grade a target",
+                         record=r.case_id, **r.where())
+            continue
+        store = r.store or only
+        if store is None:
+            n = "no store" if stores is None else f"{len(set(stores))} stores"
+            problems.add(f"the label names no store and the audit has {n}: its item id is "
+                         "ambiguous; re-run `tiap audit cases` (cases now name their store) "
+                         "and `tiap audit judge` (cached verdicts are reused)",
+                         record=r.case_id, **r.where())
+            continue
+        votes.setdefault((store, r.query_id, r.item_id), []).append(_CODE[r.label])
+    problems.raise_if_any()
     if not votes:
         return {}
     keys = list(votes)
@@ -102,20 +138,22 @@ def retained_ndcg(ranking: Sequence[str], relevance: Mapping[str, float], k: int
 
 @dataclass(frozen=True)
 class GradedResult:
-    """Per-query rows and per (system, target) summary rows."""
+    """Per-query rows and per (system, target) summary rows, and the graded qrels of each
+    store (``qrels[store][target][query][item] = relevance``; ``systems[system] = store``)."""
 
     rows: tuple[dict[str, Any], ...]
     summary: tuple[dict[str, Any], ...]
     k: int
     unjudged: str
-    qrels: Mapping[str, Mapping[str, Mapping[str, int]]]  # target -> query -> item -> rel
+    qrels: Mapping[str, Mapping[str, Mapping[str, Mapping[str, int]]]]
+    systems: Mapping[str, str]
 
 
 def graded_rescore(
     runs: Sequence[Any],
     queries: Sequence[Any],
     stores: Mapping[str | None, Any],
-    relevance: Mapping[tuple[str, str], int],
+    relevance: Mapping[RelevanceKey, int],
     *,
     targets: Sequence[str] = ("source", "canonical"),
     raw_target: str = "raw",
@@ -123,11 +161,17 @@ def graded_rescore(
     k: int = 60,
     unjudged: Unjudged = "keep",
 ) -> GradedResult:
-    """Raw, binary, graded and retained nDCG@k of every run under each relaxed target."""
+    """Raw, binary, graded and retained nDCG@k of every run under each relaxed target.
+
+    ``stores`` maps run labels to stores as for :func:`tiap.scoring.rescore.rescore`;
+    ``relevance`` is :func:`item_relevance`'s ``(store, query_id, item_id) -> grade``. A
+    run's members are graded with the labels of its own store (by name,
+    :func:`tiap.scoring.rescore.store_lineages`) only.
+    """
     from tiap.scoring import RankingIndex, Vocabulary, encode_rankings, encode_targets
     from tiap.scoring.measures import parse_measures
-    from tiap.targets import build_groups, build_lineage
-    from tiap.targets.lineage import Lineage
+    from tiap.scoring.rescore import store_lineages
+    from tiap.targets import build_groups
 
     if unjudged not in UNJUDGED:
         raise TiapError(f"unjudged must be one of {', '.join(UNJUDGED)}, got {unjudged!r}")
@@ -138,20 +182,19 @@ def graded_rescore(
     qlist = list(queries)
     qids = {q.query_id for q in qlist}
     default_rel = UNJUDGED[unjudged]
-    built: dict[str, tuple[Any, Any]] = {}
+    for run in runs:
+        if run.system not in stores and None not in stores:
+            raise TiapError(f"no store for run {run.system!r}")
+    run_stores = store_lineages(runs, stores)
+    groups_of: dict[str, Any] = {}  # store name -> its target sets
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
-    qrels: dict[str, dict[str, dict[str, int]]] = {}
+    qrels: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
     for run in runs:
-        label = run.system if run.system in stores else None
-        if label not in stores:
-            raise TiapError(f"no store for run {run.system!r}")
-        key = label or "\x00default"
-        if key not in built:
-            st = stores[label]
-            lineage = st if isinstance(st, Lineage) else build_lineage(st)
-            built[key] = (lineage, build_groups(lineage, qlist, defs))
-        _lineage, tsets = built[key]
+        sname, lineage = run_stores[run.system]
+        if sname not in groups_of:
+            groups_of[sname] = build_groups(lineage, qlist, defs)
+        tsets = groups_of[sname]
         scored = [r for r in run.rankings if r.query_id in qids]
         order = [r.query_id for r in scored]
         vocab = Vocabulary()
@@ -175,8 +218,8 @@ def graded_rescore(
                             continue
                         if i in raw_members:
                             rel[i] = 2
-                        elif (q, i) in relevance:
-                            rel[i] = relevance[(q, i)]
+                        elif (sname, q, i) in relevance:
+                            rel[i] = relevance[(sname, q, i)]
                             judged += 1
                             rejected += rel[i] == 0
                         else:
@@ -185,7 +228,8 @@ def graded_rescore(
                 stats.append((len(rel), judged, rejected))
                 graded_groups.append([{i: float(rel[i]) for i in g if rel[i] > 0} for g in gs])
                 if any(v > 0 for v in rel.values()):
-                    qrels.setdefault(t, {}).setdefault(q, {}).update(
+                    # a store's relevance of (query, item) is the same for all its runs
+                    qrels.setdefault(sname, {}).setdefault(t, {}).setdefault(q, {}).update(
                         {i: v for i, v in rel.items() if v > 0})
             binary = index.score(encode_targets(groups, vocab, query_ids=order),
                                  [measure], "set")[measure]
@@ -195,7 +239,7 @@ def graded_rescore(
                                    zip(scored, rel_maps, strict=True)], np.float64)
             for j, q in enumerate(order):
                 rows.append({
-                    "system": run.system, "target": t, "query_id": q,
+                    "system": run.system, "store": sname, "target": t, "query_id": q,
                     "raw": _v(raw_val[j]), "binary": _v(binary[j]), "graded": _v(graded[j]),
                     "retained": _v(retained[j]), "n_members": stats[j][0],
                     "n_judged": stats[j][1], "n_rejected": stats[j][2],
@@ -211,7 +255,8 @@ def graded_rescore(
             gain = None if mr is None or mb is None else mb - mr
             kept = None if mr is None or mt is None else mt - mr
             summary.append({
-                "system": run.system, "target": t, "measure": str(measure), "n": n,
+                "system": run.system, "store": sname, "target": t, "measure": str(measure),
+                "n": n,
                 "raw": mr, "binary": mb, "retained": mt,
                 "n_graded": int(g_ok.sum()), "graded": mean(graded, g_ok),
                 "raw_on_graded": mean(raw_val, g_ok),
@@ -223,32 +268,67 @@ def graded_rescore(
                                             if m)),
             })
     return GradedResult(rows=tuple(rows), summary=tuple(summary), k=k, unjudged=unjudged,
-                        qrels=qrels)
+                        qrels=qrels, systems={r.system: run_stores[r.system][0] for r in runs})
 
 
 def _v(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
-ROW_COLUMNS = ("system", "target", "query_id", "raw", "binary", "graded", "retained",
+ROW_COLUMNS = ("system", "store", "target", "query_id", "raw", "binary", "graded", "retained",
                "n_members", "n_judged", "n_rejected")
-SUMMARY_COLUMNS = ("system", "target", "measure", "n", "raw", "binary", "retained", "gain",
+SUMMARY_COLUMNS = ("system", "store", "target", "measure", "n", "raw", "binary", "retained",
+                   "gain",
                    "retained_gain", "survival", "n_graded", "graded", "raw_on_graded",
                    "judged_members", "rejected_members")
+
+
+GRADED_COMMAND = "audit graded"
+GRADED_SCHEMA_VERSION = 2  # 2: qrels per store, manifest stores/systems, outputs with sha256
+
+
+def _earlier_qrels(out: Path) -> dict[str, str | None]:
+    """Graded qrels an earlier ``tiap audit graded`` run wrote into ``out``: relative path
+    -> the sha256 it wrote (``None`` for a schema-1 run, which pooled the stores into
+    ``qrels/<target>.graded.qrels`` and recorded no digests)."""
+    try:
+        man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(man, dict) or man.get("command") != GRADED_COMMAND:
+        return {}
+    outputs = man.get("outputs")
+    if isinstance(outputs, dict):
+        return {k: v["sha256"] for k, v in outputs.items() if k.startswith("qrels/")
+                and isinstance(v, dict) and isinstance(v.get("sha256"), str)}
+    if isinstance(outputs, list) and "qrels/" in outputs:
+        return {f"qrels/{p.name}": None for p in (out / "qrels").glob("*.graded.qrels")}
+    return {}
 
 
 def write_graded(result: GradedResult, out: str | Path, *,
                  inputs: Mapping[str, str | Path] = {},
                  options: Mapping[str, Any] = {}) -> dict[str, Any]:
-    """Write ``graded_per_query.csv``, ``graded_summary.csv``, graded TREC qrels per target
-    (``qrels/<target>.graded.qrels``) and ``manifest.json``."""
-    from tiap.io import atomic_dir
+    """Write ``graded_per_query.csv``, ``graded_summary.csv``, graded TREC qrels per store
+    and target (``qrels/<store>.<target>.graded.qrels``) and ``manifest.json``, whose
+    ``stores`` and ``systems`` say which systems use which store and its qrels files, and
+    whose ``outputs`` list every file with its sha256 (a qrels file also with its store,
+    target and systems).
+
+    The folder is written atomically. Graded qrels that an earlier run in ``out`` wrote and
+    this one does not (a pooled file of the old layout, the qrels of a store no longer
+    audited) are then removed, unless they were edited since: a stale file must not be
+    scored by mistake."""
+    from tiap.io import atomic_dir, sha256_file
     from tiap.provenance import input_entry, manifest_header
 
     def fmt(v: Any) -> Any:
         return "" if v is None else (repr(v) if isinstance(v, float) else v)
 
+    out = Path(out)
+    earlier = _earlier_qrels(out)
     with atomic_dir(out) as tmp:
+        outputs: dict[str, dict[str, Any]] = {}
         for name, cols, rows in (("graded_per_query.csv", ROW_COLUMNS, result.rows),
                                  ("graded_summary.csv", SUMMARY_COLUMNS, result.summary)):
             with open(tmp / name, "w", newline="", encoding="utf-8") as fh:
@@ -256,16 +336,36 @@ def write_graded(result: GradedResult, out: str | Path, *,
                 w.writerow(cols)
                 for r in rows:
                     w.writerow([fmt(r[c]) for c in cols])
+            outputs[name] = {"sha256": sha256_file(tmp / name), "rows": len(rows)}
         (tmp / "qrels").mkdir()
-        for t, per_q in result.qrels.items():
-            with open(tmp / "qrels" / f"{t}.graded.qrels", "w", encoding="utf-8") as fh:
-                for q, rel in per_q.items():
-                    for i, v in sorted(rel.items()):
-                        fh.write(f"{q} 0 {i} {v}\n")
-        man = manifest_header("audit graded", 1)
+        files: dict[str, dict[str, str]] = {}  # store -> target -> qrels path
+        for store, per_t in sorted(result.qrels.items()):
+            for t, per_q in per_t.items():
+                rel_path = f"qrels/{qrels_name(store, t)}"
+                files.setdefault(store, {})[t] = rel_path
+                lines = [f"{q} 0 {i} {v}\n" for q, rel in per_q.items()
+                         for i, v in sorted(rel.items())]
+                with open(tmp / rel_path, "w", encoding="utf-8") as fh:
+                    fh.writelines(lines)
+                outputs[rel_path] = {
+                    "sha256": sha256_file(tmp / rel_path), "lines": len(lines),
+                    "store": store, "target": t,
+                    "systems": sorted(s for s, n in result.systems.items() if n == store)}
+        man = manifest_header(GRADED_COMMAND, GRADED_SCHEMA_VERSION)
         man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
         man["options"] = {**options, "k": result.k, "unjudged": result.unjudged,
                           "grades": dict(GRADES), "credit": "set"}
-        man["outputs"] = ["graded_per_query.csv", "graded_summary.csv", "qrels/"]
+        man["stores"] = {
+            store: {"systems": sorted(s for s, n in result.systems.items() if n == store),
+                    "qrels": files.get(store, {})}
+            for store in sorted(set(result.systems.values()))}
+        man["systems"] = {s: {"store": n, "qrels": files.get(n, {})}
+                          for s, n in result.systems.items()}
+        man["outputs"] = outputs
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    for rel_path, digest in earlier.items():
+        old = out / rel_path
+        if rel_path not in outputs and old.is_file() and (
+                digest is None or sha256_file(old) == digest):
+            old.unlink()
     return man

@@ -6,7 +6,9 @@
   their columns; or
 - a plain CSV with a ``case_id`` column and a label column (``label``,
   ``semantic_support_label`` or ``semantic_label``), optionally ``rater`` (several humans in
-  one file), ``target`` and ``dataset``. Labels are read by
+  one file), ``target``, ``dataset`` and ``unit`` (rows of one rater with the same unit are
+  one judgment copied to several cases, counted once by the agreement report; without it
+  every row is its own judgment). Labels are read by
   :func:`tiap.audit.labels.normalize_label`; a value it does not know is an error naming the
   file, line and value (so a typo is never silently dropped), unless it is empty.
 
@@ -62,6 +64,7 @@ def read_human_labels(path: str | Path, name: str | None = None,
             out.append(LabelRecord(case_id=row["case_id"], judge=rater, label=label,
                                    reason=reason, target=row.get("target") or "",
                                    dataset=row.get("dataset") or "",
+                                   unit=row.get("unit") or "", origin=(str(p), line),
                                    settings={"factory": "human", "name": rater,
                                              "source": p.name}))
     if problems:

@@ -1,11 +1,19 @@
 """Judges: registered factories whose settings are recorded with every verdict.
 
-A judge turns a :class:`~tiap.audit.cases.Case` into a :class:`~tiap.audit.labels.Verdict`.
+A judge turns a :class:`~tiap.audit.cases.Case` into a :class:`~tiap.audit.labels.Verdict`
+in two steps: :meth:`Judge.request` builds the *request* it makes for the case (a JSON
+object: for the ``openai`` judge the endpoint and the exact body it POSTs; for an offline
+judge exactly the inputs it reads and the settings that change its answer), and
+:meth:`Judge.ask` answers a request. A verdict therefore depends on its request only, and
+its key (:meth:`Judge.request_key`, the sha256 of the request's canonical JSON) is what the
+verdict cache stores it under: two cases whose requests are identical are asked once, a
+case field the judge does not send cannot split the key, and neither can the judge's name.
+
 Each judge is built by a *factory* registered under a name (``openai``, ``lexical``,
 ``embedding``; :func:`register_judge` adds more) from keyword arguments, and reports its
 :meth:`Judge.settings`: everything needed to rebuild it (template, rubric version, model,
 parse pattern, temperature, thresholds), never a secret. The settings are stored with every
-verdict and hashed into :attr:`Judge.key`, the cache key of its verdicts.
+verdict.
 
 Judges are named on the command line by a spec that Python's own parser reads (never
 ``eval``): a bare factory name, or a call with constant keyword arguments::
@@ -33,7 +41,9 @@ The offline judges need no network:
     (default 0.7), ``partial`` if cosine >= ``partial`` (default 0.45), else
     ``does_not_support``; ``unscored`` when the memory has no text.
 
-Neither offline judge gives a serving label. The default thresholds were chosen once, by a
+The lexical judge's request is ``{factory, version, thresholds, answer, item_text}``; the
+embedding judge's ``{factory, version, model, thresholds, item_text, reference}`` with
+``reference = question + " " + answer``. Neither offline judge gives a serving label. The default thresholds were chosen once, by a
 grid search for Cohen's κ against the paper's primary human labels on its 120-case
 validation sample (Source cases), and rounded; docs/audit.md reports how the judges then
 agree with those labels and with the paper's 1,902 LLM verdicts (of which the validation
@@ -52,6 +62,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+Request = dict[str, Any]
+
 from tiap.audit.labels import (
     DOES_NOT_SUPPORT,
     PARTIAL,
@@ -66,24 +78,37 @@ __all__ = [
     "EmbeddingJudge",
     "Judge",
     "LexicalJudge",
+    "Request",
     "answer_coverage",
     "content_tokens",
     "list_judges",
     "make_judge",
     "parse_judge_spec",
     "register_judge",
+    "request_key",
 ]
 
 
+def request_key(request: Mapping[str, Any]) -> str:
+    """The sha256 (hex) of a request's canonical JSON: the key of its verdict."""
+    return hashlib.sha256(canonical_json(request).encode()).hexdigest()
+
+
 class Judge(ABC):
-    """A judge: one verdict per case, with recorded settings.
+    """A judge: one verdict per request, one request per case, with recorded settings.
+
+    Subclasses implement :meth:`settings`, :meth:`request` and :meth:`ask` (and
+    :meth:`ask_many` to answer several requests at once). :meth:`request` must hold
+    everything the answer depends on, and :meth:`ask` must read nothing else: the verdict
+    cache reuses a verdict for every case with the same request.
 
     Attributes:
         factory: the registered name of the factory that builds it.
-        name: the judge's name in ``labels.jsonl`` (unique within one run).
-        concurrency: cases judged at once (threads) by :func:`tiap.audit.run.run_judges`;
-            offline judges use 1 and judge lists of cases instead (:meth:`judge_many`).
-        batch_size: cases per :meth:`judge_many` call (``None``: one case per call).
+        name: the judge's name in ``labels.jsonl`` (unique within one run; not part of any
+            request).
+        concurrency: requests asked at once (threads) by :func:`tiap.audit.run.run_judges`;
+            offline judges use 1 and answer lists of requests instead (:meth:`ask_many`).
+        batch_size: requests per :meth:`ask_many` call (``None``: one per :meth:`ask`).
     """
 
     factory: ClassVar[str] = ""
@@ -96,17 +121,28 @@ class Judge(ABC):
         """Everything needed to rebuild the judge (JSON values; no secret)."""
 
     @abstractmethod
+    def request(self, case: Any) -> Request:
+        """The request this judge makes for ``case`` (JSON values; no secret)."""
+
+    @abstractmethod
+    def ask(self, request: Request) -> Verdict:
+        """The verdict on one request (never raises for a bad reply: ``unscored``)."""
+
+    def ask_many(self, requests: Sequence[Request]) -> list[Verdict]:
+        """Verdicts on several requests, in order."""
+        return [self.ask(r) for r in requests]
+
+    def request_key(self, case: Any) -> str:
+        """The key of the verdict on ``case``: the sha256 of :meth:`request`."""
+        return request_key(self.request(case))
+
     def judge(self, case: Any) -> Verdict:
-        """The verdict on one case (never raises for a bad reply: ``unscored`` instead)."""
+        """The verdict on one case: :meth:`ask` of its :meth:`request`."""
+        return self.ask(self.request(case))
 
     def judge_many(self, cases: Sequence[Any]) -> list[Verdict]:
         """Verdicts on several cases, in order."""
-        return [self.judge(c) for c in cases]
-
-    @property
-    def key(self) -> str:
-        """A hash of the settings: verdicts are cached and reused under it."""
-        return hashlib.sha256(canonical_json(self.settings()).encode()).hexdigest()[:16]
+        return self.ask_many([self.request(c) for c in cases])
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release connections or models (a no-op by default)."""
@@ -281,14 +317,25 @@ class LexicalJudge(Judge):
             "thresholds": {"supports": self.supports, "partial": self.partial},
         }
 
-    def judge(self, case: Any) -> Verdict:
-        if not (case.item_text or "").strip():
+    def request(self, case: Any) -> Request:
+        return {
+            "factory": self.factory,
+            "version": self.VERSION,
+            "thresholds": {"supports": self.supports, "partial": self.partial},
+            "answer": case.answer or "",
+            "item_text": case.item_text or "",
+        }
+
+    def ask(self, request: Request) -> Verdict:
+        text = request["item_text"]
+        if not text.strip():
             return Verdict(label=UNSCORED, reason="the item has no text")
-        cov = answer_coverage(case.answer or "", case.item_text)
+        cov = answer_coverage(request["answer"], text)
         if cov is None:
             return Verdict(label=UNSCORED,
                            reason="the reference answer has no content token to look for")
-        return Verdict(label=_threshold(cov, self.supports, self.partial), score=cov)
+        th = request["thresholds"]
+        return Verdict(label=_threshold(cov, th["supports"], th["partial"]), score=cov)
 
 
 class EmbeddingJudge(Judge):
@@ -328,22 +375,32 @@ class EmbeddingJudge(Judge):
         return self._st.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                convert_to_numpy=True, show_progress_bar=False)
 
-    def judge(self, case: Any) -> Verdict:
-        return self.judge_many([case])[0]
+    def request(self, case: Any) -> Request:
+        return {
+            "factory": self.factory,
+            "version": self.VERSION,
+            "model": self.model if self._encoder is None else f"{self.model} (custom encoder)",
+            "thresholds": {"supports": self.supports, "partial": self.partial},
+            "item_text": case.item_text or "",
+            "reference": f"{case.question} {case.answer or ''}".strip(),
+        }
 
-    def judge_many(self, cases: Sequence[Any]) -> list[Verdict]:
+    def ask(self, request: Request) -> Verdict:
+        return self.ask_many([request])[0]
+
+    def ask_many(self, requests: Sequence[Request]) -> list[Verdict]:
         import numpy as np
 
-        out: list[Verdict | None] = [None] * len(cases)
+        out: list[Verdict | None] = [None] * len(requests)
         todo = []
-        for i, c in enumerate(cases):
-            if not (c.item_text or "").strip():
+        for i, r in enumerate(requests):
+            if not r["item_text"].strip():
                 out[i] = Verdict(label=UNSCORED, reason="the item has no text")
             else:
                 todo.append(i)
         if todo:
-            items = [cases[i].item_text for i in todo]
-            refs = [f"{cases[i].question} {cases[i].answer or ''}".strip() for i in todo]
+            items = [requests[i]["item_text"] for i in todo]
+            refs = [requests[i]["reference"] for i in todo]
             vecs = np.asarray(self._encode(items + refs), dtype=np.float64)
             a, b = vecs[: len(todo)], vecs[len(todo):]
             na = np.linalg.norm(a, axis=1)
@@ -355,7 +412,9 @@ class EmbeddingJudge(Judge):
                     out[i] = Verdict(label=UNSCORED, reason="the cosine is not finite")
                 else:
                     v = round(v, 6)  # stable across BLAS builds at the thresholds' precision
-                    out[i] = Verdict(label=_threshold(v, self.supports, self.partial), score=v)
+                    th = requests[i]["thresholds"]
+                    out[i] = Verdict(label=_threshold(v, th["supports"], th["partial"]),
+                                     score=v)
         return [v for v in out if v is not None]
 
     def close(self) -> None:

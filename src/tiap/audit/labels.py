@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import Problem, TiapError
+from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, write_jsonl
 
 __all__ = [
@@ -52,7 +53,7 @@ __all__ = [
     "write_labels",
 ]
 
-LABELS_SCHEMA_VERSION = 1
+LABELS_SCHEMA_VERSION = 2  # 2: rows name the item's store and the verdict's request_key
 
 SUPPORTS = "supports"
 PARTIAL = "partial"
@@ -176,11 +177,16 @@ class Verdict:
 class LabelRecord:
     """One row of ``labels.jsonl``: a judge's verdict on one case, with where it came from.
 
+    ``store`` and ``item_id`` are the judged item's identity (copied from the case; item
+    ids are unique only within a store); ``""`` in files written before stores were named.
     ``settings`` are the judge's recorded settings (template, rubric version, model, parse
-    pattern, temperature, thresholds: everything needed to rebuild it; never an API key);
-    ``judge_key`` hashes them and ``case_key`` hashes the case fields the judge read, so a
-    cached verdict is reused only for the same judge on the same text. ``timing`` holds
-    ``started`` (UTC, ISO 8601), ``seconds`` and ``attempts``.
+    pattern, temperature, thresholds: everything needed to rebuild it; never an API key).
+    ``request_key`` is the verdict's key: the sha256 of the request the judge made for the
+    case (:meth:`tiap.audit.judges.Judge.request`), so a verdict is reused exactly for the
+    same request. ``unit`` names the judgment when one judgment labels several cases (the
+    paper's validation files label one memory once for its Source and its Canonical case);
+    ``""``: the case itself. ``timing`` holds ``started`` (UTC, ISO 8601), ``seconds`` and
+    ``attempts``. ``origin`` is where the row was read from (not part of its value).
     """
 
     case_id: str
@@ -193,18 +199,34 @@ class LabelRecord:
     score: float | None = None
     dataset: str = ""
     system: str = ""
+    store: str = ""
     query_id: str = ""
     target: str = ""
     item_id: str = ""
-    judge_key: str = ""
-    case_key: str = ""
+    request_key: str = ""
+    unit: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
     timing: Mapping[str, Any] = field(default_factory=dict)
     response: Mapping[str, Any] | None = None
+    origin: tuple[str, int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def scored(self) -> bool:
         return self.label in SEMANTIC_LABELS
+
+    @property
+    def item_key(self) -> ItemKey:
+        """The judged item's identity, ``(store, item_id)``."""
+        return ItemKey(self.store, self.item_id)
+
+    @property
+    def judgment(self) -> str:
+        """What one judgment covers: ``unit`` when given, else the case."""
+        return self.unit or self.case_id
+
+    def where(self) -> dict[str, Any]:
+        """``file`` and ``line`` of the row (for :class:`~tiap.errors.TiapError`)."""
+        return {"file": self.origin[0], "line": self.origin[1]} if self.origin else {}
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -218,14 +240,16 @@ class LabelRecord:
             "score": self.score,
             "dataset": self.dataset,
             "system": self.system,
+            "store": self.store or None,
             "query_id": self.query_id,
             "target": self.target,
             "item_id": self.item_id,
-            "judge_key": self.judge_key,
-            "case_key": self.case_key,
+            "request_key": self.request_key,
             "timing": dict(self.timing),
             "settings": dict(self.settings),
         }
+        if self.unit:
+            row["unit"] = self.unit
         if self.response is not None:
             row["response"] = dict(self.response)
         return row
@@ -255,14 +279,16 @@ class LabelRecord:
             score=None if score is None else float(score),
             dataset=str(obj.get("dataset") or ""),
             system=str(obj.get("system") or ""),
+            store=str(obj.get("store") or ""),
             query_id=str(obj.get("query_id") or ""),
             target=str(obj.get("target") or ""),
             item_id=str(obj.get("item_id") or ""),
-            judge_key=str(obj.get("judge_key") or ""),
-            case_key=str(obj.get("case_key") or ""),
+            request_key=str(obj.get("request_key") or ""),
+            unit=str(obj.get("unit") or ""),
             settings=dict(obj.get("settings") or {}),
             timing=dict(obj.get("timing") or {}),
             response=obj.get("response"),
+            origin=None if file is None or line is None else (str(file), line),
         )
 
 
@@ -304,5 +330,5 @@ def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
 
 
 def canonical_json(obj: Any) -> str:
-    """Key-sorted compact JSON (the text hashed into judge and case keys)."""
+    """Key-sorted compact JSON (the text hashed into a verdict's request key)."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

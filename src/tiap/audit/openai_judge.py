@@ -21,6 +21,10 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
 - **Key**: read from the environment variable named ``api_key_env`` (default
   ``OPENAI_API_KEY``) when the request is made, sent as ``Authorization: Bearer``, and never
   recorded: the settings name the variable only.
+- **Request** (:meth:`OpenAIJudge.request`, the verdict's key): ``{"base_url": ..., "body":
+  ...}`` with the exact body POSTed: ``model``, the rendered ``messages``, ``temperature``,
+  ``max_tokens``, and ``seed`` / ``response_format`` when set. Timeouts, retries,
+  concurrency, the key's variable and the judge's name are not part of it.
 
 Needs the ``llm`` extra (``httpx``).
 """
@@ -31,7 +35,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from tiap.audit.judges import Judge
+from tiap.audit.judges import Judge, Request
 from tiap.audit.labels import UNSCORED, Verdict
 from tiap.audit.rubric import (
     PARSE_PATTERN,
@@ -146,7 +150,7 @@ class OpenAIJudge(Judge):
         self.http.close()
 
     def payload(self, case: Any) -> dict[str, Any]:
-        """The request body for one case."""
+        """The request body POSTed for one case."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": render_messages(case.judged_fields(), system=self.system_template,
@@ -160,8 +164,15 @@ class OpenAIJudge(Judge):
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def judge(self, case: Any) -> Verdict:
-        reply = self.http.post(self.payload(case))
+    def request(self, case: Any) -> Request:
+        """The endpoint and the exact body POSTed for ``case``."""
+        return {"base_url": self.base_url, "body": self.payload(case)}
+
+    def ask(self, request: Request) -> Verdict:
+        if request.get("base_url") != self.base_url:
+            raise TiapError(f"this openai judge posts to {self.base_url}, not to "
+                            f"{request.get('base_url')!r}")
+        reply = self.http.post(request["body"])
         if reply.status == 200:
             return self._verdict(reply)
         if reply.status is None or reply.retryable:

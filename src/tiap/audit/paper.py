@@ -25,7 +25,6 @@ name a ``source_memory_id`` of ``locomo_bge_m3``'s audit cases at the same query
 from __future__ import annotations
 
 import csv
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -35,7 +34,6 @@ from tiap.audit.cases import Case
 from tiap.audit.labels import (
     UNSCORED,
     LabelRecord,
-    canonical_json,
     normalize_label,
     normalize_serving,
 )
@@ -165,7 +163,6 @@ def read_paper_labels(path: str | Path) -> list[LabelRecord]:
         settings = {"factory": "paper", "name": r["judge_model"], "model": r["judge_model"],
                     "source": Path(path).name, "rubric_version": "paper (prompt not released)",
                     "temperature": 0.0}
-        jkey = hashlib.sha256(canonical_json(settings).encode()).hexdigest()[:16]
         label = normalize_label(r["judge_semantic_label"])
         reason = None
         if label is None:
@@ -176,8 +173,7 @@ def read_paper_labels(path: str | Path) -> list[LabelRecord]:
             serving_label=normalize_serving(r.get("judge_serving_label")), reason=reason,
             notes=r.get("judge_notes") or None, raw_response=r.get("judge_raw_response"),
             dataset=case.dataset, system=case.system, query_id=case.query_id,
-            target=case.target, item_id=case.item_id, judge_key=jkey,
-            settings=settings, timing={}))
+            target=case.target, item_id=case.item_id, settings=settings, timing={}))
     return out
 
 
@@ -196,22 +192,27 @@ def label_counts(labels: Iterable[LabelRecord], by: str | None = None) -> dict[s
 
 
 def _human_record(name: str, run: str, qi: str, target: str, item_id: str, raw_label: str,
-                  notes: str | None, file: str, aliases: Mapping[str, str] | None
-                  ) -> LabelRecord:
+                  notes: str | None, file: str, line: int,
+                  aliases: Mapping[str, str] | None) -> LabelRecord:
     label = normalize_label(raw_label, aliases)
     reason = None
     if label is None:
         label, reason = UNSCORED, f"label {raw_label!r} is not in the rubric"
+    system = RUN_ALIASES.get(run, run)
     return LabelRecord(
         case_id=paper_case_id(run, qi, target), judge=name, label=label, reason=reason,
-        notes=notes or None, dataset=paper_dataset(RUN_ALIASES.get(run, run)),
-        system=RUN_ALIASES.get(run, run), query_id=str(int(qi)), target=TARGETS[target],
-        item_id=item_id, settings={"factory": "human", "name": name, "source": file})
+        notes=notes or None, dataset=paper_dataset(system), system=system,
+        query_id=str(int(qi)), target=TARGETS[target], item_id=item_id,
+        unit=f"{system}:{int(qi)}", origin=(file, line),
+        settings={"factory": "human", "name": name, "source": Path(file).name})
 
 
 def read_paper_human(path: str | Path, name: str | None = None) -> list[LabelRecord] | None:
     """Human labels of the paper's validation files, one record per audit target, or
-    ``None`` when the file is in none of their formats:
+    ``None`` when the file is in none of their formats. Each row is one judgment of one
+    memory, copied to the Source and the Canonical case it stands for; both records carry
+    the judgment's ``unit`` (``RUN:QUERY_INDEX``, the same for every rater), so that
+    agreement counts the judgment once (:func:`tiap.audit.agreement.agreement`):
 
     - ``semantic_validation_sample_115.csv`` (``sample_id, run_label, query_index,
       source_memory_id, canonical_memory_id, semantic_support_label``, the primary
@@ -225,26 +226,27 @@ def read_paper_human(path: str | Path, name: str | None = None) -> list[LabelRec
     """
     header, rows = _rows(path)
     cols = set(header)
-    file = Path(path).name
+    file = str(path)
     out: list[LabelRecord] = []
     if {"sample_id", "run_label", "query_index", "source_memory_id",
             "semantic_support_label"} <= cols:
         who = name or "human:primary"
-        for _line, r in rows:
+        for line, r in rows:
             for target, mem in (("source_family", r["source_memory_id"]),
                                 ("canonical", r.get("canonical_memory_id")
                                  or r["source_memory_id"])):
                 out.append(_human_record(who, r["run_label"], r["query_index"], target, mem,
                                          r["semantic_support_label"],
-                                         r.get("semantic_support_notes"), file, None))
+                                         r.get("semantic_support_notes"), file, line, None))
         return out
     if {"review_id", "run_label", "query_index", "internal_semantic_support_label"} <= cols:
         who = name or "human:internal"
-        for _line, r in rows:
+        for line, r in rows:
             for target in ("source_family", "canonical"):
                 out.append(_human_record(who, r["run_label"], r["query_index"], target, "",
                                          r["internal_semantic_support_label"],
-                                         r.get("internal_semantic_support_notes"), file, None))
+                                         r.get("internal_semantic_support_notes"), file, line,
+                                         None))
         return out
     if {"review_id", "dataset", "provider", "query_index", "semantic_support_label"} <= cols:
         who = name or "human:external"
@@ -257,7 +259,7 @@ def read_paper_human(path: str | Path, name: str | None = None) -> list[LabelRec
             for target in ("source_family", "canonical"):
                 out.append(_human_record(who, f"{ds}_{pv}", r["query_index"], target, "",
                                          r["semantic_support_label"],
-                                         r.get("semantic_support_notes"), file,
+                                         r.get("semantic_support_notes"), file, line,
                                          REVIEWER_ALIASES))
         return out
     return None

@@ -6,11 +6,15 @@ to a :class:`VerdictCache` (SQLite in WAL mode, ``synchronous=FULL``: a committe
 survives the process being killed at any moment, ``kill -9`` included) before the next is
 recorded. A run started again with the same cache asks only for what is not in it:
 
-- the cache key is (judge key, case key): the hash of the judge's settings and the hash of
-  the case fields the judge reads (:meth:`Case.judged_fields`). Changing the model, the
-  template or a threshold, or the case's text, asks again; renaming a case does not;
-- two cases with identical judged fields are asked once per judge and share the verdict
-  (the second one's ``timing.reused_from`` names the first);
+- a verdict's key is its *request key*: the sha256 of the request the judge makes for the
+  case (:meth:`Judge.request <tiap.audit.judges.Judge.request>`: for the ``openai`` judge
+  the endpoint and the exact body it POSTs, for an offline judge the inputs it reads and the
+  settings that change its answer). Changing the model, the template, a threshold or a text
+  the judge sends asks again; renaming a case or a judge, or changing a case field the
+  judge does not send, does not;
+- cases with identical requests are asked once and share the verdict (within a run the
+  later ones' ``timing.reused_from`` names the first case; in a later run, or for another
+  judge making the same requests, they come ``from_cache``);
 - ``unscored`` verdicts are finished verdicts too (an unparseable reply at temperature 0
   would come back the same); ``retry_unscored=True`` asks for them again.
 
@@ -20,7 +24,6 @@ writes to the cache. Offline judges get lists of ``judge.batch_size`` cases.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -32,67 +35,93 @@ from pathlib import Path
 from typing import Any
 
 from tiap.audit.cases import Case
-from tiap.audit.judges import Judge
+from tiap.audit.judges import Judge, Request, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
 from tiap.errors import TiapError
 
-__all__ = ["JudgeRun", "VerdictCache", "case_key", "run_judges"]
+__all__ = ["JudgeRun", "VerdictCache", "run_judges"]
 
 Progress = Callable[[str, int, int], None]
-
-
-def case_key(case: Case) -> str:
-    """Hash of the fields a judge reads (the case half of a verdict's cache key)."""
-    return hashlib.sha256(canonical_json(case.judged_fields()).encode()).hexdigest()[:16]
+#: One verdict to commit: (request key, judge name, case id, request, verdict, timing).
+CacheRow = tuple[str, str, str, Request, Verdict, dict[str, Any]]
 
 
 class VerdictCache:
-    """Finished verdicts by (judge key, case key), in SQLite (WAL, one commit per verdict)."""
+    """Finished verdicts by request key, in SQLite (WAL, one commit per verdict).
 
-    SCHEMA = 1
+    Each row holds the request itself (the exact body sent, never a key), the verdict, its
+    timing, and the judge and case it was first asked for. The schema is versioned
+    (``PRAGMA user_version``): a cache of another schema is refused with an error, never
+    mixed in; schema 1 (TIAP before request keys) keyed verdicts by judge settings and
+    case fields, which cannot be matched to requests, so its verdicts are not reused.
+    """
+
+    SCHEMA = 2
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            tables = {r[0] for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise TiapError(f"cannot open the verdict cache ({exc})", file=self.path) from None
+        if tables and version != self.SCHEMA:
+            self._db.close()
+            old = version or 1
+            raise TiapError(
+                f"this verdict cache has schema {old}, not {self.SCHEMA}: "
+                + ("it keys verdicts by judge settings and case fields, and TIAP now keys "
+                   "them by the request a judge makes, so its verdicts cannot be reused. "
+                   if old < self.SCHEMA else "it was written by a newer TIAP. ")
+                + "Move it away (or pass --cache with another file) and run again; the "
+                "judges are then asked again", file=self.path)
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(
-                "CREATE TABLE IF NOT EXISTS verdicts (judge_key TEXT NOT NULL, case_key TEXT "
-                "NOT NULL, judge TEXT NOT NULL, case_id TEXT NOT NULL, label TEXT NOT NULL, "
-                "verdict TEXT NOT NULL, timing TEXT NOT NULL, created TEXT NOT NULL, "
-                "PRIMARY KEY (judge_key, case_key))")
+                "CREATE TABLE IF NOT EXISTS verdicts (request_key TEXT PRIMARY KEY, "
+                "judge TEXT NOT NULL, case_id TEXT NOT NULL, label TEXT NOT NULL, "
+                "request TEXT NOT NULL, verdict TEXT NOT NULL, timing TEXT NOT NULL, "
+                "created TEXT NOT NULL)")
+            self._db.execute(f"PRAGMA user_version={self.SCHEMA}")
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise TiapError(f"cannot open the verdict cache ({exc})", file=self.path) from None
 
-    def get(self, judge_key: str, ckey: str) -> tuple[Verdict, dict[str, Any], str] | None:
-        """(verdict, timing, case id it was asked for) or ``None``."""
+    def get(self, key: str) -> tuple[Verdict, dict[str, Any], str] | None:
+        """(verdict, timing, case id it was first asked for) or ``None``."""
         row = self._db.execute(
-            "SELECT verdict, timing, case_id FROM verdicts WHERE judge_key=? AND case_key=?",
-            (judge_key, ckey)).fetchone()
+            "SELECT verdict, timing, case_id FROM verdicts WHERE request_key=?",
+            (key,)).fetchone()
         if row is None:
             return None
         return _verdict_from_json(json.loads(row[0])), json.loads(row[1]), row[2]
 
-    def put(self, judge_key: str, ckey: str, *, judge: str, case_id: str, verdict: Verdict,
+    def request(self, key: str) -> Request | None:
+        """The request a cached verdict answers, or ``None``."""
+        row = self._db.execute("SELECT request FROM verdicts WHERE request_key=?",
+                               (key,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def put(self, key: str, *, judge: str, case_id: str, request: Request, verdict: Verdict,
             timing: dict[str, Any]) -> None:
         """Commit one verdict (durable when this returns)."""
         self._db.execute(
             "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (judge_key, ckey, judge, case_id, verdict.label,
-             json.dumps(_verdict_to_json(verdict), ensure_ascii=False),
-             json.dumps(timing), datetime.now(UTC).isoformat(timespec="seconds")))
+            _row(key, judge, case_id, request, verdict, timing,
+                 datetime.now(UTC).isoformat(timespec="seconds")))
 
-    def put_many(self, rows: Sequence[tuple[str, str, str, str, Verdict, dict[str, Any]]]) -> None:
+    def put_many(self, rows: Sequence[CacheRow]) -> None:
         """Commit several verdicts in one transaction."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         with self._db:
             self._db.execute("BEGIN")
             self._db.executemany(
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(jk, ck, j, cid, v.label, json.dumps(_verdict_to_json(v), ensure_ascii=False),
-                  json.dumps(t), now) for jk, ck, j, cid, v, t in rows])
+                [_row(*r, now) for r in rows])
 
     def case_ids(self, judge: str | None = None) -> set[str]:
         """Case ids with a committed verdict (of one judge, or of any)."""
@@ -115,6 +144,13 @@ class VerdictCache:
         self.close()
 
 
+def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
+         timing: dict[str, Any], created: str) -> tuple[str, ...]:
+    return (key, judge, case_id, verdict.label, canonical_json(request),
+            json.dumps(_verdict_to_json(verdict), ensure_ascii=False), json.dumps(timing),
+            created)
+
+
 def _verdict_to_json(v: Verdict) -> dict[str, Any]:
     return {"label": v.label, "serving_label": v.serving_label, "reason": v.reason,
             "notes": v.notes, "raw_response": v.raw_response, "score": v.score,
@@ -134,6 +170,7 @@ class JudgeStats:
 
     judge: str
     cases: int = 0
+    requests: int = 0  # distinct requests among the cases
     cached: int = 0
     asked: int = 0
     reused: int = 0
@@ -143,7 +180,8 @@ class JudgeStats:
     unscored_reasons: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"judge": self.judge, "cases": self.cases, "from_cache": self.cached,
+        return {"judge": self.judge, "cases": self.cases, "requests": self.requests,
+                "from_cache": self.cached,
                 "asked": self.asked, "reused_within_run": self.reused,
                 "scored": self.scored, "unscored": self.unscored,
                 "unscored_reasons": dict(sorted(self.unscored_reasons.items())),
@@ -159,13 +197,13 @@ class JudgeRun:
     judges: tuple[dict[str, Any], ...]  # settings of each judge
 
 
-def _record(case: Case, judge: Judge, jkey: str, ckey: str, v: Verdict,
+def _record(case: Case, judge: Judge, settings: dict[str, Any], key: str, v: Verdict,
             timing: dict[str, Any]) -> LabelRecord:
     return LabelRecord(
         case_id=case.case_id, judge=judge.name, label=v.label, serving_label=v.serving_label,
         reason=v.reason, notes=v.notes, raw_response=v.raw_response, score=v.score,
-        dataset=case.dataset, system=case.system, query_id=case.query_id, target=case.target,
-        item_id=case.item_id, judge_key=jkey, case_key=ckey, settings=judge.settings(),
+        dataset=case.dataset, system=case.system, store=case.store, query_id=case.query_id,
+        target=case.target, item_id=case.item_id, request_key=key, settings=settings,
         timing=timing, response=v.response)
 
 
@@ -203,62 +241,67 @@ def run_judges(
 
 def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_unscored: bool,
              progress: Progress | None) -> tuple[list[LabelRecord], JudgeStats]:
-    """One judge over every case: cached verdicts reused, the others asked and committed."""
-    jkey = judge.key
+    """One judge over every case: each distinct request asked once (unless cached), its
+    verdict committed, and shared by every case making that request."""
     st = JudgeStats(judge.name, cases=len(cases))
     t0 = time.monotonic()
-    ckeys = [case_key(c) for c in cases]
+    settings = judge.settings()
+    requests = [judge.request(c) for c in cases]
+    keys = [request_key(r) for r in requests]
     done: dict[str, tuple[Verdict, dict[str, Any], str]] = {}
-    pending: dict[str, Case] = {}  # case key -> the first case asking for it
-    for c, ck in zip(cases, ckeys, strict=True):
-        if ck in done or ck in pending:
+    pending: dict[str, tuple[Case, Request]] = {}  # key -> the first case making it
+    for c, r, k in zip(cases, requests, keys, strict=True):
+        if k in done or k in pending:
             continue
-        hit = cache.get(jkey, ck)
+        hit = cache.get(k)
         if hit is not None and not (retry_unscored and hit[0].label == UNSCORED):
-            done[ck] = hit
+            done[k] = hit
         else:
-            pending[ck] = c
+            pending[k] = (c, r)
     total = len(pending)
     if progress:
         progress(judge.name, 0, total)
-    items = list(pending.items())
+    items = [(k, c, r) for k, (c, r) in pending.items()]
     if judge.batch_size:
         n_done = 0
         for chunk in _chunks(items, judge.batch_size):
             started = datetime.now(UTC).isoformat(timespec="milliseconds")
             t = time.monotonic()
-            verdicts = judge.judge_many([c for _, c in chunk])
+            verdicts = judge.ask_many([r for _, _, r in chunk])
             each = (time.monotonic() - t) / max(len(chunk), 1)
-            rows = []
-            for (ck, c), v in zip(chunk, verdicts, strict=True):
+            rows: list[CacheRow] = []
+            for (k, c, r), v in zip(chunk, verdicts, strict=True):
                 timing = {"started": started, "seconds": round(each, 6),
                           "attempts": v.attempts, "batch": len(chunk)}
-                rows.append((jkey, ck, judge.name, c.case_id, v, timing))
-                done[ck] = (v, timing, c.case_id)
+                rows.append((k, judge.name, c.case_id, r, v, timing))
+                done[k] = (v, timing, c.case_id)
             cache.put_many(rows)
             n_done += len(chunk)
             if progress:
                 progress(judge.name, n_done, total)
     else:
-        for n_done, (ck, c, v, started, seconds) in enumerate(_run_threaded(judge, items), 1):
+        for n_done, (k, c, r, v, started, seconds) in enumerate(_run_threaded(judge, items),
+                                                                1):
             timing = {"started": started, "seconds": round(seconds, 4), "attempts": v.attempts}
-            cache.put(jkey, ck, judge=judge.name, case_id=c.case_id, verdict=v, timing=timing)
-            done[ck] = (v, timing, c.case_id)
+            cache.put(k, judge=judge.name, case_id=c.case_id, request=r, verdict=v,
+                      timing=timing)
+            done[k] = (v, timing, c.case_id)
             if progress:
                 progress(judge.name, n_done, total)
     st.asked = total
+    st.requests = len(done)
 
     records: list[LabelRecord] = []
-    for c, ck in zip(cases, ckeys, strict=True):
-        v, timing, first_id = done[ck]
+    for c, k in zip(cases, keys, strict=True):
+        v, timing, first_id = done[k]
         timing = dict(timing)
-        if ck not in pending:
+        if k not in pending:
             st.cached += 1
             timing["from_cache"] = True
         elif first_id != c.case_id:
             timing["reused_from"] = first_id
             st.reused += 1
-        rec = _record(c, judge, jkey, ck, v, timing)
+        rec = _record(c, judge, settings, k, v, timing)
         records.append(rec)
         if rec.scored:
             st.scored += 1
@@ -270,21 +313,21 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     return records, st
 
 
-def _run_threaded(judge: Judge, items: list[tuple[str, Case]],
-                  ) -> Iterator[tuple[str, Case, Verdict, str, float]]:
-    """Judge ``items`` with up to ``judge.concurrency`` in flight; yields each result as it
-    finishes, in this (the caller's) thread, so the caller alone writes the cache. A judge
-    that raises (a configuration error) stops the run: the requests not yet started are
-    cancelled."""
-    def call(c: Case) -> tuple[Verdict, str, float]:
+def _run_threaded(judge: Judge, items: list[tuple[str, Case, Request]],
+                  ) -> Iterator[tuple[str, Case, Request, Verdict, str, float]]:
+    """Ask the requests of ``items`` with up to ``judge.concurrency`` in flight; yields each
+    result as it finishes, in this (the caller's) thread, so the caller alone writes the
+    cache. A judge that raises (a configuration error) stops the run: the requests not yet
+    started are cancelled."""
+    def call(r: Request) -> tuple[Verdict, str, float]:
         started = datetime.now(UTC).isoformat(timespec="milliseconds")
         t = time.monotonic()
-        v = judge.judge(c)
+        v = judge.ask(r)
         return v, started, time.monotonic() - t
 
     width = max(1, judge.concurrency)
     queue = iter(items)
-    in_flight: dict[Future[tuple[Verdict, str, float]], tuple[str, Case]] = {}
+    in_flight: dict[Future[tuple[Verdict, str, float]], tuple[str, Case, Request]] = {}
     with ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"judge-{judge.name}") as ex:
         try:
             while True:
@@ -292,14 +335,14 @@ def _run_threaded(judge: Judge, items: list[tuple[str, Case]],
                     nxt = next(queue, None)
                     if nxt is None:
                         break
-                    in_flight[ex.submit(call, nxt[1])] = nxt
+                    in_flight[ex.submit(call, nxt[2])] = nxt
                 if not in_flight:
                     break
                 finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    ck, c = in_flight.pop(fut)
+                    k, c, r = in_flight.pop(fut)
                     v, started, seconds = fut.result()
-                    yield ck, c, v, started, seconds
+                    yield k, c, r, v, started, seconds
         except BaseException:
             for fut in in_flight:
                 fut.cancel()

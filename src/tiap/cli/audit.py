@@ -77,6 +77,7 @@ def cases_cmd(
     """Find the contested credits of a rescoring: retrieved items a relaxed target credits
     and Raw does not, one case per (query, system, target)."""
     from tiap.audit.cases import (
+        CASES_SCHEMA_VERSION,
         RescoreDir,
         contested_cases,
         load_rescore_inputs,
@@ -86,6 +87,7 @@ def cases_cmd(
         write_cases,
     )
     from tiap.provenance import input_entry, manifest_header
+    from tiap.scoring.rescore import store_lineages
 
     rd = RescoreDir.open(rescore_dir)
     m = measure or rd.default_measure()
@@ -101,7 +103,7 @@ def cases_cmd(
                             values=values, measure=m, dataset=dataset, each=each)
     chosen = sample_cases(found, sample, per_stratum=per_stratum, seed=seed)  # type: ignore[arg-type]
     n = write_cases(out, chosen)
-    man = manifest_header("audit cases", 1)
+    man = manifest_header("audit cases", CASES_SCHEMA_VERSION)
     man["inputs"] = {"rescore_manifest": input_entry(rd.path / "manifest.json"),
                      "per_query": input_entry(rd.path / "per_query.csv"),
                      **{k2: input_entry(p) for k2, p in inputs.items()}}
@@ -109,6 +111,7 @@ def cases_cmd(
                       "each": each,
                       "sample": sample, "per_stratum": per_stratum if sample != "all" else None,
                       "seed": seed if sample != "all" else None}
+    man["stores"] = {s: name for s, (name, _) in store_lineages(runs, stores).items()}
     man["counts"] = {"contested": len(found), "written": n,
                      "strata": strata_counts(chosen)}
     _write_sidecar(out, man)
@@ -164,7 +167,7 @@ def judge_cmd(
 
     from tiap.audit.cases import read_cases
     from tiap.audit.judges import make_judge
-    from tiap.audit.labels import write_labels
+    from tiap.audit.labels import LABELS_SCHEMA_VERSION, write_labels
     from tiap.audit.run import VerdictCache, run_judges
     from tiap.io import atomic_write
     from tiap.provenance import input_entry, manifest_header
@@ -196,7 +199,7 @@ def judge_cmd(
         for j in judges:
             j.close()
     write_labels(out / "labels.jsonl", result.records)
-    man = manifest_header("audit judge", 1)
+    man = manifest_header("audit judge", LABELS_SCHEMA_VERSION)
     man["inputs"] = {"cases": input_entry(cases)}
     man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
                       "cache": str(cache or out / "cache.sqlite")}
@@ -206,14 +209,15 @@ def judge_cmd(
     with atomic_write(out / "manifest.json") as fh:
         fh.write(json.dumps(man, indent=2) + "\n")
     t = Table(title=f"verdicts on {len(all_cases):,} cases", title_justify="left")
-    for c in ("judge", "from cache", "asked", "supports", "partial", "does_not_support",
-              "unscored"):
+    for c in ("judge", "requests", "from cache", "asked", "supports", "partial",
+              "does_not_support", "unscored"):
         t.add_column(c, justify="left" if c == "judge" else "right")
     for s in result.stats:
         recs = [r for r in result.records if r.judge == s.judge]
         cnt = {lab: sum(1 for r in recs if r.label == lab)
                for lab in ("supports", "partial", "does_not_support", "unscored")}
-        t.add_row(s.judge, f"{s.cached:,}", f"{s.asked:,}", *(f"{v:,}" for v in cnt.values()))
+        t.add_row(s.judge, f"{s.requests:,}", f"{s.cached:,}", f"{s.asked:,}",
+                  *(f"{v:,}" for v in cnt.values()))
     console.print(t)
     for s in result.stats:
         for reason, n in s.unscored_reasons.items():
@@ -318,6 +322,7 @@ def graded_cmd(
     from tiap.audit.cases import RescoreDir, load_rescore_inputs, measure_cutoff
     from tiap.audit.graded import graded_rescore, item_relevance, write_graded
     from tiap.audit.labels import read_labels
+    from tiap.scoring.rescore import store_lineages
 
     rd = RescoreDir.open(rescore_dir)
     cut = k or measure_cutoff(rd.default_measure())
@@ -325,26 +330,38 @@ def graded_cmd(
         raise TiapError("pass --k: the rescoring's nDCG measure has no cutoff")
     stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
                                                    runs=run or [])
+    for r in runs:
+        if r.system not in stores and None not in stores:
+            raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH")
+    names = {name for name, _ in store_lineages(runs, stores).values()}
     rel = item_relevance(read_labels(labels), tie_rule=tie_rule,  # type: ignore[arg-type]
-                         judges=_split(judges) if judges else None)
+                         judges=_split(judges) if judges else None, stores=names)
     tlist = _split(targets)
     result = graded_rescore(runs, qs, stores, rel, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=cut,
                             unjudged=unjudged)  # type: ignore[arg-type]
     for i, p in enumerate(labels):
         inputs[f"labels:{i}"] = p
-    write_graded(result, out, inputs=inputs,
-                 options={"targets": tlist, "raw": raw, "judges": judges,
-                          "tie_rule": tie_rule, "labelled_items": len(rel)})
+    per_store = {n: sum(1 for key in rel if key[0] == n) for n in sorted(names)}
+    man = write_graded(result, out, inputs=inputs,
+                       options={"targets": tlist, "raw": raw, "judges": judges,
+                                "tie_rule": tie_rule, "labelled_items": per_store,
+                                "labelled_items_of_other_stores": len(rel) - sum(
+                                    per_store.values())})
     t = Table(title=f"nDCG@{cut}, set credit: gain over Raw that survives the labels",
               title_justify="left")
-    for c in ("system", "target", "n", "raw", "binary", "retained", "survival", "graded"):
-        t.add_column(c, justify="left" if c in ("system", "target") else "right")
+    for c in ("system", "store", "target", "n", "raw", "binary", "retained", "survival",
+              "graded"):
+        t.add_column(c, justify="left" if c in ("system", "store", "target") else "right")
     for r in result.summary:
-        t.add_row(r["system"], r["target"], f"{r['n']:,}", _fmt(r["raw"]), _fmt(r["binary"]),
-                  _fmt(r["retained"]), "-" if r["survival"] is None else f"{r['survival']:.1%}",
-                  _fmt(r["graded"]))
+        t.add_row(r["system"], r["store"], r["target"], f"{r['n']:,}", _fmt(r["raw"]),
+                  _fmt(r["binary"]), _fmt(r["retained"]),
+                  "-" if r["survival"] is None else f"{r['survival']:.1%}", _fmt(r["graded"]))
     console.print(t)
+    for store, entry in man["stores"].items():
+        err_console.print(f"qrels of store {store} (systems {', '.join(entry['systems'])}): "
+                          + ", ".join(str(out / p) for p in entry["qrels"].values()),
+                          highlight=False)
     err_console.print(f"wrote {out}")
 
 
