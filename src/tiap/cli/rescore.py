@@ -219,12 +219,31 @@ def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]
     for m in result.measures:
         t.add_column(str(m), justify="right")
     by = {(r["system"], r["target"], r["measure"]): r for r in rows}
+    notes = []
     for s in result.systems:
         for tn in result.target_names:
             first = by[(s, tn, str(result.measures[0]))]
             cells = []
             for m in result.measures:
-                v = by[(s, tn, str(m))]["mean"]
-                cells.append("-" if v is None else f"{v:.4f}")
-            t.add_row(s, tn, f"{first['n']:,}", *cells)
+                r = by[(s, tn, str(m))]
+                if r["mean"] is not None:
+                    cells.append(f"{r['mean']:.4f}")
+                elif r["lower"] is not None:
+                    cells.append(f"[{r['lower']:.4f}, {r['upper']:.4f}]")
+                else:
+                    cells.append("-")
+            n = f"{first['n']:,}"
+            exact = min(by[(s, tn, str(m))]["n_exact"] for m in result.measures)
+            if exact < first["n"]:
+                n += f" ({exact:,} exact)"
+            if first["n_possibly_empty"]:
+                notes.append(f"{s}/{tn}: {first['n_possibly_empty']:,} of the {first['n']:,} "
+                             "queries may have an empty target (nothing proves it; kept)")
+            t.add_row(s, tn, n, *cells)
     console.print(t)
+    if result.bounded:
+        err_console.print("partial lineage: [lower, upper] bounds the mean under every lineage "
+                          "the store allows (intervals.csv per query, undetermined.csv why)",
+                          highlight=False, markup=False)
+    for line in notes:
+        err_console.print(line, highlight=False, markup=False)

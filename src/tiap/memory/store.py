@@ -18,6 +18,25 @@ names its store on every row. One file holds one store. A file whose rows name n
 ``items.jsonl``, else the file's stem. Store names are tokens (letters, digits, ``_``,
 ``.``, ``-``, starting with a letter or digit) because file names are made from them
 (``qrels/<store>.<target>.qrels``).
+
+**Partial lineage.** An importer that cannot determine an item's lineage says what it does
+know, and nothing more, in an optional ``uncertain`` object (:class:`Uncertainty`)::
+
+    {"item_id": "m17", "kind": "observation", "sources": ["conv-26:D3:4"],
+     "uncertain": {"possible_sources": "any", "excluded_sources": ["conv-26:D1:3"],
+                   "requires": [["conv-26:D2:1", "conv-26:D2:8"]]}}
+
+``sources`` are then the units the lineage certainly reaches; ``possible_sources`` the
+others it may reach (a list, or ``"any"``: any unit of the item's collection), minus
+``excluded_sources``; every list of ``requires`` holds at least one unit of the lineage;
+``max_sources`` caps how many units the lineage holds (1 for a raw turn); ``exclusive``
+items never share a unit with another exclusive item (each turn has one raw item).
+
+An item the import knows exists but never saw is a *placeholder* (``"placeholder":
+{"existence": "certain" | "possible", "count": N}``): it stands for ``count`` unseen items
+(unknown when absent) of that kind and lineage, is never ranked, and with ``existence``
+``possible`` may stand for none at all. Rescoring reports exact values where all this
+determines them and ``[lower, upper]`` intervals elsewhere (docs/partial-lineage.md).
 """
 
 from __future__ import annotations
@@ -35,6 +54,66 @@ RAW_KIND = "raw"
 _STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+ANY = "any"  # possible_sources: any unit of the item's collection
+_EXISTENCE = ("certain", "possible")
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """What an item's lineage may be, beyond its certain ``sources`` (module docstring).
+
+    Attributes:
+        possible: units the lineage may reach besides the certain ones; ``None``: any unit
+            of the item's collection except ``excluded``.
+        excluded: units the lineage certainly does not reach (with ``possible=None``).
+        requires: unit sets; the lineage holds at least one unit of each.
+        max_sources: at most this many units in the lineage (``None``: no limit).
+        exclusive: no other exclusive item of the store shares a unit with this one.
+    """
+
+    possible: tuple[str, ...] | None = None
+    excluded: tuple[str, ...] = ()
+    requires: tuple[tuple[str, ...], ...] = ()
+    max_sources: int | None = None
+    exclusive: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"possible_sources": ANY if self.possible is None
+                               else list(self.possible)}
+        if self.excluded:
+            row["excluded_sources"] = list(self.excluded)
+        if self.requires:
+            row["requires"] = [list(r) for r in self.requires]
+        if self.max_sources is not None:
+            row["max_sources"] = self.max_sources
+        if self.exclusive:
+            row["exclusive"] = True
+        return row
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """An item the import knows of but never saw: it stands for ``count`` unseen items
+    (``None``: an unknown number, at least one when ``existence`` is ``certain``)."""
+
+    existence: str = "certain"
+    count: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.existence not in _EXISTENCE:
+            raise ValueError(f"existence must be one of {_EXISTENCE}, got {self.existence!r}")
+
+    @property
+    def certain(self) -> bool:
+        return self.existence == "certain"
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"existence": self.existence}
+        if self.count is not None:
+            row["count"] = self.count
+        return row
+
+
 @dataclass(frozen=True)
 class Item:
     item_id: str
@@ -46,6 +125,8 @@ class Item:
     collection: str | None = None
     meta: tuple[tuple[str, Any], ...] = ()
     store: str | None = None  # the store that holds the item (None: not named in the file)
+    uncertain: Uncertainty | None = None  # None: the lineage is exactly sources (+ parents)
+    placeholder: Placeholder | None = None
 
     @property
     def is_raw(self) -> bool:
@@ -70,6 +151,10 @@ class Item:
             row["text"] = self.text
         if self.collection is not None:
             row["collection"] = self.collection
+        if self.uncertain is not None:
+            row["uncertain"] = self.uncertain.to_json()
+        if self.placeholder is not None:
+            row["placeholder"] = self.placeholder.to_json()
         row.update(dict(self.meta))
         return row
 
@@ -82,7 +167,8 @@ class Item:
         return dict(self.meta).get(name)
 
 
-_KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collection", "store"}
+_KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collection", "store",
+          "uncertain", "placeholder"}
 
 
 def _str_list(value: Any, field: str, where: dict[str, Any]) -> tuple[str, ...]:
@@ -116,17 +202,78 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
         raise TiapError(f"field 'store' must be a store name (letters, digits, '_', '.', '-'), "
                         f"got {store!r}", **where)
     meta = tuple(sorted((k, v) for k, v in obj.items() if k not in _KNOWN))
+    sources = _str_list(obj.get("sources"), "sources", where)
+    uncertain = _uncertainty(obj.get("uncertain"), sources, where)
+    placeholder = _placeholder(obj.get("placeholder"), where)
     return Item(
         item_id=item_id,
         kind=str(obj["kind"]),
-        sources=_str_list(obj.get("sources"), "sources", where),
+        sources=sources,
         parents=_str_list(obj.get("parents"), "parents", where),
         serving=serving,
         text=None if text is None else str(text),
         collection=None if coll is None else str(coll),
         meta=meta,
         store=store,
+        uncertain=uncertain,
+        placeholder=placeholder,
     )
+
+
+def _uncertainty(value: Any, sources: tuple[str, ...],
+                 where: dict[str, Any]) -> Uncertainty | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TiapError("field 'uncertain' must be an object", **where)
+    unknown = sorted(set(value) - {"possible_sources", "excluded_sources", "requires",
+                                   "max_sources", "exclusive"})
+    if unknown:
+        raise TiapError(f"field 'uncertain' has unknown key(s) {', '.join(map(repr, unknown))}",
+                        **where)
+    raw_possible = value.get("possible_sources", ANY)
+    possible = None if raw_possible == ANY else _str_list(
+        raw_possible, "uncertain.possible_sources", where)
+    excluded = _str_list(value.get("excluded_sources"), "uncertain.excluded_sources", where)
+    if possible is not None and excluded:
+        raise TiapError("'excluded_sources' goes with possible_sources \"any\" only (a list "
+                        "of possible sources already excludes every other unit)", **where)
+    both = sorted(set(sources) & set(excluded))
+    if both:
+        raise TiapError(f"units both in sources and excluded_sources: {', '.join(both)}", **where)
+    req_raw = value.get("requires") or []
+    if not isinstance(req_raw, list):
+        raise TiapError("'uncertain.requires' must be a list of unit lists", **where)
+    requires = tuple(_str_list(r, "uncertain.requires[]", where) for r in req_raw)
+    if any(not r for r in requires):
+        raise TiapError("'uncertain.requires' holds an empty list (no lineage meets it)", **where)
+    cap = value.get("max_sources")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise TiapError(f"'uncertain.max_sources' must be a positive integer, got {cap!r}",
+                        **where)
+    if cap is not None and len(set(sources)) > cap:
+        raise TiapError(f"{len(set(sources))} sources but max_sources {cap}", **where)
+    exclusive = value.get("exclusive", False)
+    if not isinstance(exclusive, bool):
+        raise TiapError("'uncertain.exclusive' must be true or false", **where)
+    return Uncertainty(possible=possible, excluded=excluded, requires=requires,
+                       max_sources=cap, exclusive=exclusive)
+
+
+def _placeholder(value: Any, where: dict[str, Any]) -> Placeholder | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"existence", "count"}:
+        raise TiapError("field 'placeholder' must be an object with 'existence' and optional "
+                        "'count'", **where)
+    existence = value.get("existence", "certain")
+    if existence not in _EXISTENCE:
+        raise TiapError(f"placeholder existence must be 'certain' or 'possible', got "
+                        f"{existence!r}", **where)
+    count = value.get("count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise TiapError(f"placeholder count must be a positive integer, got {count!r}", **where)
+    return Placeholder(existence, count)
 
 
 def iter_items(path: str | Path) -> Iterator[Item]:

@@ -1,7 +1,13 @@
 """Files written by ``tiap rescore`` (all into a temporary folder, moved into place at the end).
 
-- ``per_query.csv``: ``system,target,query_id,measure,value`` (value empty where undefined);
-- ``summary.csv``: ``system,target,measure,n,mean``;
+- ``per_query.csv``: ``system,target,query_id,measure,value`` (value empty where undefined,
+  or where partial lineage does not determine it: ``intervals.csv`` then has its bounds);
+- ``summary.csv``: ``system,target,measure,n,n_exact,n_possibly_empty,mean,lower,upper``
+  (``mean`` empty unless every value is determined; ``[lower, upper]`` bounds the mean);
+- ``intervals.csv``: ``system,target,query_id,measure,lower,upper`` for every value that
+  partial lineage bounds without determining (header only when every value is exact);
+- ``undetermined.csv``: ``system,target,query_id,possibly_empty,reason`` for every (query,
+  target) whose groups the lineage does not determine;
 - ``pairwise.csv``: per system, measure and pair of targets, the columns of
   :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`;
 - ``zero_targets.csv``: ``system,target,query_id,reason`` for every undefined value;
@@ -29,7 +35,10 @@ from tiap.scoring.rescore import PAIRWISE_COLUMNS, RescoreResult
 
 SCHEMA_VERSION = 1
 PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
-SUMMARY_COLUMNS = ("system", "target", "measure", "n", "mean")
+SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_empty", "mean",
+                   "lower", "upper")
+INTERVAL_COLUMNS = ("system", "target", "query_id", "measure", "lower", "upper")
+UNDETERMINED_COLUMNS = ("system", "target", "query_id", "possibly_empty", "reason")
 
 
 def _fmt(v: Any) -> Any:
@@ -66,6 +75,16 @@ def write_rescore(
             w = csv.writer(fh)
             w.writerow(("system", "target", "query_id", "n_groups", "n_members"))
             w.writerows(result.target_size_rows())
+        with open(tmp / "intervals.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(INTERVAL_COLUMNS)
+            w.writerows((s, t, q, m, repr(lo), repr(hi))
+                        for s, t, q, m, lo, hi in result.interval_rows())
+        with open(tmp / "undetermined.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(UNDETERMINED_COLUMNS)
+            w.writerows((s, t, q, "true" if e else "false", r)
+                        for s, t, q, e, r in result.undetermined_rows())
         with open(tmp / "queries.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("query_id", "category", "collection", "abstention"))
@@ -86,7 +105,8 @@ def write_rescore(
         }
         man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
         man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
-                          "target_sizes.csv", "queries.csv"] + (
+                          "target_sizes.csv", "intervals.csv", "undetermined.csv",
+                          "queries.csv"] + (
             ["per_query.parquet"] if parquet else [])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man

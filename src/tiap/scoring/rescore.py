@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Missing = Literal["skip", "zero"]
 CHANGED_EPS = 1e-12
+_SAME = 1e-12  # bounds this close are one value (float noise of the two walks)
 LARGE_DELTA = 0.1
 MAX_EXAMPLES = 20
 
@@ -185,20 +186,51 @@ class RescoreResult:
     #: (system, target) -> (G, size of the union of the groups) per scored query
     target_sizes: Mapping[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = field(
         default_factory=dict)
+    #: partial lineage: (system, target, measure) -> lower and upper bounds per query, for
+    #: the keys with a value the lineage does not determine (``values`` is NaN there);
+    #: a key absent here is exact wherever defined
+    lower: Mapping[tuple[str, str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    upper: Mapping[tuple[str, str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    #: (system, target) -> queries in the universe whose target may yet be empty (no group
+    #: certainly exists, some possibly does): kept, since nothing proves them zero-target
+    possibly_empty: Mapping[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
+    #: (system, target) -> {query id: why its groups are not determined}
+    undetermined: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def target_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.targets)
 
     def value(self, system: str, target: str, measure: str | Measure) -> NDArray[np.float64]:
+        """Per-query values: NaN where undefined *or* not determined by the lineage (see
+        :meth:`interval`)."""
         m = parse_measures(measure)[0]
         return self.values[(system, target, m)]
 
+    def interval(self, system: str, target: str, measure: str | Measure,
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-query ``(lower, upper)``: equal to the value where it is determined, NaN only
+        where the query is undefined (a zero-target case)."""
+        m = parse_measures(measure)[0]
+        key = (system, target, m)
+        if key in self.lower:
+            return self.lower[key], self.upper[key]
+        return self.values[key], self.values[key]
+
+    @property
+    def bounded(self) -> bool:
+        """Whether some value is an interval (partial lineage)."""
+        return bool(self.lower)
+
+    def defined(self, system: str, target: str) -> NDArray[np.bool_]:
+        """Queries in the target's universe (not proven zero-target)."""
+        return ~np.isnan(self.interval(system, target, self.measures[0])[0])
+
     def shared_mask(self, system: str) -> NDArray[np.bool_]:
-        """Queries of ``system`` defined (not NaN) under every target."""
+        """Queries of ``system`` defined under every target."""
         mask = np.ones(len(self.query_ids[system]), dtype=bool)
         for t in self.target_names:
-            mask &= ~np.isnan(self.values[(system, t, self.measures[0])])
+            mask &= self.defined(system, t)
         return mask
 
     def zero_target_rows(self) -> Iterable[tuple[str, str, str, str]]:
@@ -208,15 +240,34 @@ class RescoreResult:
                 for q, reason in self.zero_reasons.get((s, t), {}).items():
                     yield s, t, q, reason
 
-    def target_size_rows(self) -> Iterable[tuple[str, str, str, int, int]]:
-        """``(system, target, query_id, n_groups, n_members)`` for every scored query."""
+    def undetermined_rows(self) -> Iterable[tuple[str, str, str, bool, str]]:
+        """``(system, target, query_id, possibly_empty, reason)`` for every (query, target)
+        whose groups the lineage does not determine."""
+        for s in self.systems:
+            index = {q: i for i, q in enumerate(self.query_ids[s])}
+            for t in self.target_names:
+                maybe_empty = self.possibly_empty.get((s, t))
+                for q, reason in self.undetermined.get((s, t), {}).items():
+                    empty = bool(maybe_empty[index[q]]) if maybe_empty is not None else False
+                    yield s, t, q, empty, reason
+
+    def target_size_rows(self) -> Iterable[tuple[str, str, str, int | None, int | None]]:
+        """``(system, target, query_id, n_groups, n_members)`` for every scored query (both
+        ``None`` where the lineage does not determine them)."""
         for s in self.systems:
             for t in self.target_names:
                 groups, members = self.target_sizes[(s, t)]
-                yield from zip([s] * len(groups), [t] * len(groups), self.query_ids[s],
-                               groups.tolist(), members.tolist(), strict=True)
+                g, mem = groups.tolist(), members.tolist()
+                und = self.undetermined.get((s, t), {})
+                for i, q in enumerate(self.query_ids[s]):
+                    if q in und:
+                        yield s, t, q, None, None
+                    else:
+                        yield s, t, q, g[i], mem[i]
 
     def per_query_rows(self) -> Iterable[tuple[str, str, str, str, float | None]]:
+        """``(system, target, query_id, measure, value)``; ``value`` is ``None`` where
+        undefined or not determined (:meth:`interval_rows` has the bounds)."""
         for s in self.systems:
             qids = self.query_ids[s]
             for t in self.target_names:
@@ -225,51 +276,96 @@ class RescoreResult:
                     for q, v in zip(qids, self.values[(s, t, m)].tolist(), strict=True):
                         yield s, t, q, name, (None if v != v else v)
 
+    def interval_rows(self) -> Iterable[tuple[str, str, str, str, float, float]]:
+        """``(system, target, query_id, measure, lower, upper)`` for every value the lineage
+        bounds without determining it."""
+        for (s, t, m), lo in self.lower.items():
+            hi, v = self.upper[(s, t, m)], self.values[(s, t, m)]
+            open_ = np.flatnonzero(np.isnan(v) & ~np.isnan(lo))
+            qids = self.query_ids[s]
+            for i in open_.tolist():
+                yield s, t, qids[i], str(m), float(lo[i]), float(hi[i])
+
     def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
-        """``system, target, measure, n, mean``: mean over the defined queries, or with
-        ``shared`` over the queries defined under every target."""
+        """``system, target, measure, n, n_exact, n_possibly_empty, mean, lower, upper``: the
+        mean over the defined queries (with ``shared``: over the queries defined under every
+        target); where some value is only bounded, ``mean`` is empty and ``[lower, upper]``
+        holds the mean under every consistent lineage."""
         rows = []
         for s in self.systems:
             mask = self.shared_mask(s) if shared else None
             for t in self.target_names:
+                pe = self.possibly_empty.get((s, t))
                 for m in self.measures:
-                    v = self.values[(s, t, m)]
-                    v = v[mask] if mask is not None else v[~np.isnan(v)]
-                    rows.append({"system": s, "target": t, "measure": str(m), "n": int(v.size),
-                                 "mean": float(v.mean()) if v.size else None})
+                    lo, hi = self.interval(s, t, m)
+                    sel = mask if mask is not None else ~np.isnan(lo)
+                    n = int(sel.sum())
+                    exact = ~np.isnan(self.values[(s, t, m)]) & sel
+                    n_exact = int(exact.sum())
+                    mean_lo = float(lo[sel].mean()) if n else None
+                    mean_hi = float(hi[sel].mean()) if n else None
+                    rows.append({
+                        "system": s, "target": t, "measure": str(m), "n": n,
+                        "n_exact": n_exact,
+                        "n_possibly_empty": int(pe[sel].sum()) if pe is not None else 0,
+                        "mean": mean_lo if n and n_exact == n else None,
+                        "lower": mean_lo, "upper": mean_hi,
+                    })
         return rows
 
     def pairwise_rows(self) -> list[dict[str, Any]]:
-        """Per system, measure and pair of targets: how the per-query values change."""
+        """Per system, measure and pair of targets: how the per-query values change.
+
+        Over the ``n_shared`` queries defined under both targets. Where a value is only
+        bounded (partial lineage), a query counts as ``changed`` only when the two intervals
+        are disjoint, ``changed_max`` counts the queries that may have changed, the mean
+        change is the interval ``[mean_delta_lower, mean_delta_upper]`` (``mean_delta``
+        empty), and the other columns are over the queries whose values are determined
+        (``n_undetermined`` are not).
+        """
         rows = []
         for s in self.systems:
             for m in self.measures:
                 k = hit_cutoff(m, self.measures)
                 for t1, t2 in combinations(self.target_names, 2):
+                    lo1, hi1 = self.interval(s, t1, m)
+                    lo2, hi2 = self.interval(s, t2, m)
+                    both = ~np.isnan(lo1) & ~np.isnan(lo2)
                     a, b = self.values[(s, t1, m)], self.values[(s, t2, m)]
-                    both = ~np.isnan(a) & ~np.isnan(b)
-                    d = b[both] - a[both]
+                    exact = both & ~np.isnan(a) & ~np.isnan(b)
+                    d = b[exact] - a[exact]
                     n = int(both.sum())
-                    hit1, hit2 = self.flips[(s, t1, k)][both], self.flips[(s, t2, k)][both]
-                    top1, top2 = self.flips[(s, t1, 1)][both], self.flips[(s, t2, 1)][both]
-                    changed = int((np.abs(d) > CHANGED_EPS).sum())
+                    n_und = n - int(exact.sum())
+                    d_lo = (lo2 - hi1)[both]
+                    d_hi = (hi2 - lo1)[both]
+                    sure = (d_lo > CHANGED_EPS) | (d_hi < -CHANGED_EPS)
+                    maybe = (d_hi > CHANGED_EPS) | (d_lo < -CHANGED_EPS)
+                    changed = int(sure.sum())
+                    f1, f2 = self.flips[(s, t1, k)], self.flips[(s, t2, k)]
+                    g1, g2 = self.flips[(s, t1, 1)], self.flips[(s, t2, 1)]
+                    hit_ok = both & ~np.isnan(f1) & ~np.isnan(f2)
+                    top_ok = both & ~np.isnan(g1) & ~np.isnan(g2)
                     rows.append({
                         "system": s, "measure": str(m), "target_1": t1, "target_2": t2,
-                        "n_shared": n, "changed": changed,
-                        "changed_fraction": changed / n if n else None,
-                        "mean_delta": float(d.mean()) if n else None,
-                        "mean_abs_delta": float(np.abs(d).mean()) if n else None,
+                        "n_shared": n, "n_undetermined": n_und, "changed": changed,
+                        "changed_max": int(maybe.sum()),
+                        "changed_fraction": changed / n if n and not n_und else None,
+                        "mean_delta": float(d.mean()) if n and not n_und else None,
+                        "mean_delta_lower": float(d_lo.mean()) if n else None,
+                        "mean_delta_upper": float(d_hi.mean()) if n else None,
+                        "mean_abs_delta": float(np.abs(d).mean()) if n and not n_und else None,
                         "n_abs_delta_ge_0.1": int((np.abs(d) >= LARGE_DELTA - CHANGED_EPS).sum()),
                         "hit_k": k,
-                        "hit_flips": int((hit1 != hit2).sum()),
-                        "top1_flips": int((top1 != top2).sum()),
+                        "hit_flips": int((f1[hit_ok] != f2[hit_ok]).sum()),
+                        "top1_flips": int((g1[top_ok] != g2[top_ok]).sum()),
                     })
         return rows
 
 
 PAIRWISE_COLUMNS = (
-    "system", "measure", "target_1", "target_2", "n_shared", "changed", "changed_fraction",
-    "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
+    "system", "measure", "target_1", "target_2", "n_shared", "n_undetermined", "changed",
+    "changed_max", "changed_fraction", "mean_delta", "mean_delta_lower", "mean_delta_upper",
+    "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
 )
 
 
@@ -292,7 +388,7 @@ def _run_findings(run: Run | ColumnarRun, *, notes: bool) -> tuple[str, ...]:
                  if (w.code in _NOTE_CODES) == notes)
 
 
-def _store_lineages(
+def store_lineages(
     runs: Sequence[Run], stores: Mapping[str | None, Store | Iterable[Item] | Lineage],
 ) -> dict[str, tuple[str, Lineage]]:
     """Each run's store: ``system -> (store name, lineage)``, one lineage per store.
@@ -375,7 +471,7 @@ def rescore(
 
     qlist = list(queries)
     qindex = {q.query_id: i for i, q in enumerate(qlist)}
-    run_stores = _store_lineages(runs, stores)
+    run_stores = store_lineages(runs, stores)
     sets: dict[str, TargetSets] = {}
     values: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
     flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
@@ -383,6 +479,10 @@ def rescore(
     reports: dict[str, SystemReport] = {}
     zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
     target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
+    lower: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
+    upper: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
+    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = {}
+    undetermined: dict[tuple[str, str], dict[str, str]] = {}
     flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
 
@@ -423,6 +523,19 @@ def rescore(
             coded = encode_targets(groups, vocab, query_ids=scored)
             target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
             got = index.score(coded, [*ms, *flip_measures], mode)
+            if lineage.uncertain:
+                open_ = _bound_pass(lineage, t, mode, [qlist[qindex[q]] for q in scored],
+                                    scored, rankings, depth, [*ms, *flip_measures], got)
+                key = (run.system, t.name)
+                zero[t.name] -= int(open_.defined_now.sum())
+                for q in open_.reasons:
+                    zero_reasons[key].pop(q, None)
+                undetermined[key] = open_.reasons
+                possibly_empty[key] = open_.possibly_empty
+                for m in ms:
+                    if open_.any:
+                        lower[(run.system, t.name, m)] = open_.lower[m]
+                        upper[(run.system, t.name, m)] = open_.upper[m]
             for m in ms:
                 values[(run.system, t.name, m)] = got[m]
             for k, fm in zip(flip_ks, flip_measures, strict=True):
@@ -461,7 +574,81 @@ def rescore(
         target_sets=sets,
         zero_reasons=zero_reasons,
         target_sizes=target_sizes,
+        lower=lower,
+        upper=upper,
+        possibly_empty=possibly_empty,
+        undetermined=undetermined,
     )
+
+
+@dataclass
+class _Open:
+    """What the bound pass found for one (run, target)."""
+
+    any: bool
+    lower: dict[Measure, NDArray[np.float64]]
+    upper: dict[Measure, NDArray[np.float64]]
+    possibly_empty: NDArray[np.bool_]
+    defined_now: NDArray[np.bool_]  # undefined on certain lineage, possibly defined
+    reasons: dict[str, str]
+
+
+def _bound_pass(
+    lineage: Lineage, target: Target, credit: Credit, queries: Sequence[QueryLike],
+    scored: Sequence[str], rankings: Sequence[Sequence[str]], depth: int | None,
+    measures: Sequence[Measure], got: dict[Measure, NDArray[np.float64]],
+) -> _Open:
+    """Replace, in ``got``, every value the partial lineage does not determine by NaN, and
+    return its bounds (module :mod:`tiap.scoring.bounds`)."""
+    from tiap.scoring.bounds import bounds_index, exact_problem, group_bounds, query_problem
+    from tiap.scoring.bounds import set_bounds as set_b
+
+    index = bounds_index(lineage, target)
+    n = len(scored)
+    lower = {m: got[m].copy() for m in measures}
+    upper = {m: got[m].copy() for m in measures}
+    maybe_empty = np.zeros(n, bool)
+    defined_now = np.zeros(n, bool)
+    reasons: dict[str, str] = {}
+    solve = group_bounds if credit == "group" else set_b
+    for i, (q, r) in enumerate(zip(queries, rankings, strict=True)):
+        ranked = r[:depth] if depth is not None else r
+        problem = query_problem(index, q.evidence, ranked,
+                                collection=getattr(q, "collection_id", None))
+        if exact_problem(problem, credit):
+            continue
+        if not problem.units:
+            continue  # no group can exist: a zero-target case, as on certain lineage
+        was_undefined = bool(np.isnan(got[measures[0]][i]))
+        bounds = solve(problem, measures)
+        empty = problem.possibly_empty if credit == "group" else problem.set_size[0] == 0
+        determined = not empty and all(hi - lo <= _SAME for lo, hi in bounds.values())
+        for m in measures:
+            lo, hi = bounds[m]
+            lower[m][i], upper[m][i] = lo, hi
+            got[m][i] = lo if hi - lo <= _SAME else np.nan
+        if determined:
+            continue  # every value agrees under every lineage the store allows
+        maybe_empty[i] = empty
+        defined_now[i] = was_undefined
+        reasons[scored[i]] = _why(problem, credit, empty)
+    return _Open(bool(reasons), lower, upper, maybe_empty, defined_now, reasons)
+
+
+def _why(problem: Any, credit: str, empty: bool) -> str:
+    parts = []
+    n_maybe = problem.n_units - problem.certain_groups.bit_count()
+    if n_maybe:
+        parts.append(f"{n_maybe} of {problem.n_units} groups may or may not exist")
+    open_items = sum(1 for p in problem.positions if p.possible != p.certain)
+    if open_items:
+        parts.append(f"{open_items} ranked items of undetermined group")
+    if credit == "set" and problem.set_size[1] != problem.set_size[0]:
+        hi = problem.set_size[1]
+        parts.append(f"{problem.set_size[0]} to {'more' if hi is None else hi} members")
+    if empty:
+        parts.append("the target may be empty")
+    return "; ".join(parts) or "undetermined lineage"
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,6 +15,13 @@ together as one :class:`~tiap.errors.TiapError`:
   ``a -> b -> a`` (read "a lists b as a parent, b lists a");
 - items that derive from a cycle without being on it (their lineage is undefined too);
 - a duplicate item id.
+
+Partial lineage (:class:`tiap.memory.store.Uncertainty`) is resolved the same way: an item
+*may* reach a unit when its own ``uncertain`` says so or one of its parents may reach it;
+its ``requires`` sets are its own and its parents'; a unit an item excludes is excluded for
+everything it derives from too. :attr:`Lineage.possible` holds the result
+(:class:`PossibleLineage`) for every item whose lineage is not fully determined; the
+families (:attr:`Lineage.families`) hold only certain members.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from types import MappingProxyType
 from tiap.errors import Problem, TiapError
 from tiap.memory.store import Item
 
-__all__ = ["Lineage", "build_lineage"]
+__all__ = ["Lineage", "PossibleLineage", "build_lineage"]
 
 _MAX_LISTED = 20  # ids listed in one problem message before "... and N more"
 
@@ -39,6 +46,28 @@ def _listing(ids: Sequence[str], limit: int = _MAX_LISTED) -> str:
     return shown
 
 
+@dataclass(frozen=True)
+class PossibleLineage:
+    """What an item's lineage may hold beyond its certain sources (transitive).
+
+    The item may reach unit ``u`` when ``u`` is in ``units``, or when ``open`` and ``u`` is
+    not in ``excluded`` (and ``u`` belongs to the item's collection, where both are known).
+    Its lineage holds at least one unit of every set in ``requires`` (sets its certain
+    sources already meet are dropped). ``single``: exactly one source unit in all;
+    ``exclusive``: no other exclusive item shares a unit with it.
+    """
+
+    units: frozenset[str] = frozenset()
+    open: bool = False
+    excluded: frozenset[str] = frozenset()
+    requires: tuple[frozenset[str], ...] = ()
+    single: bool = False
+    exclusive: bool = False
+
+    def may_reach(self, unit: str) -> bool:
+        return unit in self.units or (self.open and unit not in self.excluded)
+
+
 @dataclass(frozen=True, eq=False)
 class Lineage:
     """The resolved lineage of a store and its family index (immutable).
@@ -48,13 +77,28 @@ class Lineage:
         sources: item id -> its transitive source units, sorted and de-duplicated.
         families: source unit id -> ids of the items whose lineage reaches it, sorted.
         orphans: ids of items whose lineage is empty (no sources, no parents with
-            sources); they belong to no family and can never be credited.
+            sources) and certainly so; they belong to no family and can never be credited.
+        possible: item id -> :class:`PossibleLineage`, for every item whose lineage is not
+            fully determined (empty for a store whose lineage is complete).
+        possible_families: unit -> ids of items that may (not certainly) reach it through
+            an explicit list of possible sources.
+        open_items: ids of items that may reach any unit (``possible_sources: "any"``).
     """
 
     items: Mapping[str, Item]
     sources: Mapping[str, tuple[str, ...]]
     families: Mapping[str, tuple[str, ...]]
     orphans: tuple[str, ...] = field(default=())
+    possible: Mapping[str, PossibleLineage] = field(default_factory=dict)
+    possible_families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    open_items: tuple[str, ...] = ()
+
+    @property
+    def uncertain(self) -> bool:
+        """Whether some lineage, or the existence or number of some items, is not
+        determined (partial lineage, placeholders)."""
+        return bool(self.possible) or any(it.placeholder is not None
+                                          for it in self.items.values())
 
     def sources_of(self, item_id: str) -> tuple[str, ...]:
         """The transitive source units of ``item_id`` (a ``KeyError`` if it is not an item)."""
@@ -65,8 +109,13 @@ class Lineage:
         return self.families.get(unit_id, ())
 
     def has_unit(self, unit_id: str) -> bool:
-        """Whether any stored item traces back to ``unit_id``."""
+        """Whether any stored item certainly traces back to ``unit_id``."""
         return unit_id in self.families
+
+    def may_have_unit(self, unit_id: str) -> bool:
+        """Whether some stored item certainly or possibly traces back to ``unit_id``."""
+        return (unit_id in self.families or unit_id in self.possible_families
+                or any(self.possible[i].may_reach(unit_id) for i in self.open_items))
 
     def item(self, item_id: str) -> Item:
         """The item with id ``item_id``."""
@@ -129,6 +178,7 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
                 children.setdefault(p, []).append(iid)
 
     sources: dict[str, tuple[str, ...]] = {}
+    possible: dict[str, PossibleLineage] = {}
     ready: deque[str] = deque(iid for iid in by_id if iid not in indegree)
     while ready:
         iid = ready.popleft()
@@ -146,6 +196,14 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
             for p in parents:
                 acc.update(sources[p])
             sources[iid] = tuple(sorted(acc))
+        item = by_id[iid]
+        if item.uncertain is not None or (parents and any(p in possible for p in parents)):
+            got = _possible(item, sources[iid], [possible[p] for p in parents or ()
+                                                 if p in possible])
+            if isinstance(got, Problem):
+                problems.append(got)
+            else:
+                possible[iid] = got
         for ch in children.get(iid, ()):
             indegree[ch] -= 1
             if indegree[ch] == 0:
@@ -159,8 +217,15 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
 
     fam_lists: dict[str, list[str]] = {}
     orphans: list[str] = []
+    maybe_lists: dict[str, list[str]] = {}
+    open_items: list[str] = []
+    for iid, pl in possible.items():
+        if pl.open:
+            open_items.append(iid)
+        for u in pl.units:
+            maybe_lists.setdefault(u, []).append(iid)
     for iid, units in sources.items():
-        if not units:
+        if not units and iid not in possible:
             orphans.append(iid)
         for u in units:
             lst = fam_lists.get(u)
@@ -175,7 +240,49 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
         sources=MappingProxyType(ordered_sources),
         families=MappingProxyType(families),
         orphans=tuple(orphans),
+        possible=MappingProxyType(possible),
+        possible_families=MappingProxyType(
+            {u: tuple(sorted(ids)) for u, ids in maybe_lists.items()}),
+        open_items=tuple(sorted(open_items)),
     )
+
+
+def _possible(item: Item, certain: tuple[str, ...],
+              parents: list[PossibleLineage]) -> PossibleLineage | Problem:
+    """The :class:`PossibleLineage` of ``item`` from its own ``uncertain`` and its parents'."""
+    own = item.uncertain
+    units: set[str] = set()
+    open_ = False
+    excluded: set[str] = set()
+    requires: list[frozenset[str]] = []
+    if own is not None:
+        if own.possible is None:
+            open_ = True
+            excluded = set(own.excluded)
+        else:
+            units.update(own.possible)
+        requires.extend(frozenset(r) for r in own.requires)
+    open_parents = [p for p in parents if p.open]
+    for p in parents:
+        units.update(p.units)
+        requires.extend(p.requires)
+    if not open_ and open_parents:
+        open_ = True
+        excluded = set.intersection(*(set(p.excluded) for p in open_parents))
+    hard = set(own.excluded) if own is not None else set()
+    clash = sorted(hard & set(certain))
+    if clash:
+        return Problem(f"the item excludes {', '.join(clash)}, which its parents reach",
+                       record=item.item_id)
+    units -= hard
+    units -= set(certain)
+    excluded -= set(certain)
+    have = set(certain)
+    left = tuple(dict.fromkeys(r for r in requires if not r & have))
+    cap = own.max_sources if own is not None else None
+    return PossibleLineage(
+        units=frozenset(units), open=open_, excluded=frozenset(excluded), requires=left,
+        single=cap == 1, exclusive=bool(own is not None and own.exclusive))
 
 
 def _cycle_problems(
