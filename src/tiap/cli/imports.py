@@ -95,7 +95,7 @@ def mtel_trace_cmd(
               show_header=False)
     t.add_row("queries", f"{c['queries']:,}")
     t.add_row("items", f"{c['items']:,}  " + ", ".join(f"{k} {v:,}" for k, v in c["kinds"].items()))
-    for key in ("placeholder_items", "ambiguous_items", "assumed_items", "text_inferred_items",
+    for key in ("placeholder_items", "ambiguous_items", "ambiguous_raw_items", "text_inferred_items",
                 "partial_lineage_items"):
         if c.get(key):
             t.add_row(key.replace("_", " "), f"{c[key]:,}")

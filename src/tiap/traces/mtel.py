@@ -98,7 +98,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_dir, iter_jsonl, sha256_file
-from tiap.memory.store import RAW_KIND, Item, stamp_store, write_items
+from tiap.memory.store import RAW_KIND, Item, Placeholder, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import Ranking, Run, write_jsonl_run
 
@@ -144,11 +144,11 @@ _LABELS = (
     "content",
     "trace",
     "partial",
-    "assumed",
     "text",
     "ambiguous",
     "unknown",
     "placeholder",
+    "folded",
 )
 
 
@@ -212,8 +212,9 @@ class MtelReport:
     kinds: tuple[tuple[str, int], ...]
     lineage: tuple[tuple[str, int], ...]
     placeholder_items: tuple[str, ...]
+    folded_items: tuple[str, ...]
     ambiguous_items: tuple[str, ...]
-    assumed_items: tuple[str, ...]
+    ambiguous_raw_items: tuple[str, ...]
     text_inferred_items: tuple[str, ...]
     partial_lineage_items: tuple[str, ...]
     unknown_lineage_items: tuple[str, ...]
@@ -238,8 +239,9 @@ class MtelReport:
             "kinds": dict(self.kinds),
             "lineage": dict(self.lineage),
             "placeholder_items": len(self.placeholder_items),
+            "folded_items": len(self.folded_items),
             "ambiguous_items": len(self.ambiguous_items),
-            "assumed_items": len(self.assumed_items),
+            "ambiguous_raw_items": len(self.ambiguous_raw_items),
             "text_inferred_items": len(self.text_inferred_items),
             "partial_lineage_items": len(self.partial_lineage_items),
             "unknown_lineage_items": len(self.unknown_lineage_items),
@@ -260,8 +262,9 @@ class MtelReport:
             "system": self.system,
             "counts": self.counts(),
             "placeholder_items": list(self.placeholder_items),
+            "folded_items": list(self.folded_items),
             "ambiguous_items": list(self.ambiguous_items),
-            "assumed_items": list(self.assumed_items),
+            "ambiguous_raw_items": list(self.ambiguous_raw_items),
             "text_inferred_items": list(self.text_inferred_items),
             "partial_lineage_items": list(self.partial_lineage_items),
             "unknown_lineage_items": list(self.unknown_lineage_items),
@@ -771,6 +774,7 @@ class _Lineage:
             changed |= self._raw_uniqueness()
             if self.fmt == FORMAT_NATIVE:
                 changed |= self._family_sizes()
+                changed |= self._kinds_from_sizes()
 
     def _raw_uniqueness(self) -> bool:
         owner: dict[int, str] = {}
@@ -818,6 +822,13 @@ class _Lineage:
                         f"{len(sure)} items are proven and {len(maybe)} possible members"
                     )
                     continue
+                sure_derived = sum(1 for x in sure if self.kind.get(x) not in (RAW_KIND, None))
+                maybe_derived = [x for x in maybe if self.kind.get(x) not in (RAW_KIND, None)]
+                if maybe_derived and sure_derived >= n - 1:  # one slot is the raw item's
+                    for x in maybe_derived:
+                        self.neg[x].add(u)
+                    changed = True
+                    continue
                 if maybe and len(sure) == n:
                     for x in maybe:
                         self.neg[x].add(u)
@@ -830,6 +841,32 @@ class _Lineage:
                     changed = True
                 else:
                     changed |= len(sure) == n and self._one_raw(r, u)
+        return changed
+
+    def _kinds_from_sizes(self) -> bool:
+        """An item of unknown kind whose every candidate family already holds its raw item
+        is derived; one whose every candidate family already holds its ``n - 1`` derived
+        items is raw (a family of size ``n`` has exactly one raw item)."""
+        sizes = {u: n for r in self.rows for u, n in zip(r.gold, r.sizes, strict=True)}
+        changed = False
+        for x in self.order:
+            if self.kind.get(x) is not None or x not in self.single:
+                continue
+            c = set(self.pos[x]) or set(self.cand.get(x) or ())
+            if not c or not c <= sizes.keys():
+                continue
+            raw_full = derived_full = True
+            for u in c:
+                members = [y for y in self.order if y != x and u in self.pos[y]]
+                raw_full &= any(self.kind.get(y) == RAW_KIND for y in members)
+                derived_full &= sum(1 for y in members if self.kind.get(y) not in (RAW_KIND, None)
+                                    ) >= sizes[u] - 1
+            if raw_full and not derived_full:
+                self.kind[x] = DERIVED_UNSPECIFIED
+                changed = True
+            elif derived_full and not raw_full:
+                self.kind[x] = RAW_KIND
+                changed = True
         return changed
 
     def _one_raw(self, r: _Row, u: int) -> bool:
@@ -858,46 +895,6 @@ class _Lineage:
         return False
 
     # -- assumptions -------------------------------------------------------------------
-    def match_ambiguous_raw(self) -> None:
-        """Give each raw item left ambiguous one of its candidate turns (bipartite matching).
-
-        Every turn has one raw item and every raw item one turn, so among the raw items that
-        stay ambiguous an assignment exists; which one is taken does not change any Raw value
-        (each raw item fills exactly one group either way). Labelled ``assumed``.
-        """
-        owned = {
-            next(iter(self.pos[x]))
-            for x in self.order
-            if self.kind.get(x) == RAW_KIND and x in self.single and len(self.pos[x]) == 1
-        }
-        todo = sorted(
-            x
-            for x in self.order
-            if self.kind.get(x) == RAW_KIND
-            and x in self.single
-            and x in self.cand
-            and len(self.cand[x]) > 1
-        )
-        match: dict[int, str] = {}
-
-        def augment(x: str, seen: set[int]) -> bool:
-            for u in sorted(self.cand[x] - owned):
-                if u in seen:
-                    continue
-                seen.add(u)
-                if u not in match or augment(match[u], seen):
-                    match[u] = x
-                    return True
-            return False
-
-        for x in todo:
-            augment(x, set())
-        for u, x in match.items():
-            self.cand[x] = {u}
-            self.pos[x] = {u}
-            self.label[x] = "assumed"
-        self.propagate()
-
     def infer_from_text(self) -> None:
         """Give ambiguous native derived items the candidate turn whose words they share most.
 
@@ -977,6 +974,13 @@ def _credited_kind(kind: str | None, target: str) -> bool | None:
     return True
 
 
+def _exchangeable_raw(lin: _Lineage, x: str, r: _Row) -> bool:
+    """A raw item of undetermined turn whose every candidate is a gold turn of the row."""
+    c = lin.cand.get(x)
+    return (lin.kind.get(x) == RAW_KIND and x in lin.single and not lin.pos[x]
+            and bool(c) and c <= set(r.gold))
+
+
 def _query_status(
     r: _Row, lin: _Lineage, labels: dict[str, str], has_derived: set[int]
 ) -> QueryRecovery:
@@ -998,19 +1002,18 @@ def _query_status(
             if all(m is False for m in member):
                 continue
             lab = labels[x]
+            if target == "raw" and _exchangeable_raw(lin, x, r):
+                continue  # it fills one gold turn's Raw group, whichever: values agree
             if any(m is None for m in member):
                 st = STATUS_UNKNOWN
                 why.append(f"which gold turns {x} derives from is not determined")
-            elif lab == "assumed" and target != "raw":
-                st = STATUS_UNKNOWN
-                why.append(f"raw item {x} was given its turn by matching (assumed)")
             elif lab == "text" and st == STATUS_EXACT:
                 st = STATUS_INFERRED
                 why.append(f"{x} was given its turn by its text")
-        if target == "raw" and any(labels[x] == "assumed" for x in r.ranking if r.flag.get(x)):
+        if target == "raw" and any(_exchangeable_raw(lin, x, r) for x in r.ranking):
             reasons.append(
-                "raw: some raw items were given their turn by matching; "
-                "Raw values do not depend on that choice"
+                "raw: some raw items are one of several gold turns each (exclusive: each turn "
+                "has one raw item); Raw values do not depend on which"
             )
         if target == "canonical":
             for i, u in enumerate(r.gold):
@@ -1079,8 +1082,6 @@ def import_mtel_trace(
 
     lin = _Lineage(rows, lc, fmt)
     lin.propagate()
-    if any(lin.kind.get(x) == RAW_KIND and len(lin.cand.get(x, ())) > 1 for x in lin.order):
-        lin.match_ambiguous_raw()
     if infer_from_text and fmt == FORMAT_NATIVE:
         lin.infer_from_text()
 
@@ -1105,27 +1106,60 @@ class _Store:
     placeholders: list[str]
     has_derived: set[int]  # gold rows with a known (or placeholder) derived descendant
     gold_units: list[int]
+    folded: tuple[str, ...] = ()  # never-ranked members counted by placeholders
 
 
-def _placeholder(pid: str, kind: str, u: int, lc: _Locomo) -> Item:
+def _placeholder(pid: str, kind: str, u: int, lc: _Locomo, *, certain: bool = True,
+                 count: int | None = None) -> Item:
     return Item(
         item_id=pid,
         kind=kind,
         sources=(lc.units[u],),
         collection=lc.unit_collection[u],
         meta=(("mtel_lineage", "placeholder"),),
+        placeholder=Placeholder("certain" if certain else "possible", count),
     )
+
+
+def _uncertainty(lin: _Lineage, x: str) -> Uncertainty | None:
+    """What the trace leaves open about ``x``'s lineage (``None``: it is determined)."""
+    units = lin.lc.units
+    pos, neg = lin.pos[x], lin.neg[x]
+    raw = lin.kind.get(x) == RAW_KIND
+    if x in lin.single:
+        if pos:
+            return None  # its one source is proven
+        c = lin.cand.get(x)
+        if c:
+            cs = tuple(units[u] for u in sorted(c))
+            return Uncertainty(possible=cs, requires=(cs,), max_sources=1, exclusive=raw)
+        return Uncertainty(excluded=tuple(units[u] for u in sorted(neg)), max_sources=1,
+                           exclusive=raw)
+    requires = []
+    for s in lin.meets.get(x, ()):
+        if s & pos:
+            continue
+        left = tuple(units[u] for u in sorted(s - neg))
+        if left:
+            requires.append(left)
+    return Uncertainty(excluded=tuple(units[u] for u in sorted(neg - pos)),
+                       requires=tuple(dict.fromkeys(requires)))
 
 
 def _build_items(lin: _Lineage, rows: list[_Row]) -> _Store:
     lc, fmt = lin.lc, lin.fmt
     labels = {x: lin.final_label(x) for x in lin.order}
+    ranked = {x for r in rows for x in r.ranking}
+    # native: a family member the trace never ranks, whose turn or kind it leaves open,
+    # changes no value but the family's size, which the trace gives: it is counted by the
+    # family's placeholders instead of being listed with a lineage the trace does not prove
+    folded = ({x for x in lin.order if x not in ranked and (
+        lin.kind.get(x) is None or (x in lin.single and not lin.pos[x]))}
+        if fmt == FORMAT_NATIVE else set())
     items: list[Item] = []
     for x in lin.order:
-        meta: list[tuple[str, Any]] = [("mtel_lineage", labels[x])]
-        cands = lin.candidates(x)
-        if cands:
-            meta.append(("mtel_candidates", [lc.units[u] for u in sorted(cands)]))
+        if x in folded:
+            continue
         items.append(
             Item(
                 item_id=x,
@@ -1133,31 +1167,61 @@ def _build_items(lin: _Lineage, rows: list[_Row]) -> _Store:
                 sources=tuple(lc.units[u] for u in sorted(lin.pos[x])),
                 text=lin.text.get(x),
                 collection=lin.collection[x],
-                meta=tuple(sorted(meta)),
+                meta=(("mtel_lineage", labels[x]),),
+                uncertain=_uncertainty(lin, x),
             )
         )
-    # one raw item for each gold turn whose raw item the trace never shows
-    has_raw = {u for x in lin.order if lin.kind.get(x) == RAW_KIND for u in lin.pos[x]}
+    kept = [x for x in lin.order if x not in folded]
     gold_units = list(dict.fromkeys(u for r in rows for u in r.gold))
+
+    def count(u: int, raw: bool, certain: bool) -> int:
+        n = 0
+        for x in kept:
+            kind = lin.kind.get(x)
+            if (kind == RAW_KIND) != raw or kind is None:
+                continue
+            if certain and u in lin.pos[x]:
+                n += 1
+            elif not certain and not lin.pos[x] and u in (lin.cand.get(x) or ()):
+                n += 1
+        return n
+
     placeholders: list[str] = []
+    # every gold turn has one raw item: where the trace shows none for certain, a placeholder
+    # says its Raw group exists (one unseen item, unless a ranked raw item may be it)
     for u in gold_units:
-        if u not in has_raw:
+        if not count(u, True, True):
             pid = f"raw_{u}" if fmt == FORMAT_IDS_ONLY else f"mtel-unretrieved-raw:{lc.units[u]}"
             placeholders.append(pid)
-            items.append(_placeholder(pid, RAW_KIND, u, lc))
-    # native: a family of size >= 2 has a derived member (it has exactly one raw member); when
-    # none is placed, a placeholder keeps the Canonical group (its members are never ranked)
-    has_derived = {u for x in lin.order if lin.kind.get(x) != RAW_KIND for u in lin.pos[x]}
+            items.append(_placeholder(pid, RAW_KIND, u, lc,
+                                      count=None if count(u, True, False) else 1))
+    has_derived = {u for x in kept if lin.kind.get(x) not in (RAW_KIND, None)
+                   for u in lin.pos[x]}
     if fmt == FORMAT_NATIVE:
+        # a family of size n has one raw member and n - 1 derived ones: a placeholder stands
+        # for those the trace does not place, counted where no ranked item may be one
         sized = {u: n for r in rows for u, n in zip(r.gold, r.sizes, strict=True)}
         for u in gold_units:
-            if sized[u] >= 2 and u not in has_derived:
-                pid = f"mtel-unretrieved-derived:{lc.units[u]}"
-                placeholders.append(pid)
-                has_derived.add(u)
-                items.append(_placeholder(pid, DERIVED_UNSPECIFIED, u, lc))
+            missing = sized[u] - 1 - count(u, False, True)
+            if missing <= 0:
+                continue
+            pid = f"mtel-unretrieved-derived:{lc.units[u]}"
+            placeholders.append(pid)
+            has_derived.add(u)
+            items.append(_placeholder(pid, DERIVED_UNSPECIFIED, u, lc,
+                                      count=None if count(u, False, False) else missing))
+    else:
+        # Mem0 and MemoryOS: the trace shows only ranked items, so any gold turn may have
+        # derived items it never shows (or none)
+        kind = "observation" if fmt == FORMAT_KIND_FLAG else "session_summary"
+        for u in gold_units:
+            pid = f"mtel-unseen-derived:{lc.units[u]}"
+            placeholders.append(pid)
+            items.append(_placeholder(pid, kind, u, lc, certain=False))
     labels.update((pid, "placeholder") for pid in placeholders)
-    return _Store(items, labels, placeholders, has_derived, gold_units)
+    for x in folded:
+        labels[x] = "folded"
+    return _Store(items, labels, placeholders, has_derived, gold_units, tuple(sorted(folded)))
 
 
 def _evidence_difference(q: Query, evidence: tuple[str, ...]) -> str | None:
@@ -1253,8 +1317,10 @@ def _build_report(
         kinds=tuple(sorted(Counter(i.kind for i in items).items())),
         lineage=tuple((k, lineage_counts[k]) for k in _LABELS if lineage_counts[k]),
         placeholder_items=tuple(store.placeholders),
+        folded_items=store.folded,
         ambiguous_items=with_label("ambiguous"),
-        assumed_items=with_label("assumed"),
+        ambiguous_raw_items=tuple(i.item_id for i in items if i.kind == RAW_KIND
+                                  and labels[i.item_id] == "ambiguous"),
         text_inferred_items=with_label("text"),
         partial_lineage_items=with_label("partial"),
         unknown_lineage_items=with_label("unknown"),
