@@ -56,6 +56,7 @@ def print_flips(sdir: Path) -> None:
     from rich.table import Table
 
     from tiap.cli.common import console
+    from tiap.sensitivity.flips import gap_text
 
     path = sdir / "winner_flips.csv"
     if not path.exists():
@@ -76,8 +77,7 @@ def print_flips(sdir: Path) -> None:
         t.add_column(col, justify="right" if col.startswith("gap") else "left")
     for r in rows[:20]:
         t.add_row(r["measure"], r["system_a"], r["system_b"], r["target_1"],
-                  f"{float(r['gap_1']):+.4f}", r["target_2"], f"{float(r['gap_2']):+.4f}",
-                  r["significant_flip"])
+                  gap_text(r, 1), r["target_2"], gap_text(r, 2), r["significant_flip"])
     console.print(t)
     if len(rows) > 20:
         console.print(f"... and {len(rows) - 20} more")

@@ -69,19 +69,25 @@ def sensitivity_cmd(
     err_console.print(f"wrote {out}")
 
 
+def ci_text(lo: float | None, hi: float | None) -> str:
+    return "-" if lo is None or hi is None else f"{lo:+.3f}, {hi:+.3f}"
+
+
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
+    from tiap.sensitivity.flips import gap_text
+
     rows = [r for r in res.table("winner_flips") if r["flip"]]
     primary = res.options["primary"]
     rows = [r for r in rows if r["measure"] == primary.get(r["dataset"])]
     t = RichTable(title=f"winner flips on the primary measure ({len(rows)})",
                   title_justify="left")
-    for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 [CI]", "gap 2 [CI]",
+    for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "gap 2 (CI)",
               "significant"):
         t.add_column(c)
     for r in rows:
         t.add_row(r["dataset"], r["measure"], f"{r['system_a']} vs {r['system_b']}",
                   f"{r['target_1']} -> {r['target_2']}", f"{r['n_shared']:,}",
-                  f"{r['gap_1']:+.4f} [{r['ci_1_low']:+.3f}, {r['ci_1_high']:+.3f}]",
-                  f"{r['gap_2']:+.4f} [{r['ci_2_low']:+.3f}, {r['ci_2_high']:+.3f}]",
+                  f"{gap_text(r, 1)} ({ci_text(r['ci_1_low'], r['ci_1_high'])})",
+                  f"{gap_text(r, 2)} ({ci_text(r['ci_2_low'], r['ci_2_high'])})",
                   "yes" if r["significant_flip"] else "no")
     console.print(t)

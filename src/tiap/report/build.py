@@ -22,7 +22,8 @@ from tiap.provenance import input_entry, manifest_header
 from tiap.report import plots
 from tiap.report.card import card_json, card_markdown
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
-from tiap.report.render import ReportTable, ci, esc, f4, pct, pval, signed, signed_pct
+from tiap.report.render import ReportTable, ci, esc, f4, mean_text, pct, pval, signed, signed_pct
+from tiap.sensitivity.flips import gap_text
 
 __all__ = ["build_report"]
 
@@ -247,7 +248,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         for tg in targets:
             r = next((x for x in means if x["system"] == s and x["target"] == tg
                       and x["measure"] == primary), None)
-            cells.append(f"{f4(r['mean'])} ({r['n']})" if r else "–")
+            cells.append(f"{mean_text(r)} ({r['n']})" if r else "–")
             shared.append(f"{f4(r['mean_shared_targets'])}" if r else "–")
             series[tg].append(num(r["mean"]) if r else None)
         t.add([s, *cells, *shared])
@@ -260,7 +261,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
             for m in ds.get("measures", []):
                 r = next((x for x in means if x["system"] == s and x["target"] == tg
                           and x["measure"] == m), None)
-                row.append(f4(r["mean"]) if r else "–")
+                row.append(mean_text(r) if r else "–")
             all_m.add(row)
     page.table(all_m)
     page.figure(_safe(lambda: plots.bars(f"{label}: mean {primary} per target", systems,
@@ -303,8 +304,8 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     for r in rows:
         flip = truth(r["flip"])
         t.add([f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
-               r["n_shared"], signed(r["gap_1"]), ci(r["ci_1_low"], r["ci_1_high"]),
-               pval(r["p_1"]), signed(r["gap_2"]), ci(r["ci_2_low"], r["ci_2_high"]),
+               r["n_shared"], gap_text(r, 1), ci(r["ci_1_low"], r["ci_1_high"]),
+               pval(r["p_1"]), gap_text(r, 2), ci(r["ci_2_low"], r["ci_2_high"]),
                pval(r["p_2"]), f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}",
                ("significant" if truth(r["significant_flip"]) else "yes") if flip else "no"],
               mark=flip)
@@ -331,8 +332,8 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         for r in other:
             t.add([r["measure"], f"{r['system_a']} vs {r['system_b']}",
                    f"{r['target_1']} → {r['target_2']}", r["n_shared"],
-                   f"{signed(r['gap_1'])} {ci(r['ci_1_low'], r['ci_1_high'])}",
-                   f"{signed(r['gap_2'])} {ci(r['ci_2_low'], r['ci_2_high'])}",
+                   f"{gap_text(r, 1)} {ci(r['ci_1_low'], r['ci_1_high'])}",
+                   f"{gap_text(r, 2)} {ci(r['ci_2_low'], r['ci_2_high'])}",
                    "yes" if truth(r["significant_flip"]) else "no"], mark=True)
         page.table(t)
 
@@ -408,8 +409,8 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
         for r in cf:
             t.add([r["category"] or "(none)", f"{r['system_a']} vs {r['system_b']}",
                    f"{r['target_1']} → {r['target_2']}", r["n_shared"],
-                   f"{signed(r['gap_1'])} {ci(r['ci_1_low'], r['ci_1_high'])}",
-                   f"{signed(r['gap_2'])} {ci(r['ci_2_low'], r['ci_2_high'])}",
+                   f"{gap_text(r, 1)} {ci(r['ci_1_low'], r['ci_1_high'])}",
+                   f"{gap_text(r, 2)} {ci(r['ci_2_low'], r['ci_2_high'])}",
                    "yes" if truth(r["significant_flip"]) else "no"], mark=True)
         page.table(t)
 

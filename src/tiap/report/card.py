@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tiap.report.load import SensitivityDir, num, truth
-from tiap.report.render import ci, f4, md_escape, pval, signed
+from tiap.report.render import ci, f4, md_escape, pval
+from tiap.sensitivity.flips import gap_text
 
 __all__ = ["CREDIT_MODES", "card_json", "card_markdown"]
 
@@ -27,14 +28,15 @@ CREDIT_MODES = {
            "every member is relevant; the ideal DCG has min(|set|, k) ones.",
 }
 
-_FLOATS = ("gap_1", "gap_2", "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2")
+_FLOATS = ("gap_1", "gap_2", "gap_1_lower", "gap_1_upper", "gap_2_lower", "gap_2_upper",
+           "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2")
 
 
 def _flip_json(r: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {k: r[k] for k in ("measure", "system_a", "system_b", "target_1",
                                              "target_2")}
     out["n_shared"] = int(num(r["n_shared"]) or 0)
-    out.update({k: num(r[k]) for k in _FLOATS})
+    out.update({k: num(r.get(k)) for k in _FLOATS})
     out["significant_flip"] = truth(r["significant_flip"])
     return out
 
@@ -153,8 +155,8 @@ def card_markdown(card: dict[str, Any]) -> str:
                 out.append(
                     f"| {md_escape(f['measure'])} | {md_escape(f['system_a'])} vs "
                     f"{md_escape(f['system_b'])} | {md_escape(f['target_1'])} → "
-                    f"{md_escape(f['target_2'])} | {f['n_shared']} | {signed(f['gap_1'])} "
-                    f"{ci(f['ci_1_low'], f['ci_1_high'])} | {signed(f['gap_2'])} "
+                    f"{md_escape(f['target_2'])} | {f['n_shared']} | {gap_text(f, 1)} "
+                    f"{ci(f['ci_1_low'], f['ci_1_high'])} | {gap_text(f, 2)} "
                     f"{ci(f['ci_2_low'], f['ci_2_high'])} | {pval(f['p_1'])} | "
                     f"{pval(f['p_2'])} | {'yes' if f['significant_flip'] else 'no'} |")
         if ds["design_changes"]:

@@ -47,6 +47,15 @@ def f4(x: object, digits: int = 4) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
+def mean_text(row: dict[str, object], digits: int = 4) -> str:
+    """A means row's ``mean``, or ``[lower, upper]`` where partial lineage only bounds it."""
+    v = num(row.get("mean"))
+    if v is not None:
+        return f"{v:.{digits}f}"
+    lo, hi = num(row.get("lower")), num(row.get("upper"))
+    return "–" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
 def signed(x: object, digits: int = 4) -> str:
     v = num(x)
     return "–" if v is None else f"{v:+.{digits}f}"

@@ -13,11 +13,21 @@ with opposite signs: ``ci_1_low > 0 and ci_2_high < 0`` or ``ci_1_high < 0 and c
 
 All measures of one comparison are resampled together, with a generator keyed by
 ``(seed, dataset, A, B, t1, t2[, category])``.
+
+**Partial lineage.** Where some value of the shared subset is only bounded (``[lo, hi]``,
+from ``intervals.csv``), the gap is the interval ``[gap_lower, gap_upper]`` =
+``mean(lo_A - hi_B)``, ``mean(hi_A - lo_B)`` over the shared queries (``gap`` empty), the
+winner is ``a`` or ``b`` only when that interval excludes 0 (else ``not determined``), and
+a flip is a flip only when both gap intervals exclude 0 with opposite signs: a flip decided
+on an interval that straddles zero is not a flip. The bootstrap resamples the lower and the
+upper differences with the same queries; the reported interval runs from the lower end of
+the first to the upper end of the second, so it holds every lineage's interval, and the
+p-value is the larger of the two differences' p-values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -31,6 +41,9 @@ from tiap.sensitivity.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, paired_test
 __all__ = [
     "FLIP_COLUMNS",
     "MEANS_COLUMNS",
+    "UNDETERMINED",
+    "gap_text",
+    "is_flip_interval",
     "is_flip",
     "is_significant_flip",
     "system_means_rows",
@@ -40,13 +53,15 @@ __all__ = [
 
 FLIP_COLUMNS = (
     "dataset", "measure", "system_a", "system_b", "target_1", "target_2", "n_shared",
-    "gap_1", "gap_2", "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2",
+    "n_undetermined", "gap_1", "gap_2", "gap_1_lower", "gap_1_upper", "gap_2_lower",
+    "gap_2_upper", "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2",
     "winner_1", "winner_2", "flip", "significant_flip",
 )
+UNDETERMINED = "not determined"
 #: Gaps within this of 0 are ties (float noise in a mean of equal values is not a winner).
 TIE_EPS = 1e-12
-MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "mean", "n_shared_targets",
-                 "mean_shared_targets")
+MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "n_exact", "mean", "lower",
+                 "upper", "n_shared_targets", "mean_shared_targets")
 
 
 def winner(gap: float | None, a: str, b: str) -> str:
@@ -69,6 +84,21 @@ def is_significant_flip(ci_1: tuple[float, float], ci_2: tuple[float, float]) ->
     if any(x is None or x != x for x in (l1, h1, l2, h2)):
         return False
     return (l1 > 0 and h2 < 0) or (h1 < 0 and l2 > 0)
+
+
+def gap_text(row: Mapping[str, Any], which: int, digits: int = 4) -> str:
+    """A flip row's gap ``which`` (1 or 2) as text: ``+0.1234``, or ``[+0.0768, +0.5768]``
+    when partial lineage only bounds it (rows as written or as read back from CSV)."""
+    def num(v: Any) -> float | None:
+        return None if v in (None, "") else float(v)
+
+    g = num(row.get(f"gap_{which}"))
+    if g is not None:
+        return f"{g:+.{digits}f}"
+    lo, hi = num(row.get(f"gap_{which}_lower")), num(row.get(f"gap_{which}_upper"))
+    if lo is None or hi is None:
+        return "-"
+    return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
 def _none(x: float) -> float | None:
@@ -95,36 +125,91 @@ def winner_flips(
     for a, b in combinations(names, 2):
         sa, sb = ds.systems[a], ds.systems[b]
         for t1, t2 in combinations(ds.targets, 2):
-            shared = ds.shared((a, b), (t1, t2))
+            shared = ds.shared((a, b), (t1, t2), bounded=True)
             if mask is not None:
                 shared &= mask
-            cols = [sa.get(t, m)[shared] - sb.get(t, m)[shared] for t in (t1, t2) for m in ms]
-            d = np.column_stack(cols) if cols else np.empty((0, 0))
-            test = paired_test(d, seed=seed, key=(ds.name, *key, a, b, t1, t2),
-                               resamples=resamples, alpha=alpha)
+            pairs = [(t, m) for t in (t1, t2) for m in ms]
+            lo = [sa.interval(t, m)[0][shared] - sb.interval(t, m)[1][shared] for t, m in pairs]
+            hi = [sa.interval(t, m)[1][shared] - sb.interval(t, m)[0][shared] for t, m in pairs]
+            d_lo = np.column_stack(lo) if lo else np.empty((0, 0))
+            d_hi = np.column_stack(hi) if hi else np.empty((0, 0))
+            open_ = ~np.isclose(d_lo, d_hi, rtol=0.0, atol=TIE_EPS)  # (query, column)
             nm = len(ms)
+            if not open_.any():
+                test = paired_test(d_lo, seed=seed, key=(ds.name, *key, a, b, t1, t2),
+                                   resamples=resamples, alpha=alpha)
+                t_lo = t_hi = test
+            else:
+                both = paired_test(np.hstack([d_lo, d_hi]), seed=seed,
+                                   key=(ds.name, *key, a, b, t1, t2), resamples=resamples,
+                                   alpha=alpha)
+                t_lo, t_hi = _split(both, 2 * nm)  # lower columns, then upper ones
             for j, m in enumerate(ms):
-                g1, g2 = _none(test.mean[j]), _none(test.mean[nm + j])
-                ci1 = (_none(test.ci_low[j]), _none(test.ci_high[j]))
-                ci2 = (_none(test.ci_low[nm + j]), _none(test.ci_high[nm + j]))
+                cols = (j, nm + j)
+                und = [int(open_[:, c].sum()) for c in cols]
+                gaps = [(_none(t_lo.mean[c]), _none(t_hi.mean[c])) for c in cols]
+                g1, g2 = (g[0] if u == 0 else None for g, u in zip(gaps, und, strict=True))
+                ci1 = (_none(t_lo.ci_low[j]), _none(t_hi.ci_high[j]))
+                ci2 = (_none(t_lo.ci_low[nm + j]), _none(t_hi.ci_high[nm + j]))
+                p1, p2 = (_none(max(t_lo.p[c], t_hi.p[c])) for c in cols)
+                flip = is_flip_interval(gaps[0], gaps[1])
                 rows.append({
                     "dataset": ds.name, **(extra or {}), "measure": str(m),
                     "system_a": a, "system_b": b, "target_1": t1, "target_2": t2,
-                    "n_shared": test.n, "gap_1": g1, "gap_2": g2,
+                    "n_shared": t_lo.n, "n_undetermined": max(und),
+                    "gap_1": g1, "gap_2": g2,
+                    "gap_1_lower": gaps[0][0], "gap_1_upper": gaps[0][1],
+                    "gap_2_lower": gaps[1][0], "gap_2_upper": gaps[1][1],
                     "ci_1_low": ci1[0], "ci_1_high": ci1[1],
                     "ci_2_low": ci2[0], "ci_2_high": ci2[1],
-                    "p_1": _none(test.p[j]), "p_2": _none(test.p[nm + j]),
-                    "winner_1": winner(g1, a, b), "winner_2": winner(g2, a, b),
-                    "flip": is_flip(g1, g2),
-                    "significant_flip": is_flip(g1, g2) and is_significant_flip(ci1, ci2),
+                    "p_1": p1, "p_2": p2,
+                    "winner_1": winner_interval(gaps[0], a, b),
+                    "winner_2": winner_interval(gaps[1], a, b),
+                    "flip": flip,
+                    "significant_flip": flip and is_significant_flip(ci1, ci2),
                 })
     return rows
 
 
+def _split(test: Any, h: int) -> tuple[Any, Any]:
+    """A paired test's first ``h`` columns (lower differences) and the rest (upper)."""
+    from tiap.sensitivity.stats import PairedTest
+
+    return (PairedTest(test.n, test.mean[:h], test.ci_low[:h], test.ci_high[:h], test.p[:h]),
+            PairedTest(test.n, test.mean[h:], test.ci_low[h:], test.ci_high[h:], test.p[h:]))
+
+
+def winner_interval(gap: tuple[float | None, float | None], a: str, b: str) -> str:
+    """The winner when the gap interval decides it: ``a`` (above 0), ``b`` (below 0),
+    ``tie`` (a point at 0), else ``not determined``."""
+    lo, hi = gap
+    if lo is None or hi is None:
+        return ""
+    if hi - lo <= TIE_EPS:
+        return winner(lo, a, b)
+    if lo > TIE_EPS:
+        return a
+    if hi < -TIE_EPS:
+        return b
+    return UNDETERMINED
+
+
+def is_flip_interval(gap_1: tuple[float | None, float | None],
+                     gap_2: tuple[float | None, float | None]) -> bool:
+    """A sign change that holds under every lineage: both gap intervals exclude 0, on
+    opposite sides (for points, :func:`is_flip`)."""
+    (l1, h1), (l2, h2) = gap_1, gap_2
+    if any(x is None for x in (l1, h1, l2, h2)):
+        return False
+    return (l1 > TIE_EPS and h2 < -TIE_EPS) or (h1 < -TIE_EPS and l2 > TIE_EPS)
+
+
 def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                       extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Per system, target and measure: the mean over the queries defined under the target,
-    and over the queries defined under every target (the system's shared subset)."""
+    """Per system, target and measure: the mean over the queries defined under the target
+    (``[lower, upper]`` where partial lineage only bounds some values; ``mean`` then empty),
+    and over the queries whose values are determined under every target (the system's
+    shared subset)."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         all_t = ds.shared((s,), ds.targets)
@@ -133,11 +218,17 @@ def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
         for t in ds.targets:
             for m in ds.measures:
                 v = sc.get(t, m)
-                ok = ~np.isnan(v) if mask is None else ~np.isnan(v) & mask
+                lo, hi = sc.interval(t, m)
+                ok = ~np.isnan(lo) if mask is None else ~np.isnan(lo) & mask
+                n_exact = int((ok & ~np.isnan(v)).sum())
+                n = int(ok.sum())
+                exact = n_exact == n
                 rows.append({
                     "dataset": ds.name, **(extra or {}), "system": s, "target": t,
-                    "measure": str(m), "n": int(ok.sum()),
-                    "mean": float(v[ok].mean()) if ok.any() else None,
+                    "measure": str(m), "n": n, "n_exact": n_exact,
+                    "mean": float(v[ok].mean()) if n and exact else None,
+                    "lower": float(lo[ok].mean()) if n else None,
+                    "upper": float(hi[ok].mean()) if n else None,
                     "n_shared_targets": int(all_t.sum()),
                     "mean_shared_targets": float(v[all_t].mean()) if all_t.any() else None,
                 })

@@ -11,6 +11,11 @@ only ever compared within a dataset. Every (system, target, measure) becomes one
 the dataset's *query universe* (the union of the scored queries, in order of first
 appearance), with NaN where the value is undefined (a zero-target case) or the system did
 not score the query.
+
+Partial lineage: a value the lineage only bounds is NaN in ``values`` (it is not known)
+and its ``[lower, upper]`` (``intervals.csv``) is kept in :attr:`SystemScores.lower` /
+:attr:`SystemScores.upper`, so that the analyses that need a point value use the queries
+whose values are determined, and the winner flips decide on the bounds.
 """
 
 from __future__ import annotations
@@ -46,9 +51,31 @@ class SystemScores:
         default_factory=dict)
     #: the rescore manifest's report on this system (unknown ids, missing queries, ...)
     report: Mapping[str, Any] = field(default_factory=dict)
+    #: partial lineage: (target, measure) -> per-query bounds (equal to the value where it is
+    #: determined, NaN where undefined), for the keys with some value only bounded
+    lower: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    upper: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
 
     def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
+        """Per-query values: NaN where undefined or only bounded (:meth:`interval`)."""
         return self.values[(target, measure)]
+
+    def interval(self, target: str, measure: Measure,
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-query ``(lower, upper)``, NaN only where the query is undefined."""
+        key = (target, measure)
+        if key in self.lower:
+            return self.lower[key], self.upper[key]
+        return self.values[key], self.values[key]
+
+    def in_universe(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries defined under ``target`` (value determined or bounded) for every measure."""
+        mask = None
+        for m in measures:
+            ok = ~np.isnan(self.interval(target, m)[0])
+            mask = ok if mask is None else mask & ok
+        assert mask is not None
+        return mask
 
     def defined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
         """Queries whose value is defined under ``target`` for every measure."""
@@ -85,13 +112,16 @@ class Dataset:
         return len(self.query_ids)
 
     def shared(self, systems: Iterable[str], targets: Iterable[str],
-               measures: Sequence[Measure] | None = None) -> NDArray[np.bool_]:
-        """Queries defined under every given target for every given system."""
+               measures: Sequence[Measure] | None = None, *,
+               bounded: bool = False) -> NDArray[np.bool_]:
+        """Queries defined under every given target for every given system (with
+        ``bounded``, also those whose values partial lineage only bounds)."""
         ms = tuple(measures or self.measures)
         mask = np.ones(self.n, dtype=bool)
         for s in systems:
             for t in targets:
-                mask &= self.systems[s].defined(t, ms)
+                sc = self.systems[s]
+                mask &= sc.in_universe(t, ms) if bounded else sc.defined(t, ms)
         return mask
 
 
@@ -103,6 +133,8 @@ class _Folder:
     query_ids: tuple[str, ...]
     per_system: dict[str, dict[str, int]]  # system -> {query_id: local index}
     values: dict[tuple[str, str, str], NDArray[np.float64]]  # (system, target, measure)
+    #: (system, target, measure) -> (lower, upper), for keys with some value only bounded
+    bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
     sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
     categories: dict[str, str]
     category_source: str
@@ -164,6 +196,32 @@ def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
         qi = np.fromiter((idx[q] for q, _ in got), np.int64, len(got))
         arr[qi] = np.fromiter((v for _, v in got), np.float64, len(got))
         values[key] = arr
+    bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+    iv = path / "intervals.csv"
+    if iv.exists():
+        with open(iv, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header != ["system", "target", "query_id", "measure", "lower", "upper"]:
+                raise TiapError(f"unexpected header {header!r}", file=iv, line=1)
+            for lineno, row in enumerate(reader, start=2):
+                if len(row) != 6:
+                    raise TiapError(f"expected 6 fields, found {len(row)}", file=iv, line=lineno)
+                s, t, q, m, lo, hi = row
+                key = (s, t, m)
+                if key not in values or q not in order.get(s, {}):
+                    raise TiapError(f"no per_query.csv row for {s}/{t}/{q}/{m}", file=iv,
+                                    line=lineno)
+                i = order[s][q]
+                if not np.isnan(values[key][i]):
+                    raise TiapError(f"{s}/{t}/{q}/{m} has both a value and bounds", file=iv,
+                                    line=lineno)
+                if key not in bounds:
+                    bounds[key] = (values[key].copy(), values[key].copy())
+                lo_f, hi_f = _float(lo, iv, lineno), _float(hi, iv, lineno)
+                if not lo_f <= hi_f:
+                    raise TiapError(f"lower {lo!r} above upper {hi!r}", file=iv, line=lineno)
+                bounds[key][0][i], bounds[key][1][i] = lo_f, hi_f
     sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     ts = path / "target_sizes.csv"
     if ts.exists():
@@ -186,8 +244,8 @@ def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
     universe: dict[str, None] = {}
     for qs in order.values():
         universe.update(dict.fromkeys(qs))
-    return _Folder(path, name or path.name, man, tuple(universe), order, values, sizes,
-                   categories, source)
+    return _Folder(path, name or path.name, man, tuple(universe), order, values, bounds,
+                   sizes, categories, source)
 
 
 def _categories(path: Path, man: Mapping[str, Any]) -> tuple[dict[str, str], str]:
@@ -307,6 +365,7 @@ def _pool(folders: list[_Folder]) -> Dataset:
     systems: dict[str, SystemScores] = {}
     inputs: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
+    noted: set[tuple[str, str]] = set()
     for f in folders:
         man_inputs = f.manifest.get("inputs") or {}
         for s, local in f.per_system.items():
@@ -316,6 +375,8 @@ def _pool(folders: list[_Folder]) -> Dataset:
                                 file=str(f.path))
             pos = np.fromiter((universe[q] for q in local), np.int64, len(local))
             vals: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+            lows: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+            highs: dict[tuple[str, Measure], NDArray[np.float64]] = {}
             for t in target_order:
                 for m, mt in zip(measure_order, measures, strict=True):
                     arr = np.full(n, np.nan)
@@ -325,6 +386,18 @@ def _pool(folders: list[_Folder]) -> Dataset:
                     else:
                         arr[pos] = got
                     vals[(t, mt)] = arr
+                    b = f.bounds.get((s, t, m))
+                    if b is not None:
+                        lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+                        lo[pos], hi[pos] = b
+                        lows[(t, mt)], highs[(t, mt)] = lo, hi
+                        n_b = int((np.isnan(arr) & ~np.isnan(lo)).sum())
+                        if (s, t) not in noted:
+                            noted.add((s, t))
+                            notes.append(
+                                f"{f.path}: {s}/{t}: {n_b:,} queries' {m} only bounded by "
+                                "partial lineage; the winner flips and system means use the "
+                                "bounds, every other table leaves those queries out")
             sz: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
             for t in target_order:
                 got_sz = f.sizes.get((s, t))
@@ -333,7 +406,7 @@ def _pool(folders: list[_Folder]) -> Dataset:
                     g[pos], mem[pos] = got_sz
                     sz[t] = (g, mem)
             report = (f.manifest.get("systems") or {}).get(s, {})
-            systems[s] = SystemScores(s, f.path, vals, sz, report)
+            systems[s] = SystemScores(s, f.path, vals, sz, report, lows, highs)
             store = report.get("store", s)
             entry: dict[str, Any] = {}
             for key in (f"items:{store}", f"items:{s}", "items"):
