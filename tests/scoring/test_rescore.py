@@ -192,10 +192,11 @@ def test_targets_command(files: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "t"
     assert main(["targets", "--items", str(files["items"]), "--queries", str(files["queries"]),
                  "--out", str(out), "--targets", "raw;source;canonical;facts=kind in {fact}"]) == 0
-    qrels = (out / "qrels" / "canonical.qrels").read_text().split("\n")
+    store = tmp_path.name  # items.jsonl names no store: its folder does
+    qrels = (out / "qrels" / f"{store}.canonical.qrels").read_text().split("\n")
     assert "q1 0 f1 1" in qrels and not any(line.startswith("q2 ") for line in qrels)
     mapping = [json.loads(x) for x in (out / "target_mapping.jsonl").read_text().splitlines()]
-    assert mapping[0] == {"query_id": "q1", "raw_ids": ["t1", "t2"],
+    assert mapping[0] == {"store": store, "query_id": "q1", "raw_ids": ["t1", "t2"],
                           "source_ids": ["f1", "f2", "s1", "t1", "t2"],
                           "canonical_ids": ["f1", "f2"]}
-    assert (out / "qrels" / "facts.qrels").exists()
+    assert (out / "qrels" / f"{store}.facts.qrels").exists()

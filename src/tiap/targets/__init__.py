@@ -6,7 +6,8 @@ items whose lineage reaches it. A :class:`Target` (built-ins ``raw``, ``source``
 :mod:`.graph`; more from ``name=spec`` strings) picks members of each evidence unit's
 family; :func:`build_groups` gives, per (query, target), one group per evidence unit, or a
 zero-target case with its reason; :func:`coverage` summarises them and
-:func:`write_targets` writes groups JSONL, target-mapping rows, TREC qrels and coverage.
+:func:`write_targets` writes, per store, groups JSONL, target-mapping rows, TREC qrels
+(``qrels/<store>.<target>.qrels``) and coverage.
 
 >>> from tiap.targets import build_groups, write_targets      # doctest: +SKIP
 >>> sets = build_groups(items, queries, ["raw", "source", "canonical",
@@ -18,9 +19,12 @@ zero-target case with its reason; :func:`coverage` summarises them and
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, TargetCoverage, coverage
 from tiap.targets.export import (
     SCHEMA_VERSION,
+    TargetsExport,
     groups_rows,
     mapping_rows,
     qrels_lines,
+    qrels_name,
+    qrels_store,
     write_coverage,
     write_groups_jsonl,
     write_qrels,
@@ -84,6 +88,7 @@ __all__ = [
     "TargetGroups",
     "TargetRegistry",
     "TargetSets",
+    "TargetsExport",
     "ZeroTarget",
     "build_groups",
     "build_lineage",
@@ -96,6 +101,8 @@ __all__ = [
     "parse_spec",
     "parse_target",
     "qrels_lines",
+    "qrels_name",
+    "qrels_store",
     "register_target",
     "resolve_targets",
     "write_coverage",
