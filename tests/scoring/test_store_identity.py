@@ -72,3 +72,34 @@ def test_runs_of_one_store_share_it_and_report_its_name() -> None:
     # the same id 'f1' is credited in store f5 (lineage u1) and not in store f1 (lineage u9)
     assert res.value("f5-bm25", "source", "RR@10").tolist() == [1.0]
     assert res.value("f1-bm25", "source", "RR@10").tolist() == [0.0]
+
+
+def test_rescore_refuses_another_stores_qrels(tmp_path: Path) -> None:
+    """A trace names its store (header); qrels written by `tiap targets` name theirs: a run
+    of store f1 scored against f5's qrels is refused, with the qrels to use."""
+    from tiap.cli.main import main
+
+    q = tmp_path / "queries.jsonl"
+    q.write_text('{"query_id": "q1", "question": "?", "answer": "a", "evidence": ["u1"]}\n')
+    for name, fact_unit in (("f1", "u9"), ("f5", "u1")):  # the same id, another lineage
+        d = tmp_path / name
+        d.mkdir()
+        write_items(d / "items.jsonl", [Item("t1", "raw", ("u1",)),
+                                        Item("x", "fact", (fact_unit,))], store=name)
+    assert main(["targets", "--items", str(tmp_path / "f1" / "items.jsonl"), "--items",
+                 str(tmp_path / "f5" / "items.jsonl"), "--queries", str(q),
+                 "--out", str(tmp_path / "t")]) == 0
+    trace = tmp_path / "f1-run.jsonl"
+    trace.write_text(json.dumps({"tiap_trace": 1, "schema_version": 1, "system": "f1-bm25",
+                                 "store": {"name": "f1"}}) + "\n"
+                     + json.dumps({"query_id": "q1", "system": "f1-bm25",
+                                   "ranking": ["x", "t1"]}) + "\n")
+    qrels = tmp_path / "t" / "qrels"
+    assert main(["rescore", "--run", str(trace), "--qrels", str(qrels / "f5.source.qrels"),
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad").exists()
+    assert main(["rescore", "--run", str(trace), "--qrels", str(qrels / "f1.source.qrels"),
+                 "--measures", "RR@5", "--out", str(tmp_path / "ok")]) == 0
+    rows = (tmp_path / "ok" / "per_query.csv").read_text().splitlines()
+    # named by its target, not its file name; in f1, x is not credited (lineage u9): RR = 1/2
+    assert rows[1] == "f1-bm25,source,q1,RR@5,0.5"

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from tiap.cli.common import console, err_console
 from tiap.cli.targets import split_targets
-from tiap.errors import TiapError
+from tiap.errors import Problem, TiapError
 
 
 def parse_named(value: str) -> tuple[str | None, Path]:
@@ -59,10 +59,16 @@ def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
     from tiap.traces.columnar import read_qrels
     from tiap.traces.runs import _default_system
 
+    from tiap.targets.export import qrels_store
+
     out = {}
     for spec in specs:
         name, path = parse_named(spec)
-        name = name or _default_system(path)
+        if name is None:
+            name = _default_system(path)
+            store = qrels_store(path) if path.exists() else None
+            if store is not None:  # TIAP's qrels/<store>.<target>.qrels: named by the target
+                name = name.removeprefix(f"{store}.")
         if name in out:
             raise TiapError(f"two qrels files are named {name!r}; name them with NAME=PATH",
                             file=path)
@@ -200,6 +206,7 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     else:
         runs = load_runs(run, dedup, columnar=True)
         judgments = load_qrels(qrels)
+    _check_stores(run, qrels)
     inputs: dict[str, Path] = {}
     for spec, name in zip(qrels, judgments, strict=True):
         inputs[f"qrels:{name}"] = parse_named(spec)[1]
@@ -207,6 +214,27 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
         name, path = parse_named(spec)
         inputs[f"run:{name or path.name}"] = path
     return rescore_qrels(runs, judgments, **opts), inputs
+
+
+def _check_stores(runs: list[str], qrels: list[str]) -> None:
+    """Refuse to score a run against another store's qrels when both say their store (a
+    TIAP trace's header; qrels written by ``tiap targets``)."""
+    from tiap.targets.export import qrels_store
+    from tiap.traces.runs import trace_store
+
+    named = [(p, qrels_store(p)) for p in (parse_named(q)[1] for q in qrels)]
+    problems = []
+    for spec in runs:
+        path = parse_named(spec)[1]
+        run_store = trace_store(path)
+        for qpath, q_store in named:
+            if run_store is not None and q_store is not None and run_store != q_store:
+                problems.append(Problem(
+                    f"the run ranks items of store {run_store!r}, but {qpath} holds the "
+                    f"targets of store {q_store!r}: item ids are only unique within a store, "
+                    f"so use {run_store}'s qrels", file=str(path)))
+    if problems:
+        raise TiapError(problems=problems)
 
 
 def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]

@@ -42,7 +42,7 @@ from tiap.datasets.queryfile import read_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problem, TiapError
 from tiap.io import atomic_write, read_json, sha256_file
-from tiap.memory.store import Item, read_items
+from tiap.memory.store import Item, default_store_name, read_items, store_name
 from tiap.provenance import versions as base_versions
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import top_k
@@ -404,6 +404,7 @@ def trace_header(
         "dataset": store.dataset,
         "system": system,
         "store": {
+            "name": store_name(store.items, default_store_name(store.items_path)),
             "path": str(store.path),
             "items_file": store.items_path.name,
             "items_sha256": store.items_sha256,

@@ -426,6 +426,21 @@ def _trace_header(line: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) and TRACE_HEADER_KEY in obj else None
 
 
+def trace_store(path: str | Path) -> str | None:
+    """The store a TIAP trace names in its header (``tiap retrieve`` writes it), else
+    ``None`` (other run formats name none)."""
+    path = Path(path)
+    try:
+        with open_text(path) as fh:
+            first = _first_line(_numbered_lines(fh, path))
+    except (OSError, TiapError):
+        return None
+    header = _trace_header(first[1]) if first is not None else None
+    store = (header or {}).get("store")
+    name = store.get("name") if isinstance(store, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def detect_run_format(path: str | Path) -> str:
     """The format of a run file (one of :data:`RUN_FORMATS`), recognised from its content.
 
