@@ -14,6 +14,11 @@ becomes matched. With G groups and hits = matched groups:
 - R@k    = hits / G;  hit rate = [hits > 0];  top-1 rate = [the rank-1 item is relevant]
 
 A query with no group under a target is a zero-target case: left out of that target's means.
+
+Items whose lineage the trace leaves open (``uncertain``) are members only of the turns
+their ``sources`` prove; :func:`resolve_exclusive` gives raw items that are one of several
+turns (each turn has one raw item) one turn each, by a matching of its own, for the Raw
+figures, which do not depend on the choice.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 K = 60
@@ -137,42 +143,28 @@ def first_hit(ranking: Sequence[str], relevant: set[str], k: int = K) -> dict[st
     return {"rr": 0.0, "hit": 0.0, "top1": 0.0}
 
 
-def bounds(
-    ranking: Sequence[str], relevant: set[str], n_groups: int, k: int = K
-) -> tuple[float, float, float, float]:
-    """Lineage-free bounds (nDCG low, nDCG high, recall low, recall high) for one query.
+def resolve_exclusive(imp: Any) -> Any:
+    """The import with every exclusive, single-source item of undetermined turn given one of
+    its candidate turns, no two the same (an augmenting-path matching, in id order)."""
+    todo = sorted((i for i in imp.items if i.uncertain is not None and i.uncertain.exclusive
+                   and i.uncertain.max_sources == 1 and i.uncertain.possible and not i.sources),
+                  key=lambda i: i.item_id)
+    owner: dict[str, str] = {}
 
-    With ``relevant`` the ranked items credited under some group: at least the first one opens
-    a group; at most every one of them opens a new group until all G are matched.
-    """
-    ranks = [i for i, x in enumerate(ranking[:k], start=1) if x in relevant]
-    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(n_groups, k) + 1))
-    if not ranks:
-        return 0.0, 0.0, 0.0, 0.0
-    low = (1.0 / math.log2(ranks[0] + 1)) / ideal
-    high = sum(1.0 / math.log2(r + 1) for r in ranks[:n_groups]) / ideal
-    return low, high, 1.0 / n_groups, min(len(ranks), n_groups) / n_groups
+    def augment(item: Any, seen: set[str]) -> bool:
+        for u in item.uncertain.possible:
+            if u in seen:
+                continue
+            seen.add(u)
+            if u not in owner or augment(by_id[owner[u]], seen):
+                owner[u] = item.item_id
+                return True
+        return False
 
-
-def mean_interval(
-    exact: Iterable[dict[str, float]], others: Iterable[tuple[Sequence[str], set[str], int]]
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """(nDCG low, high), (recall low, high) means over all queries: ``exact`` per-query values
-    where lineage is known, :func:`bounds` of ``(ranking, credited items, G)`` elsewhere."""
-    lo = [0.0, 0.0]
-    hi = [0.0, 0.0]
-    n = 0
-    for v in exact:
-        lo[0] += v["ndcg"]
-        hi[0] += v["ndcg"]
-        lo[1] += v["recall"]
-        hi[1] += v["recall"]
-        n += 1
-    for ranking, relevant, n_groups in others:
-        b = bounds(ranking, relevant, n_groups)
-        lo[0] += b[0]
-        hi[0] += b[1]
-        lo[1] += b[2]
-        hi[1] += b[3]
-        n += 1
-    return (lo[0] / n, hi[0] / n), (lo[1] / n, hi[1] / n)
+    by_id = {i.item_id: i for i in todo}
+    for item in todo:
+        assert augment(item, set()), item.item_id  # each turn has one raw item: a matching
+    given = {iid: u for u, iid in owner.items()}
+    items = tuple(replace(i, sources=(given[i.item_id],), uncertain=None)
+                  if i.item_id in given else i for i in imp.items)
+    return replace(imp, items=items)

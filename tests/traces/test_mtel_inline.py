@@ -18,7 +18,8 @@ import pytest
 from mtel_reference import group_credit, score_import
 
 from tiap.errors import TiapError
-from tiap.memory.store import read_items
+from tiap.memory.store import Placeholder, Store, Uncertainty, read_items
+from tiap.scoring.rescore import rescore
 from tiap.traces import (
     FORMAT_IDS_ONLY,
     FORMAT_KIND_FLAG,
@@ -215,19 +216,39 @@ def test_flag_layout_items_and_lineage(flag_import: MtelImport) -> None:
     assert imp.report.format == FORMAT_KIND_FLAG
     it, m = items(imp), meta(imp)
     assert it["r0"].kind == "raw" and it["r0"].sources == ("c-1:D1:1",)
-    assert m["r0"]["mtel_lineage"] == "trace"
-    # o1 is flagged for row 0 and not for rows 1, 3: it reaches c-1:D1:1 (maybe more turns)
+    assert m["r0"]["mtel_lineage"] == "trace" and it["r0"].uncertain is None
+    # o1 is flagged for row 0 and not for rows 1, 3: it reaches c-1:D1:1 (maybe more turns,
+    # but not rows 1 and 3)
     assert it["o1"].kind == "observation" and it["o1"].sources == ("c-1:D1:1",)
     assert m["o1"]["mtel_lineage"] == "partial"
-    # ra / rb: one of rows 1, 3 each, which one the trace cannot tell
-    assert {it["ra"].sources, it["rb"].sources} == {("c-1:D1:2",), ("c-1:D2:1",)}
-    assert imp.report.assumed_items == ("ra", "rb")
-    # o2 reaches row 1 or row 3 (or both): nothing proven
-    assert it["o2"].sources == () and m["o2"]["mtel_candidates"] == ["c-1:D1:2", "c-1:D2:1"]
+    assert it["o1"].uncertain == Uncertainty(excluded=("c-1:D1:2", "c-1:D2:1"))
+    # ra / rb: one of rows 1, 3 each, which one the trace cannot tell: nothing is assumed
+    for x in ("ra", "rb"):
+        assert it[x].sources == () and m[x]["mtel_lineage"] == "ambiguous"
+        assert it[x].uncertain == Uncertainty(
+            possible=("c-1:D1:2", "c-1:D2:1"), requires=(("c-1:D1:2", "c-1:D2:1"),),
+            max_sources=1, exclusive=True)
+    assert imp.report.ambiguous_raw_items == ("ra", "rb")
+    # o2 reaches row 1 or row 3 (or both), maybe more: at least one of them, nothing proven
+    assert it["o2"].sources == ()
+    assert it["o2"].uncertain == Uncertainty(requires=(("c-1:D1:2", "c-1:D2:1"),))
+    # r2: a raw turn, not row 0's (unflagged there), otherwise unknown
     assert it["r2"].sources == () and m["r2"]["mtel_lineage"] == "unknown"
-    ph = "mtel-unretrieved-raw:c-2:D1:2"
-    assert imp.report.placeholder_items == (ph,)
-    assert it[ph].kind == "raw" and it[ph].sources == ("c-2:D1:2",) and it[ph].collection == "c-2"
+    assert it["r2"].uncertain == Uncertainty(excluded=("c-1:D1:1",), max_sources=1,
+                                             exclusive=True)
+    # every gold turn has one raw item: rows 1 and 3 may have theirs among ra / rb (count
+    # unknown), row 6 shows none (one unseen); and any gold turn may have derived items the
+    # trace never shows
+    raw_ph = [f"mtel-unretrieved-raw:{u}" for u in ("c-1:D1:2", "c-1:D2:1", "c-2:D1:2")]
+    unseen = [f"mtel-unseen-derived:{u}" for u in ("c-1:D1:1", "c-1:D1:2", "c-1:D2:1",
+                                                    "c-2:D1:2")]
+    assert imp.report.placeholder_items == (*raw_ph, *unseen)
+    ph = it["mtel-unretrieved-raw:c-2:D1:2"]
+    assert ph.kind == "raw" and ph.sources == ("c-2:D1:2",) and ph.collection == "c-2"
+    assert ph.placeholder == Placeholder("certain", 1)
+    assert it["mtel-unretrieved-raw:c-1:D1:2"].placeholder == Placeholder("certain", None)
+    assert it[unseen[0]].placeholder == Placeholder("possible", None)
+    assert it[unseen[0]].kind == "observation"
     assert it["o3"].sources == ("c-2:D1:2",)
     assert imp.report.units_without_known_derived == ("c-1:D1:2", "c-1:D2:1")
 
@@ -239,23 +260,37 @@ def test_flag_layout_statuses_and_values(flag_import: MtelImport) -> None:
         "c-1:q1": ("exact", "unknown", "unknown"),
         "c-2:q0": ("exact", "exact", "exact"),
     }
-    raw = score_import(imp, "raw")
+    res = rescore([imp.run], imp.queries, {None: Store("flags", imp.items)},
+                  measures="nDCG@10,RR@10,R@10")
+    s = imp.system
+
+    def iv(target: str, measure: str, qid: str) -> tuple[float, float]:
+        lo, hi = res.interval(s, target, measure)
+        i = res.query_ids[s].index(qid)
+        return float(lo[i]), float(hi[i])
+
+    log3 = 1.584962500721156
     # c-1:q0: the raw item is at rank 2 of one group: nDCG = 1/log2(3), RR = 1/2
-    assert raw["c-1:q0"]["ndcg"] == pytest.approx(1 / 1.584962500721156)
-    assert raw["c-1:q0"]["rr"] == 0.5
-    # c-1:q1: ranks 1 and 3 fill both groups, whichever turn each raw item is: DCG 1 + 1/2,
-    # ideal 1 + 1/log2(3)
-    assert raw["c-1:q1"]["ndcg"] == pytest.approx(1.5 / (1 + 1 / 1.584962500721156))
-    assert raw["c-1:q1"]["recall"] == 1.0
+    assert iv("raw", "nDCG@10", "c-1:q0") == pytest.approx((1 / log3, 1 / log3))
+    assert iv("raw", "RR@10", "c-1:q0") == (0.5, 0.5)
+    # c-1:q1: ranks 1 and 3 fill both groups, whichever turn each raw item is (each turn has
+    # one raw item): DCG 1 + 1/2, ideal 1 + 1/log2(3); exact, although nothing is assumed
+    assert iv("raw", "nDCG@10", "c-1:q1") == pytest.approx((1.5 / (1 + 1 / log3),) * 2)
+    assert iv("raw", "R@10", "c-1:q1") == (1.0, 1.0)
     # c-2:q0: the placeholder is never ranked: 0, not a zero-target case
-    assert raw["c-2:q0"]["ndcg"] == 0.0 and raw["c-2:q0"]["G"] == 1
+    assert iv("raw", "nDCG@10", "c-2:q0") == (0.0, 0.0)
+    # Source, c-1:q1: rank 1 ra (row 1 or 3), rank 2 o2 (flagged: row 1 or 3, or both),
+    # rank 3 rb (the other row). Every lineage gains at rank 1. If o2 reaches the turn ra
+    # does not fill, it gains at rank 2 (DCG 1 + 1/log2 3 = the ideal: nDCG 1); if o2 reaches
+    # ra's turn only, rb fills the other at rank 3 (DCG 1 + 1/2): nDCG in
+    # [1.5 / (1 + 1/log2 3), 1]; RR = 1 whatever the lineage (ra is credited)
+    assert iv("source", "nDCG@10", "c-1:q1") == pytest.approx((1.5 / (1 + 1 / log3), 1.0))
+    assert iv("source", "RR@10", "c-1:q1") == (1.0, 1.0)
     assert score_import(imp, "source")["c-1:q0"] == group_credit(
         ["o1", "r0", "r2"], [frozenset({"o1", "r0"})]
     )
     assert imp.report.counts()["query_status"]["source"] == {"exact": 2, "unknown": 1}
-    assert "raw: some raw items were given their turn by matching" in " ".join(
-        imp.report.queries[1].reasons
-    )
+    assert "Raw values do not depend on which" in " ".join(imp.report.queries[1].reasons)
 
 
 def test_query_ids_evidence_and_extras(flag_import: MtelImport) -> None:
@@ -353,13 +388,22 @@ def test_native_layout_recovers_families(tmp_path: Path, locomo: Path, native_ro
     assert it["m_d3"].sources == ("c-1:D2:1",) and it["m_r3"].kind == "raw"
     # m_x is row 2's raw item (by text), so m_y is its derived member
     assert it["m_y"].kind == "derived" and it["m_y"].sources == ("c-1:D1:3",)
-    # n_a / n_b: both unranked, one of them raw: kinds unknown, a raw placeholder
-    assert it["n_a"].kind == "unknown" and "mtel-unretrieved-raw:c-2:D1:2" in it
-    # k1..k4: rows 7 and 8 always together: ambiguous; placeholders keep all four groups
+    # n_a / n_b: both unranked, one of them raw (which, the trace cannot tell): they change
+    # no value, so they are folded into row 6's placeholders, which count the family exactly
+    assert "n_a" not in it and "n_b" not in it
+    assert it["mtel-unretrieved-raw:c-2:D1:2"].placeholder == Placeholder("certain", 1)
+    assert it["mtel-unretrieved-derived:c-2:D1:2"].placeholder == Placeholder("certain", 1)
+    # k1..k4: rows 7 and 8 always together: k1 (ranked) is one of them; k2..k4 (never
+    # ranked, kinds unknown) are folded; placeholders keep all four groups, and the derived
+    # ones cannot be counted (k1 may be either row's derived member)
     assert m["k1"]["mtel_lineage"] == "ambiguous" and it["k1"].sources == ()
+    assert it["k1"].uncertain == Uncertainty(possible=("c-2:D1:3", "c-2:D1:4"),
+                                             requires=(("c-2:D1:3", "c-2:D1:4"),),
+                                             max_sources=1)
+    assert set(imp.report.folded_items) == {"n_a", "n_b", "k2", "k3", "k4"}
     for unit in ("c-2:D1:3", "c-2:D1:4"):
-        assert it[f"mtel-unretrieved-raw:{unit}"].kind == "raw"
-        assert it[f"mtel-unretrieved-derived:{unit}"].kind == "derived"
+        assert it[f"mtel-unretrieved-raw:{unit}"].placeholder == Placeholder("certain", 1)
+        assert it[f"mtel-unretrieved-derived:{unit}"].placeholder == Placeholder("certain")
     assert status(imp) == {
         "c-1:q0": ("exact", "exact", "exact"),
         "c-1:q1": ("exact", "exact", "exact"),
@@ -426,9 +470,13 @@ def test_ids_only_layout(tmp_path: Path, locomo: Path) -> None:
     it = items(imp)
     assert it["raw_4"].sources == ("c-1:D2:2",) and it["raw_0"].text == raw_text("c-1", 1, 1)
     assert it["session_session_ab"].kind == "session_summary"
+    # a session summary: it may derive from any turn of its conversation (the trace says
+    # nothing), so it may be credited: rescoring bounds it instead of scoring it 0
     assert it["session_session_ab"].sources == ()
+    assert it["session_session_ab"].uncertain == Uncertainty()
     assert imp.report.unknown_lineage_items == ("session_session_ab",)
-    assert imp.report.placeholder_items == ("raw_1",)  # the store's own name for row 1
+    assert imp.report.placeholder_items == (  # raw_1: the store's own name for row 1
+        "raw_1", *(f"mtel-unseen-derived:{u}" for u in ("c-1:D1:1", "c-1:D1:2", "c-1:D2:1")))
     assert imp.rankings[0].scores is None
     assert status(imp)["c-1:q1"] == ("exact", "unknown", "unknown")
     raw = score_import(imp, "raw")
@@ -436,7 +484,7 @@ def test_ids_only_layout(tmp_path: Path, locomo: Path) -> None:
         (1 / 1.584962500721156) / (1 + 1 / 1.584962500721156)
     )
     out = tmp_path / "out"
-    assert write_mtel_import(imp, out) == {"items": 5, "queries": 2, "rankings": 2}
+    assert write_mtel_import(imp, out) == {"items": 8, "queries": 2, "rankings": 2}
     assert [i.item_id for i in read_items(out / "items.jsonl")] == [i.item_id for i in imp.items]
     (run,) = read_run(out / "run.jsonl")
     assert run.query_ids == ("c-1:q0", "c-1:q1")

@@ -263,7 +263,7 @@ class RescoreResult:
                     if q in und:
                         yield s, t, q, None, None
                     else:
-                        yield s, t, q, g[i], mem[i]
+                        yield s, t, q, g[i], mem[i] if mem[i] >= 0 else None
 
     def per_query_rows(self) -> Iterable[tuple[str, str, str, str, float | None]]:
         """``(system, target, query_id, measure, value)``; ``value`` is ``None`` where
@@ -527,6 +527,8 @@ def rescore(
                 open_ = _bound_pass(lineage, t, mode, [qlist[qindex[q]] for q in scored],
                                     scored, rankings, depth, [*ms, *flip_measures], got)
                 key = (run.system, t.name)
+                if open_.members is not None:
+                    target_sizes[key] = (coded.group_counts, open_.members)
                 zero[t.name] -= int(open_.defined_now.sum())
                 for q in open_.reasons:
                     zero_reasons[key].pop(q, None)
@@ -591,6 +593,8 @@ class _Open:
     possibly_empty: NDArray[np.bool_]
     defined_now: NDArray[np.bool_]  # undefined on certain lineage, possibly defined
     reasons: dict[str, str]
+    #: the union's size where placeholders stand for several items (-1: not determined)
+    members: NDArray[np.int64] | None = None
 
 
 def _bound_pass(
@@ -611,7 +615,11 @@ def _bound_pass(
     defined_now = np.zeros(n, bool)
     reasons: dict[str, str] = {}
     solve = group_bounds if credit == "group" else set_b
+    placeholders = any(it.placeholder is not None for it in lineage.items.values())
+    members = np.full(n, -1, np.int64) if placeholders else None
     for i, (q, r) in enumerate(zip(queries, rankings, strict=True)):
+        if members is not None:
+            members[i] = _union_size(lineage, target, q.evidence)
         ranked = r[:depth] if depth is not None else r
         problem = query_problem(index, q.evidence, ranked,
                                 collection=getattr(q, "collection_id", None))
@@ -632,7 +640,27 @@ def _bound_pass(
         maybe_empty[i] = empty
         defined_now[i] = was_undefined
         reasons[scored[i]] = _why(problem, credit, empty)
-    return _Open(bool(reasons), lower, upper, maybe_empty, defined_now, reasons)
+    return _Open(bool(reasons), lower, upper, maybe_empty, defined_now, reasons, members)
+
+
+def _union_size(lineage: Lineage, target: Target, evidence: Sequence[str]) -> int:
+    """Items in the union of the certain groups, a placeholder counting as the items it
+    stands for; -1 when one stands for an unknown number of items."""
+    seen: set[str] = set()
+    n = 0
+    for u in dict.fromkeys(evidence):
+        for iid in lineage.family(u):
+            it = lineage.items[iid]
+            if iid in seen or not target.matches(it):
+                continue
+            seen.add(iid)
+            if it.placeholder is None:
+                n += 1
+            elif it.placeholder.count is None:
+                return -1
+            else:
+                n += it.placeholder.count
+    return n
 
 
 def _why(problem: Any, credit: str, empty: bool) -> str:
