@@ -1,16 +1,18 @@
 """The paper's published traces through import, rescore and sensitivity.
 
 - Mem0 vs MemoryOS on LoCoMo (§5.6, Table 7): under Raw MemoryOS beats Mem0 (published
-  nDCG@60 0.434 vs 0.275, reproduced exactly by the import); under Source Mem0 wins. The
-  MemoryOS trace does not reveal which turns its session summaries came from, so its Source
-  equals its Raw and it has no Canonical set: the Raw-vs-Canonical comparison has no
-  shared query, which the flip table must say rather than invent.
+  nDCG@60 0.434 vs 0.275, reproduced exactly by the import). The MemoryOS trace does not
+  reveal which turns its session summaries came from, so its Source and Canonical values
+  are intervals, and so is the gap: on nDCG the released traces do not decide the Source
+  winner, and the flip table must say so rather than invent one. Where the traces do
+  decide (top-1 rate: the rank-1 item is always a raw turn in MemoryOS), the flip stands.
 - Parser densities f1/f5/f8 (§5.3, Table 5): Raw prefers D1, Source a denser setting,
   Canonical D1 again.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,8 @@ def transfer(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--out", str(tmp / "rescore")]) == 0
     assert main(["sensitivity", f"locomo={tmp / 'rescore'}", "--out", str(tmp / "sens"),
                  "--resamples", "1000", "--no-category-tests"]) == 0
+    for s in ("mem0", "memoryos"):  # the published figures, beside the sensitivity folder
+        (tmp / f"{s}.json").write_bytes((runs / f"locomo_{s}" / "target_rescore.json").read_bytes())
     return tmp / "sens"
 
 
@@ -60,22 +64,36 @@ def test_mem0_vs_memoryos_raw_prefers_memoryos(transfer: Path) -> None:
     # Raw: 0.2749 - 0.4339 = -0.1590 (published per-system means); MemoryOS wins clearly
     assert float(r["gap_1"]) == pytest.approx(0.274892 - 0.433940, abs=1e-5)
     assert float(r["ci_1_high"]) < 0 and r["winner_1"] == "memoryos"
-    # Source: Mem0 wins (0.6383 vs 0.4339 on our import), a significant winner flip
-    assert float(r["gap_2"]) > 0 and float(r["ci_2_low"]) > 0 and r["winner_2"] == "mem0"
-    assert r["flip"] == "true" and r["significant_flip"] == "true"
-    assert float(r["p_1"]) < 0.01 and float(r["p_2"]) < 0.01
-    # MemoryOS has no Canonical set from its trace: no shared query, no gap, no flip
-    c = rows[("nDCG@60", "raw", "canonical")]
-    assert c["n_shared"] == "0" and c["gap_1"] == "" and c["flip"] == "false"
+    # Source: the gap is only bounded (MemoryOS's summaries may or may not be credited) and
+    # its interval straddles 0: no winner, and so no flip
+    assert r["gap_2"] == "" and int(r["n_undetermined"]) > 0
+    assert float(r["gap_2_lower"]) < 0 < float(r["gap_2_upper"])
+    assert r["winner_2"] == "not determined"
+    assert r["flip"] == "false" and r["significant_flip"] == "false"
+    # top-1 rate: exact under both targets (MemoryOS ranks a raw turn first in every query),
+    # Raw 0.0389 - 0.2863 < 0 < Source 0.5114 - 0.2863: a flip the traces decide
+    s1 = rows[("Success@1", "raw", "source")]
+    assert s1["n_undetermined"] == "0"
+    pub = {s: json.loads((transfer.parent / f"{s}.json").read_text())["targets"]
+           for s in ("mem0", "memoryos")}
+    top1 = {(s, t): pub[s][k]["top1_hit_rate"] for s in pub
+            for t, k in (("raw", "raw_turn"), ("source", "source_family"))}
+    # MemoryOS's Source top-1 rate is its Raw one: its rank-1 items are all raw turns
+    assert float(s1["gap_1"]) == pytest.approx(top1[("mem0", "raw")] - top1[("memoryos", "raw")],
+                                               abs=1e-9)
+    assert float(s1["gap_2"]) == pytest.approx(
+        top1[("mem0", "source")] - top1[("memoryos", "raw")], abs=1e-9)
+    assert s1["flip"] == "true" and s1["significant_flip"] == "true"
 
 
 def test_mem0_vs_memoryos_change_and_depth(transfer: Path) -> None:
     ch = {(r["system"], r["measure"], r["target_1"], r["target_2"]): r
           for r in read_csv(transfer / "change.csv")}
     raw_can = ch[("mem0", "nDCG@60", "raw", "canonical")]
-    assert int(raw_can["n_shared"]) == 1837  # 140 Mem0 queries have no canonical member
+    # the per-query change tables use the queries whose values the lineage determines
+    n = int(raw_can["n_shared"])
+    assert 0 < n < 1977
     assert float(raw_can["changed_fraction"]) > 0.9
-    assert float(ch[("memoryos", "nDCG@60", "raw", "source")]["changed_fraction"]) == 0.0
     depth = {(r["system"], r["k"]): r for r in read_csv(transfer / "depth.csv")
              if r["family"] == "nDCG" and r["target_1"] == "raw" and r["target_2"] == "source"}
     # larger relative Source-minus-Raw shift at the smaller cutoff (Appendix J)

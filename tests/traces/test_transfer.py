@@ -61,19 +61,29 @@ def test_raw_figures_reproduced(transfer: Path, system: str) -> None:
 
 
 def test_winner_flip_raw_to_source(transfer: Path) -> None:
+    """Under Raw MemoryOS wins on every measure. Under Source, the traces decide the winner
+    only where MemoryOS's summaries cannot change the value: top-1 rate (a raw turn is first
+    in every MemoryOS ranking); elsewhere the gap is an interval that straddles 0, which is
+    no flip (the published figures, from the unreleased lineage, show Mem0 ahead)."""
     flips = {(r["measure"], r["target_1"], r["target_2"]): r
              for r in _rows(transfer / "sens" / "winner_flips.csv")}
-    r = flips[("nDCG@60", "raw", "source")]
-    assert (r["system_a"], r["system_b"], r["n_shared"]) == ("locomo_mem0", "locomo_memoryos",
-                                                             "1977")
-    assert r["winner_1"] == "locomo_memoryos" and r["winner_2"] == "locomo_mem0"
-    assert r["flip"] == "true" and r["significant_flip"] == "true"
-    assert float(r["ci_1_high"]) < 0 < float(r["ci_2_low"])
-    # every measure flips, significantly
-    assert all(flips[(m, "raw", "source")]["significant_flip"] == "true"
-               for m in MEASURES.split(","))
-    # MemoryOS has no Canonical item whose lineage the trace reveals: nothing shared, no flip
-    assert flips[("nDCG@60", "raw", "canonical")]["n_shared"] == "0"
+    for m in MEASURES.split(","):
+        r = flips[(m, "raw", "source")]
+        assert (r["system_a"], r["system_b"], r["n_shared"]) == ("locomo_mem0",
+                                                                 "locomo_memoryos", "1977")
+        assert r["winner_1"] == "locomo_memoryos" and float(r["ci_1_high"]) < 0
+        if m == "Success@1":
+            assert r["winner_2"] == "locomo_mem0" and float(r["ci_2_low"]) > 0
+            assert r["flip"] == "true" and r["significant_flip"] == "true"
+        else:
+            assert r["gap_2"] == "" and float(r["gap_2_lower"]) < 0 < float(r["gap_2_upper"])
+            assert r["winner_2"] == "not determined" and r["flip"] == "false", m
+    # Canonical: MemoryOS's values are intervals over all 1,977 queries (no summary's turns
+    # are known, so none is proven to be any group's); its RR@60 is at most 1/2 (rank 1 is
+    # always a raw turn), below Mem0's exact 0.5768: the Raw -> Canonical flip on RR@60 holds
+    rr = flips[("RR@60", "raw", "canonical")]
+    assert rr["n_shared"] == "1977" and float(rr["gap_2_lower"]) > 0
+    assert rr["flip"] == "true" and rr["significant_flip"] == "true"
 
 
 def test_memoryos_summaries_have_no_recoverable_source(transfer: Path) -> None:
