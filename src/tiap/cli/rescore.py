@@ -181,10 +181,12 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         inputs[f"items:{name}" if name else "items"] = path
     qs = read_queries(queries)
     dedup = opts.pop("dedup")
-    runs = load_runs(run, dedup)
-    for spec in run:
-        name, path = parse_named(spec)
-        inputs[f"run:{name or path.name}"] = path
+    runs = []
+    for spec in run:  # recorded under each system's name, so later steps find its run
+        got = load_runs([spec], dedup)
+        runs.extend(got)
+        for r in got:
+            inputs[f"run:{r.system}"] = parse_named(spec)[1]
     result = rescore(runs, qs, stores, targets=split_targets(targets), **opts)
     return result, inputs, qs
 

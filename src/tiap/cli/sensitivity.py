@@ -76,9 +76,14 @@ def ci_text(lo: float | None, hi: float | None) -> str:
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     from tiap.sensitivity.flips import gap_text
 
-    rows = [r for r in res.table("winner_flips") if r["flip"]]
+    flips = [r for r in res.table("winner_flips") if r["flip"]]
     primary = res.options["primary"]
-    rows = [r for r in rows if r["measure"] == primary.get(r["dataset"])]
+    rows = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
+    if not rows:
+        console.print(f"no winner flip on the primary measure ({len(flips)} on the other "
+                      "measures; every row, undecided gaps too, in winner_flips.csv)",
+                      highlight=False)
+        return
     t = RichTable(title=f"winner flips on the primary measure ({len(rows)})",
                   title_justify="left")
     for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "gap 2 (CI)",
