@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -26,7 +26,8 @@ from tiap.datasets.records import Collection, Query, Session, Turn
 NEW_MESSAGES = "## New Messages\n"
 
 
-def inline_dataset(turns: list[tuple[str, str]], queries: list[tuple[str, str, tuple[str, ...]]],
+def inline_dataset(turns: Sequence[tuple[str, str]],
+                   queries: Sequence[tuple[str, str, tuple[str, ...]]],
                    cid: str = "c1") -> InlineDataset:
     """One collection, one session; turns ``(speaker, text)`` get unit ids ``<cid>:D1:<i>``;
     queries are ``(query_id, question, evidence)``."""
@@ -66,7 +67,7 @@ class Mem0StandIn:
                     return
                 with stand_in.lock:
                     stand_in.requests.append(body)
-                facts = []
+                facts: list[dict[str, str]] = []
                 for line in new_messages(body):
                     content = line.split(": ", 1)[1]
                     if "[nofact]" not in content:
@@ -95,7 +96,7 @@ class Mem0StandIn:
     @property
     def base_url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def __enter__(self) -> Self:
         self.thread.start()
@@ -120,7 +121,7 @@ def no_network() -> Iterator[list[Any]]:
             raise OSError(f"test: network access to {address!r} refused")
         return original(self, address)
 
-    socket.socket.connect = guarded  # type: ignore[method-assign]
+    socket.socket.connect = guarded  # type: ignore[method-assign,assignment]
     try:
         yield attempts
     finally:

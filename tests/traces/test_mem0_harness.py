@@ -2,7 +2,9 @@
 
 Expected values come from the data files and the fixtures, never from the harness: the turns
 and queries of the LoCoMo slice are read from ``locomo10.json`` directly, and the derived
-memories' sources follow from how the turns were grouped into ``add()`` calls.
+memories' lineage follows from how the turns were grouped into ``add()`` calls: a memory of a
+call over several turns comes from one or more of them (partial lineage), a memory of a call
+over one turn from that turn (exact).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -25,7 +28,8 @@ from mem0_fixtures import Mem0StandIn, inline_dataset, no_network
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
-from tiap.memory.store import read_items
+from tiap.memory.store import Uncertainty, read_items, read_store
+from tiap.scoring.rescore import rescore
 from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
 from tiap.traces.runs import read_run
 
@@ -103,6 +107,11 @@ QUERIES = [("c1:q0", "What did Melanie run?", ("c1:D1:2",)),
            ("c1:q1", "What did Melanie paint?", ("c1:D1:4",))]
 
 
+def _window(*units: str) -> Uncertainty:
+    """A memory of an add() call over these turns: one or more of them."""
+    return Uncertainty(possible=units, requires=(units,))
+
+
 def test_infer_against_a_local_openai_stand_in(tmp_path: Path) -> None:
     ds = inline_dataset(TURNS, QUERIES)
     with Mem0StandIn() as server, no_network() as attempts:
@@ -113,16 +122,29 @@ def test_infer_against_a_local_openai_stand_in(tmp_path: Path) -> None:
     assert len(server.requests) == 3  # one extraction request per add() call
     assert all(r["model"] == "stand-in" for r in server.requests)
     items = read_items(tmp_path / "out" / "items.jsonl")
-    got = {i.text: (i.kind, i.sources) for i in items}
+    got = {i.text: (i.kind, i.sources, i.uncertain) for i in items}
+    # the stand-in draws each fact from one turn, but Mem0 records only the call: a fact
+    # of the call over D1:1 and D1:2 comes from one or both, and not from D1:3..5; the
+    # call over D1:5 alone proves its fact's turn
     assert got == {
         "Noted: Caroline: I went to a LGBTQ support group yesterday.":
-            ("mem0_fact", ("c1:D1:1", "c1:D1:2")),
+            ("mem0_fact", (), _window("c1:D1:1", "c1:D1:2")),
         "Noted: Melanie: I ran a charity race for mental health last Saturday.":
-            ("mem0_fact", ("c1:D1:1", "c1:D1:2")),
-        "Noted: Melanie: I painted a sunrise over the lake.": ("mem0_fact", ("c1:D1:3", "c1:D1:4")),
-        "Noted: Caroline: I am researching adoption agencies.": ("mem0_fact", ("c1:D1:5",)),
+            ("mem0_fact", (), _window("c1:D1:1", "c1:D1:2")),
+        "Noted: Melanie: I painted a sunrise over the lake.":
+            ("mem0_fact", (), _window("c1:D1:3", "c1:D1:4")),
+        "Noted: Caroline: I am researching adoption agencies.":
+            ("mem0_fact", ("c1:D1:5",), None),
     }
+    # what the harness put into Mem0's metadata, read back from the store's own listing
+    metas = {m["memory"]: m["metadata"] for m in map(json.loads, (
+        tmp_path / "out" / "mem0_memories.jsonl").read_text().splitlines())}
+    assert metas["Noted: Melanie: I painted a sunrise over the lake."]["source_window"] == [
+        "c1:D1:3", "c1:D1:4"]
+    assert metas["Noted: Caroline: I am researching adoption agencies."]["source_ids"] == [
+        "c1:D1:5"]
     assert res.imported.report.items_without_source == ()
+    assert len(res.imported.report.partial_lineage_items) == 3
     [run] = read_run(tmp_path / "out" / "run.jsonl")
     assert run.system == "mem0-infer"
     # four memories in the store, all with a positive cosine to these questions? not assumed:
@@ -133,6 +155,44 @@ def test_infer_against_a_local_openai_stand_in(tmp_path: Path) -> None:
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert man["harness"]["config"]["window"] == 2
     assert "stand-in" in man["harness"]["mem0"]["llm"]
+
+    # c1:q0, evidence D1:2 (Melanie's race). No memory certainly derives from D1:2: the two
+    # facts of the (D1:1, D1:2) call may. Without them the query has no Source group (a
+    # zero-target case); with them its group may exist, and its value is at most what the
+    # first of them earns at its rank r, 1/log2(r + 1), and at least 0 (neither from D1:2).
+    # c1:q1 (D1:4) likewise, with the painting fact of the (D1:3, D1:4) call.
+    store = read_store(tmp_path / "out" / "items.jsonl")
+    by_text = {i.text: i.item_id for i in store}
+    first = {
+        "c1:q0": {by_text["Noted: Caroline: I went to a LGBTQ support group yesterday."],
+                  by_text["Noted: Melanie: I ran a charity race for mental health last "
+                          "Saturday."]},
+        "c1:q1": {by_text["Noted: Melanie: I painted a sunrise over the lake."]},
+    }
+    rs = rescore([run], read_queries(tmp_path / "out" / "queries.jsonl"), {None: store},
+                 targets=["source"], measures="nDCG@60")
+    lo, hi = rs.interval(run.system, "source", "nDCG@60")
+    for i, qid in enumerate(rs.query_ids[run.system]):
+        ranks = [k for k, x in enumerate(run.ranking(qid).item_ids, start=1) if x in first[qid]]
+        assert lo[i] == 0.0
+        assert hi[i] == pytest.approx(1 / math.log2(min(ranks) + 1) if ranks else 0.0)
+    assert rs.possibly_empty[(run.system, "source")].all()
+
+
+def test_infer_window_1_is_exact(tmp_path: Path) -> None:
+    """--window 1: one add() per turn, so each fact's lineage is its call's one turn."""
+    ds = inline_dataset(TURNS[:2], QUERIES[:1])
+    with Mem0StandIn() as server, no_network() as attempts:
+        res = run_mem0(ds, tmp_path / "out", Mem0RunConfig(
+            infer=True, window=1, llm_base_url=server.base_url, llm_model="stand-in"))
+    assert attempts == [] and len(server.requests) == 2
+    got = {i.text: (i.sources, i.uncertain) for i in res.imported.items}
+    assert got == {
+        "Noted: Caroline: I went to a LGBTQ support group yesterday.": (("c1:D1:1",), None),
+        "Noted: Melanie: I ran a charity race for mental health last Saturday.":
+            (("c1:D1:2",), None),
+    }
+    assert res.imported.report.partial_lineage_items == ()
 
 
 def test_rerun_skips_finished_and_rebuilds_unfinished_without_duplicates(tmp_path: Path) -> None:

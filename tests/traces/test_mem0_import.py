@@ -1,8 +1,11 @@
-"""Importing saved Mem0 search results: lineage from metadata, rankings in Mem0's order."""
+"""Importing saved Mem0 search results: lineage from metadata (exact ``source_ids``, partial
+``source_window``), rankings in Mem0's order, rescored by hand."""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -10,16 +13,20 @@ import pytest
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
-from tiap.memory.store import read_items
-from tiap.traces.importers.mem0 import import_mem0_results
+from tiap.memory.store import Store, Uncertainty, read_items
+from tiap.scoring.rescore import rescore
+from tiap.traces.importers.mem0 import import_mem0_results, window_lineage
 from tiap.traces.runs import read_run
 
 
 def _mem(mid: str, text: str, sources: object = None, score: float | None = None,
-         kind: str | None = None, key: str = "source_ids") -> dict[str, object]:
+         kind: str | None = None, key: str = "source_ids",
+         window: object = None) -> dict[str, object]:
     meta: dict[str, object] = {}
     if sources is not None:
         meta[key] = sources
+    if window is not None:
+        meta["source_window"] = window
     if kind is not None:
         meta["tiap_kind"] = kind
     row: dict[str, object] = {"id": mid, "memory": text, "metadata": meta, "user_id": "c1"}
@@ -28,7 +35,7 @@ def _mem(mid: str, text: str, sources: object = None, score: float | None = None
     return row
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+def _write_jsonl(path: Path, rows: Sequence[object]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -129,6 +136,11 @@ def test_queries_from_a_queries_file_and_another_sources_key(tmp_path: Path) -> 
     ([{"query_id": "q1", "results": [{"memory": "x"}]}], "a Mem0 memory has no 'id'"),
     ([{"query_id": "q1", "results": [_mem("m", "x", {"a": 1})]}],
      "record m, query q1: metadata 'source_ids' must be a list"),
+    ([{"query_id": "q1", "results": [_mem("m", "x", window=[["u:1"]])]}],
+     "r.jsonl:1, record m, query q1: metadata 'source_window' must be a list"),
+    ([{"query_id": "q1", "results": [_mem("m", "x", window=["u:1", "u:2"])]},
+      {"query_id": "q2", "results": [_mem("m", "x", ["u:1", "u:2"])]}],
+     "memory m has other sources or kind than on"),
     ([{"query_id": "q1", "results": [_mem("m", "x", ["u:1"])]},
       {"query_id": "q2", "results": [_mem("m", "x", ["u:2"])]}],
      "memory m has other sources or kind than on"),
@@ -158,3 +170,96 @@ def test_json_list_document(tmp_path: Path) -> None:
     imp = import_mem0_results(res, None)
     assert imp.run.ranking("q1").item_ids == ("m2", "m3", "m1")
     assert "no memories file" in imp.report.notes[0]
+
+
+def test_window_lineage_by_hand() -> None:
+    # the memory derives from every unit of the first, from one or more of the second
+    assert window_lineage((), ()) == ((), None)
+    assert window_lineage((), ("a",)) == (("a",), None)  # a window of one turn: exact
+    assert window_lineage((), ("a", "b")) == ((), Uncertainty(possible=("a", "b"),
+                                                             requires=(("a", "b"),)))
+    assert window_lineage(("a",), ("a", "b")) == (("a",), Uncertainty(possible=("b",)))
+    assert window_lineage(("c",), ("a", "b")) == (("c",), Uncertainty(
+        possible=("a", "b"), requires=(("a", "b"),)))
+    assert window_lineage(("c",), ("a",)) == (("c", "a"), None)
+    assert window_lineage(("a",), ("a",)) == (("a",), None)
+
+
+# Three raw turns of c1 and one memory Mem0 derived from the add() call over D1:1 and D1:2
+# (metadata source_window: it comes from one or both, Mem0 does not say which).
+WINDOW_MEMORIES = [
+    _mem("r1", "Ann: I flew to Oslo", ["c1:D1:1"], kind="raw"),
+    _mem("r2", "Bob: how was it?", ["c1:D1:2"], kind="raw"),
+    _mem("r3", "Ann: cold", ["c1:D1:3"], kind="raw"),
+    _mem("m", "Ann flew to Oslo", window=["c1:D1:1", "c1:D1:2"]),
+]
+WINDOW_RESULTS = [
+    {"query_id": "q1", "collection": "c1", "evidence": ["c1:D1:2"],
+     "results": [WINDOW_MEMORIES[3], WINDOW_MEMORIES[2], WINDOW_MEMORIES[1]]},  # m, r3, r2
+    {"query_id": "q2", "collection": "c1", "evidence": ["c1:D1:3"],
+     "results": [WINDOW_MEMORIES[3], WINDOW_MEMORIES[2]]},  # m, r3
+    {"query_id": "q3", "collection": "c1", "evidence": ["c1:D1:1", "c1:D1:2"],
+     "results": [WINDOW_MEMORIES[3], WINDOW_MEMORIES[2], WINDOW_MEMORIES[0]]},  # m, r3, r1
+]
+
+
+def test_window_memory_is_bounded_not_credited_to_both_turns(tmp_path: Path) -> None:
+    res = _write_jsonl(tmp_path / "results.jsonl", WINDOW_RESULTS)
+    mems = _write_jsonl(tmp_path / "memories.jsonl", WINDOW_MEMORIES)
+    out = tmp_path / "out"
+    imp = import_mem0_results(res, out, memories=mems)
+    items = {i.item_id: i for i in read_items(out / "items.jsonl")}
+    assert items["m"].sources == ()
+    assert items["m"].uncertain == Uncertainty(possible=("c1:D1:1", "c1:D1:2"),
+                                               requires=(("c1:D1:1", "c1:D1:2"),))
+    assert imp.report.partial_lineage_items == ("m",)
+    assert imp.report.items_without_source == ()  # m is bounded, not sourceless
+    cov = json.loads((out / "lineage_coverage.json").read_text())
+    assert cov["importer"]["partial_lineage_items"] == 1
+    if "items_with_partial_lineage" in cov:  # once lineage_coverage counts partial lineage
+        assert (cov["items_with_no_source"], cov["items_with_partial_lineage"]) == (0, 1)
+    saved = json.loads((out / "mem0_report.json").read_text())
+    assert saved["partial_lineage_items"] == ["m"]
+
+    run = imp.run
+    rs = rescore([run], list(imp.queries), {None: Store("mem0", imp.items)},
+                 targets=["raw", "source", "canonical"], measures="nDCG@60,R@60")
+
+    def iv(target: str, measure: str = "nDCG@60") -> list[tuple[float, float]]:
+        lo, hi = rs.interval(run.system, target, measure)
+        return [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)]
+
+    d2, d3 = 1 / math.log2(3), 1 / math.log2(4)  # disc(rank 2), disc(rank 3)
+    idcg2 = 1 + d2
+    # q1, evidence D1:2, ranking m, r3, r2. Source: the group {r2} exists. Without m (or m
+    # from D1:1 only) r2 at rank 3 gives 1/log2 4 = 0.5, the lower end; m from D1:2 fills
+    # it at rank 1: 1.0. (Before, m was certainly credited to both turns: 1.0 exact.)
+    # Raw: {r2} at rank 3, 0.5 exact. Canonical: m is the only derived memory and may not
+    # reach D1:2: [0, 1.0], the group possibly empty.
+    assert iv("source")[0] == pytest.approx((d3, 1.0))
+    assert iv("raw")[0] == pytest.approx((d3, d3))
+    assert iv("canonical")[0] == pytest.approx((0.0, 1.0))
+    assert rs.possibly_empty[(run.system, "canonical")].tolist()[0] is True
+    # q2, evidence D1:3, ranking m, r3: m cannot reach D1:3: Source {r3} at rank 2, exact
+    assert iv("source")[1] == pytest.approx((d2, d2))
+    assert rs.value(run.system, "source", "nDCG@60")[1] == pytest.approx(d2)
+    # q3, evidence D1:1 and D1:2 (G = 2, IDCG = 1 + 1/log2 3), ranking m, r3, r1: m reaches
+    # at least one of them, so it gains at rank 1 under every lineage. m = {D1:1} or
+    # {D1:1, D1:2} (one gain fills both): r1 adds nothing -> 1 / IDCG = 0.6131; m = {D1:2}:
+    # r1 fills D1:1 at rank 3 -> (1 + 0.5) / IDCG = 0.9197. R@60: 1 of 2 groups, or both.
+    assert iv("source")[2] == pytest.approx((1 / idcg2, (1 + d3) / idcg2))
+    assert iv("source", "R@60")[2] == pytest.approx((0.5, 1.0))
+    assert set(rs.undetermined[(run.system, "source")]) == {"q1", "q3"}
+
+
+def test_plain_source_ids_stay_exact(tmp_path: Path) -> None:
+    """Backward compatibility: source_ids naming two turns is taken as given, both certain.
+    q1 (evidence D1:2), ranking m, r3, r2: m in the group at rank 1 -> 1.0, exact."""
+    old = [{**WINDOW_MEMORIES[3], "metadata": {"source_ids": ["c1:D1:1", "c1:D1:2"]}},
+           WINDOW_MEMORIES[2], WINDOW_MEMORIES[1]]
+    res = _write_jsonl(tmp_path / "r.jsonl", [{**WINDOW_RESULTS[0], "results": old}])
+    imp = import_mem0_results(res, None)
+    assert imp.report.partial_lineage_items == ()
+    rs = rescore([imp.run], list(imp.queries), {None: Store("mem0", imp.items)},
+                 targets=["source"], measures="nDCG@60")
+    assert float(rs.value(imp.run.system, "source", "nDCG@60")[0]) == 1.0

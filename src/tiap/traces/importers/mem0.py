@@ -22,8 +22,17 @@ JSONL, one query a line (or a JSON document holding a list of such objects)::
 - ``results`` is the list Mem0's ``search`` returned, or that whole return value
   (``{"results": [...]}``); its order is the rank order (authoritative, never re-sorted).
 - ``metadata[sources_key]`` (default ``source_ids``) holds the memory's source unit ids: a
-  list, or one id as a string. A memory without it has no recoverable source: it is imported
-  with empty ``sources`` (it can be credited under no target) and listed in the report.
+  list, or one id as a string: its lineage, exactly (the memory derives from each of them).
+- ``metadata[window_key]`` (default ``source_window``) says the memory came from an
+  ``add()`` call over several turns and Mem0 does not say which: the memory derives from at
+  least one of these units and from none outside them (and ``source_ids``, if given, which it
+  certainly derives from). It becomes partial lineage (:mod:`tiap.memory.store`):
+  ``sources`` = ``source_ids`` (or the window's one unit left, when that is all it can be),
+  ``uncertain`` = ``{"possible_sources": [the other window units], "requires": [[them]]}``
+  (``requires`` only while ``source_ids`` meets no unit of the window); rescoring gives the
+  values this determines and ``[lower, upper]`` intervals elsewhere.
+- A memory with neither has no recoverable source: it is imported with empty ``sources``
+  (it can be credited under no target) and listed in the report.
 - ``metadata[kind_key]`` (default ``tiap_kind``) names the item's kind (``raw`` for a turn
   stored verbatim with ``infer=False``); absent, the kind is ``default_kind``
   (``mem0_fact``: a memory Mem0's LLM derived).
@@ -54,7 +63,7 @@ from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems
 from tiap.io import atomic_dir, iter_jsonl, open_text, read_json
-from tiap.memory.store import RAW_KIND, Item, stamp_store, write_items
+from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
 from tiap.traces.runs import Ranking, Run, write_jsonl_run
@@ -63,16 +72,19 @@ __all__ = [
     "DEFAULT_KIND",
     "DEFAULT_KIND_KEY",
     "DEFAULT_SOURCES_KEY",
+    "DEFAULT_WINDOW_KEY",
     "SCHEMA_VERSION",
     "Mem0Import",
     "Mem0Report",
     "import_mem0_results",
     "read_mem0_import",
+    "window_lineage",
     "write_mem0_import",
 ]
 
 SCHEMA_VERSION = 1
 DEFAULT_SOURCES_KEY = "source_ids"
+DEFAULT_WINDOW_KEY = "source_window"
 DEFAULT_KIND_KEY = "tiap_kind"
 DEFAULT_KIND = "mem0_fact"
 DEFAULT_SYSTEM = "mem0"
@@ -84,9 +96,11 @@ class Mem0Report:
     """What the import found, and what lineage is missing.
 
     ``items_without_source``: memories whose metadata gives no source unit id (never
-    credited). ``unknown_sources``: (item, source) pairs naming no unit of the dataset (only
-    checked when a dataset is given). ``raw_not_single``: raw items with other than one
-    source. ``retrieved_not_in_memories``: retrieved memories missing from the memories file.
+    credited). ``partial_lineage_items``: memories of a window whose lineage is only bounded
+    (one or more of the window's units, Mem0 does not say which). ``unknown_sources``:
+    (item, source) pairs naming no unit of the dataset, certain or possible (only checked when
+    a dataset is given). ``raw_not_single``: raw items without exactly one certain source.
+    ``retrieved_not_in_memories``: retrieved memories missing from the memories file.
     """
 
     results_file: str
@@ -97,6 +111,7 @@ class Mem0Report:
     kinds: dict[str, int]
     retrieved_items: int
     items_without_source: tuple[str, ...]
+    partial_lineage_items: tuple[str, ...] = ()
     unknown_sources: tuple[tuple[str, str], ...] = ()
     raw_not_single: tuple[str, ...] = ()
     retrieved_not_in_memories: tuple[str, ...] = ()
@@ -113,6 +128,7 @@ class Mem0Report:
             "kinds": dict(self.kinds),
             "retrieved_items": self.retrieved_items,
             "items_without_source": len(self.items_without_source),
+            "partial_lineage_items": len(self.partial_lineage_items),
             "unknown_sources": len(self.unknown_sources),
             "raw_not_single": len(self.raw_not_single),
             "retrieved_not_in_memories": len(self.retrieved_not_in_memories),
@@ -132,6 +148,7 @@ class Mem0Report:
             "system": self.system,
             "counts": self.counts(),
             "items_without_source": listed(self.items_without_source),
+            "partial_lineage_items": listed(self.partial_lineage_items),
             "unknown_sources": listed(self.unknown_sources),
             "raw_not_single": listed(self.raw_not_single),
             "retrieved_not_in_memories": listed(self.retrieved_not_in_memories),
@@ -176,7 +193,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
 class _Memory:
     item: Item
     line: int
-    file: str
+    file: str | None
 
 
 def _sources(value: Any) -> tuple[str, ...] | None:
@@ -193,9 +210,26 @@ def _sources(value: Any) -> tuple[str, ...] | None:
     return None
 
 
+def window_lineage(sources: tuple[str, ...], window: tuple[str, ...],
+                   ) -> tuple[tuple[str, ...], Uncertainty | None]:
+    """The lineage a memory's metadata proves: it derives from every unit of ``sources`` and
+    from at least one unit of ``window``, and from no other unit. Returns its certain sources
+    and what is left open (``None``: nothing, the lineage is exact)."""
+    rest = tuple(u for u in window if u not in sources)
+    if not rest:
+        return sources, None
+    if len(rest) < len(window):  # the window's requirement is met by a certain source
+        return sources, Uncertainty(possible=rest)
+    if len(rest) == 1:
+        return (*sources, rest[0]), None
+    return sources, Uncertainty(possible=rest, requires=(rest,))
+
+
 class _Reader:
-    def __init__(self, sources_key: str, kind_key: str, default_kind: str) -> None:
+    def __init__(self, sources_key: str, kind_key: str, default_kind: str,
+                 window_key: str = DEFAULT_WINDOW_KEY) -> None:
         self.sources_key = sources_key
+        self.window_key = window_key
         self.kind_key = kind_key
         self.default_kind = default_kind
         self.memories: dict[str, _Memory] = {}
@@ -219,23 +253,37 @@ class _Reader:
             probs.add("field 'metadata' must be a JSON object", line, query_id, mid)
             return None
         sources = _sources(meta.get(self.sources_key))
-        if sources is None:
-            probs.add(f"metadata {self.sources_key!r} must be a list of source unit ids "
-                      "(or one id)", line, query_id, mid)
+        window = _sources(meta.get(self.window_key))
+        if sources is None or window is None:
+            for key, got in ((self.sources_key, sources), (self.window_key, window)):
+                if got is None:
+                    probs.add(f"metadata {key!r} must be a list of source unit ids (or one id)",
+                              line, query_id, mid)
             return None
+        certain, uncertain = window_lineage(sources, window)
         kind = meta.get(self.kind_key) or self.default_kind
         coll = obj.get("collection") or collection or obj.get("user_id")
         text = obj.get("memory")
-        item = Item(mid, str(kind), sources, text=None if text is None else str(text),
-                    collection=None if coll is None else str(coll))
+        item = Item(mid, str(kind), certain, text=None if text is None else str(text),
+                    collection=None if coll is None else str(coll), uncertain=uncertain)
         seen = self.memories.get(mid)
         if seen is None:
             self.memories[mid] = _Memory(item, line, probs.file)
-        elif (seen.item.sources, seen.item.kind) != (item.sources, item.kind):
+        elif _lineage_of(seen.item) != _lineage_of(item):
             probs.add(f"memory {mid} has other sources or kind than on "
-                      f"{seen.file}:{seen.line} ({list(seen.item.sources)} "
-                      f"vs {list(item.sources)})", line, query_id, mid)
+                      f"{seen.file}:{seen.line} ({_describe(seen.item)} "
+                      f"vs {_describe(item)})", line, query_id, mid)
         return mid
+
+
+def _lineage_of(item: Item) -> tuple[Any, ...]:
+    return item.kind, item.sources, item.uncertain
+
+
+def _describe(item: Item) -> str:
+    if item.uncertain is None or item.uncertain.possible is None:
+        return str(list(item.sources))
+    return f"{list(item.sources)} + one or more of {list(item.uncertain.possible)}"
 
 
 @dataclass(frozen=True)
@@ -365,6 +413,7 @@ def read_mem0_import(
     sources_key: str = DEFAULT_SOURCES_KEY,
     kind_key: str = DEFAULT_KIND_KEY,
     default_kind: str = DEFAULT_KIND,
+    window_key: str = DEFAULT_WINDOW_KEY,
 ) -> Mem0Import:
     """Read saved Mem0 search results (and optionally the store's memories) into TIAP records.
 
@@ -378,14 +427,16 @@ def read_mem0_import(
         units: the dataset's source unit ids, to report sources that name none of them
             (taken from ``queries`` when it is a dataset).
         system: the run's system name.
-        sources_key / kind_key / default_kind: where the lineage and kind are in ``metadata``.
+        sources_key / kind_key / default_kind / window_key: where the lineage and kind are
+            in ``metadata`` (``window_key``: the units of a window the memory derives from
+            one or more of, module docstring).
 
     Returns:
         A :class:`Mem0Import`. Items are the memories file's in its order, then retrieved
         memories it lacks, in order of first retrieval.
     """
     path = Path(path)
-    reader = _Reader(sources_key, kind_key, default_kind)
+    reader = _Reader(sources_key, kind_key, default_kind, window_key)
     mem_ids: set[str] | None = None
     if memories is not None:
         mem_ids = _read_memories(Path(memories), reader)
@@ -413,7 +464,7 @@ def read_mem0_import(
     if units is None and isinstance(queries, Dataset):
         units = (t.unit_id for t in queries.turns_iter())
     unit_set = None if units is None else set(units)
-    unknown = tuple((it.item_id, s) for it in items for s in it.sources
+    unknown = tuple((it.item_id, s) for it in items for s in _named_units(it)
                     if unit_set is not None and s not in unit_set)
     depths = [len(r.ids) for r in rows]
     notes: list[str] = []
@@ -428,7 +479,9 @@ def read_mem0_import(
         items=len(items),
         kinds=dict(sorted(Counter(i.kind for i in items).items())),
         retrieved_items=len(retrieved),
-        items_without_source=tuple(i.item_id for i in items if not i.sources),
+        items_without_source=tuple(i.item_id for i in items
+                                   if not i.sources and i.uncertain is None),
+        partial_lineage_items=tuple(i.item_id for i in items if i.uncertain is not None),
         unknown_sources=unknown,
         raw_not_single=tuple(i.item_id for i in items
                              if i.kind == RAW_KIND and len(i.sources) != 1),
@@ -442,6 +495,14 @@ def read_mem0_import(
         notes=tuple(notes),
     )
     return Mem0Import(tuple(items), tuple(out_queries), run, report)
+
+
+def _named_units(item: Item) -> tuple[str, ...]:
+    """The units an item's lineage names: its sources, then its possible sources."""
+    u = item.uncertain
+    if u is None or u.possible is None:
+        return item.sources
+    return (*item.sources, *u.possible)
 
 
 def write_mem0_import(imp: Mem0Import, out: str | Path, *,
@@ -489,11 +550,13 @@ def import_mem0_results(
     sources_key: str = DEFAULT_SOURCES_KEY,
     kind_key: str = DEFAULT_KIND_KEY,
     default_kind: str = DEFAULT_KIND,
+    window_key: str = DEFAULT_WINDOW_KEY,
     manifest_extra: Mapping[str, Any] | None = None,
 ) -> Mem0Import:
     """:func:`read_mem0_import`, then :func:`write_mem0_import` into ``out_dir`` (unless None)."""
     imp = read_mem0_import(path, memories=memories, queries=queries, units=units, system=system,
-                           sources_key=sources_key, kind_key=kind_key, default_kind=default_kind)
+                           sources_key=sources_key, kind_key=kind_key, default_kind=default_kind,
+                           window_key=window_key)
     if out_dir is not None:
         write_mem0_import(imp, out_dir, manifest_extra=manifest_extra)
     return imp

@@ -23,9 +23,15 @@ Mem0's components, all local:
 Feeding. ``infer=False``: one ``add()`` per turn, one message ``{"role", "content":
 "Speaker: text"}``, metadata ``{"source_ids": [unit_id], "tiap_kind": "raw", "session_id",
 "date"}``: each memory is a raw item of exactly one turn. ``infer=True``: one ``add()`` per
-window of ``window`` consecutive turns of a session; every memory Mem0 derives from it
-carries the window's unit ids as sources (Mem0 keeps lineage per ``add()`` call, not per
-fact), kind ``mem0_fact``.
+window of ``window`` consecutive turns of a session, kind ``mem0_fact``. Mem0 copies the
+call's metadata onto every memory it derives and keeps no lineage per fact, so what is known
+of a derived memory is that it comes from one or more turns of its window and from none
+outside it (Mem0's extraction prompt has it extract from the call's new messages only; the
+earlier messages it also shows the LLM are for resolving references): a call of several
+turns carries them as ``{"source_window": [unit ids]}``, which the importer turns into
+partial lineage (``sources: []``, ``uncertain: {"possible_sources": [...], "requires":
+[[...]]}``), and a call of one turn (``window=1``, or a session's last turn) as
+``{"source_ids": [unit id]}``, exact.
 
 Resuming. Each collection is built in its own folder ``<out>/mem0_store/<cid>/`` and ends
 with ``done.json`` (settings fingerprint, counts, seconds). A rerun skips finished
@@ -58,6 +64,7 @@ from tiap.provenance import input_entry
 from tiap.traces.importers.mem0 import (
     DEFAULT_KIND_KEY,
     DEFAULT_SOURCES_KEY,
+    DEFAULT_WINDOW_KEY,
     Mem0Import,
     import_mem0_results,
 )
@@ -131,8 +138,11 @@ class Mem0RunConfig:
         return d
 
     def fingerprint(self, dataset_id: str) -> str:
-        blob = json.dumps({"dataset": dataset_id, "harness": HARNESS_VERSION, **self.spec()},
-                          sort_keys=True)
+        spec: dict[str, Any] = {"dataset": dataset_id, "harness": HARNESS_VERSION, **self.spec()}
+        if self.infer and self.window > 1:
+            # harness 1 wrote a window's turns as exact source_ids: its stores are not reused
+            spec["window_lineage"] = DEFAULT_WINDOW_KEY
+        blob = json.dumps(spec, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -271,7 +281,9 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
         units = (([t] for t in turns) if not cfg.infer else _windows(turns, cfg.window))
         n_calls = len(turns) if not cfg.infer else sum(1 for _ in _windows(turns, cfg.window))
         for group in progress(units, f"{cid}: add", n_calls):
-            meta: dict[str, Any] = {DEFAULT_SOURCES_KEY: [t.unit_id for t in group],
+            # one turn: the memories' lineage is that turn; several: one or more of them
+            key = DEFAULT_SOURCES_KEY if len(group) == 1 else DEFAULT_WINDOW_KEY
+            meta: dict[str, Any] = {key: [t.unit_id for t in group],
                                     "session_id": group[0].session_id}
             if dates.get(group[0].session_id):
                 meta["date"] = dates[group[0].session_id]
@@ -283,7 +295,7 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
             except Exception as exc:  # Mem0 raises its own types (LLMError, VectorStoreError)
                 raise TiapError(f"Mem0 add() failed ({type(exc).__name__}: {exc})",
                                 record=",".join(t.unit_id for t in group)) from exc
-            adds.append({"sources": meta[DEFAULT_SOURCES_KEY],
+            adds.append({"sources": meta[key],
                          "memories": [r.get("id") for r in got.get("results", [])
                                       if r.get("event") == "ADD"]})
         added = time.perf_counter()
@@ -437,8 +449,9 @@ def run_mem0(
                 "telemetry": False, "search_signals": _capabilities(),
                 "feeding": ("one add() per turn, metadata source_ids=[unit id], tiap_kind=raw"
                             if not cfg.infer else
-                            f"one add() per window of {cfg.window} turns of a session; every "
-                            "derived memory gets the window's unit ids as sources"),
+                            f"one add() per window of {cfg.window} turns of a session; a "
+                            "derived memory comes from one or more turns of its window "
+                            "(metadata source_window; source_ids for a call of one turn)"),
             },
             "per_collection": dones, "skipped_finished": skipped,
             "seconds": round(time.perf_counter() - started, 2),
