@@ -12,6 +12,7 @@ import pytest
 from fixtures_targets import item, queries, query, store
 
 from tiap.cli.main import main
+from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.io import sha256_file
 from tiap.memory.store import Store, read_store, write_items
@@ -46,7 +47,7 @@ def test_write_targets_files(tmp_path: Path) -> None:
     assert files(out) == [
         "coverage.csv", "coverage.json", "groups.jsonl", "manifest.json",
         "qrels/a.canonical.qrels", "qrels/a.facts.qrels", "qrels/a.raw.qrels",
-        "target_mapping.jsonl",
+        "target_mapping.jsonl", "undetermined.csv",
     ]
     assert res.stores == ("a",) and res.removed == ()
     assert res.qrels[("a", "raw")] == out / "qrels" / "a.raw.qrels"
@@ -54,12 +55,13 @@ def test_write_targets_files(tmp_path: Path) -> None:
     assert len(rows) == 6 * 3  # 6 queries x 3 targets, query order then target order
     assert rows[0] == {"store": "a", "query_id": "q1", "target": "raw",
                        "groups": [["t1"], ["t2"]], "units": ["u1", "u2"], "n_groups": 2,
-                       "zero_target_reason": None}
+                       "zero_target_reason": None, "determined": True, "open_units": []}
     assert rows[1]["groups"] == [["f1", "f2", "f3", "s1"], ["f3", "s1"]]
     assert rows[3 * 5 + 1] == {
         "store": "a", "query_id": "q6", "target": "canonical", "groups": [], "units": [],
         "n_groups": 0,
         "zero_target_reason": "no members under target 'canonical' (evidence units: u4)",
+        "determined": True, "open_units": [],
     }
     # the mapping always has the three built-ins, even though 'source' was not requested
     mapping = read_jsonl(out / "target_mapping.jsonl")
@@ -190,6 +192,7 @@ def test_a_later_run_replaces_an_earlier_one(tmp_path: Path) -> None:
     assert files(out) == [
         "coverage.csv", "coverage.json", "groups.jsonl", "manifest.json", "notes.txt",
         "qrels/a.source.qrels", "qrels/b.v2.raw.qrels", "target_mapping.jsonl",
+        "undetermined.csv",
     ]
     assert qrels_store(edited) is None and qrels_store(out / "qrels" / "a.source.qrels") == "a"
     assert {r["store"] for r in read_jsonl(out / "groups.jsonl")} == {"a"}
@@ -227,7 +230,7 @@ def _leftovers(d: Path) -> list[str]:
 def test_writer_leaves_no_partial_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sets = build_groups(store(), queries())
 
-    def broken(tg):  # type: ignore[no-untyped-def]
+    def broken(tg, items=None):  # type: ignore[no-untyped-def]
         yield "q1 0 t1 1\n"
         raise RuntimeError("disk on fire")
 
@@ -336,3 +339,39 @@ def test_qrels_read_by_reference_tools(tmp_path: Path) -> None:
     res = pytrec_eval.RelevanceEvaluator(sets["canonical"].qrels(), {"recip_rank"}).evaluate(run)
     assert sorted(res) == ["q1", "q4", "q5"]
     assert all(v["recip_rank"] == 1.0 for v in res.values())
+
+
+def test_partial_lineage_is_not_exported_as_a_fact(tmp_path: Path) -> None:
+    """A query whose group partial lineage leaves open gets no qrels line (a qrels file
+    cannot say "maybe"); undetermined.csv says why. A placeholder standing for 3 unseen
+    items is 3 qrels lines, so trec_eval's |R| is the family's size."""
+    from tiap.memory.store import Item, Placeholder, Uncertainty
+
+    items = (
+        Item("t1", "raw", ("u1",)), Item("t2", "raw", ("u2",)),
+        # m: one of u1 / u2, which is not known
+        Item("m", "fact", (), uncertain=Uncertainty(possible=("u1", "u2"), max_sources=1)),
+        Item("p", "fact", ("u2",), placeholder=Placeholder("certain", 3)),
+    )
+    qs = [Query("q1", "c", "?", "a", "1", ("u1",)), Query("q2", "c", "?", "a", "1", ("u2",)),
+          Query("q3", "c", "?", "a", "1", ("u3",))]
+    out = tmp_path / "out"
+    write_targets(out, [Store("s", items)], qs, ["raw", "source"])
+    src = (out / "qrels" / "s.source.qrels").read_text().splitlines()
+    raw = (out / "qrels" / "s.raw.qrels").read_text().splitlines()
+    # raw: m is a fact, so Raw is known exactly for q1 and q2
+    assert raw == ["q1 0 t1 1", "q2 0 t2 1"]
+    # source: m may be in u1's or u2's family: both queries are open, no line is guessed
+    assert src == []
+    with open(out / "undetermined.csv", newline="") as fh:
+        und = list(csv.DictReader(fh))
+    assert [(r["target"], r["query_id"]) for r in und] == [("source", "q1"), ("source", "q2")]
+    assert und[0]["reason"] == "possible members for u1"
+    rows = {(r["target"], r["query_id"]): r for r in read_jsonl(out / "groups.jsonl")}
+    assert rows[("source", "q2")]["determined"] is False
+    assert rows[("source", "q2")]["groups"] == [["p", "t2"]]  # the certain members
+    assert rows[("source", "q2")]["open_units"] == ["u2"]
+    # without m, the placeholder's count reaches the qrels as 3 lines
+    write_targets(out, [Store("s", tuple(i for i in items if i.item_id != "m"))], qs, ["source"])
+    src = (out / "qrels" / "s.source.qrels").read_text().splitlines()
+    assert src == ["q1 0 t1 1", "q2 0 p#1 1", "q2 0 p#2 1", "q2 0 p#3 1", "q2 0 t2 1"]

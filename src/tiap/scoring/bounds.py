@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from tiap.memory.store import Item
 from tiap.scoring.measures import Measure
 from tiap.targets.lineage import Lineage
+from tiap.targets.possible import PossibleIndex
 from tiap.targets.targets import Target
 
 __all__ = [
@@ -125,50 +126,8 @@ def _bits(mask: int) -> list[int]:
 # building the problem from a store
 
 
-class _Index:
-    """Per (store lineage, target): who certainly / possibly belongs to a unit's group."""
-
-    def __init__(self, lineage: Lineage, target: Target) -> None:
-        self.lineage = lineage
-        self.target = target
-        items = lineage.items
-        self.match = {iid: target.matches(it) for iid, it in items.items()}
-        self.open_by_collection: dict[str | None, list[str]] = {}
-        for iid in lineage.open_items:
-            if self.match[iid]:
-                self.open_by_collection.setdefault(items[iid].collection, []).append(iid)
-
-    def existence(self, unit: str, collection: str | None) -> int:
-        """YES when some existing item certainly in the unit's family is credited by the
-        target, MAYBE when one may be, else 0."""
-        items, match, lin = self.lineage.items, self.match, self.lineage
-        maybe = False
-        for iid in lin.families.get(unit, ()):
-            if not match[iid]:
-                continue
-            ph = items[iid].placeholder
-            if ph is None or ph.certain:
-                return YES
-            maybe = True
-        if maybe:
-            return MAYBE
-        for iid in lin.possible_families.get(unit, ()):
-            if match[iid]:
-                return MAYBE
-        for iid in self._open(collection):
-            if lin.possible[iid].may_reach(unit):
-                return MAYBE
-        return 0
-
-    def _open(self, collection: str | None) -> list[str]:
-        if collection is None:
-            return [i for ids in self.open_by_collection.values() for i in ids]
-        return self.open_by_collection.get(collection, []) + self.open_by_collection.get(
-            None, [])
-
-
 def query_problem(
-    index: _Index,
+    index: PossibleIndex,
     evidence: Sequence[str],
     ranking: Sequence[str],
     *,
@@ -243,7 +202,7 @@ def _same_collection(it: Item, collection: str | None) -> bool:
     return it.collection is None or collection is None or it.collection == collection
 
 
-def _set_size(index: _Index, units: Sequence[str],
+def _set_size(index: PossibleIndex, units: Sequence[str],
               collection: str | None) -> tuple[int, int | None, bool]:
     """``(lower, upper, exact)`` of the size of the union of the units' groups (set credit);
     ``upper`` is ``None`` when unseen members leave it open."""
@@ -253,7 +212,7 @@ def _set_size(index: _Index, units: Sequence[str],
     for u in units:
         certain.update(i for i in lin.families.get(u, ()) if match[i])
         maybe.update(i for i in lin.possible_families.get(u, ()) if match[i])
-        maybe.update(i for i in index._open(collection) if lin.possible[i].may_reach(u))
+        maybe.update(i for i in index.open_items(collection) if lin.possible[i].may_reach(u))
     maybe -= certain
     n_lo = n_hi = 0
     open_ended = False
@@ -544,9 +503,9 @@ def set_bounds(problem: QueryProblem, measures: Sequence[Measure],
     return out
 
 
-def bounds_index(lineage: Lineage, target: Target) -> _Index:
+def bounds_index(lineage: Lineage, target: Target) -> PossibleIndex:
     """The per-(store, target) index :func:`query_problem` reads."""
-    return _Index(lineage, target)
+    return PossibleIndex(lineage, target)
 
 
 def exact_problem(problem: QueryProblem, credit: str) -> bool:

@@ -30,6 +30,11 @@ side:
   ir_measures average over exactly the queries the target defines. Target names hold no
   ``.``, so the target is the part between the name's last two dots (store names may hold
   dots); the manifest says both;
+- ``undetermined.csv`` (``store,target,query_id,reason``): the (query, target) pairs whose
+  groups partial lineage leaves open (:mod:`tiap.targets.possible`); they have no qrels
+  line, since a qrels file cannot say "maybe", and ``groups.jsonl`` says
+  ``"determined": false`` with the ``open_units``. A placeholder standing for ``count``
+  unseen items is ``count`` qrels lines (``<id>#1`` ...), so |R| is the family's size;
 - ``coverage.json`` (``{"stores": [{"store", "items_sha256", "coverage"}]}``, the
   coverage of :class:`~tiap.targets.coverage.Coverage` per store) and ``coverage.csv``
   (one row per (store, target));
@@ -60,7 +65,7 @@ from typing import Any
 
 from tiap.errors import Problem, TiapError
 from tiap.io import atomic_dir, atomic_write, sha256_file, write_jsonl
-from tiap.memory.store import Store, check_store_name
+from tiap.memory.store import Item, Store, check_store_name
 from tiap.provenance import input_entry, manifest_header
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, coverage
 from tiap.targets.groups import DEFAULT_TARGETS, QueryLike, TargetGroups, TargetSets, build_groups
@@ -87,6 +92,7 @@ __all__ = [
 
 SCHEMA_VERSION = 2  # 2: per-store qrels names, rows and coverage name their store
 COMMAND = "targets"  # the manifest's "command"
+UNDETERMINED_FILE = "undetermined.csv"
 MANIFEST_FILE = "manifest.json"
 QRELS_DIR = "qrels"
 COVERAGE_CSV_HEADER: tuple[str, ...] = ("store", *COVERAGE_CSV_COLUMNS)
@@ -122,6 +128,8 @@ def groups_rows(
                 "units": list(qg.units),
                 "n_groups": qg.n_groups,
                 "zero_target_reason": qg.zero_target_reason,
+                "determined": qg.determined,
+                "open_units": list(qg.open_units),
             }
 
 
@@ -192,17 +200,39 @@ def _check_trec_ids(tg: TargetGroups) -> list[Problem]:
     return problems
 
 
-def qrels_lines(tg: TargetGroups) -> Iterator[str]:
-    """TREC qrels lines ``qid 0 docid 1`` (newline-terminated); none for zero-target queries.
+def qrels_lines(tg: TargetGroups, items: Mapping[str, Item] | None = None) -> Iterator[str]:
+    """TREC qrels lines ``qid 0 docid 1`` (newline-terminated); none for zero-target queries
+    and none for queries whose groups partial lineage leaves open (``undetermined.csv``
+    lists them): a qrels file cannot say "maybe".
 
-    Within a query, items are the sorted union of its groups (``set`` credit mode).
+    Within a query, items are the sorted union of its groups (``set`` credit mode). A
+    placeholder that stands for ``count`` unseen items (``items`` gives them) is written as
+    ``count`` lines, ``<id>#1`` ... ``<id>#<count>``, so that |R| is the family's size.
     """
     for qg in tg:
+        if not qg.determined:
+            continue
         for iid in qg.members:
-            yield f"{qg.query_id} 0 {iid} 1\n"
+            ph = items[iid].placeholder if items is not None else None
+            if ph is not None and ph.count is not None and ph.count > 1:
+                for j in range(1, ph.count + 1):
+                    yield f"{qg.query_id} 0 {iid}#{j} 1\n"
+            else:
+                yield f"{qg.query_id} 0 {iid} 1\n"
 
 
-def write_qrels(path: str | Path, tg: TargetGroups) -> int:
+def undetermined_rows(tg: TargetGroups, *, store: str) -> Iterator[tuple[str, str, str, str]]:
+    """``(store, target, query_id, reason)`` for every query whose groups partial lineage
+    leaves open."""
+    for qg in tg:
+        if not qg.determined:
+            why = (f"possible members for {', '.join(qg.open_units)}" if qg.open_units
+                   else "a placeholder stands for an unknown number of items")
+            yield store, tg.name, qg.query_id, why
+
+
+def write_qrels(path: str | Path, tg: TargetGroups,
+                items: Mapping[str, Item] | None = None) -> int:
     """Atomically write one target's TREC qrels file (of one store); returns the number of
     lines."""
     problems = _check_trec_ids(tg)
@@ -210,7 +240,7 @@ def write_qrels(path: str | Path, tg: TargetGroups) -> int:
         raise TiapError(problems=problems)
     n = 0
     with atomic_write(path) as fh:
-        for line in qrels_lines(tg):
+        for line in qrels_lines(tg, items):
             fh.write(line)
             n += 1
     return n
@@ -454,9 +484,12 @@ def write_targets(
     sets: dict[str, TargetSets] = {}
     covs: dict[str, Coverage] = {}
     problems: list[Problem] = []
+    item_maps: dict[str, Mapping[str, Item]] = {}
     for st in distinct:
         try:
-            full = build_groups(build_lineage(st.items), qlist, requested + extra)
+            lineage = build_lineage(st.items)
+            item_maps[st.name] = lineage.items
+            full = build_groups(lineage, qlist, requested + extra)
         except TiapError as exc:
             problems.extend(_in_store(exc, st).problems)
             continue
@@ -497,7 +530,16 @@ def write_targets(
         counts["groups.jsonl"] = write_groups_jsonl(tmp / "groups.jsonl", sets, names)
         counts["target_mapping.jsonl"] = write_target_mapping(tmp / "target_mapping.jsonl", sets)
         for (s, n), rel in qrels.items():
-            counts[rel] = write_qrels(tmp / rel, sets[s][n])
+            counts[rel] = write_qrels(tmp / rel, sets[s][n], item_maps[s])
+        with atomic_write(tmp / UNDETERMINED_FILE) as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(("store", "target", "query_id", "reason"))
+            counts[UNDETERMINED_FILE] = 0
+            for s in sets:
+                for n in names:
+                    for row in undetermined_rows(sets[s][n], store=s):
+                        w.writerow(row)
+                        counts[UNDETERMINED_FILE] += 1
         write_coverage(tmp / "coverage.json", tmp / "coverage.csv", covs, items_sha256=items_sha)
         written = [*counts, "coverage.json", "coverage.csv"]
         outputs = {rel: _output_entry(tmp / rel, counts.get(rel)) for rel in written}

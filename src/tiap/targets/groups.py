@@ -15,6 +15,12 @@ its measures are undefined (NaN), never 0, and the reason is recorded:
 
 Evidence units that no stored item reaches are reported per query in
 ``TargetSets.unknown_evidence`` whatever the target.
+
+With partial lineage (:mod:`tiap.targets.possible`) the groups hold the *certain* members;
+``QueryGroups.open_units`` names the units whose group may hold more (or may not exist),
+and ``determined`` says whether the groups are known exactly (no possible member, no
+placeholder of unknown count). A query with no certain group but a possible one is not a
+zero-target case: its reason is ``undetermined``.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 from tiap.errors import Problem, TiapError
 from tiap.memory.store import Item
 from tiap.targets.lineage import Lineage, build_lineage
+from tiap.targets.possible import PossibleIndex
 from tiap.targets.targets import Target, TargetRegistry, resolve_targets
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +74,7 @@ class ZeroTarget(StrEnum):
     NO_EVIDENCE = "no_evidence"
     UNKNOWN_EVIDENCE = "unknown_evidence"
     NO_MEMBERS = "no_members"
+    UNDETERMINED = "undetermined"  # no certain group; partial lineage leaves one possible
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,8 @@ class QueryGroups:
     groups: tuple[tuple[str, ...], ...]
     zero_target: ZeroTarget | None = None
     zero_target_reason: str | None = None
+    open_units: tuple[str, ...] = ()  # partial lineage: units whose group is not known
+    determined: bool = True
 
     @property
     def n_groups(self) -> int:
@@ -269,6 +279,8 @@ def build_groups(
         raise TiapError(problems=dups)
 
     items = lineage.items
+    open_index = ({t.name: PossibleIndex(lineage, t) for t in tlist} if lineage.uncertain
+                  else {})
     per_target: dict[str, dict[str, QueryGroups]] = {t.name: {} for t in tlist}
     unit_cache: dict[str, dict[str, tuple[str, ...]]] = {t.name: {} for t in tlist}
     unknown_evidence: dict[str, tuple[str, ...]] = {}
@@ -297,9 +309,22 @@ def build_groups(
                 if members:
                     units.append(u)
                     groups.append(members)
+            open_units: tuple[str, ...] = ()
+            determined = True
+            index = open_index.get(t.name)
+            if index is not None:
+                coll = getattr(q, "collection_id", None)
+                open_units = tuple(u for u in evidence if index.n_possible(u, coll))
+                determined = not open_units and not any(
+                    items[i].placeholder is not None and items[i].placeholder.count is None
+                    for g in groups for i in g)
             zero: ZeroTarget | None = None
             reason: str | None = None
-            if not groups:
+            if not groups and open_units:
+                zero = ZeroTarget.UNDETERMINED
+                reason = ("not determined: no group is certain; partial lineage leaves one "
+                          f"possible for {', '.join(open_units)}")
+            elif not groups:
                 if not evidence:
                     zero = ZeroTarget.NO_EVIDENCE
                 elif not known:
@@ -314,6 +339,8 @@ def build_groups(
                 groups=tuple(groups),
                 zero_target=zero,
                 zero_target_reason=reason,
+                open_units=open_units,
+                determined=determined,
             )
 
     by_target = {
