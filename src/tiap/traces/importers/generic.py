@@ -8,13 +8,26 @@ One JSON object a line, told apart by ``type``::
     {"type": "ranking", "query_id": "q1", "ranked": [{"item_id": "f1", "score": 0.9}, "t1"]}
 
 ``item`` records are ``items.jsonl`` rows (``item_id``, ``kind``, ``sources``, optional
-``parents``, ``serving``, ``text``, ``collection`` and any extra field); ``query`` records are
+``parents``, ``serving``, ``text``, ``collection``, ``uncertain``, ``placeholder`` and any
+extra field), read by :func:`tiap.memory.store.item_from_json`; ``query`` records are
 ``queries.jsonl`` rows. ``ranking`` records give one query's ranked list, best first: each
 entry an item id or ``{"item_id", "score"}`` (scores on all entries or none). The list order
-is the rank order. Every ranked id must have an ``item`` record (an item whose lineage is
-unknown is given ``"sources": []``: it is then counted and listed as having no source).
-Records may come in any order. Queries come from the ``query`` records, or else from
-``--queries`` / ``--dataset`` (then only the ranked queries are kept).
+is the rank order. Every ranked id must have an ``item`` record. Records may come in any
+order. Queries come from the ``query`` records, or else from ``--queries`` / ``--dataset``
+(then only the ranked queries are kept).
+
+Partial lineage is said as it is known (:mod:`tiap.memory.store`): ``sources`` the units the
+item certainly derives from, ``uncertain`` what else it may derive from
+(``possible_sources``: a list, or ``"any"`` unit of its collection minus
+``excluded_sources``; ``requires``: lists each holding at least one unit of its lineage;
+``max_sources``; ``exclusive``), and ``placeholder`` an item that stands for unseen items of
+that lineage (never ranked). An item whose origin is unknown altogether is given
+``"sources": [], "uncertain": {"possible_sources": "any"}`` (rescoring then bounds what it
+may be worth); with ``"sources": []`` alone it is an item that certainly reaches no unit,
+counted and listed as having no source. Checked besides the schema: a ranked placeholder, and
+partial lineage that no lineage can satisfy (a ``requires`` list none of whose units the item
+may reach, more certain sources than ``max_sources``, ``max_sources`` too small for the
+``requires`` lists), each with its line.
 
 Every problem in the file is reported together, each naming the file, line and query.
 """
@@ -22,6 +35,8 @@ Every problem in the file is reported together, each naming the file, line and q
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +45,7 @@ from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl
 from tiap.memory.store import Item, item_from_json
-from tiap.targets.lineage import build_lineage
+from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 from tiap.traces.importers import (
     ImportResult,
     external_queries,
@@ -38,9 +53,11 @@ from tiap.traces.importers import (
 )
 from tiap.traces.runs import Ranking, Run
 
-__all__ = ["RECORD_TYPES", "import_generic", "read_generic"]
+__all__ = ["RECORD_TYPES", "import_generic", "lineage_problems", "partial_lineage_findings",
+           "read_generic"]
 
 RECORD_TYPES = ("item", "query", "ranking")
+_LISTED = 1000  # ids listed per finding (all are counted)
 
 
 def _ranked(entries: Any, path: Path, line: int, qid: str, probs: Problems
@@ -162,24 +179,33 @@ def read_generic(
         for p in it.parents:
             if p not in item_line:
                 probs.add(f"parent {p!r} is not an item", item_line[it.item_id], record=it.item_id)
+    placeholders = {it.item_id for it in items if it.placeholder is not None}
     for line, qid, ids, _ in rankings:
         for pos, iid in enumerate(ids, start=1):
             if iid not in item_line:
-                probs.add(f"rank {pos}: {iid!r} has no item record (give it one, with "
-                          "\"sources\": [] if its lineage is unknown)",
+                probs.add(f"rank {pos}: {iid!r} has no item record (give it one; if its "
+                          "lineage is unknown, \"sources\": [] with \"uncertain\": "
+                          "{\"possible_sources\": \"any\"})",
                           line, qid)
+            elif iid in placeholders:
+                probs.add(f"rank {pos}: {iid!r} is a placeholder (it stands for unseen items "
+                          "and is never ranked)", line, qid)
     if queries and (dataset is not None or queries_path is not None):
         probs.add("the file has query records: do not also give --dataset or --queries")
     probs.raise_if_any()
     try:
-        build_lineage(items)
+        lineage = build_lineage(items)
     except TiapError as exc:
-        for p in exc.problems:
-            where = item_line.get(p.record or "")
-            probs.add(p.message, where, record=p.record)
+        for prob in exc.problems:
+            where = item_line.get(prob.record or "")
+            probs.add(prob.message, where, record=prob.record)
         probs.raise_if_any()
+        raise  # an error that lists no problem: as it is
+    for iid, message in lineage_problems(lineage):
+        probs.add(message, item_line[iid], record=iid)
+    probs.raise_if_any()
 
-    notes: dict[str, Any] = {}
+    notes: dict[str, Any] = dict(partial_lineage_findings(items, lineage))
     ext_file: Path | None = None
     if queries:
         known = {q.query_id for q in queries}
@@ -197,6 +223,10 @@ def read_generic(
     probs.raise_if_any()
     ranked = {qid for _, qid, _, _ in rankings}
     notes["queries_without_ranking"] = sum(1 for q in queries if q.query_id not in ranked)
+    if any(lineage.possible.get(it.item_id) is not None and it.collection for it in items):
+        # partial lineage reaches units of its own collection: a query naming none is not
+        # told which collection its evidence is in
+        notes["queries_without_collection"] = sum(1 for q in queries if not q.collection_id)
     run = Run(system=system, rankings=tuple(Ranking(qid, system, tuple(ids), None if s is None
                                                     else tuple(s))
                                             for _, qid, ids, s in rankings),
@@ -204,6 +234,64 @@ def read_generic(
     inputs = (path,) if ext_file is None else (path, ext_file)
     return ImportResult(system=system, format="generic", items=tuple(items),
                         queries=tuple(queries), run=run, inputs=inputs, findings=notes)
+
+
+def lineage_problems(lineage: Lineage) -> list[tuple[str, str]]:
+    """``(item id, message)`` for every item whose partial lineage no lineage satisfies.
+
+    Checked on the resolved lineage (certain sources and possible units through parents): a
+    ``requires`` list none of whose units the item may reach; more certain sources than
+    ``max_sources: 1`` allows; with ``max_sources: 1``, ``requires`` lists that no single
+    unit the item may reach meets together. (Other ``max_sources`` are checked by
+    :func:`tiap.memory.store.item_from_json` against the item's own sources.)
+    """
+    out: list[tuple[str, str]] = []
+    for iid, item in lineage.items.items():  # in input order
+        pl = lineage.possible.get(iid)
+        if pl is None or item.uncertain is None:
+            continue  # exact, or inherited only: the parents' own records are checked
+        for r in pl.requires:
+            if not any(pl.may_reach(u) for u in r):
+                msg = (f"'uncertain.requires' {sorted(r)}: the item may reach none of these "
+                       "units, so no lineage meets it")
+                out.append((iid, msg))
+        single = _single_problem(lineage.sources[iid], pl) if pl.single else None
+        if single is not None:
+            out.append((iid, single))
+    return out
+
+
+def _single_problem(certain: tuple[str, ...], pl: PossibleLineage) -> str | None:
+    """Why no lineage of exactly one unit fits ``certain`` and ``pl`` (``None``: one does)."""
+    if len(certain) > 1:
+        return (f"max_sources 1, but the item certainly reaches {len(certain)} units "
+                f"({', '.join(certain)}) through its sources and parents")
+    if not pl.requires:
+        return None
+    if certain:
+        return (f"max_sources 1 and the item's one source is {certain[0]}, which the "
+                f"'uncertain.requires' list {sorted(pl.requires[0])} does not hold")
+    common = set.intersection(*(set(r) for r in pl.requires))
+    if not any(pl.may_reach(u) for u in common):
+        return ("max_sources 1, but no single unit the item may reach is in every "
+                "'uncertain.requires' list")
+    return None
+
+
+def partial_lineage_findings(items: Sequence[Item], lineage: Lineage | None = None,
+                             ) -> dict[str, Any]:
+    """What an import's findings say about partial lineage: how many items have it (their
+    own ``uncertain``, or inherited through ``parents``), per kind, how many carry it
+    themselves, how many are placeholders; the first ids listed."""
+    lin = lineage if lineage is not None else build_lineage(items)
+    partial = [it for it in items if it.item_id in lin.possible]
+    return {
+        "partial_lineage_items": len(partial),
+        "partial_lineage_items_by_kind": dict(sorted(Counter(it.kind for it in partial).items())),
+        "partial_lineage_own": sum(1 for it in partial if it.uncertain is not None),
+        "placeholder_items": sum(1 for it in items if it.placeholder is not None),
+        "listed_partial_lineage_items": [it.item_id for it in partial[:_LISTED]],
+    }
 
 
 def import_generic(

@@ -25,22 +25,39 @@ Input (``docs/import.md``):
 Episode -> turns, in this order: an explicit ``sources`` list on the episode record (a
 mapping file), else its ``name``, else its ``source_description``, when that is a turn id of
 the dataset or a comma-separated list of them (put the unit id there when feeding Graphiti:
-``add_episode(name="conv-26:D1:3", ...)``). Anything else has no recoverable source and is
-listed in ``lineage_coverage.json``. Edges -> episodes -> turns and nodes -> incident edges
-follow :mod:`tiap.targets.graph`; the run ranks edges, nodes or episodes (``level``).
+``add_episode(name="conv-26:D1:3", ...)``). Edges -> episodes -> turns and nodes -> incident
+edges follow :mod:`tiap.targets.graph`; the run ranks edges, nodes or episodes (``level``).
+
+What the input does not say is left open, never guessed and never taken for "no source"
+(partial lineage, :mod:`tiap.memory.store`; rescoring bounds its effect):
+
+- an episode whose turns are not recoverable (none of the above), and an episode an edge
+  cites that the input never gives, may hold any turn of its group (``uncertain:
+  {"possible_sources": "any"}``; a cited episode takes the group of the edges citing it);
+- an edge whose episodes are not given (Zep's REST results often leave ``episodes`` out, or
+  empty: every Graphiti edge comes from some episode) may derive from any turn of its group;
+  an edge whose episodes are given inherits what they leave open through ``parents``;
+- a node inherits its edges' (``parents``); without ``--graph`` only the retrieved edges of
+  a node are known, so its lineage is those edges' and may be any turn of its group besides
+  (with ``--graph``, the graph's edges are all its edges, as in ``docs/graph-targets.md``).
+
+``lineage_coverage.json`` counts these under ``importer``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl
-from tiap.targets.graph import GraphEdge, GraphEpisode, GraphNode, graph_items
+from tiap.memory.store import Item, Uncertainty
+from tiap.targets.graph import NODE_KIND, GraphEdge, GraphEpisode, GraphNode, graph_items
 from tiap.traces.importers import ImportResult, external_queries, write_import
+from tiap.traces.importers.generic import partial_lineage_findings
 from tiap.traces.runs import Ranking, Run
 
 __all__ = ["LEVELS", "import_graphiti", "read_graphiti"]
@@ -86,7 +103,8 @@ class _Graph:
         if kind == "episode":
             self.episodes.setdefault(uid, rec)
         elif kind == "edge":
-            if uid in self.edges:
+            known = self.edges.get(uid)
+            if known is not None and known.episodes:
                 return uid
             src, dst = rec.get("source_node_uuid"), rec.get("target_node_uuid")
             eps = rec.get("episodes", rec.get("episode_uuids"))
@@ -100,9 +118,12 @@ class _Graph:
                 probs.add(f"edge {uid}: 'episodes' must be a list of episode uuids",
                           line, qid, file=file)
                 return None
+            if known is not None and not eps:
+                return uid  # seen before, and this record names no episodes either
             valid = rec.get("valid_at")
-            self.edges[uid] = GraphEdge(uid, src, dst, tuple(eps), fact=rec.get("fact"),
-                                        name=rec.get("name"), collection=coll,
+            self.edges[uid] = GraphEdge(uid, src, dst, tuple(dict.fromkeys(eps)),
+                                        fact=rec.get("fact"), name=rec.get("name"),
+                                        collection=coll,
                                         valid_at=None if valid is None else str(valid))
         else:
             self.nodes.setdefault(uid, GraphNode(uid, rec.get("name"), rec.get("summary") or None,
@@ -138,6 +159,11 @@ def _scores(rec: dict[str, Any], key: str, entries: list[Any]) -> tuple[float, .
     except (TypeError, ValueError):
         return None
     return out if all(math.isfinite(v) for v in out) else None
+
+
+def _open(item: Item, open_: bool) -> Item:
+    """``item``, left open to any turn of its group when the input does not say its turns."""
+    return replace(item, uncertain=Uncertainty()) if open_ else item
 
 
 def read_graphiti(
@@ -211,30 +237,50 @@ def read_graphiti(
     probs.raise_if_any()
 
     # episodes: the ones given, plus the ones edges cite without giving them
-    cited = [e for edge in g.edges.values() for e in edge.episodes if e not in g.episodes]
-    not_given = list(dict.fromkeys(cited))
+    cited: dict[str, set[str | None]] = {}
+    for edge in g.edges.values():
+        for e in edge.episodes:
+            if e not in g.episodes:
+                cited.setdefault(e, set()).add(edge.collection)
     episodes: list[GraphEpisode] = []
     how_counts: dict[str, int] = {}
+    open_ids: set[str] = set()
     for uid, rec in g.episodes.items():
         sources, how = g.episode_sources(rec)
         how_counts[how] = how_counts.get(how, 0) + 1
+        if how == "none":
+            open_ids.add(uid)
         coll = rec.get("group_id")
         episodes.append(GraphEpisode(uid, sources, text=rec.get("content"),
                                      collection=None if coll in (None, "") else str(coll)))
-    episodes.extend(GraphEpisode(uid, ()) for uid in not_given)
-    items = graph_items(episodes, g.edges.values(), g.nodes.values())
+    for uid, groups in cited.items():  # of the group of the edges citing it, when they agree
+        episodes.append(GraphEpisode(uid, (), collection=next(iter(groups))
+                                     if len(groups) == 1 else None))
+        open_ids.add(uid)
+    edges_open = {uid for uid, e in g.edges.items() if not e.episodes}
+    open_ids |= edges_open
+    nodes_open = graph is None
+    items = tuple(_open(it, it.item_id in open_ids or (nodes_open and it.kind == NODE_KIND))
+                  for it in graph_items(episodes, g.edges.values(), g.nodes.values()))
 
     queries: list[Query] = [by_id[r.query_id] for r in rankings]
+    not_given = list(cited)
+    n_nodes = sum(1 for i in items if i.kind == NODE_KIND)
     findings: dict[str, Any] = {
         "level": level,
         "episodes_by_lineage_source": how_counts,
         "episodes_cited_not_given": len(not_given),
         "episodes_without_source": how_counts.get("none", 0) + len(not_given),
         "edges": len(g.edges),
-        "nodes": sum(1 for i in items if i.kind == "node"),
+        "edges_without_episodes": len(edges_open),
+        "nodes": n_nodes,
+        "nodes_open_without_graph": n_nodes if nodes_open else 0,
         "communities_ignored": communities,
         "queries_not_ranked": len(by_id) - len(queries),
+        **partial_lineage_findings(items),
         "listed_episodes_cited_not_given": not_given[:1000],
+        "listed_edges_without_episodes": [i.item_id for i in items
+                                          if i.item_id in edges_open][:1000],
     }
     run = Run(system=system, rankings=tuple(rankings), source=path, format=f"graphiti-{level}")
     inputs = tuple(p for p in (path, None if graph is None else Path(graph), qfile) if p)

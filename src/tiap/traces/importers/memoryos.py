@@ -27,6 +27,11 @@ by the dataset collection it holds (``user_id = "conv-26"``) in either layout:
 
 Lineage
 -------
+A page holds one QA pair: one user turn and one agent turn (one turn when a side is empty).
+What the store proves about its turns is written as it is, exact where it decides them and
+partial (``uncertain``, :mod:`tiap.memory.store`) where it does not; rescoring then gives
+exact values where that suffices and ``[lower, upper]`` intervals elsewhere.
+
 - page / short-term QA pair (kind ``raw``: verbatim dialogue) -> the turns it holds. MemoryOS
   keeps only ``user_input``, ``agent_response`` and ``timestamp`` on a page, so no id we put
   in survives; the turns are found by **matching the text against the dataset**: each side,
@@ -34,13 +39,24 @@ Lineage
   appends, must equal a turn's text in the user's collection, preferring the session whose
   date equals the page's ``timestamp`` (the feeder passes the session date); when a side
   still has several candidates, the pair whose agent turn follows the user turn most closely
-  decides. A page that carries ``source_ids`` (a harness that keeps extra fields) is taken as
+  decides. Per side: one candidate -> a certain source; several -> the side's turn is one of
+  them (``requires`` that list, ``possible_sources`` its units); none (the text matches no
+  turn) -> the side's turn is unknown (``possible_sources: "any"`` unit of the user's
+  collection). ``max_sources`` is the number of sides with text (a page holds one turn a
+  side). A page that carries ``source_ids`` (a harness that keeps extra fields) is taken as
   given. Labels in ``memoryos_lineage``: ``source_ids``, ``matched``, ``partial`` (one side
-  found), ``ambiguous`` (candidates in ``memoryos_candidates``), ``unmatched``.
-- session summary (kind ``summary``, id = the session id) -> its pages (``parents``).
+  found), ``ambiguous`` (no side found, some side has candidates, listed in
+  ``memoryos_candidates``), ``unmatched``.
+- session summary (kind ``summary``, id = the session id) -> its pages (``parents``): exact,
+  or partial through its pages.
 - user and assistant knowledge (kind ``knowledge``; ids ``knowledge:<user>:<sha1>`` and
-  ``assistant-knowledge:<sha1>`` of the text): MemoryOS records no source, so none is
-  recoverable: they are counted and listed in ``lineage_coverage.json``.
+  ``assistant-knowledge:<sha1>`` of the text): MemoryOS's LLM extracts it from the dialogue
+  but records no source, so it **may derive from any turn** of its user's collection
+  (``possible_sources: "any"``; assistant knowledge names no user, so any turn of any
+  collection), and nothing more is claimed: not that it derives from some turn at all.
+
+``lineage_coverage.json`` counts, under ``importer``, the pages per label and the items with
+partial lineage (their own or through their pages).
 
 Ranking: ``ranking`` when given, else the retrieved pages in order, then user knowledge, then
 assistant knowledge (the order of MemoryOS's prompt). MemoryOS returns no page scores.
@@ -62,8 +78,9 @@ from typing import Any
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl, open_text, read_json
-from tiap.memory.store import RAW_KIND, Item
+from tiap.memory.store import RAW_KIND, Item, Uncertainty
 from tiap.traces.importers import ImportResult, external_queries, write_import
+from tiap.traces.importers.generic import partial_lineage_findings
 from tiap.traces.runs import Ranking, Run
 
 __all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
@@ -79,12 +96,30 @@ def _norm(text: str) -> str:
 
 @dataclass(frozen=True)
 class PageMatch:
-    """The turns a page holds: ``sources`` found, ``label`` (module docstring), and the
-    candidate turns of a side left ambiguous."""
+    """The turns a page holds, as far as its text decides them.
+
+    ``sources``: the turns found (one per side with a single candidate); ``label`` (module
+    docstring); ``candidates``: the candidate turns of the sides left ambiguous (all of them,
+    for ``memoryos_candidates``); ``open_sides``: per ambiguous side, its candidates (the
+    side's turn is one of them); ``unknown_sides``: sides whose text matches no turn;
+    ``sides``: sides with text (the page holds one turn a side).
+    """
 
     sources: tuple[str, ...]
     label: str
     candidates: tuple[str, ...] = ()
+    open_sides: tuple[tuple[str, ...], ...] = ()
+    unknown_sides: int = 0
+    sides: int = 0
+
+    def uncertainty(self) -> Uncertainty | None:
+        """What the page's lineage may be beyond ``sources`` (``None``: it is exact)."""
+        if not self.open_sides and not self.unknown_sides:
+            return None
+        possible = None if self.unknown_sides else tuple(
+            dict.fromkeys(u for side in self.open_sides for u in side))
+        return Uncertainty(possible=possible, requires=self.open_sides,
+                           max_sources=self.sides or None)
 
 
 class TurnIndex:
@@ -112,21 +147,23 @@ class TurnIndex:
 
     def match(self, user_input: str, agent_response: str, timestamp: str | None) -> PageMatch:
         sides = [s for s in (user_input or "", agent_response or "") if s.strip()]
-        if not sides:
-            return PageMatch((), "unmatched")
+        if not sides:  # a page with no text: nothing says which turns it holds
+            return PageMatch((), "unmatched", unknown_sides=1)
         cands = [self._candidates(s, timestamp) for s in sides]
         if len(cands) == 2 and len(cands[0]) >= 1 and len(cands[1]) >= 1 and (
                 len(cands[0]) > 1 or len(cands[1]) > 1):
             gaps = sorted((b - a, a, b) for a in cands[0] for b in cands[1] if b > a)
             if gaps and (len(gaps) == 1 or gaps[0][0] < gaps[1][0]):
                 cands = [[gaps[0][1]], [gaps[0][2]]]
-        found = [c[0] for c in cands if len(c) == 1]
-        open_ = [i for c in cands if len(c) > 1 for i in c]
-        units = tuple(self.turns[i].unit_id for i in found)
-        if len(found) == len(cands):
-            return PageMatch(units, "matched")
-        label = "partial" if found else ("ambiguous" if open_ else "unmatched")
-        return PageMatch(units, label, tuple(self.turns[i].unit_id for i in open_))
+        turns = self.turns
+        found = tuple(dict.fromkeys(turns[c[0]].unit_id for c in cands if len(c) == 1))
+        open_sides = tuple(tuple(turns[i].unit_id for i in c) for c in cands if len(c) > 1)
+        unknown = sum(1 for c in cands if not c)
+        if not open_sides and not unknown:
+            return PageMatch(found, "matched", sides=len(sides))
+        label = "partial" if found else ("ambiguous" if open_sides else "unmatched")
+        return PageMatch(found, label, tuple(u for side in open_sides for u in side),
+                         open_sides, unknown, len(sides))
 
 
 def _sha(text: str) -> str:
@@ -191,7 +228,8 @@ class _Builder:
         self.labels[m.label] = self.labels.get(m.label, 0) + 1
         text = "\n".join(x for x in (page.get("user_input"), page.get("agent_response")) if x)
         self.items[item_id] = Item(item_id, RAW_KIND, sources=m.sources, text=text or None,
-                                   collection=user or None, meta=tuple(sorted(meta)))
+                                   collection=user or None, meta=tuple(sorted(meta)),
+                                   uncertain=m.uncertainty())
         return item_id
 
     def knowledge(self, entry: Any, user: str | None) -> str | None:
@@ -201,8 +239,11 @@ class _Builder:
         iid = f"knowledge:{user}:{_sha(text)}" if user else f"assistant-knowledge:{_sha(text)}"
         if iid not in self.items:
             kind = "user_knowledge" if user else "assistant_knowledge"
+            # extracted by MemoryOS's LLM from the dialogue, with no source recorded: it may
+            # derive from any turn of the user's collection (any collection, for assistant
+            # knowledge, which names no user); nothing says it derives from one at all
             self.items[iid] = Item(iid, "knowledge", text=text, collection=user or None,
-                                   meta=(("memoryos_type", kind),))
+                                   meta=(("memoryos_type", kind),), uncertain=Uncertainty())
         return iid
 
 
@@ -350,17 +391,19 @@ def read_memoryos(
     probs.raise_if_any()
 
     queries: list[Query] = [by_id[r.query_id] for r in rankings]
+    items = tuple(b.items.values())
     findings: dict[str, Any] = {
         **counts,
         "page_lineage": dict(sorted(b.labels.items())),
         "queries_not_ranked": len(by_id) - len(queries),
-        "listed_unmatched_pages": [i.item_id for i in b.items.values()
+        **partial_lineage_findings(items),
+        "listed_unmatched_pages": [i.item_id for i in items
                                    if dict(i.meta).get("memoryos_lineage") in
                                    ("unmatched", "ambiguous")][:1000],
     }
     run = Run(system=system, rankings=tuple(rankings), source=results, format="memoryos")
     inputs: Sequence[Path] = [results, *b.files] + ([qfile] if qfile else [])
-    return ImportResult(system=system, format="memoryos", items=tuple(b.items.values()),
+    return ImportResult(system=system, format="memoryos", items=items,
                         queries=tuple(queries), run=run, inputs=tuple(inputs), findings=findings)
 
 
