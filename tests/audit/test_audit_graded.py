@@ -240,3 +240,22 @@ def test_stale_graded_qrels_are_removed(tmp_path: Path) -> None:
         "b.canonical.graded.qrels", "b.source.graded.qrels", "mine.qrels",
         "toy.canonical.graded.qrels"]  # the edited file is kept
     assert (out / "qrels" / "toy.canonical.graded.qrels").read_text() == "edited\n"
+
+
+def test_partial_lineage_leaves_a_query_ungraded() -> None:
+    """An item that may or may not be in q1's Source family (partial lineage): q1's Source
+    members are not known, so it gets no graded value (a value of the certain members would
+    be a guess) and is counted apart; the other queries keep theirs."""
+    from tiap.memory.store import Uncertainty
+
+    maybe = Item("m9", "fact", (), uncertain=Uncertainty(possible=("u1", "u9"), max_sources=1))
+    store = {None: Store("toy", (*ITEMS, maybe))}
+    res = graded_rescore(runs(), QUERIES, store, item_relevance(LABELS), k=5)
+    r = rows(res)["q1"]
+    assert r["determined"] is False and r["binary"] is None and r["graded"] is None
+    summ = next(s for s in res.summary if s["system"] == "sys" and s["target"] == "source")
+    assert summ["n_undetermined"] == 1
+    whole = graded_rescore(runs(), QUERIES, STORES, item_relevance(LABELS), k=5)
+    full = next(s for s in whole.summary if s["system"] == "sys" and s["target"] == "source")
+    assert summ["n"] == full["n"] - 1
+    assert "q1" not in res.qrels.get("toy", {}).get("source", {})

@@ -208,7 +208,11 @@ def graded_rescore(
             graded_groups: list[list[dict[str, float]]] = []
             rel_maps: list[dict[str, int]] = []
             stats: list[tuple[int, int, int]] = []
-            for q, gs, rgs in zip(order, groups, raw_groups, strict=True):
+            # partial lineage: a query whose groups are open under the target or under Raw
+            # has no graded value (they would be values of the certain members only)
+            det = np.asarray([tsets[t].queries[q].determined
+                              and tsets[raw_target].queries[q].determined for q in order], bool)
+            for q, gs, rgs, known in zip(order, groups, raw_groups, det, strict=True):
                 raw_members = {i for g in rgs for i in g}
                 rel: dict[str, int] = {}
                 judged = rejected = 0
@@ -227,7 +231,7 @@ def graded_rescore(
                 rel_maps.append(rel)
                 stats.append((len(rel), judged, rejected))
                 graded_groups.append([{i: float(rel[i]) for i in g if rel[i] > 0} for g in gs])
-                if any(v > 0 for v in rel.values()):
+                if known and any(v > 0 for v in rel.values()):
                     # a store's relevance of (query, item) is the same for all its runs
                     qrels.setdefault(sname, {}).setdefault(t, {}).setdefault(q, {}).update(
                         {i: v for i, v in rel.items() if v > 0})
@@ -237,21 +241,25 @@ def graded_rescore(
                                  [measure], "set")[measure]
             retained = np.asarray([retained_ndcg(r.item_ids, m, k) for r, m in
                                    zip(scored, rel_maps, strict=True)], np.float64)
+            open_ = ~det
+            for a in (raw_t := raw_val.copy(), binary, graded, retained):
+                a[open_] = np.nan
             for j, q in enumerate(order):
                 rows.append({
                     "system": run.system, "store": sname, "target": t, "query_id": q,
-                    "raw": _v(raw_val[j]), "binary": _v(binary[j]), "graded": _v(graded[j]),
+                    "raw": _v(raw_t[j]), "binary": _v(binary[j]), "graded": _v(graded[j]),
                     "retained": _v(retained[j]), "n_members": stats[j][0],
                     "n_judged": stats[j][1], "n_rejected": stats[j][2],
+                    "determined": bool(det[j]),
                 })
-            shared = ~np.isnan(raw_val) & ~np.isnan(binary)
+            shared = ~np.isnan(raw_t) & ~np.isnan(binary)
             n = int(shared.sum())
             g_ok = shared & ~np.isnan(graded)
 
             def mean(a: np.ndarray, m: np.ndarray) -> float | None:
                 return float(a[m].mean()) if m.any() else None
 
-            mr, mb, mt = mean(raw_val, shared), mean(binary, shared), mean(retained, shared)
+            mr, mb, mt = mean(raw_t, shared), mean(binary, shared), mean(retained, shared)
             gain = None if mr is None or mb is None else mb - mr
             kept = None if mr is None or mt is None else mt - mr
             summary.append({
@@ -259,7 +267,7 @@ def graded_rescore(
                 "n": n,
                 "raw": mr, "binary": mb, "retained": mt,
                 "n_graded": int(g_ok.sum()), "graded": mean(graded, g_ok),
-                "raw_on_graded": mean(raw_val, g_ok),
+                "raw_on_graded": mean(raw_t, g_ok), "n_undetermined": int(open_.sum()),
                 "gain": gain, "retained_gain": kept,
                 "survival": (kept / gain) if gain and kept is not None else None,
                 "judged_members": int(sum(s[1] for s, m in zip(stats, shared, strict=True)
@@ -276,11 +284,11 @@ def _v(x: float) -> float | None:
 
 
 ROW_COLUMNS = ("system", "store", "target", "query_id", "raw", "binary", "graded", "retained",
-               "n_members", "n_judged", "n_rejected")
+               "n_members", "n_judged", "n_rejected", "determined")
 SUMMARY_COLUMNS = ("system", "store", "target", "measure", "n", "raw", "binary", "retained",
                    "gain",
                    "retained_gain", "survival", "n_graded", "graded", "raw_on_graded",
-                   "judged_members", "rejected_members")
+                   "judged_members", "rejected_members", "n_undetermined")
 
 
 GRADED_COMMAND = "audit graded"
@@ -323,6 +331,8 @@ def write_graded(result: GradedResult, out: str | Path, *,
     from tiap.provenance import input_entry, manifest_header
 
     def fmt(v: Any) -> Any:
+        if isinstance(v, bool):
+            return "true" if v else "false"
         return "" if v is None else (repr(v) if isinstance(v, float) else v)
 
     out = Path(out)
