@@ -253,9 +253,11 @@ def test_partial_lineage_leaves_a_query_ungraded() -> None:
     res = graded_rescore(runs(), QUERIES, store, item_relevance(LABELS), k=5)
     r = rows(res)["q1"]
     assert r["determined"] is False and r["binary"] is None and r["graded"] is None
+    open_ = {q.query_id for q in QUERIES if "u1" in q.evidence}  # m9 may be u1's
+    assert {q for q, x in rows(res).items() if not x["determined"]} == open_
     summ = next(s for s in res.summary if s["system"] == "sys" and s["target"] == "source")
-    assert summ["n_undetermined"] == 1
+    assert summ["n_undetermined"] == len(open_)
     whole = graded_rescore(runs(), QUERIES, STORES, item_relevance(LABELS), k=5)
     full = next(s for s in whole.summary if s["system"] == "sys" and s["target"] == "source")
-    assert summ["n"] == full["n"] - 1
+    assert summ["n"] == full["n"] - len(open_)
     assert "q1" not in res.qrels.get("toy", {}).get("source", {})
