@@ -58,6 +58,12 @@ def print_coverage(out: Path, title: str) -> None:
         f"{k} {v:,}" for k, v in c["items_with_no_source_by_kind"].items()))
     t.add_row("ranked positions with no source",
               f"{c['ranked_positions_with_no_source']:,} of {c['ranked_positions']:,}")
+    if c.get("items_with_partial_lineage"):
+        t.add_row("items with partial lineage (bounded)",
+                  f"{c['items_with_partial_lineage']:,}  " + ", ".join(
+                      f"{k} {v:,}" for k, v in c["items_with_partial_lineage_by_kind"].items()))
+    if c.get("placeholder_items"):
+        t.add_row("placeholder items (unseen, never ranked)", f"{c['placeholder_items']:,}")
     if c["unknown_ranked_ids"]:
         t.add_row("ranked ids that are not items", f"{c['unknown_ranked_ids']:,}")
     if c["unreached_evidence_units"]:
@@ -113,8 +119,8 @@ def mtel_trace_cmd(
         if unknown:
             err_console.print(
                 f"[yellow]note[/]: the trace does not reveal the full lineage of {unknown:,} "
-                f"(query, target) pairs; their Source/Canonical values are not the paper's "
-                f"(details per query in {out / 'mtel_report.json'})")
+                f"(query, target) pairs; rescoring gives their values as [lower, upper] "
+                f"bounds (details per query in {out / 'mtel_report.json'})", highlight=False)
     err_console.print(f"wrote {out}")
 
 
@@ -144,10 +150,11 @@ def memoryos_cmd(
     queries: QueriesOption = None,
     data: DataOption = None,
 ) -> None:
-    """MemoryOS: pages -> turns, session summaries -> pages; knowledge has no source.
+    """MemoryOS: pages -> turns, session summaries -> pages.
 
-    Pages (QA pairs) are matched to their turns by text and session date; long-term knowledge
-    carries no lineage and is counted and listed."""
+    Pages (QA pairs) are matched to their turns by text and session date; what the text does
+    not decide, and knowledge (no recorded source), is partial lineage that rescoring
+    bounds."""
     res = _run("memoryos", path, out, system=system, dataset=dataset, queries=queries,
                data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
@@ -207,6 +214,10 @@ def mem0_cmd(
         "--sources-key", help="Metadata key holding the source unit ids.")] = "source_ids",
     kind_key: Annotated[str, typer.Option(
         "--kind-key", help="Metadata key holding the item kind.")] = "tiap_kind",
+    window_key: Annotated[str, typer.Option(
+        "--window-key", help="Metadata key holding the turns of a multi-turn add() call the "
+        "memory came from (one or more of them: partial lineage, bounded).")
+        ] = "source_window",
     default_kind: Annotated[str, typer.Option(
         "--default-kind", help="Kind of memories whose metadata names none.")] = "mem0_fact",
     system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
@@ -230,7 +241,7 @@ def mem0_cmd(
         q = load(dataset, source=DataSource(data, verify=not no_verify))
     imp = import_mem0_results(path, out, memories=memories, queries=q, system=system,
                               sources_key=sources_key, kind_key=kind_key,
-                              default_kind=default_kind)
+                              window_key=window_key, default_kind=default_kind)
     print_mem0_report(imp.report.counts(), out)
     print_coverage(out, "lineage coverage")
 

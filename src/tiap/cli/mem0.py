@@ -29,8 +29,8 @@ def mem0_run_cmd(
         "--llm-model", help="Model name at the endpoint (--infer only).",
         show_default=False)] = None,
     window: Annotated[int, typer.Option(
-        "--window", help="Turns per add() call with --infer (derived memories get all of "
-        "them as sources).")] = 2,
+        "--window", help="Turns per add() call with --infer (a derived memory comes from one "
+        "or more of them: partial lineage, bounded; 1 gives exact per-turn lineage).")] = 2,
     limit: Annotated[int, typer.Option("--limit", help="Results per search (trace depth).")] = 60,
     threshold: Annotated[float, typer.Option(
         "--threshold", help="Mem0's minimum semantic score (Mem0's default 0.1 can cut lists "

@@ -622,7 +622,7 @@ def _bound_pass(
             members[i] = _union_size(lineage, target, q.evidence)
         ranked = r[:depth] if depth is not None else r
         problem = query_problem(index, q.evidence, ranked,
-                                collection=getattr(q, "collection_id", None))
+                                collection=getattr(q, "collection_id", None) or None)
         if exact_problem(problem, credit):
             continue
         if not problem.units:

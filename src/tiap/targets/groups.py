@@ -313,7 +313,7 @@ def build_groups(
             determined = True
             index = open_index.get(t.name)
             if index is not None:
-                coll = getattr(q, "collection_id", None)
+                coll = getattr(q, "collection_id", None) or None
                 open_units = tuple(u for u in evidence if index.n_possible(u, coll))
                 determined = not open_units and not any(
                     items[i].placeholder is not None and items[i].placeholder.count is None

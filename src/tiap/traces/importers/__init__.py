@@ -8,8 +8,9 @@ into place only when complete):
   (``sources``, ``parents``);
 - ``queries.jsonl``: the queries with their evidence (source unit ids);
 - ``run.jsonl``: the ranked item ids per query (JSONL rankings);
-- ``lineage_coverage.json``: items with no recoverable source (counted and listed), ranked ids
-  that are not items, evidence units no item reaches, and the importer's own findings;
+- ``lineage_coverage.json``: items with no recoverable source (counted and listed), items
+  with partial lineage (counted and listed), ranked ids that are not items, evidence units no
+  item certainly reaches, and the importer's own findings;
 - ``manifest.json``: the inputs with their sha256 and TIAP's version.
 
 One module per system; each is registered by name below as ``"module:function"`` and imported
@@ -23,7 +24,7 @@ import importlib
 import importlib.util
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,9 +144,13 @@ class ImportResult:
 class LineageCoverage:
     """Lineage coverage of an import (computed from the records, whatever the importer).
 
-    ``no_source`` are items whose transitive lineage is empty: no target ever credits them.
-    ``unknown_ranked`` are ranked ids that are not items (they can never be credited either).
-    ``unreached_evidence`` are evidence units that no item's lineage reaches.
+    ``no_source`` are items whose transitive lineage is certainly empty: no target ever
+    credits them (an item with ``uncertain`` lineage, or deriving from one, is not among
+    them: it may be credited, and rescoring bounds it). ``partial`` are the items whose
+    lineage is only partly known (their own ``uncertain``, or a parent's), ``placeholders``
+    the placeholder items. ``unknown_ranked`` are ranked ids that are not items (they can
+    never be credited either). ``unreached_evidence`` are evidence units that no item's
+    lineage certainly reaches (partial lineage may still reach them).
     """
 
     items: int
@@ -160,6 +165,9 @@ class LineageCoverage:
     queries_all_evidence_reached: int
     unreached_evidence: tuple[str, ...]
     findings: Mapping[str, Any] = field(default_factory=dict)
+    partial: tuple[str, ...] = ()
+    partial_by_kind: Mapping[str, int] = field(default_factory=dict)
+    placeholders: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -167,6 +175,9 @@ class LineageCoverage:
             "kinds": dict(self.kinds),
             "items_with_no_source": len(self.no_source),
             "items_with_no_source_by_kind": dict(self.no_source_by_kind),
+            "items_with_partial_lineage": len(self.partial),
+            "items_with_partial_lineage_by_kind": dict(self.partial_by_kind),
+            "placeholder_items": self.placeholders,
             "ranked_positions": self.ranked,
             "ranked_positions_with_no_source": self.ranked_no_source,
             "unknown_ranked_ids": len(self.unknown_ranked),
@@ -176,6 +187,7 @@ class LineageCoverage:
             "unreached_evidence_units": len(self.unreached_evidence),
             "listed": {
                 "items_with_no_source": list(self.no_source[:_LISTED]),
+                "items_with_partial_lineage": list(self.partial[:_LISTED]),
                 "unknown_ranked_ids": list(self.unknown_ranked[:_LISTED]),
                 "unreached_evidence_units": list(self.unreached_evidence[:_LISTED]),
             },
@@ -183,8 +195,18 @@ class LineageCoverage:
         }
 
 
-def _transitive_sources(items: Iterable[Item]) -> dict[str, bool]:
-    """item id -> whether its lineage reaches any source unit (dangling parents ignored)."""
+def _may_reach(it: Item) -> bool:
+    """Whether an item's own lineage may reach some unit: certain sources, or partial
+    lineage that allows one (``"any"``, or a non-empty list of possible sources)."""
+    if it.sources:
+        return True
+    u = it.uncertain
+    return u is not None and (u.possible is None or bool(u.possible))
+
+
+def _transitive(items: Iterable[Item], own: Callable[[Item], bool]) -> dict[str, bool]:
+    """item id -> whether ``own`` holds for it or for an item it derives from through
+    ``parents`` (dangling parents ignored)."""
     by_id = {it.item_id: it for it in items}
     memo: dict[str, bool] = {}
     for start in by_id:
@@ -198,7 +220,7 @@ def _transitive_sources(items: Iterable[Item]) -> dict[str, bool]:
                 stack.pop()
                 continue
             it = by_id[iid]
-            if it.sources:
+            if own(it):
                 memo[iid] = True
                 stack.pop()
                 continue
@@ -219,9 +241,11 @@ def lineage_coverage(
 ) -> LineageCoverage:
     """Count what lineage an import carries: see :class:`LineageCoverage`."""
     item_list = list(items)
-    has_source = _transitive_sources(item_list)
+    has_source = _transitive(item_list, _may_reach)
+    is_partial = _transitive(item_list, lambda it: it.uncertain is not None)
     reached: set[str] = {u for it in item_list for u in it.sources}
     no_source = tuple(i.item_id for i in item_list if not has_source[i.item_id])
+    partial = tuple(i.item_id for i in item_list if is_partial[i.item_id])
     kinds = Counter(i.kind for i in item_list)
     kind_of = {i.item_id: i.kind for i in item_list}
     ranked = ranked_none = 0
@@ -251,6 +275,9 @@ def lineage_coverage(
         queries_all_evidence_reached=all_reached,
         unreached_evidence=unreached,
         findings=dict(findings or {}),
+        partial=partial,
+        partial_by_kind=dict(sorted(Counter(kind_of[i] for i in partial).items())),
+        placeholders=sum(1 for i in item_list if i.placeholder is not None),
     )
 
 
