@@ -103,3 +103,30 @@ def test_rescore_refuses_another_stores_qrels(tmp_path: Path) -> None:
     rows = (tmp_path / "ok" / "per_query.csv").read_text().splitlines()
     # named by its target, not its file name; in f1, x is not credited (lineage u9): RR = 1/2
     assert rows[1] == "f1-bm25,source,q1,RR@5,0.5"
+
+
+def test_a_run_naming_its_store_is_not_scored_against_another() -> None:
+    """Runs TIAP writes say whose items they rank (a trace's header, the rows of JSONL
+    rankings): given another store's items, rescoring refuses instead of crediting ids that
+    mean other items there."""
+    f5 = Store("f5", (Item("t1", "raw", ("u1",)),))
+    run = Run("f1-bm25", (Ranking("q1", "f1-bm25", ("t1",)),), store="f1")
+    with pytest.raises(TiapError, match="ranks items of store 'f1', but the store given"):
+        rescore([run], Q, {None: f5}, targets=["raw"], measures="RR@10")
+
+
+def test_jsonl_rankings_keep_their_store(tmp_path: Path) -> None:
+    from tiap.traces.runs import read_run, trace_store, write_jsonl_run
+
+    run = Run("sys", (Ranking("q1", "sys", ("a", "b")),), store="f5")
+    write_jsonl_run(tmp_path / "run.jsonl", run)
+    (back,) = read_run(tmp_path / "run.jsonl")
+    assert back.store == "f5" and trace_store(tmp_path / "run.jsonl") == "f5"
+    rows = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert rows[0]["store"] == "f5"
+    (tmp_path / "two.jsonl").write_text(
+        '{"query_id": "q1", "system": "s", "store": "f1", "ranking": ["a"]}\n'
+        '{"query_id": "q2", "system": "s", "store": "f5", "ranking": ["a"]}\n')
+    with pytest.raises(TiapError) as err:
+        read_run(tmp_path / "two.jsonl")
+    assert err.value.problems[0].line == 2 and "one run, one store" in str(err.value)

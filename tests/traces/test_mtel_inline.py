@@ -260,7 +260,7 @@ def test_flag_layout_statuses_and_values(flag_import: MtelImport) -> None:
         "c-1:q1": ("exact", "unknown", "unknown"),
         "c-2:q0": ("exact", "exact", "exact"),
     }
-    res = rescore([imp.run], imp.queries, {None: Store("flags", imp.items)},
+    res = rescore([imp.run], imp.queries, {None: Store(imp.system, imp.items)},
                   measures="nDCG@10,RR@10,R@10")
     s = imp.system
 

@@ -408,7 +408,7 @@ def test_write_and_read_back(tmp_path: Path) -> None:
     assert run.system == "locomo_memoryos" and run.benchmark == "locomo"
     assert [r.item_ids for r in run.rankings] == [r.item_ids for r in imp.rankings]
     first = json.loads((tmp_path / "out" / "run.jsonl").read_text().splitlines()[0])
-    assert set(first) == {"query_id", "system", "benchmark", "ranking"}  # MemoryOS: no scores
+    assert set(first) == {"query_id", "system", "store", "benchmark", "ranking"}  # no scores
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert man["inputs"][0]["sha256"] == imp.report.trace_sha256
     report = json.loads((tmp_path / "out" / "mtel_report.json").read_text())

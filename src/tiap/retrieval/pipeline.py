@@ -542,7 +542,7 @@ def retrieve(
     _write_text(out, lines())
     run = Run(system, tuple(Ranking(r["query_id"], system, tuple(r["ranking"]),
                                     tuple(r["scores"])) for r in ordered),
-              source=out, format="jsonl", header=header)
+              source=out, format="jsonl", header=header, store=header["store"]["name"])
     write_trec_run(trec_path, run, skip_empty=True)
     work.remove()
     return RetrievalResult(

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from tiap.errors import TiapError
+from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
@@ -421,9 +421,17 @@ def store_lineages(
                             "so give them different names (build-store --name, or the "
                             "'store' field of items.jsonl)")
     out: dict[str, tuple[str, Lineage]] = {}
+    wrong = []
     for r in runs:
         name = named[r.system if r.system in stores else None][0]
+        if r.store is not None and r.store != name:
+            wrong.append(Problem(f"run {r.system!r} ranks items of store {r.store!r}, but the "
+                                 f"store given for it is {name!r}: item ids are only unique "
+                                 "within a store, so give the run its own store's items",
+                                 file=None if r.source is None else str(r.source)))
         out[r.system] = (name, built[name])
+    if wrong:
+        raise TiapError(problems=wrong)
     return out
 
 

@@ -1093,6 +1093,7 @@ def import_mtel_trace(
         source=path,
         format=f"mtel-{fmt}",
         benchmark="locomo",
+        store=system,
     )
     report = _build_report(path, rows, lin, store, system, statuses, diffs, queries)
     items = stamp_store(store.items, system)

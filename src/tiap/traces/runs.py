@@ -209,6 +209,9 @@ class Run:
     warnings: tuple[RunWarning, ...] = ()
     #: The header object of a TIAP trace (a first line holding ``"tiap_trace"``), if any.
     header: dict[str, Any] | None = field(default=None, compare=False)
+    #: The store whose items the run ranks, when the file says (a trace header, the
+    #: ``store`` of JSONL rankings): an item is (store, item id)
+    store: str | None = None
     _index: dict[str, Ranking] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -427,17 +430,25 @@ def _trace_header(line: str) -> dict[str, Any] | None:
 
 
 def trace_store(path: str | Path) -> str | None:
-    """The store a TIAP trace names in its header (``tiap retrieve`` writes it), else
-    ``None`` (other run formats name none)."""
+    """The store a run file names: a TIAP trace's header (``tiap retrieve`` writes it) or
+    the ``store`` of its first JSONL ranking (TIAP's imports write it), else ``None`` (TREC
+    and ranked-trace rows name none)."""
     path = Path(path)
     try:
         with open_text(path) as fh:
             first = _first_line(_numbered_lines(fh, path))
     except (OSError, TiapError):
         return None
-    header = _trace_header(first[1]) if first is not None else None
-    store = (header or {}).get("store")
-    name = store.get("name") if isinstance(store, dict) else None
+    if first is None:
+        return None
+    header = _trace_header(first[1])
+    if header is not None:
+        return _header_store(header)
+    try:  # JSONL rankings name their store on every row
+        obj = json.loads(first[1])
+    except json.JSONDecodeError:
+        return None
+    name = obj.get("store") if isinstance(obj, dict) else None
     return name if isinstance(name, str) else None
 
 
@@ -546,7 +557,8 @@ def _json_lines(
 
 
 def _parse_jsonl_rankings(
-    lines: Iterable[tuple[int, str]], probs: Problems, default_system: str
+    lines: Iterable[tuple[int, str]], probs: Problems, default_system: str,
+    stores: dict[tuple[str | None, str], tuple[str, int]] | None = None,
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
     for lineno, obj in _json_lines(lines, probs):
@@ -556,6 +568,16 @@ def _parse_jsonl_rankings(
             continue
         system = _name_value(obj.get("system")) or default_system
         benchmark = _name_value(obj.get("benchmark"))
+        store = obj.get("store")
+        if store is not None and stores is not None:
+            if not isinstance(store, str) or not store:
+                probs.add("'store' must be a store name", lineno, qid)
+                continue
+            first = stores.setdefault((benchmark, system), (store, lineno))
+            if first[0] != store:
+                probs.add(f"system {system!r} ranks items of store {store!r} here and of "
+                          f"{first[0]!r} on line {first[1]}: one run, one store", lineno, qid)
+                continue
         ranking = obj.get("ranking")
         if not isinstance(ranking, list):
             probs.add("'ranking' must be a list of item ids", lineno, qid)
@@ -893,6 +915,7 @@ def read_run(
     path = Path(path)
     default_system = system if system is not None else _default_system(path)
     probs = Problems(path)
+    stores: dict[tuple[str | None, str], tuple[str, int]] = {}
     with open_text(path) as fh:
         lines = _numbered_lines(fh, path)
         first = _first_line(lines)
@@ -908,7 +931,7 @@ def read_run(
         if fmt == FORMAT_TREC:
             groups = _parse_trec(all_lines, path, probs)
         elif fmt == FORMAT_JSONL:
-            groups = _parse_jsonl_rankings(all_lines, probs, default_system)
+            groups = _parse_jsonl_rankings(all_lines, probs, default_system, stores)
         elif fmt == FORMAT_ROWS_JSONL:
             groups = _parse_rows_jsonl(all_lines, probs, default_system)
         else:
@@ -943,9 +966,16 @@ def read_run(
             benchmark=benchmark,
             warnings=per_run_warns[(benchmark, sys_name)].freeze(),
             header=header,
+            store=(stores.get((benchmark, sys_name)) or (_header_store(header), 0))[0],
         )
         for (benchmark, sys_name), rankings in per_run.items()
     ]
+
+
+def _header_store(header: dict[str, Any] | None) -> str | None:
+    store = (header or {}).get("store")
+    name = store.get("name") if isinstance(store, dict) else None
+    return name if isinstance(name, str) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1053,8 +1083,9 @@ def write_trec_run(path: str | Path, runs: Run | Iterable[Run], *, skip_empty: b
 def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
     """Atomically write runs as JSONL rankings, one query of one system a line.
 
-    Each line is ``{"query_id", "system", "benchmark"?, "ranking", "scores"?}``, with
-    ``benchmark`` only when the run has one and ``scores`` only when the ranking has them;
+    Each line is ``{"query_id", "system", "store"?, "benchmark"?, "ranking", "scores"?}``,
+    with ``store`` and ``benchmark`` only when the run has them and ``scores`` only when
+    the ranking has them;
     ids may hold any characters. A name ending in ``.gz`` is compressed.
 
     Raises:
@@ -1082,6 +1113,8 @@ def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
         for run in run_list:
             for r in run.rankings:
                 row: dict[str, Any] = {"query_id": r.query_id, "system": run.system}
+                if run.store is not None:
+                    row["store"] = run.store
                 if run.benchmark is not None:
                     row["benchmark"] = run.benchmark
                 row["ranking"] = list(r.item_ids)

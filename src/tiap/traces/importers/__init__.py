@@ -20,6 +20,7 @@ error instead of breaking ``tiap``. The formats are documented in ``docs/import.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -136,8 +137,10 @@ class ImportResult:
     inputs: tuple[Path, ...] = ()
     findings: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:  # the store is the system's: items name it
+    def __post_init__(self) -> None:  # the store is the system's: items and run name it
         object.__setattr__(self, "items", stamp_store(self.items, self.system))
+        if self.run.store != self.system:
+            object.__setattr__(self, "run", dataclasses.replace(self.run, store=self.system))
 
 
 @dataclass(frozen=True)

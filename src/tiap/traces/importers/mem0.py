@@ -54,7 +54,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +167,10 @@ class Mem0Import:
     run: Run
     report: Mem0Report
 
-    def __post_init__(self) -> None:  # the store is the system's: items name it
+    def __post_init__(self) -> None:  # the store is the system's: items and run name it
         object.__setattr__(self, "items", stamp_store(self.items, self.report.system))
+        if self.run.store != self.report.system:
+            object.__setattr__(self, "run", replace(self.run, store=self.report.system))
 
 
 # --------------------------------------------------------------------------------------------
