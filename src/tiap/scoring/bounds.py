@@ -248,6 +248,15 @@ def _first(positions: Iterable[Position], k: int, want: int) -> int | None:
     return None
 
 
+def _first_credit(family: str, first_yes: int | None, first_any: int | None,
+                  ) -> tuple[float, float]:
+    """Success and RR from the ranks of the first item certainly and possibly credited."""
+    if family == "Success":
+        return float(first_yes is not None), float(first_any is not None)
+    return (0.0 if first_yes is None else 1.0 / first_yes,
+            0.0 if first_any is None else 1.0 / first_any)
+
+
 def _greedy_gains(positions: Sequence[Position], free_certain: int, free_maybe: int,
                   budget: int) -> list[int]:
     """Ranks that gain in a maximum-weight assignment of items to groups (one group per
@@ -393,13 +402,7 @@ def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
         within = [p for p in pos if p.rank <= k]
         fam = m.family
         if fam in ("Success", "RR"):
-            first_yes = _first(pos, k, YES)
-            first_any = _first(pos, k, MAYBE)
-            if fam == "Success":
-                out[m] = (float(first_yes is not None), float(first_any is not None))
-            else:
-                out[m] = (0.0 if first_yes is None else 1.0 / first_yes,
-                          0.0 if first_any is None else 1.0 / first_any)
+            out[m] = _first_credit(fam, _first(pos, k, YES), _first(pos, k, MAYBE))
             continue
         if g_max == 0:  # no group can exist: the caller treats the query as undefined
             out[m] = (math.nan, math.nan)
@@ -464,13 +467,7 @@ def set_bounds(problem: QueryProblem, measures: Sequence[Measure],
         maybe = [r for r, c in rel if c == MAYBE and r <= k]
         fam = m.family
         if fam in ("Success", "RR"):
-            first_yes = min(yes, default=None)
-            first_any = min(yes + maybe, default=None)
-            if fam == "Success":
-                out[m] = (float(first_yes is not None), float(first_any is not None))
-            else:
-                out[m] = (0.0 if first_yes is None else 1.0 / first_yes,
-                          0.0 if first_any is None else 1.0 / first_any)
+            out[m] = _first_credit(fam, min(yes, default=None), min(yes + maybe, default=None))
             continue
         lo_size = max(n_lo, len(yes))
         if n_hi is not None and n_hi == 0 and not maybe:
