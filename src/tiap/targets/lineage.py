@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from tiap.errors import Problem, TiapError
@@ -93,7 +94,7 @@ class Lineage:
     possible_families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     open_items: tuple[str, ...] = ()
 
-    @property
+    @cached_property
     def uncertain(self) -> bool:
         """Whether some lineage, or the existence or number of some items, is not
         determined (partial lineage, placeholders)."""
