@@ -62,8 +62,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-Request = dict[str, Any]
-
 from tiap.audit.labels import (
     DOES_NOT_SUPPORT,
     PARTIAL,
@@ -73,6 +71,8 @@ from tiap.audit.labels import (
     canonical_json,
 )
 from tiap.errors import TiapError
+
+Request = dict[str, Any]
 
 __all__ = [
     "EmbeddingJudge",

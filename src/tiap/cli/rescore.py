@@ -56,10 +56,9 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False) -> list[A
 
 def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
     """``NAME=PATH`` (or a plain PATH, named by its file name) -> {name: Qrels}."""
+    from tiap.targets.export import qrels_store
     from tiap.traces.columnar import read_qrels
     from tiap.traces.runs import _default_system
-
-    from tiap.targets.export import qrels_store
 
     out = {}
     for spec in specs:
