@@ -15,9 +15,7 @@ from tiap.scoring.measures import parse_measure
 from tiap.sensitivity import change
 from tiap.sensitivity.load import Dataset, SystemScores, load_datasets
 from tiap.sensitivity.stability import (
-    MDE_COLUMNS,
     RANKING_COLUMNS,
-    flip_mde_rows,
     kendall_tau_b,
     mde,
     mde_of,
@@ -416,23 +414,22 @@ def test_mde_close_to_the_t_test_for_large_n() -> None:
     assert prev is not None and prev < 0.002  # n = 1000
 
 
-def test_flip_mde_rows() -> None:
+def test_mde_in_winner_flip_rows() -> None:
+    from tiap.sensitivity.flips import winner_flips
+
     nan = math.nan
     values = {("A", "raw", "nDCG@10"): [0.5, 0.6, 0.7, 0.8],
               ("B", "raw", "nDCG@10"): [0.4, 0.4, 0.4, 0.4],
               ("A", "source", "nDCG@10"): [0.1, 0.1, 0.1, 0.1],
               ("B", "source", "nDCG@10"): [0.2, 0.3, 0.2, 0.3]}
     ds = _dataset(values, targets=("raw", "source"))
-    row = {"dataset": "d", "measure": "nDCG@10", "system_a": "A", "system_b": "B",
-           "target_1": "raw", "target_2": "source", "n_shared": 4}
-    (r,) = flip_mde_rows(ds, [row])
+    (r,) = winner_flips(ds, seed=0, resamples=200)
     # raw: d = .1, .2, .3, .4, sd = sqrt(0.05/3); source: d = -.1, -.2, -.1, -.2,
     # sd = sqrt(0.01/3); n = 4
     assert r["mde_1"] == pytest.approx((Z975 + Z80) * math.sqrt(0.05 / 3) / 2)
     assert r["mde_2"] == pytest.approx((Z975 + Z80) * math.sqrt(0.01 / 3) / 2)
-    assert set(MDE_COLUMNS) <= set(r) and "mde_1" not in row
     # restricted to q1..q3: raw d = .1, .2, .3, sd = 0.1, n = 3
-    (rm,) = flip_mde_rows(ds, [row], mask=np.array([True, True, True, False]))
+    (rm,) = winner_flips(ds, seed=0, resamples=200, mask=np.array([True, True, True, False]))
     assert rm["mde_1"] == pytest.approx((Z975 + Z80) * 0.1 / math.sqrt(3))
     # partial lineage: B's source value of q4 only bounded in [0.1, 0.5] -> the source
     # differences are open there (no MDE); raw keeps all four queries
@@ -440,28 +437,11 @@ def test_flip_mde_rows() -> None:
     lb = _dataset(values, targets=("raw", "source"),
                   bounds={("B", "source", "nDCG@10"): ([0.2, 0.3, 0.2, 0.1],
                                                        [0.2, 0.3, 0.2, 0.5])})
-    (rb,) = flip_mde_rows(lb, [row])
+    (rb,) = winner_flips(lb, seed=0, resamples=200)
     assert rb["mde_1"] == pytest.approx(r["mde_1"])
-    assert rb["mde_2"] is None
-    # with the flip's gap columns, the row decides: an empty gap has no MDE
-    (rg,) = flip_mde_rows(ds, [{**row, "gap_1": 0.25, "gap_2": None}])
-    assert rg["mde_1"] == pytest.approx(r["mde_1"]) and rg["mde_2"] is None
-
-
-def test_flip_mde_rows_on_winner_flips() -> None:
-    from tiap.sensitivity.flips import winner_flips
-
-    values = {("A", "raw", "nDCG@10"): [0.5, 0.6, 0.7, 0.8, 0.2],
-              ("B", "raw", "nDCG@10"): [0.4, 0.4, 0.4, 0.4, 0.3],
-              ("A", "source", "nDCG@10"): [0.1, 0.1, 0.1, 0.1, 0.9],
-              ("B", "source", "nDCG@10"): [0.2, 0.3, 0.2, 0.3, math.nan]}
-    ds = _dataset(values, targets=("raw", "source"))
-    flips = winner_flips(ds, seed=0, resamples=200)
-    (r,) = flip_mde_rows(ds, flips)
-    # the flip's shared subset is q1..q4 (B has no source value on q5): the same gaps
-    d1 = np.array([0.1, 0.2, 0.3, 0.4])
-    assert r["n_shared"] == 4
-    assert r["gap_1"] == pytest.approx(d1.mean())
-    assert r["mde_1"] == pytest.approx((Z975 + Z80) * d1.std(ddof=1) / 2)
-    # source: d = -.1, -.2, -.1, -.2
-    assert r["mde_2"] == pytest.approx((Z975 + Z80) * math.sqrt(0.01 / 3) / 2)
+    assert rb["gap_2"] is None and rb["mde_2"] is None
+    # one system undefined on q5 under source: the shared subset is q1..q4
+    values = {k: [*v[:4], 0.2] for k, v in values.items()}
+    values[("B", "source", "nDCG@10")] = [0.2, 0.3, 0.2, 0.3, nan]
+    (r5,) = winner_flips(_dataset(values, targets=("raw", "source")), seed=0, resamples=200)
+    assert r5["n_shared"] == 4 and r5["mde_1"] == pytest.approx(r["mde_1"])

@@ -6,6 +6,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table as RichTable
 
 from tiap.cli.common import console, err_console
@@ -16,12 +24,21 @@ def sensitivity_cmd(
         help="Output folders of 'tiap rescore' ([NAME=]PATH). Folders with the same queries "
         "file are pooled into one dataset; systems are compared within a dataset.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every bootstrap and "
-                                      "randomization test.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomization tests (the "
+                                      "sign vectors of each shared subset of queries).")] = 0,
     resamples: Annotated[int, typer.Option(
-        "--resamples", help="Bootstrap resamples and random sign vectors per comparison.")
-    ] = 10_000,
-    alpha: Annotated[float, typer.Option("--alpha", help="1 - confidence level.")] = 0.05,
+        "--resamples", help="Random sign vectors per shared subset (all of them when 2^n is "
+        "fewer: exact).")] = 10_000,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", help="Family-wise level of the tests (and 1 - the intervals' level).")
+    ] = 0.05,
+    correction: Annotated[str, typer.Option(
+        "--correction", help="Multiple-testing correction within each family (every gap of "
+        "one table, dataset and measure): holm (family-wise error), bh (false discovery "
+        "rate, Benjamini-Hochberg) or none.")] = "holm",
+    min_effect: Annotated[float, typer.Option(
+        "--min-effect", help="Smallest gap, in the measure's units, that counts as a "
+        "practical difference: a flip smaller than it is reported, never headlined.")] = 0.0,
     configs: Annotated[list[str] | None, typer.Option(
         "--configs", help="A configuration group NAME=SYSTEM,SYSTEM,... (e.g. "
         "density=lexical_f1,lexical_f5,lexical_f8) for design recommendations. "
@@ -43,12 +60,13 @@ def sensitivity_cmd(
     answer_depth: Annotated[int, typer.Option(
         "--answer-depth", help="Top items the extractive answerer reads.")] = 5,
     no_category_tests: Annotated[bool, typer.Option(
-        "--no-category-tests", help="Skip the bootstrap of winner flips within categories.")
+        "--no-category-tests", help="Skip the tests of winner flips within categories.")
     ] = False,
 ) -> None:
-    """Per-query change, winner flips (bootstrap CIs, sign-flip tests), design
-    recommendations, categories, cardinality, depth, aggregation and answer alignment:
-    CSVs and a manifest in --out (docs/sensitivity.md)."""
+    """Per-query change, winner flips (paired sign-flip tests, Holm-corrected, with inverted
+    intervals and effect sizes), design recommendations, ranking stability, categories,
+    cardinality, depth, aggregation and answer alignment: CSVs and a manifest in --out
+    (docs/sensitivity.md)."""
     from tiap.cli.rescore import parse_named
     from tiap.sensitivity import analyze, parse_configs, write_sensitivity
 
@@ -58,10 +76,21 @@ def sensitivity_cmd(
     for key, specs in (("items", items), ("runs", run)):
         if specs:
             overrides[key] = {name: path for name, path in map(parse_named, specs)}
-    res = analyze(dirs, seed=seed, resamples=resamples, alpha=alpha,
-                  configs=parse_configs(configs or []), primary=primary, answers=answers,
-                  answer_inputs=overrides, answer_depth=answer_depth,
-                  by_category_tests=not no_category_tests)
+    with Progress(
+        SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
+        MofNCompleteColumn(), TimeElapsedColumn(), console=err_console, transient=True,
+        disable=not err_console.is_terminal,
+    ) as bar:
+        task = bar.add_task("sensitivity", total=None)
+
+        def progress(description: str, done: int, total: int) -> None:
+            bar.update(task, description=description, completed=done, total=total)
+
+        res = analyze(dirs, seed=seed, resamples=resamples, alpha=alpha,
+                      configs=parse_configs(configs or []), primary=primary, answers=answers,
+                      answer_inputs=overrides, answer_depth=answer_depth,
+                      by_category_tests=not no_category_tests, correction=correction.lower(),
+                      min_effect=min_effect, progress=progress)
     write_sensitivity(res, out)
     for n in res.notes:
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
@@ -73,26 +102,36 @@ def ci_text(lo: float | None, hi: float | None) -> str:
     return "-" if lo is None or hi is None else f"{lo:+.3f}, {hi:+.3f}"
 
 
+def _p(p: float | None) -> str:
+    return "-" if p is None else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
+
+
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     from tiap.sensitivity.flips import gap_text
 
     flips = [r for r in res.table("winner_flips") if r["flip"]]
     primary = res.options["primary"]
-    rows = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
+    on_primary = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
+    rows = [r for r in on_primary if r["headline"]]
+    o = res.options
+    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}, "
+           f"minimum effect {o['min_effect']:g}")
     if not rows:
-        console.print(f"no winner flip on the primary measure ({len(flips)} on the other "
-                      "measures; every row, undecided gaps too, in winner_flips.csv)",
+        console.print(f"no significant winner flip on the primary measure ({how}; "
+                      f"{len(on_primary)} flips there not significant or below the minimum "
+                      f"effect, {len(flips)} over all measures: winner_flips.csv)",
                       highlight=False)
         return
-    t = RichTable(title=f"winner flips on the primary measure ({len(rows)})",
-                  title_justify="left")
-    for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "gap 2 (CI)",
-              "significant"):
+    t = RichTable(title=f"significant winner flips on the primary measure ({len(rows)} of "
+                  f"{len(on_primary)} flips; {how})", title_justify="left")
+    for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "p adj",
+              "gap 2 (CI)", "p adj "):
         t.add_column(c)
     for r in rows:
         t.add_row(r["dataset"], r["measure"], f"{r['system_a']} vs {r['system_b']}",
                   f"{r['target_1']} -> {r['target_2']}", f"{r['n_shared']:,}",
                   f"{gap_text(r, 1)} ({ci_text(r['ci_1_low'], r['ci_1_high'])})",
+                  _p(r["p_1_adjusted"]),
                   f"{gap_text(r, 2)} ({ci_text(r['ci_2_low'], r['ci_2_high'])})",
-                  "yes" if r["significant_flip"] else "no")
+                  _p(r["p_2_adjusted"]))
     console.print(t)

@@ -1,7 +1,8 @@
 """Stage III: target sensitivity of fixed ranked outputs.
 
 From the output folders of ``tiap rescore``: per-query change between targets, winner flips
-between systems with paired bootstrap intervals and sign-flip tests, design recommendations
+between systems by one paired randomization (sign-flip) test with family-wise control and
+its inverted interval (:mod:`tiap.sensitivity.stats`), design recommendations
 per target, the same by category, cardinality, depth, aggregation and agreement filtering,
 and answer-level alignment (docs/sensitivity.md).
 
@@ -12,33 +13,37 @@ and answer-level alignment (docs/sensitivity.md).
 
 from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_sensitivity
 from tiap.sensitivity.design import parse_configs
-from tiap.sensitivity.flips import is_flip, is_significant_flip, winner_flips
+from tiap.sensitivity.flips import is_flip, is_flip_interval, winner_flips
 from tiap.sensitivity.load import Dataset, SystemScores, load_datasets
 from tiap.sensitivity.stats import (
-    PairedTest,
-    bootstrap_means,
+    CORRECTIONS,
+    Gap,
+    GapResult,
+    adjust,
     comparison_rng,
-    paired_test,
-    percentile_interval,
-    sign_flip_pvalue,
+    evaluate_gaps,
+    randomize,
+    sign_vectors,
 )
 
 __all__ = [
+    "CORRECTIONS",
     "Dataset",
-    "PairedTest",
+    "Gap",
+    "GapResult",
     "SensitivityResult",
     "SystemScores",
     "Table",
+    "adjust",
     "analyze",
-    "bootstrap_means",
     "comparison_rng",
     "is_flip",
-    "is_significant_flip",
+    "is_flip_interval",
     "load_datasets",
-    "paired_test",
     "parse_configs",
-    "percentile_interval",
-    "sign_flip_pvalue",
+    "randomize",
+    "sign_vectors",
+    "evaluate_gaps",
     "winner_flips",
     "write_sensitivity",
 ]

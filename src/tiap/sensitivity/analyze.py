@@ -13,19 +13,33 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tiap.errors import TiapError
 from tiap.io import atomic_dir
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring.measures import Measure, parse_measure
-from tiap.sensitivity import aggregation, cardinality, change, depth, design, flips
+from tiap.sensitivity import (
+    aggregation,
+    cardinality,
+    change,
+    depth,
+    design,
+    flips,
+    stability,
+)
 from tiap.sensitivity.load import Dataset, load_datasets
-from tiap.sensitivity.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES
+from tiap.sensitivity.stats import (
+    CORRECTIONS,
+    DEFAULT_ALPHA,
+    DEFAULT_CORRECTION,
+    DEFAULT_RESAMPLES,
+)
 
 __all__ = ["SCHEMA_VERSION", "SensitivityResult", "Table", "analyze", "write_sensitivity"]
 
@@ -53,6 +67,14 @@ class SensitivityResult:
         return self.tables[name].rows
 
 
+#: The change table's columns with the Wilson interval of ``changed_fraction``.
+_CHANGE_COLUMNS = stability.wilson_columns(change.CHANGE_COLUMNS, "changed")
+
+
+def _wilson(rows: list[dict[str, Any]], alpha: float) -> list[dict[str, Any]]:
+    return stability.rate_rows_with_wilson(rows, "changed", "n_shared", alpha)
+
+
 def _with(cols: tuple[str, ...], extra: str, after: str = "dataset") -> tuple[str, ...]:
     i = cols.index(after) + 1
     return (*cols[:i], extra, *cols[i:])
@@ -70,6 +92,9 @@ def analyze(
     answer_inputs: Mapping[str, Any] | None = None,
     answer_depth: int = 5,
     by_category_tests: bool = True,
+    correction: str = DEFAULT_CORRECTION,
+    min_effect: float = 0.0,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SensitivityResult:
     """Every Stage III analysis of the rescore folders ``dirs`` (``PATH`` or ``NAME=PATH``).
 
@@ -83,10 +108,31 @@ def analyze(
         answer_inputs: overrides of the inputs the rescore manifests name: ``queries``
             (a path), ``items`` and ``runs`` (``{system: path}`` or a path for every system).
         answer_depth: how many top items the extractive answerer reads.
-        by_category_tests: bootstrap the winner flips within each category too.
+        by_category_tests: test the winner flips within each category too.
+        correction: family-wise correction of the p-values (``holm``, ``bh`` or ``none``;
+            a family is every gap of one table in one dataset and measure [and category]).
+        min_effect: the smallest gap (in the measure's units) that counts as a practical
+            difference: a flip smaller than it is reported, never headlined.
+        progress: called as ``progress(description, done, total)`` before each step.
     """
+    if correction not in CORRECTIONS:
+        raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
+                        f"{correction!r}")
+    if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)) or not (
+            min_effect >= 0 and math.isfinite(min_effect)):
+        raise TiapError(f"--min-effect must be a non-negative number, got {min_effect!r}")
     datasets = load_datasets(dirs)
     notes: list[str] = [n for ds in datasets for n in ds.notes]
+    total = (2 * len(datasets) + sum(by_category_tests and len(ds.systems) > 1
+                                     for ds in datasets)
+             + bool(configs) + 1 + (answers is not False))
+    done = 0
+
+    def step(description: str) -> None:
+        nonlocal done
+        if progress is not None:
+            progress(description, done, total)
+        done += 1
     tables: dict[str, Table] = {}
 
     def add(name: str, cols: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
@@ -100,42 +146,48 @@ def analyze(
         pm = parse_measure(primary) if primary is not None else change.primary_measure(
             ds.measures)
         if pm not in ds.measures:
-            from tiap.errors import TiapError
-
             raise TiapError(f"measure {pm} is not in the rescore output of {ds.name} "
                             f"(it has {', '.join(map(str, ds.measures))})")
         primaries[ds.name] = pm
-        add("change", change.CHANGE_COLUMNS, change.change_rows(ds))
+        step(f"{ds.name}: per-query change")
+        add("change", _CHANGE_COLUMNS, _wilson(change.change_rows(ds), alpha))
         add("deltas", ("dataset", "system", "measure", "target_1", "target_2", "query_id",
                        "delta"), change.delta_rows(ds, pm))
         add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
                             "bin_high", "count"), change.hist_rows(ds, pm))
         add("system_means", flips.MEANS_COLUMNS, flips.system_means_rows(ds))
+        step(f"{ds.name}: winner flips")
         add("winner_flips", flips.FLIP_COLUMNS,
-            flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha))
+            flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
+                               correction=correction, min_effect=min_effect, notes=notes))
+        add("ranking_stability", stability.RANKING_COLUMNS, stability.ranking_rows(ds))
         # by category
         cats = np.asarray(ds.categories, dtype=object)
-        for cat in dict.fromkeys(ds.categories):
-            mask = cats == cat
-            label = {"category": cat}
-            add("category_change", _with(change.CHANGE_COLUMNS, "category"),
-                change.change_rows(ds, mask=mask, extra=label))
+        groups = [({"category": cat}, cats == cat) for cat in dict.fromkeys(ds.categories)]
+        for label, mask in groups:
+            add("category_change", _with(_CHANGE_COLUMNS, "category"),
+                _wilson(change.change_rows(ds, mask=mask, extra=label), alpha))
             add("category_means", _with(flips.MEANS_COLUMNS, "category"),
                 flips.system_means_rows(ds, mask=mask, extra=label))
-            if by_category_tests and len(ds.systems) > 1:
-                add("category_flips", _with(flips.FLIP_COLUMNS, "category"),
-                    flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
-                                       mask=mask, key=("category", cat), extra=label))
+        if by_category_tests and len(ds.systems) > 1:
+            step(f"{ds.name}: winner flips in {len(groups)} categories")
+            add("category_flips", _with(flips.FLIP_COLUMNS, "category"),
+                flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
+                                   correction=correction, min_effect=min_effect,
+                                   groups=groups, family="category_flips", notes=notes))
 
     if configs:
+        step("design recommendations")
         dtabs, dnotes = design.design_recommendations(datasets, configs, seed=seed,
-                                                      resamples=resamples, alpha=alpha)
+                                                      resamples=resamples, alpha=alpha,
+                                                      correction=correction)
         notes.extend(dnotes)
         add("design_means", design.DESIGN_MEANS_COLUMNS, dtabs["means"])
         add("design_preferred", design.DESIGN_PREFERRED_COLUMNS, dtabs["preferred"])
         add("design_pairwise", design.DESIGN_PAIR_COLUMNS, dtabs["pairwise"])
         add("design_changes", design.DESIGN_CHANGE_COLUMNS, dtabs["changes"])
 
+    step("cardinality, depth, aggregation")
     card_measures = sorted({m for ds in datasets for m in ds.measures if m.family == "nDCG"},
                            key=lambda m: (m.cutoff or 0))
     corr, bins, cnotes = cardinality.cardinality_rows(
@@ -153,6 +205,7 @@ def analyze(
     if answers is not False:
         from tiap.sensitivity import answers as ans
 
+        step("answer alignment")
         per_q, align, a_notes, answer_info = ans.answer_tables(
             datasets, overrides=answer_inputs or {}, depth=answer_depth,
             required=answers is True)
@@ -161,7 +214,12 @@ def analyze(
             add("answers", ans.ANSWER_COLUMNS, per_q)
             add("answer_alignment", ans.ALIGN_COLUMNS, align)
 
+    if progress is not None:
+        progress("done", total, total)
     options = {"seed": seed, "resamples": resamples, "alpha": alpha,
+               "test": "paired sign-flip randomization, two-sided; interval: its inversion "
+                       "at each gap's effective level",
+               "correction": correction, "min_effect": min_effect,
                "configs": {k: list(v) for k, v in (configs or {}).items()},
                "primary": {k: str(v) for k, v in primaries.items()},
                "answer_depth": answer_depth if answer_info else None,

@@ -7,11 +7,14 @@ configuration), per measure and target:
 
 - the mean of each configuration, its rank (1 = best) and the **preferred** configuration
   (the highest mean; equal means within 1e-12 are ties, listed as ``a = b``);
-- for every pair ``(c_i, c_j)`` (in the order given), the gap ``mean(c_i - c_j)`` with its
-  paired bootstrap interval and sign-flip p-value, and the preferred one of the two;
+- for every pair ``(c_i, c_j)`` (in the order given), the gap ``mean(c_i - c_j)``, tested
+  by the procedure of :mod:`tiap.sensitivity.stats` (sign-flip test; p-values adjusted
+  within the family of every pair and target of the group under one measure; the interval
+  at the gap's effective level), its effect size, and the preferred one of the two;
 - **recommendation changes**: a comparison (the overall preference, or one pair) whose
   preferred configuration is not the same under every target. A change is *significant*
-  when two targets prefer opposite configurations of a pair with intervals excluding 0.
+  when two targets prefer opposite configurations of a pair, both gaps significant after
+  correction.
 
 Targets under which some configuration has no defined query are left out (with a note),
 since no matched subset can include them.
@@ -23,12 +26,16 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-import numpy as np
-
 from tiap.errors import TiapError
 from tiap.sensitivity.flips import TIE_EPS, winner
 from tiap.sensitivity.load import Dataset
-from tiap.sensitivity.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, paired_test
+from tiap.sensitivity.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_CORRECTION,
+    DEFAULT_RESAMPLES,
+    Gap,
+    evaluate_gaps,
+)
 
 __all__ = [
     "DESIGN_CHANGE_COLUMNS",
@@ -45,7 +52,8 @@ DESIGN_MEANS_COLUMNS = ("dataset", "group", "measure", "target", "config", "n_ma
 DESIGN_PREFERRED_COLUMNS = ("dataset", "group", "measure", "target", "n_matched",
                             "preferred", "ranking", "margin")
 DESIGN_PAIR_COLUMNS = ("dataset", "group", "measure", "config_a", "config_b", "target",
-                       "n_matched", "gap", "ci_low", "ci_high", "p", "preferred", "significant")
+                       "n_matched", "gap", "ci_low", "ci_high", "p", "p_adjusted", "effect",
+                       "moved", "preferred", "significant")
 DESIGN_CHANGE_COLUMNS = ("dataset", "group", "measure", "comparison", "preferences",
                          "changes", "significant_change")
 
@@ -90,6 +98,7 @@ def design_recommendations(
     seed: int,
     resamples: int = DEFAULT_RESAMPLES,
     alpha: float = DEFAULT_ALPHA,
+    correction: str = DEFAULT_CORRECTION,
 ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """The four design tables (``means``, ``preferred``, ``pairwise``, ``changes``) and notes."""
     tables: dict[str, list[dict[str, Any]]] = {"means": [], "preferred": [], "pairwise": [],
@@ -103,13 +112,14 @@ def design_recommendations(
                 f"no rescore folder has the system(s) {', '.join(missing)}" if missing else
                 "the systems are in different datasets (different queries files)"))
         for ds in homes:
-            _one_group(ds, group, tuple(systems), tables, notes, seed, resamples, alpha)
+            _one_group(ds, group, tuple(systems), tables, notes, seed, resamples, alpha,
+                       correction)
     return tables, notes
 
 
 def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
                tables: dict[str, list[dict[str, Any]]], notes: list[str],
-               seed: int, resamples: int, alpha: float) -> None:
+               seed: int, resamples: int, alpha: float, correction: str) -> None:
     targets = [t for t in ds.targets
                if all(ds.systems[s].defined(t, ds.measures).any() for s in systems)]
     for t in ds.targets:
@@ -121,14 +131,14 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
     matched = ds.shared(systems, targets)
     n = int(matched.sum())
     base = {"dataset": ds.name, "group": group}
-    pair_tests = {}
-    for a, b in combinations(systems, 2):
-        cols = [ds.systems[a].get(t, m)[matched] - ds.systems[b].get(t, m)[matched]
-                for t in targets for m in ds.measures]
-        pair_tests[(a, b)] = paired_test(np.column_stack(cols), seed=seed,
-                                         key=(ds.name, "design", group, a, b),
-                                         resamples=resamples, alpha=alpha)
-    nm = len(ds.measures)
+    pairs = list(combinations(systems, 2))
+    gaps = [Gap((ds.name, "design", group, str(m)), matched,
+                ds.systems[a].get(t, m)[matched] - ds.systems[b].get(t, m)[matched])
+            for a, b in pairs for t in targets for m in ds.measures]
+    results = evaluate_gaps(gaps, seed=seed, dataset=ds.name, resamples=resamples, alpha=alpha,
+                        correction=correction, notes=notes)
+    nm, nt = len(ds.measures), len(targets)
+    pair_tests = {pair: results[i * nt * nm:(i + 1) * nt * nm] for i, pair in enumerate(pairs)}
     for mi, m in enumerate(ds.measures):
         best_by_target: dict[str, str] = {}
         for t in targets:
@@ -159,18 +169,14 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
         for (a, b), test in pair_tests.items():
             prefs: dict[str, tuple[str, bool]] = {}
             for ti, t in enumerate(targets):
-                j = ti * nm + mi
-                gap = float(test.mean[j]) if n else None
-                lo = float(test.ci_low[j]) if n else None
-                hi = float(test.ci_high[j]) if n else None
-                sig = bool(n and (lo > 0 or hi < 0))  # type: ignore[operator]
-                pref = winner(gap, a, b)
-                prefs[t] = (pref, sig)
+                r = test[ti * nm + mi]
+                pref = winner(r.gap, a, b)
+                prefs[t] = (pref, r.significant)
                 tables["pairwise"].append({
                     **base, "measure": str(m), "config_a": a, "config_b": b, "target": t,
-                    "n_matched": n, "gap": gap, "ci_low": lo, "ci_high": hi,
-                    "p": float(test.p[j]) if n else None, "preferred": pref,
-                    "significant": sig,
+                    "n_matched": n, "gap": r.gap, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                    "p": r.p, "p_adjusted": r.p_adjusted, "effect": r.effect,
+                    "moved": r.moved, "preferred": pref, "significant": r.significant,
                 })
             if n:
                 sig_prefs = {p for p, sig in prefs.values() if sig and p != "tie"}

@@ -6,23 +6,27 @@ queries defined under both targets for both systems. On ``S`` the gap under targ
     gap_t = (1/|S|) Σ_{q ∈ S} (v_A,q(t) - v_B,q(t))          (A minus B)
 
 and a **winner flip** is a sign change: ``gap_1 · gap_2 < 0`` (a gap within 1e-12 of 0 is a
-tie, never a flip). Each gap has a paired bootstrap percentile interval and a paired
-sign-flip randomization p-value (:mod:`tiap.sensitivity.stats`), the two targets' gaps
-resampled with the same queries. A flip is **significant** when both intervals exclude 0
-with opposite signs: ``ci_1_low > 0 and ci_2_high < 0`` or ``ci_1_high < 0 and ci_2_low > 0``.
-
-All measures of one comparison are resampled together, with a generator keyed by
-``(seed, dataset, A, B, t1, t2[, category])``.
+tie, never a flip). Every gap is tested by the paired randomization (sign-flip) test of
+:mod:`tiap.sensitivity.stats`, its p-value adjusted within the *family* of every gap of this
+table in one dataset and measure (the per-category table: every category's gaps under one
+measure together), by Holm unless ``correction`` says otherwise; its interval is the test's inversion at the gap's effective level, so it
+excludes 0 exactly when the adjusted p-value is at most ``alpha``. A flip is
+**significant** when both gaps are significant after correction (their signs are opposite,
+being a flip). ``mde_1`` / ``mde_2`` are the gaps the shared subset could detect with 80%
+power in one test at ``alpha`` (:func:`~tiap.sensitivity.stability.mde`; a correction only
+raises them): a flip whose gaps lie far below them is one the queries could not resolve.
+It is **practical** when both gaps are at least ``min_effect`` (in the
+measure's units) away from 0, and a **headline** when it is significant and practical: a
+flip smaller than ``min_effect`` is reported, never headlined.
 
 **Partial lineage.** Where some value of the shared subset is only bounded (``[lo, hi]``,
 from ``intervals.csv``), the gap is the interval ``[gap_lower, gap_upper]`` =
 ``mean(lo_A - hi_B)``, ``mean(hi_A - lo_B)`` over the shared queries (``gap`` empty), the
 winner is ``a`` or ``b`` only when that interval excludes 0 (else ``not determined``), and
 a flip is a flip only when both gap intervals exclude 0 with opposite signs: a flip decided
-on an interval that straddles zero is not a flip. The bootstrap resamples the lower and the
-upper differences with the same queries; the reported interval runs from the lower end of
-the first to the upper end of the second, so it holds every lineage's interval, and the
-p-value is the larger of the two differences' p-values.
+on an interval that straddles zero is not a flip. The test is run on the lower and the upper
+differences with the same sign vectors; the interval runs from the lower end of the first
+to the upper end of the second, and the p-value is the larger of the two.
 """
 
 from __future__ import annotations
@@ -36,7 +40,15 @@ from numpy.typing import NDArray
 
 from tiap.scoring.measures import Measure
 from tiap.sensitivity.load import Dataset
-from tiap.sensitivity.stats import DEFAULT_ALPHA, DEFAULT_RESAMPLES, paired_test
+from tiap.sensitivity.stability import mde
+from tiap.sensitivity.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_CORRECTION,
+    DEFAULT_RESAMPLES,
+    Gap,
+    GapResult,
+    evaluate_gaps,
+)
 
 __all__ = [
     "FLIP_COLUMNS",
@@ -45,7 +57,6 @@ __all__ = [
     "gap_text",
     "is_flip_interval",
     "is_flip",
-    "is_significant_flip",
     "system_means_rows",
     "winner",
     "winner_flips",
@@ -55,7 +66,8 @@ FLIP_COLUMNS = (
     "dataset", "measure", "system_a", "system_b", "target_1", "target_2", "n_shared",
     "n_undetermined", "gap_1", "gap_2", "gap_1_lower", "gap_1_upper", "gap_2_lower",
     "gap_2_upper", "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2",
-    "winner_1", "winner_2", "flip", "significant_flip",
+    "p_1_adjusted", "p_2_adjusted", "effect_1", "effect_2", "moved_1", "moved_2", "mde_1",
+    "mde_2", "winner_1", "winner_2", "flip", "significant_flip", "practical", "headline",
 )
 UNDETERMINED = "not determined"
 #: Gaps within this of 0 are ties (float noise in a mean of equal values is not a winner).
@@ -78,14 +90,6 @@ def is_flip(gap_1: float | None, gap_2: float | None) -> bool:
     return (gap_1 > TIE_EPS and gap_2 < -TIE_EPS) or (gap_1 < -TIE_EPS and gap_2 > TIE_EPS)
 
 
-def is_significant_flip(ci_1: tuple[float, float], ci_2: tuple[float, float]) -> bool:
-    """Both intervals exclude 0, on opposite sides."""
-    (l1, h1), (l2, h2) = ci_1, ci_2
-    if any(x is None or x != x for x in (l1, h1, l2, h2)):
-        return False
-    return (l1 > 0 and h2 < 0) or (h1 < 0 and l2 > 0)
-
-
 def gap_text(row: Mapping[str, Any], which: int, digits: int = 4) -> str:
     """A flip row's gap ``which`` (1 or 2) as text: ``+0.1234``, or ``[+0.0768, +0.5768]``
     when partial lineage only bounds it (rows as written or as read back from CSV)."""
@@ -105,78 +109,93 @@ def _none(x: float) -> float | None:
     return None if x != x else float(x)
 
 
+def bounded_differences(ds: Dataset, a: str, b: str, t: str, m: Measure,
+                        shared: NDArray[np.bool_]) -> tuple[NDArray[np.float64],
+                                                            NDArray[np.float64] | None]:
+    """Per-query ``A - B`` on ``shared``: the lower and upper differences, the upper being
+    ``None`` where every value is determined."""
+    sa, sb = ds.systems[a], ds.systems[b]
+    la, ha = sa.interval(t, m)
+    lb, hb = sb.interval(t, m)
+    lo = la[shared] - hb[shared]
+    hi = ha[shared] - lb[shared]
+    return lo, (None if np.array_equal(lo, hi) else hi)
+
+
+def is_practical(gap: GapResult, min_effect: float) -> bool:
+    """The gap is at least ``min_effect`` away from 0 under every lineage."""
+    if gap.gap_lower is None or gap.gap_upper is None:
+        return False
+    if gap.gap_lower <= 0 <= gap.gap_upper:
+        return min_effect <= 0
+    return min(abs(gap.gap_lower), abs(gap.gap_upper)) >= min_effect - TIE_EPS
+
+
 def winner_flips(
     ds: Dataset,
     *,
     seed: int,
     resamples: int = DEFAULT_RESAMPLES,
     alpha: float = DEFAULT_ALPHA,
+    correction: str = DEFAULT_CORRECTION,
+    min_effect: float = 0.0,
     systems: Sequence[str] | None = None,
     mask: NDArray[np.bool_] | None = None,
-    key: Sequence[str] = (),
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    groups: Sequence[tuple[Mapping[str, Any], NDArray[np.bool_] | None]] | None = None,
+    family: str = "winner_flips",
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (measure, pair of systems, pair of targets): the columns of
-    :data:`FLIP_COLUMNS` (``extra`` columns after ``dataset``). ``mask`` restricts the
-    queries (a category); ``key`` is added to the generator key."""
+    """One row per (group, measure, pair of systems, pair of targets): the columns of
+    :data:`FLIP_COLUMNS`, a group's ``extra`` columns after ``dataset``.
+
+    ``groups`` are ``(extra, mask)`` restrictions of the queries (the categories, say;
+    default one group: ``extra`` and ``mask``). Every gap of every group under one measure
+    is one family, ``(dataset, family, measure)``, adjusted together (module docstring);
+    ``notes`` receives the families the resamples cannot resolve
+    (:func:`~tiap.sensitivity.stats.evaluate_gaps`).
+    """
     names = list(systems or ds.systems)
-    ms: tuple[Measure, ...] = ds.measures
+    gaps: list[Gap] = []
+    rows_meta: list[tuple[Mapping[str, Any], str, str, str, str, Measure]] = []
+    for label, gmask in groups if groups is not None else ((extra or {}, mask),):
+        for a, b in combinations(names, 2):
+            for t1, t2 in combinations(ds.targets, 2):
+                shared = ds.shared((a, b), (t1, t2), bounded=True)
+                if gmask is not None:
+                    shared = shared & gmask
+                for m in ds.measures:
+                    for t in (t1, t2):
+                        lo, hi = bounded_differences(ds, a, b, t, m, shared)
+                        gaps.append(Gap((ds.name, family, str(m)), shared, lo, hi))
+                    rows_meta.append((label, a, b, t1, t2, m))
+    results = evaluate_gaps(gaps, seed=seed, dataset=ds.name, resamples=resamples,
+                            alpha=alpha, correction=correction, notes=notes)
     rows: list[dict[str, Any]] = []
-    for a, b in combinations(names, 2):
-        sa, sb = ds.systems[a], ds.systems[b]
-        for t1, t2 in combinations(ds.targets, 2):
-            shared = ds.shared((a, b), (t1, t2), bounded=True)
-            if mask is not None:
-                shared &= mask
-            pairs = [(t, m) for t in (t1, t2) for m in ms]
-            lo = [sa.interval(t, m)[0][shared] - sb.interval(t, m)[1][shared] for t, m in pairs]
-            hi = [sa.interval(t, m)[1][shared] - sb.interval(t, m)[0][shared] for t, m in pairs]
-            d_lo = np.column_stack(lo) if lo else np.empty((0, 0))
-            d_hi = np.column_stack(hi) if hi else np.empty((0, 0))
-            open_ = ~np.isclose(d_lo, d_hi, rtol=0.0, atol=TIE_EPS)  # (query, column)
-            nm = len(ms)
-            if not open_.any():
-                test = paired_test(d_lo, seed=seed, key=(ds.name, *key, a, b, t1, t2),
-                                   resamples=resamples, alpha=alpha)
-                t_lo = t_hi = test
-            else:
-                both = paired_test(np.hstack([d_lo, d_hi]), seed=seed,
-                                   key=(ds.name, *key, a, b, t1, t2), resamples=resamples,
-                                   alpha=alpha)
-                t_lo, t_hi = _split(both, 2 * nm)  # lower columns, then upper ones
-            for j, m in enumerate(ms):
-                cols = (j, nm + j)
-                und = [int(open_[:, c].sum()) for c in cols]
-                gaps = [(_none(t_lo.mean[c]), _none(t_hi.mean[c])) for c in cols]
-                g1, g2 = (g[0] if u == 0 else None for g, u in zip(gaps, und, strict=True))
-                ci1 = (_none(t_lo.ci_low[j]), _none(t_hi.ci_high[j]))
-                ci2 = (_none(t_lo.ci_low[nm + j]), _none(t_hi.ci_high[nm + j]))
-                p1, p2 = (_none(max(t_lo.p[c], t_hi.p[c])) for c in cols)
-                flip = is_flip_interval(gaps[0], gaps[1])
-                rows.append({
-                    "dataset": ds.name, **(extra or {}), "measure": str(m),
-                    "system_a": a, "system_b": b, "target_1": t1, "target_2": t2,
-                    "n_shared": t_lo.n, "n_undetermined": max(und),
-                    "gap_1": g1, "gap_2": g2,
-                    "gap_1_lower": gaps[0][0], "gap_1_upper": gaps[0][1],
-                    "gap_2_lower": gaps[1][0], "gap_2_upper": gaps[1][1],
-                    "ci_1_low": ci1[0], "ci_1_high": ci1[1],
-                    "ci_2_low": ci2[0], "ci_2_high": ci2[1],
-                    "p_1": p1, "p_2": p2,
-                    "winner_1": winner_interval(gaps[0], a, b),
-                    "winner_2": winner_interval(gaps[1], a, b),
-                    "flip": flip,
-                    "significant_flip": flip and is_significant_flip(ci1, ci2),
-                })
+    for j, (label, a, b, t1, t2, m) in enumerate(rows_meta):
+        r1, r2 = results[2 * j], results[2 * j + 1]
+        g1, g2 = (r1.gap_lower, r1.gap_upper), (r2.gap_lower, r2.gap_upper)
+        flip = is_flip_interval(g1, g2)
+        significant = flip and r1.significant and r2.significant
+        practical = flip and is_practical(r1, min_effect) and is_practical(r2, min_effect)
+        rows.append({
+            "dataset": ds.name, **label, "measure": str(m),
+            "system_a": a, "system_b": b, "target_1": t1, "target_2": t2,
+            "n_shared": r1.n, "n_undetermined": max(r1.n_undetermined, r2.n_undetermined),
+            "gap_1": r1.gap, "gap_2": r2.gap,
+            "gap_1_lower": g1[0], "gap_1_upper": g1[1],
+            "gap_2_lower": g2[0], "gap_2_upper": g2[1],
+            "ci_1_low": r1.ci_low, "ci_1_high": r1.ci_high,
+            "ci_2_low": r2.ci_low, "ci_2_high": r2.ci_high,
+            "p_1": r1.p, "p_2": r2.p, "p_1_adjusted": r1.p_adjusted, "p_2_adjusted": r2.p_adjusted,
+            "effect_1": r1.effect, "effect_2": r2.effect,
+            "moved_1": r1.moved, "moved_2": r2.moved,
+            "mde_1": mde(r1.sd, r1.n, alpha), "mde_2": mde(r2.sd, r2.n, alpha),
+            "winner_1": winner_interval(g1, a, b), "winner_2": winner_interval(g2, a, b),
+            "flip": flip, "significant_flip": significant, "practical": practical,
+            "headline": significant and practical,
+        })
     return rows
-
-
-def _split(test: Any, h: int) -> tuple[Any, Any]:
-    """A paired test's first ``h`` columns (lower differences) and the rest (upper)."""
-    from tiap.sensitivity.stats import PairedTest
-
-    return (PairedTest(test.n, test.mean[:h], test.ci_low[:h], test.ci_high[:h], test.p[:h]),
-            PairedTest(test.n, test.mean[h:], test.ci_low[h:], test.ci_high[h:], test.p[h:]))
 
 
 def winner_interval(gap: tuple[float | None, float | None], a: str, b: str) -> str:
@@ -199,7 +218,7 @@ def is_flip_interval(gap_1: tuple[float | None, float | None],
     """A sign change that holds under every lineage: both gap intervals exclude 0, on
     opposite sides (for points, :func:`is_flip`)."""
     (l1, h1), (l2, h2) = gap_1, gap_2
-    if any(x is None for x in (l1, h1, l2, h2)):
+    if l1 is None or h1 is None or l2 is None or h2 is None:
         return False
     return (l1 > TIE_EPS and h2 < -TIE_EPS) or (h1 < -TIE_EPS and l2 > TIE_EPS)
 

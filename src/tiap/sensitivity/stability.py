@@ -22,7 +22,8 @@ and the two rankings are compared:
 recommended over the Wald interval by Brown, Cai & DasGupta 2001, Statistical Science
 16(2)): ``statsmodels.stats.proportion.proportion_confint(method="wilson")``.
 
-**Minimum detectable effect** (:func:`mde`, :func:`mde_of`, :func:`flip_mde_rows`): the
+**Minimum detectable effect** (:func:`mde`, :func:`mde_of`; the ``mde_1`` / ``mde_2``
+columns of the winner-flip tables): the
 smallest mean paired difference a two-sided test at level ``alpha`` detects with the given
 power, ``(z_{1-alpha/2} + z_{power}) * sd / sqrt(n)`` (normal approximation; Cohen 1988,
 *Statistical Power Analysis for the Behavioral Sciences*, ch. 2; in IR, Webber, Moffat &
@@ -38,20 +39,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tiap.errors import require
-from tiap.scoring.measures import Measure
 from tiap.sensitivity.load import Dataset
 
 __all__ = [
-    "MDE_COLUMNS",
     "RANKING_COLUMNS",
     "TIE_EPS",
-    "flip_mde_rows",
     "kendall_tau_b",
     "mde",
     "mde_of",
@@ -69,7 +68,6 @@ RANKING_COLUMNS = (
     "dataset", "measure", "target_1", "target_2", "n_systems", "n_queries", "kendall_tau",
     "tau_ap", "concordant_pairs", "discordant_pairs", "tied_pairs",
 )
-MDE_COLUMNS = ("mde_1", "mde_2")
 #: Means within this of each other are tied (as the gaps of :mod:`tiap.sensitivity.flips`).
 TIE_EPS = 1e-12
 DEFAULT_POWER = 0.8
@@ -340,7 +338,7 @@ def mde(sd: float | None, n: int, alpha: float = 0.05,
 
         MDE = (z_{1-alpha/2} + z_{power}) * sd / sqrt(n)
 
-    (``z_q`` the standard normal quantile, ``scipy.stats.norm.ppf``; 2.8016 * sd / sqrt(n) at
+    (``z_q`` the standard normal quantile, ``statistics.NormalDist``; 2.8016 * sd / sqrt(n) at
     alpha = 0.05, power = 0.8). The normal approximation of the paired t-test (and of the
     sign-flip test, whose statistic is asymptotically normal): the mean difference is taken as
     normal with a *known* standard error ``sd / sqrt(n)``, and the chance of rejecting in the
@@ -357,8 +355,7 @@ def mde(sd: float | None, n: int, alpha: float = 0.05,
         return None
     if sd < 0:
         raise ValueError(f"a standard deviation is never negative, got {sd!r}")
-    norm = require("scipy.stats", "stats").norm
-    z = float(norm.ppf(1 - alpha / 2)) + float(norm.ppf(power))
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return z * float(sd) / math.sqrt(n)
 
 
@@ -372,40 +369,3 @@ def mde_of(differences: ArrayLike, alpha: float = 0.05,
     if d.size < 2:
         return None
     return mde(float(d.std(ddof=1)), int(d.size), alpha, power)
-
-
-def flip_mde_rows(ds: Dataset, rows: Iterable[Mapping[str, Any]], *,
-                  mask: NDArray[np.bool_] | None = None, alpha: float = 0.05,
-                  power: float = DEFAULT_POWER) -> list[dict[str, Any]]:
-    """Copies of winner-flip rows (:func:`tiap.sensitivity.flips.winner_flips` on ``ds``,
-    restricted to the same ``mask``) with ``mde_1`` and ``mde_2``: the :func:`mde_of` the
-    per-query differences ``d_q(t) = v_A,q(t) - v_B,q(t)`` behind ``gap_1`` and ``gap_2``.
-
-    The queries are the flip's shared subset (determined or bounded under both targets for
-    both systems, within ``mask``). A target's MDE is None where its gap is not a point: the
-    row's ``gap_1`` / ``gap_2`` is empty (partial lineage leaves some difference open, or no
-    query is shared); for rows without a ``gap_*`` column, where some ``lower`` and ``upper``
-    difference are more than 1e-12 apart. Read from each row: ``measure``, ``system_a``,
-    ``system_b``, ``target_1``, ``target_2`` and, when present, ``gap_1``, ``gap_2``.
-    """
-    by_name: dict[str, Measure] = {str(m): m for m in ds.measures}
-    out: list[dict[str, Any]] = []
-    for row in rows:
-        a, b = str(row["system_a"]), str(row["system_b"])
-        t1, t2 = str(row["target_1"]), str(row["target_2"])
-        m = by_name[str(row["measure"])]
-        shared = ds.shared((a, b), (t1, t2), bounded=True)
-        if mask is not None:
-            shared &= mask
-        sa, sb = ds.systems[a], ds.systems[b]
-        values: dict[str, float | None] = {}
-        for k, (col, t) in enumerate(zip(MDE_COLUMNS, (t1, t2), strict=True), start=1):
-            lo_a, hi_a = (x[shared] for x in sa.interval(t, m))
-            lo_b, hi_b = (x[shared] for x in sb.interval(t, m))
-            d_lo, d_hi = lo_a - hi_b, hi_a - lo_b
-            gap_key = f"gap_{k}"
-            point = (row[gap_key] is not None if gap_key in row
-                     else bool(np.allclose(d_lo, d_hi, rtol=0.0, atol=TIE_EPS)))
-            values[col] = mde_of(d_lo, alpha, power) if point else None
-        out.append({**row, **values})
-    return out

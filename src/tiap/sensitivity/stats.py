@@ -1,38 +1,51 @@
-"""Statistical kernels of Stage III: paired bootstrap intervals and sign-flip tests.
+"""The statistical procedure of Stage III: one paired randomization test for every gap.
 
-Pure functions over arrays; every random draw comes from a :class:`numpy.random.Generator`
-built by :func:`comparison_rng` from a user seed and the *name* of the comparison, so a
-comparison's numbers do not depend on which other comparisons run before it, and reruns
-with the same seed are byte-identical.
+Every comparison TIAP reports (a winner-flip gap, a design pair, a per-category gap) is a
+*gap*: the mean of paired per-query differences ``d_1..d_n`` (system A minus system B under
+one target and measure, on the shared subset). One procedure decides them all:
 
-Both procedures work on a matrix ``d`` of paired per-query differences, one row per query
-and one column per statistic (for example system A minus system B under each target and
-measure), and treat all columns with the *same* resampled queries, so intervals of two
-targets are paired too.
+1. **The test** (paired randomization, or sign-flip; Fisher 1935; Smucker, Allan &
+   Carterette 2007): under ``H0`` each difference is equally likely to carry either sign.
+   With ``T(δ) = |Σ_j (d_j − δ)|`` and sign vectors ``s``, ``T_s(δ) = |Σ_j s_j (d_j − δ)|``,
+   the two-sided p-value of ``H0: gap = δ`` is ``p(δ) = (1 + #{b : T_{s_b}(δ) >= T(δ)}) /
+   (1 + B)`` over ``B`` random sign vectors (Phipson & Smyth 2010: never 0), or the share of
+   all ``2^n`` sign vectors reaching ``T(δ)`` when ``2^n <= B`` (exact). The gap's p-value is
+   ``p(0)``.
+2. **Family-wise control**: the p-values of one *family* (a table's gaps within one dataset
+   and measure, see the callers) are adjusted together, by Holm (1979) by default,
+   Benjamini-Hochberg (1995) or none (``statsmodels.stats.multitest.multipletests``). A gap
+   is *significant* when its adjusted p-value is at most ``alpha``.
+3. **The interval** is the inversion of the same test (Hodges-Lehmann style: every shift
+   ``δ`` the test does not reject), at the gap's *effective level* ``alpha_j = alpha ·
+   p_j / p̃_j`` (``p̃_j`` the adjusted p-value), so that the interval excludes 0 exactly when
+   the gap is significant: ``0 ∉ CI ⇔ p_j <= alpha_j ⇔ p̃_j <= alpha``. For one sign vector
+   ``s`` the shifts it reaches, ``{δ : T_s(δ) >= T(δ)}``, form an interval containing the
+   mean (between the roots ``(A − D) / (C − n)`` and ``(A + D) / (C + n)`` with ``A = Σ s_j
+   d_j``, ``C = Σ s_j``, ``D = Σ d_j``), so ``p(δ)`` falls monotonically away from the mean
+   and the ends of the interval are order statistics of those roots: exact for the sign
+   vectors drawn, with no search.
 
-Paired bootstrap (Efron & Tibshirani 1993, ch. 13; percentile interval): draw ``B``
-resamples of the ``n`` query indices with replacement, ``i*_b = (i_b1..i_bn)``, and compute
-``mean*_b = (1/n) Σ_j d[i_bj]``. The ``1-α`` interval is the ``α/2`` and ``1-α/2``
-quantiles of ``mean*_1..mean*_B`` (linear interpolation, NumPy's default).
+The sign vectors are drawn once per (seed, dataset, shared subset of queries): every gap on
+one subset, in any family, uses the same ones, and a gap's numbers do not depend on which
+or how many other gaps are tested with it. Reruns with the same seed are byte-identical.
 
-Paired randomization (sign-flip) test (Fisher 1935; Smucker, Allan & Carterette 2007):
-under ``H0`` (no difference between the paired values) each difference is equally likely
-to carry either sign. With ``T = |Σ_j d_j|`` and sign vectors ``s ∈ {-1, +1}^n``,
-``T*_b = |Σ_j s_bj d_j|``. When ``2^n <= B`` every sign vector is enumerated and
-``p = #{s : T*(s) >= T} / 2^n`` (exact). Otherwise ``B`` sign vectors are drawn uniformly
-and ``p = (1 + #{b : T*_b >= T}) / (1 + B)`` (Phipson & Smyth 2010: never 0). Two-sided.
+**Partial lineage**: a gap whose per-query differences are only bounded, ``[lo_j, hi_j]``,
+is tested on both extremes with the same sign vectors; its p-value is the larger of the two,
+its interval is the hull of the two extremes' intervals, and it is significant only when
+that hull excludes 0, that is when both extremes are significant on the same side (two
+extremes significant on opposite sides leave the gap's sign undetermined: not
+significant, although its p-value may be small).
 
-The resampling is vectorised: index (or sign) matrices of a fixed number of rows are drawn
-per chunk and reduced with one matrix product; there is no Python loop per resample. The
-chunk size depends only on ``n``, so the random stream, and the result, never depend on
-memory or timing.
+**Effect size**: the paired Cohen's ``d_z = mean(d) / sd(d)`` (ddof 1) and the share of
+queries whose difference is not 0 (``|d_j| > 1e-12``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,29 +53,38 @@ from numpy.typing import NDArray
 from tiap.errors import TiapError
 
 __all__ = [
+    "CORRECTIONS",
     "DEFAULT_ALPHA",
+    "DEFAULT_CORRECTION",
     "DEFAULT_RESAMPLES",
-    "PairedTest",
-    "bootstrap_means",
+    "Gap",
+    "GapResult",
+    "Randomization",
+    "adjust",
     "comparison_rng",
-    "paired_test",
-    "percentile_interval",
-    "sign_flip_pvalue",
+    "randomize",
+    "sign_vectors",
+    "evaluate_gaps",
 ]
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_ALPHA = 0.05
-#: Cells (rows x queries) of one chunk of the index or sign matrix.
+CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
+DEFAULT_CORRECTION = "holm"
+#: Cells (rows x queries) of one chunk of the sign matrix.
 CHUNK_CELLS = 1 << 20
-#: Relative tolerance when comparing a resampled statistic with the observed one.
+#: Relative tolerance of "reaches the observed statistic" (float noise in equal sums).
 TIE_RTOL = 1e-9
 #: Decimals kept in interval ends (a matrix product's last bits may differ between BLAS builds).
 CI_DECIMALS = 12
+#: A difference within this of 0 is no difference (the share of queries that move).
+MOVE_EPS = 1e-12
+
+FloatArray = NDArray[np.float64]
 
 
 def comparison_rng(seed: int, *key: str) -> np.random.Generator:
-    """A Generator for one named comparison: seeded by ``seed`` and a sha256 digest of the
-    key strings (so the stream depends on what is compared, not on the order of work)."""
+    """A Generator seeded by ``seed`` and a sha256 digest of the key strings."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TiapError(f"the seed must be a non-negative integer, got {seed!r}")
     digest = hashlib.sha256("\x1f".join(key).encode("utf-8")).digest()
@@ -70,123 +92,350 @@ def comparison_rng(seed: int, *key: str) -> np.random.Generator:
     return np.random.default_rng([seed, *words])
 
 
-def _as_matrix(d: NDArray[np.float64] | Sequence[float]) -> NDArray[np.float64]:
-    arr = np.asarray(d, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2:
-        raise ValueError("differences must be a vector or an (n_queries, n_statistics) matrix")
-    if np.isnan(arr).any():
-        raise ValueError("differences must not contain NaN (restrict to the shared subset first)")
-    return arr
-
-
 def _check_resamples(resamples: int) -> None:
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise TiapError(f"the number of resamples must be a positive integer, got {resamples!r}")
 
 
-def _chunk_rows(n: int) -> int:
-    return max(1, CHUNK_CELLS // max(n, 1))
-
-
-def bootstrap_means(
-    d: NDArray[np.float64], resamples: int, rng: np.random.Generator
-) -> NDArray[np.float64]:
-    """``(resamples, m)`` bootstrap means of the columns of ``d`` (``(n, m)``), all columns
-    resampled with the same query indices."""
-    d = _as_matrix(d)
+def sign_vectors(n: int, resamples: int, rng: np.random.Generator,
+                 ) -> tuple[NDArray[np.int8], bool]:
+    """``(signs, exact)``: all ``2^n`` sign vectors when ``2^n <= resamples`` (``exact``), else
+    ``resamples`` random ones, as an int8 ``(B, n)`` matrix of ±1."""
     _check_resamples(resamples)
-    n, m = d.shape
-    out = np.empty((resamples, m), dtype=np.float64)
+    if n < 63 and (1 << n) <= resamples:
+        codes = np.arange(1 << n, dtype=np.int64)[:, None]
+        bits = (codes >> np.arange(n, dtype=np.int64)) & 1
+        return (bits * 2 - 1).astype(np.int8), True
+    raw = rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
+    bits = np.unpackbits(raw, axis=1, count=n).astype(np.int8)
+    return bits * 2 - 1, False
+
+
+def _count_level(alpha_eff: float, b: int, exact: bool) -> int:
+    """The smallest number ``k`` of sign vectors reaching a shift with ``p > alpha_eff``."""
+    if exact:
+        return math.floor(alpha_eff * b) + 1  # N / 2^n > a  <=>  N >= k
+    return math.floor(alpha_eff * (b + 1) - 1) + 1  # (1 + N) / (1 + B) > a
+
+
+@dataclass(frozen=True, eq=False)
+class Randomization:
+    """The sign-flip test of every column of a difference matrix, and its inversion.
+
+    Per column: ``hits`` sign vectors reach ``δ = 0`` (``p`` is ``p(0)``); ``lows`` holds the
+    ``keep`` smallest lower ends of the shift intervals the sign vectors reach (ascending)
+    and ``highs`` the ``keep`` largest upper ends (descending): the only order statistics an
+    interval at a level up to the ``alpha`` given to :func:`randomize` can need.
+    """
+
+    n: int
+    resamples: int
+    exact: bool
+    mean: FloatArray
+    hits: NDArray[np.int64]
+    p: FloatArray
+    lows: FloatArray  # (keep, c), ascending
+    highs: FloatArray  # (keep, c), descending
+
+    def count_level(self, alpha_eff: float) -> int:
+        return _count_level(alpha_eff, self.resamples, self.exact)
+
+    def interval(self, column: int, k: int) -> tuple[float, float]:
+        """Every shift ``δ`` reached by at least ``k`` sign vectors (``p(δ)`` above the level
+        ``k`` stands for), for one column: the test's inversion (``-inf`` / ``inf`` where
+        no resample could reject)."""
+        if k < 1 or k > self.resamples:
+            return -math.inf, math.inf
+        if k > self.lows.shape[0]:
+            raise ValueError(f"interval at count level {k} needs a larger alpha in randomize")
+        return float(self.lows[k - 1, column]), float(self.highs[k - 1, column])
+
+
+def randomize(d: FloatArray, signs: NDArray[np.int8], exact: bool,
+              alpha: float = DEFAULT_ALPHA) -> Randomization:
+    """Test every column of ``d`` (``(n, c)`` paired differences) with the sign vectors,
+    keeping what intervals at levels up to ``alpha`` need.
+
+    Column blocks sized to :data:`CHUNK_CELLS`: within one, a row block's matrix product
+    with ``d`` gives every resampled sum ``A`` at once, and one in-place partition per
+    block keeps the order statistics, so memory stays ``O(CHUNK_CELLS + keep · c)``.
+    """
+    d = np.asarray(d, np.float64)
+    if d.ndim == 1:
+        d = d[:, None]
+    if np.isnan(d).any():
+        raise ValueError("differences must not contain NaN (restrict to the shared subset)")
+    n, c = d.shape
+    b = signs.shape[0]
     if n == 0:
-        out.fill(np.nan)
+        nan = np.full(c, np.nan)
+        empty = np.empty((0, c))
+        return Randomization(0, b, exact, nan, np.zeros(c, np.int64), nan, empty, empty)
+    keep = max(1, min(b, _count_level(alpha, b, exact) + 1))
+    total = d.sum(axis=0)
+    scale = np.abs(d).mean(axis=0)
+    tol = TIE_RTOL * np.where(scale > 0, scale, 1.0)
+    hits = np.zeros(c, np.int64)
+    best_lo = np.empty((c, keep))
+    best_hi = np.empty((c, keep))
+    s_sum = signs.sum(axis=1, dtype=np.int64).astype(np.float64)
+    everywhere = np.abs(s_sum) == n  # all signs equal: T_s(δ) = T(δ) for every δ
+    with np.errstate(divide="ignore"):
+        inv_minus = 1.0 / (s_sum - n)  # inf only where every sign is equal (overwritten)
+        inv_plus = 1.0 / (s_sum + n)
+    width = max(1, min(c, CHUNK_CELLS // b))  # columns whose full (width, B) ends fit a chunk
+    rows = max(1, CHUNK_CELLS // max(n, width))
+    dt = np.ascontiguousarray(d.T)
+    for c0 in range(0, c, width):
+        cols = slice(c0, min(c, c0 + width))
+        dc = dt[cols]
+        tot = total[cols, None]
+        lows = np.empty((dc.shape[0], b))  # (columns, sign vectors): rows contiguous
+        highs = np.empty((dc.shape[0], b))
+        for r0 in range(0, b, rows):
+            rr = slice(r0, r0 + rows)
+            a_mat = dc @ signs[rr].T.astype(np.float64)
+            r1 = a_mat - tot
+            a_mat += tot
+            with np.errstate(invalid="ignore"):  # 0 * inf: all-equal signs, overwritten
+                r1 *= inv_minus[rr]
+                a_mat *= inv_plus[rr]
+            np.minimum(r1, a_mat, out=lows[:, rr])
+            np.maximum(r1, a_mat, out=highs[:, rr])
+        lows[:, everywhere] = -np.inf
+        highs[:, everywhere] = np.inf
+        hits[cols] = ((lows <= tol[cols, None]) & (highs >= -tol[cols, None])).sum(axis=1)
+        best_lo[cols] = _smallest(lows, keep)
+        np.negative(highs, out=highs)
+        best_hi[cols] = _smallest(highs, keep)
+    p = hits / b if exact else (1 + hits) / (1 + b)
+    best_lo.sort(axis=1)
+    best_hi.sort(axis=1)
+    best_lo -= tol[:, None]  # ties within the tolerance reach: widen by it
+    best_hi -= tol[:, None]  # (negated upper ends)
+    return Randomization(n, b, exact, d.mean(axis=0), hits, np.minimum(p, 1.0),
+                         np.ascontiguousarray(best_lo.T), np.ascontiguousarray(-best_hi.T))
+
+
+def _smallest(x: FloatArray, keep: int) -> FloatArray:
+    """The ``keep`` smallest values of every row (unordered; ``x`` is reordered)."""
+    if x.shape[1] > keep:
+        x.partition(keep - 1, axis=1)
+    return x[:, :keep]
+
+
+def adjust(p: Sequence[float] | FloatArray, correction: str = DEFAULT_CORRECTION,
+           ) -> FloatArray:
+    """Adjusted p-values of one family (NaN stays NaN and is not counted in the family).
+
+    ``holm`` (Holm 1979): with ``p_(1) <= ... <= p_(m)``, ``p̃_(i) = max_{j<=i} min(1,
+    (m - j + 1) p_(j))``. ``bh`` (Benjamini & Hochberg 1995): ``p̃_(i) = min_{j>=i} min(1,
+    m p_(j) / j)``. The same values as ``statsmodels.stats.multitest.multipletests`` with
+    ``holm`` / ``fdr_bh`` (tested equal), computed here because statsmodels' Holm runs a
+    full garbage collection on every call (about 60 ms each with TIAP's data loaded).
+    """
+    if correction not in CORRECTIONS:
+        raise TiapError(f"correction must be one of {', '.join(CORRECTIONS)}, got "
+                        f"{correction!r}")
+    arr = np.asarray(p, np.float64)
+    out = arr.copy()
+    ok = np.flatnonzero(~np.isnan(arr))
+    if correction == "none" or not ok.size:
         return out
-    rows = _chunk_rows(n)
-    for start in range(0, resamples, rows):
-        c = min(rows, resamples - start)
-        idx = rng.integers(0, n, size=(c, n), dtype=np.int64 if n >= 1 << 31 else np.int32)
-        # counts[r, i]: how often query i is drawn in resample r (one bincount per chunk)
-        flat = (idx + (np.arange(c, dtype=np.int64) * n)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=c * n).reshape(c, n).astype(np.float64)
-        out[start:start + c] = (counts @ d) / n
+    vals = arr[ok]
+    m = vals.size
+    order = np.argsort(vals, kind="stable")
+    ranked = vals[order]
+    if correction == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * ranked))
+    else:
+        adj = np.minimum.accumulate(np.minimum(1.0, m * ranked / np.arange(1, m + 1))[::-1])[::-1]
+    back = np.empty(m)
+    back[order] = adj
+    out[ok] = back
     return out
 
 
-def percentile_interval(
-    means: NDArray[np.float64], alpha: float = DEFAULT_ALPHA
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The ``alpha/2`` and ``1 - alpha/2`` quantiles of each column of ``means``."""
-    if not 0 < alpha < 1:
-        raise TiapError(f"alpha must be between 0 and 1, got {alpha!r}")
-    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
-    return np.round(lo, CI_DECIMALS), np.round(hi, CI_DECIMALS)
+@dataclass(frozen=True, eq=False)
+class Gap:
+    """One gap to test: its family, the shared queries (a mask over the dataset's queries)
+    and the per-query differences on them (``hi`` is ``lo`` when they are determined)."""
 
+    family: tuple[str, ...]
+    subset: NDArray[np.bool_]
+    lo: FloatArray
+    hi: FloatArray | None = None
 
-def _all_signs(n: int) -> NDArray[np.float64]:
-    codes = np.arange(1 << n, dtype=np.int64)[:, None]
-    bits = (codes >> np.arange(n, dtype=np.int64)) & 1
-    return (bits * 2 - 1).astype(np.float64)
-
-
-def sign_flip_pvalue(
-    d: NDArray[np.float64], resamples: int, rng: np.random.Generator
-) -> NDArray[np.float64]:
-    """Two-sided paired randomization (sign-flip) p-value of each column of ``d``.
-
-    Exact (every sign vector) when ``2^n <= resamples``, else Monte Carlo with
-    ``(1 + hits) / (1 + resamples)``. A column of zeros has ``p = 1``; no query: NaN.
-    """
-    d = _as_matrix(d)
-    _check_resamples(resamples)
-    n, m = d.shape
-    if n == 0:
-        return np.full(m, np.nan)
-    observed = np.abs(np.ones(n) @ d)
-    threshold = observed - TIE_RTOL * np.maximum(observed, 1e-300)
-    if n < 63 and (1 << n) <= resamples:
-        stats = np.abs(_all_signs(n) @ d)
-        return (stats >= threshold).sum(axis=0) / float(1 << n)
-    hits = np.zeros(m, dtype=np.int64)
-    total = d.sum(axis=0)
-    rows = _chunk_rows(n)
-    for start in range(0, resamples, rows):
-        c = min(rows, resamples - start)
-        # one random bit per (resample, query): s = 2 b - 1, so s @ d = 2 (b @ d) - Σ d
-        raw = rng.integers(0, 256, size=(c, (n + 7) // 8), dtype=np.uint8)
-        bits = np.unpackbits(raw, axis=1, count=n).astype(np.float64)
-        hits += (np.abs(2 * (bits @ d) - total) >= threshold).sum(axis=0)
-    return (1 + hits) / (1 + resamples)
+    @property
+    def bounded(self) -> bool:
+        return self.hi is not None and not np.array_equal(self.lo, self.hi)
 
 
 @dataclass(frozen=True)
-class PairedTest:
-    """Per column of the difference matrix: mean, interval and p-value."""
+class GapResult:
+    """A tested gap. ``gap`` is ``None`` when the differences are only bounded (then
+    ``[gap_lower, gap_upper]`` bounds it); ``effect`` is the paired Cohen's d_z and
+    ``moved`` the share of queries whose difference is not 0, ``sd`` the differences'
+    standard deviation (ddof 1; all three ``None`` when bounded or undefined)."""
 
     n: int
-    mean: NDArray[np.float64]
-    ci_low: NDArray[np.float64]
-    ci_high: NDArray[np.float64]
-    p: NDArray[np.float64]
+    gap: float | None
+    gap_lower: float | None
+    gap_upper: float | None
+    p: float | None
+    p_adjusted: float | None
+    ci_low: float | None
+    ci_high: float | None
+    significant: bool
+    effect: float | None
+    moved: float | None
+    sd: float | None = None
+    alpha_effective: float | None = None
+    n_undetermined: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
 
 
-def paired_test(
-    d: NDArray[np.float64] | Sequence[float],
+def _num(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _rounded(x: float) -> float | None:
+    """An interval end as written: rounded to :data:`CI_DECIMALS` (the decision uses the
+    unrounded value), never rounded onto 0 from the side it lies on."""
+    if not math.isfinite(x):
+        return None
+    r = round(x, CI_DECIMALS)
+    if r == 0.0 and x != 0.0:
+        return x
+    return r
+
+
+def _effect(d: FloatArray) -> tuple[float | None, float | None]:
+    if d.size == 0:
+        return None, None
+    moved = float((np.abs(d) > MOVE_EPS).mean())
+    if d.size < 2:
+        return None, moved
+    sd = float(d.std(ddof=1))
+    mean = float(d.mean())
+    if sd == 0.0:
+        return (0.0 if abs(mean) <= MOVE_EPS else math.copysign(math.inf, mean)), moved
+    return mean / sd, moved
+
+
+def evaluate_gaps(
+    gaps: Sequence[Gap],
     *,
     seed: int,
-    key: Sequence[str],
+    dataset: str,
     resamples: int = DEFAULT_RESAMPLES,
     alpha: float = DEFAULT_ALPHA,
-) -> PairedTest:
-    """Mean, paired-bootstrap percentile interval and sign-flip p-value of every column of
-    ``d`` (one row per query). The bootstrap and the test draw from two generators derived
-    from ``seed`` and ``key`` (:func:`comparison_rng`)."""
-    arr = _as_matrix(d)
-    n, m = arr.shape
-    if n == 0:
-        nan = np.full(m, np.nan)
-        return PairedTest(0, nan, nan, nan, nan)
-    means = bootstrap_means(arr, resamples, comparison_rng(seed, *key, "bootstrap"))
-    lo, hi = percentile_interval(means, alpha)
-    p = sign_flip_pvalue(arr, resamples, comparison_rng(seed, *key, "sign-flip"))
-    return PairedTest(n, arr.mean(axis=0), lo, hi, p)
+    correction: str = DEFAULT_CORRECTION,
+    notes: list[str] | None = None,
+) -> list[GapResult]:
+    """Test every gap (module docstring): one sign-vector set per shared subset, p-values
+    adjusted within each family, intervals at each gap's effective level.
+
+    ``notes`` receives one line per family too large for the resamples to resolve: under
+    Holm the smallest adjusted p-value is ``m · p_min`` (``m`` gaps, ``p_min = 1 / (1 + B)``,
+    or ``2 / 2^n`` when exact), so when that exceeds ``alpha`` no gap of the family can be
+    significant whatever the data.
+    """
+    if not 0 < alpha < 1:
+        raise TiapError(f"alpha must be between 0 and 1, got {alpha!r}")
+    if correction not in CORRECTIONS:
+        raise TiapError(f"correction must be one of {', '.join(CORRECTIONS)}, got "
+                        f"{correction!r}")
+    _check_resamples(resamples)
+    # 1. per shared subset: one set of sign vectors, every column tested with it
+    by_subset: dict[bytes, list[int]] = {}
+    for i, g in enumerate(gaps):
+        by_subset.setdefault(np.packbits(g.subset).tobytes() + bytes([g.subset.size % 8]),
+                             []).append(i)
+    tests: dict[int, tuple[Randomization, int, int]] = {}  # gap -> (test, lo col, hi col)
+    for key, members in by_subset.items():
+        n = int(gaps[members[0]].subset.sum())
+        digest = hashlib.sha256(key).hexdigest()
+        signs, exact = sign_vectors(n, resamples,
+                                    comparison_rng(seed, dataset, "signs", digest))
+        cols: list[FloatArray] = []
+        where: dict[int, tuple[int, int]] = {}
+        for i in members:
+            g = gaps[i]
+            cols.append(g.lo)
+            lo_col = len(cols) - 1
+            hi_col = lo_col
+            if g.bounded:
+                cols.append(g.hi)  # type: ignore[arg-type]
+                hi_col = len(cols) - 1
+            where[i] = (lo_col, hi_col)
+        test = randomize(np.column_stack(cols) if n else np.empty((0, len(cols))), signs,
+                         exact, alpha)
+        for i, (lc, hc) in where.items():
+            tests[i] = (test, lc, hc)
+    # 2. family-wise adjustment of each gap's p-value (the larger of its two extremes)
+    raw = np.array([max(tests[i][0].p[tests[i][1]], tests[i][0].p[tests[i][2]])
+                    if tests[i][0].n else np.nan for i in range(len(gaps))])
+    adj = np.full(len(gaps), np.nan)
+    families: dict[tuple[str, ...], list[int]] = {}
+    for i, g in enumerate(gaps):
+        families.setdefault(g.family, []).append(i)
+    for fam, members in families.items():
+        adj[members] = adjust(raw[members], correction)
+        tested = [i for i in members if tests[i][0].n]
+        if notes is not None and correction == "holm" and tested:
+            floors = [2 / tests[i][0].resamples if tests[i][0].exact else 1 / (1 + resamples)
+                      for i in tested]
+            floor_p = min(floors)
+            if len(tested) * floor_p > alpha:
+                fix = (f"raise --resamples to at least {math.ceil(len(tested) / alpha)} or "
+                       "use --correction bh" if floor_p == 1 / (1 + resamples) else
+                       "the shared subsets are too small for an exact test to reach it")
+                notes.append(
+                    f"{' / '.join(fam)}: {len(tested)} gaps under Holm need a p-value of at "
+                    f"most {alpha / len(tested):.2g}, but the smallest the test can give is "
+                    f"{floor_p:.2g}: no gap of this family can be significant ({fix})")
+    # 3. the intervals at each gap's effective level
+    out: list[GapResult] = []
+    for i, g in enumerate(gaps):
+        test, lc, hc = tests[i]
+        if not test.n:
+            out.append(GapResult(0, None, None, None, None, None, None, None, False, None,
+                                 None))
+            continue
+        a_eff = alpha * raw[i] / adj[i] if adj[i] > 0 else alpha
+        g_lo, g_hi = float(test.mean[lc]), float(test.mean[hc])
+        bounded = g.bounded
+        # the decision: adjusted p at most alpha (and, bounded, both extremes on one side)
+        significant = bool(adj[i] <= alpha) and (
+            not bounded or (g_lo > 0 and g_hi > 0) or (g_lo < 0 and g_hi < 0))
+        # the interval at the effective level, its count level pinned to the decision so
+        # that float rounding in alpha * p / p̃ can never make the two disagree
+        k = test.count_level(a_eff)
+        worst = lc if test.p[lc] >= test.p[hc] else hc  # the extreme whose p is the gap's
+        ends = []
+        for col in dict.fromkeys((lc, hc)):
+            kc = k
+            if adj[i] <= alpha:
+                kc = max(k, int(test.hits[col]) + 1)  # 0 reached by fewer than kc: outside
+            elif col == worst:
+                kc = min(k, int(test.hits[col]))  # 0 reached by kc or more: inside
+            ends.append(test.interval(col, kc))
+        lo_ci = min(e[0] for e in ends)  # the hull of both extremes' intervals
+        hi_ci = max(e[1] for e in ends)
+        effect, moved = (None, None) if bounded else _effect(g.lo)
+        out.append(GapResult(
+            n=test.n,
+            gap=None if bounded else g_lo,
+            gap_lower=g_lo, gap_upper=g_hi,
+            p=_num(raw[i]), p_adjusted=_num(adj[i]),
+            ci_low=_rounded(lo_ci), ci_high=_rounded(hi_ci),
+            significant=significant,
+            effect=None if effect is None or not math.isfinite(effect) else effect,
+            moved=moved,
+            sd=float(g.lo.std(ddof=1)) if not bounded and g.lo.size > 1 else None,
+            alpha_effective=_num(a_eff),
+            n_undetermined=(int((np.abs(g.hi - g.lo) > MOVE_EPS).sum())
+                            if g.hi is not None and bounded else 0),
+        ))
+    return out
