@@ -22,6 +22,7 @@ def test_shipped_configs_load() -> None:
     cfg = load_config(ROOT / "configs" / "locomo.toml", retrievers=["bm25", "dense"])
     assert [s for s, _, _ in cfg.systems()][:2] == ["f1-bm25", "f1-dense"]
     assert cfg.design == {"density": ("f1", "f5", "f8")}
+    assert (cfg.correction, cfg.min_effect, cfg.alpha) == ("holm", 0.0, 0.05)
 
 
 def test_bad_config(tmp_path: Path) -> None:
@@ -34,6 +35,17 @@ def test_bad_config(tmp_path: Path) -> None:
                  '[design]\nd = ["a", "b"]\n')
     with pytest.raises(TiapError, match="unknown stores: b"):
         load_config(f)
+    base = 'name = "x"\ndataset = "locomo"\nstores = [{name = "a", parser = "heuristic"}]\n'
+    f.write_text(base + 'correction = "BH"\nmin_effect = 0.01\nalpha = 0.1\n')
+    cfg = load_config(f)
+    assert (cfg.correction, cfg.min_effect, cfg.alpha) == ("bh", 0.01, 0.1)
+    for bad, msg in (('correction = "bonferroni"', "correction must be one of"),
+                     ("min_effect = -0.1", "min_effect must be a non-negative"),
+                     ('min_effect = "big"', "min_effect must be a number"),
+                     ("alpha = 1.5", "alpha must be between")):
+        f.write_text(base + bad + "\n")
+        with pytest.raises(TiapError, match=msg):
+            load_config(f)
 
 
 def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, capsys,

@@ -23,8 +23,11 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     density = ["f1", "f5", "f8"]
 
     sensitivity = true                # Stage III and the HTML report (default true)
-    seed = 0                          # bootstrap / randomization seed
-    resamples = 10000
+    seed = 0                          # seed of the sign-flip tests
+    resamples = 10000                 # random sign vectors per shared subset
+    alpha = 0.05                      # family-wise level
+    correction = "holm"               # holm, bh or none
+    min_effect = 0.0                  # smallest gap (measure units) a headline flip needs
 
 Every step writes into ``OUT/<name>/`` and records a fingerprint of what it was asked to do
 (``.steps/<step>.json``: the step's spec, TIAP's version and a hash of its source files); a
@@ -75,6 +78,9 @@ class PipelineConfig:
     sensitivity: bool = True
     seed: int = 0
     resamples: int = 10_000
+    alpha: float = 0.05
+    correction: str = "holm"
+    min_effect: float = 0.0
     source: str = ""
 
     def systems(self) -> list[tuple[str, StoreSpec, str]]:
@@ -83,7 +89,8 @@ class PipelineConfig:
 
 
 _KNOWN_KEYS = {"name", "dataset", "stores", "retrievers", "k", "targets", "measures", "credit",
-               "design", "collections", "sensitivity", "seed", "resamples"}
+               "design", "collections", "sensitivity", "seed", "resamples", "alpha",
+               "correction", "min_effect"}
 
 
 def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
@@ -131,9 +138,29 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
         sensitivity=bool(raw.get("sensitivity", True)),
         seed=int(raw.get("seed", 0)),
         resamples=int(raw.get("resamples", 10_000)),
+        alpha=_number(raw, "alpha", 0.05, p),
+        correction=str(raw.get("correction", "holm")).lower(),
+        min_effect=_number(raw, "min_effect", 0.0, p),
         source=str(p),
     )
+    from tiap.sensitivity.stats import CORRECTIONS
+
+    if cfg.correction not in CORRECTIONS:
+        raise TiapError(f"correction must be one of {', '.join(CORRECTIONS)}, got "
+                        f"{cfg.correction!r}", file=p)
+    if not 0 < cfg.alpha < 1:
+        raise TiapError(f"alpha must be between 0 and 1, got {cfg.alpha!r}", file=p)
+    if cfg.min_effect < 0:
+        raise TiapError(f"min_effect must be a non-negative number, got {cfg.min_effect!r}",
+                        file=p)
     return cfg
+
+
+def _number(raw: dict[str, Any], key: str, default: float, path: Path) -> float:
+    v = raw.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TiapError(f"{key} must be a number, got {v!r}", file=path)
+    return float(v)
 
 
 @functools.cache
@@ -308,6 +335,7 @@ def run_pipeline(
         configs = {f"{d}-{r}": [f"{m}-{r}" for m in members]
                    for d, members in cfg.design.items() for r in cfg.retrievers}
         sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
+                       alpha=cfg.alpha, correction=cfg.correction, min_effect=cfg.min_effect,
                        configs=configs or None)
         write_sensitivity(sens, sdir)
         timings["sensitivity"] = time.monotonic() - t0

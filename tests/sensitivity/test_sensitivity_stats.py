@@ -15,9 +15,9 @@ from tiap.sensitivity.stats import (
     Gap,
     adjust,
     comparison_rng,
+    evaluate_gaps,
     randomize,
     sign_vectors,
-    evaluate_gaps,
 )
 
 
@@ -186,27 +186,41 @@ def test_effect_sizes() -> None:
     assert r.moved == 0.5  # two of four queries move
 
 
-def test_bounded_gap_hull_and_decision() -> None:
+def test_bounded_gap_covers_every_lineage() -> None:
     rng = np.random.default_rng(6)
-    n = 120
-    lo = 0.2 + rng.normal(0, 0.2, n)
+    n = 14  # 2^14 = 16,384 sign vectors: exact with B = 20,000
+    lo = 0.25 + rng.normal(0, 0.2, n)
     hi = lo.copy()
-    hi[:10] += 0.5  # ten queries only bounded
+    hi[:4] += rng.uniform(0.1, 0.6, 4)  # four queries only bounded
     r = evaluate_gaps([Gap(("f",), np.ones(n, bool), lo, hi)], seed=0, dataset="x",
-                  resamples=4_000)[0]
+                      resamples=20_000, alpha=0.1)[0]
     assert r.gap is None and r.gap_lower == pytest.approx(lo.mean())
-    assert r.gap_upper == pytest.approx(hi.mean()) and r.n_undetermined == 10
-    one_lo = _one(lo, resamples=4_000)
-    one_hi = _one(hi, resamples=4_000)
-    assert r.p == max(one_lo.p, one_hi.p)
-    assert r.ci_low == pytest.approx(min(one_lo.ci_low, one_hi.ci_low))
-    assert r.ci_high == pytest.approx(max(one_lo.ci_high, one_hi.ci_high))
-    assert r.significant and r.effect is None
-    # extremes on opposite sides: the sign is not determined, never significant
-    lo2, hi2 = lo - 0.6, lo + 0.6
-    r2 = evaluate_gaps([Gap(("f",), np.ones(n, bool), lo2, hi2)], seed=0, dataset="x",
-                   resamples=4_000)[0]
-    assert r2.p < 0.05 and not r2.significant and r2.ci_low < 0 < r2.ci_high
+    assert r.gap_upper == pytest.approx(hi.mean()) and r.n_undetermined == 4
+    assert r.effect is None and r.moved is None and r.sd is None
+    # the gap is positive under every lineage: its p-value is the lower differences' ...
+    assert r.p == pytest.approx(_exact_p(lo.tolist()))
+    # ... the largest any lineage gives (independent check on random lineages in the box)
+    for _ in range(40):
+        d = lo + rng.uniform(0, 1, n) * (hi - lo)
+        assert _exact_p(d.tolist()) <= r.p + 1e-12
+    # the interval is the union of every lineage's: lower end from lo, upper end from hi
+    one_lo = _one(lo, resamples=20_000, alpha=0.1)
+    one_hi = _one(hi, resamples=20_000, alpha=0.1)
+    assert r.ci_low == pytest.approx(one_lo.ci_low) and r.ci_high == pytest.approx(one_hi.ci_high)
+    for _ in range(10):
+        d = lo + rng.uniform(0, 1, n) * (hi - lo)
+        cd = _one(d, resamples=20_000, alpha=0.1)
+        assert r.ci_low - 1e-9 <= cd.ci_low and cd.ci_high <= r.ci_high + 1e-9
+    assert r.significant == (r.p_adjusted <= 0.1) == (r.ci_low > 0)
+    # a gap interval containing 0: some lineage has mean 0, so p = 1, never significant
+    r2 = evaluate_gaps([Gap(("f",), np.ones(n, bool), lo - 0.6, lo + 0.6)], seed=0,
+                       dataset="x", resamples=20_000)[0]
+    assert r2.gap_lower < 0 < r2.gap_upper
+    assert r2.p == 1.0 and not r2.significant and r2.ci_low < 0 < r2.ci_high
+    # a negative gap: the upper differences decide
+    r3 = evaluate_gaps([Gap(("f",), np.ones(n, bool), -hi, -lo)], seed=0, dataset="x",
+                       resamples=20_000, alpha=0.1)[0]
+    assert r3.p == pytest.approx(r.p) and r3.ci_high == pytest.approx(-r.ci_low)
 
 
 def test_independent_of_batch_and_order_identical_reruns() -> None:

@@ -70,15 +70,33 @@ def print_flips(sdir: Path) -> None:
                   key=lambda m: int(m.split("@")[1]))
     headline = ndcg[-1] if ndcg else flips[0]["measure"]
     rows = [r for r in flips if r["measure"] == headline]
-    t = Table(title=f"winner flips on {headline} ({len(rows)}; {len(flips)} over all measures; "
+    n_head = sum(r.get("headline") == "true" for r in rows)
+    t = Table(title=f"winner flips on {headline} ({len(rows)}, {n_head} significant after "
+              f"correction and at least the minimum effect; {len(flips)} over all measures; "
               "gap = system_a - system_b)", title_justify="left")
-    for col in ("measure", "system_a", "system_b", "target_1", "gap_1", "target_2", "gap_2",
-                "significant_flip"):
-        t.add_column(col, justify="right" if col.startswith("gap") else "left")
+    for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
+                "p adj ", "headline"):
+        t.add_column(col, justify="right" if col.startswith(("gap", "p ")) else "left")
     for r in rows[:20]:
-        t.add_row(r["measure"], r["system_a"], r["system_b"], r["target_1"],
-                  gap_text(r, 1), r["target_2"], gap_text(r, 2), r["significant_flip"])
+        t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1),
+                  _p(r.get("p_1_adjusted")), r["target_2"], gap_text(r, 2),
+                  _p(r.get("p_2_adjusted")), _verdict(r))
     console.print(t)
     if len(rows) > 20:
         console.print(f"... and {len(rows) - 20} more")
     console.print(f"all winner flips, with intervals and p-values: {path}")
+
+
+def _p(v: str | None) -> str:
+    if v in (None, ""):
+        return "-"
+    x = float(v)
+    return f"{x:.1e}" if x < 1e-3 else f"{x:.3f}"
+
+
+def _verdict(r: dict[str, str]) -> str:
+    if r.get("headline") == "true":
+        return "yes"
+    if r.get("significant_flip") == "true":
+        return "below min effect"
+    return "not significant"

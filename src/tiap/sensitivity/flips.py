@@ -24,9 +24,10 @@ from ``intervals.csv``), the gap is the interval ``[gap_lower, gap_upper]`` =
 ``mean(lo_A - hi_B)``, ``mean(hi_A - lo_B)`` over the shared queries (``gap`` empty), the
 winner is ``a`` or ``b`` only when that interval excludes 0 (else ``not determined``), and
 a flip is a flip only when both gap intervals exclude 0 with opposite signs: a flip decided
-on an interval that straddles zero is not a flip. The test is run on the lower and the upper
-differences with the same sign vectors; the interval runs from the lower end of the first
-to the upper end of the second, and the p-value is the larger of the two.
+on an interval that straddles zero is not a flip. The test covers every lineage at once
+(:mod:`tiap.sensitivity.stats`): the p-value is the largest any lineage gives (the lower
+differences' for a positive gap, the upper ones' for a negative gap, 1 when the gap interval
+contains 0) and the interval is the union of every lineage's.
 """
 
 from __future__ import annotations

@@ -29,12 +29,16 @@ The sign vectors are drawn once per (seed, dataset, shared subset of queries): e
 one subset, in any family, uses the same ones, and a gap's numbers do not depend on which
 or how many other gaps are tested with it. Reruns with the same seed are byte-identical.
 
-**Partial lineage**: a gap whose per-query differences are only bounded, ``[lo_j, hi_j]``,
-is tested on both extremes with the same sign vectors; its p-value is the larger of the two,
-its interval is the hull of the two extremes' intervals, and it is significant only when
-that hull excludes 0, that is when both extremes are significant on the same side (two
-extremes significant on opposite sides leave the gap's sign undetermined: not
-significant, although its p-value may be small).
+**Partial lineage**: a gap whose per-query differences are only bounded, ``lo_j <= d_j <=
+hi_j``, is tested for every lineage at once. The test is monotone in each difference: for a
+gap that is positive under every lineage, a sign vector reaches ``T`` exactly when the
+differences it negates, or the ones it keeps, sum to at most 0 (``Σ_{s_j=-1} d_j <= 0`` or
+``Σ_{s_j=+1} d_j <= 0``), which raising any ``d_j`` can only undo. So the largest p-value
+over every lineage is the lower differences' ``p(lo)`` when ``mean(lo) > 0``, the upper
+ones' ``p(hi)`` when ``mean(hi) < 0``, and 1 when the gap interval contains 0 (some lineage
+has mean 0); that p-value is the gap's, exact, and adjusted as any other. Likewise the union
+over every lineage of the intervals is ``[lower end for lo, upper end for hi]``, the interval
+reported, and it excludes 0 exactly when the gap is significant.
 
 **Effect size**: the paired Cohen's ``d_z = mean(d) / sd(d)`` (ddof 1) and the share of
 queries whose difference is not 0 (``|d_j| > 1e-12``).
@@ -299,6 +303,19 @@ def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
+def _deciding(test: Randomization, lc: int, hc: int) -> int | None:
+    """The column whose p-value is the gap's: the lower differences' when every lineage's
+    gap is positive, the upper ones' when every one is negative, ``None`` (p = 1) when the
+    gap interval contains 0; for a determined gap (``lc == hc``) its one column."""
+    if lc == hc:
+        return lc
+    if test.mean[lc] > 0:
+        return lc
+    if test.mean[hc] < 0:
+        return hc
+    return None
+
+
 def _rounded(x: float) -> float | None:
     """An interval end as written: rounded to :data:`CI_DECIMALS` (the decision uses the
     unrounded value), never rounded onto 0 from the side it lies on."""
@@ -374,8 +391,9 @@ def evaluate_gaps(
         for i, (lc, hc) in where.items():
             tests[i] = (test, lc, hc)
     # 2. family-wise adjustment of each gap's p-value (the larger of its two extremes)
-    raw = np.array([max(tests[i][0].p[tests[i][1]], tests[i][0].p[tests[i][2]])
-                    if tests[i][0].n else np.nan for i in range(len(gaps))])
+    deciding = [_deciding(*tests[i]) for i in range(len(gaps))]
+    raw = np.array([np.nan if not tests[i][0].n else 1.0 if deciding[i] is None
+                    else float(tests[i][0].p[deciding[i]]) for i in range(len(gaps))])
     adj = np.full(len(gaps), np.nan)
     families: dict[tuple[str, ...], list[int]] = {}
     for i, g in enumerate(gaps):
@@ -406,23 +424,19 @@ def evaluate_gaps(
         a_eff = alpha * raw[i] / adj[i] if adj[i] > 0 else alpha
         g_lo, g_hi = float(test.mean[lc]), float(test.mean[hc])
         bounded = g.bounded
-        # the decision: adjusted p at most alpha (and, bounded, both extremes on one side)
-        significant = bool(adj[i] <= alpha) and (
-            not bounded or (g_lo > 0 and g_hi > 0) or (g_lo < 0 and g_hi < 0))
-        # the interval at the effective level, its count level pinned to the decision so
-        # that float rounding in alpha * p / p̃ can never make the two disagree
+        significant = bool(adj[i] <= alpha)
+        # the interval at the effective level: its lower end from the lower differences,
+        # its upper end from the upper ones (the union over every lineage); the deciding
+        # column's count level is pinned to the decision, so that float rounding in
+        # alpha * p / p̃ can never make the interval and the decision disagree
         k = test.count_level(a_eff)
-        worst = lc if test.p[lc] >= test.p[hc] else hc  # the extreme whose p is the gap's
-        ends = []
-        for col in dict.fromkeys((lc, hc)):
-            kc = k
-            if adj[i] <= alpha:
-                kc = max(k, int(test.hits[col]) + 1)  # 0 reached by fewer than kc: outside
-            elif col == worst:
-                kc = min(k, int(test.hits[col]))  # 0 reached by kc or more: inside
-            ends.append(test.interval(col, kc))
-        lo_ci = min(e[0] for e in ends)  # the hull of both extremes' intervals
-        hi_ci = max(e[1] for e in ends)
+        levels = {lc: k, hc: k}
+        col = deciding[i]
+        if col is not None:
+            hits = int(test.hits[col])
+            levels[col] = max(k, hits + 1) if significant else min(k, hits)
+        lo_ci = test.interval(lc, levels[lc])[0]
+        hi_ci = test.interval(hc, levels[hc])[1]
         effect, moved = (None, None) if bounded else _effect(g.lo)
         out.append(GapResult(
             n=test.n,
