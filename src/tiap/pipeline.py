@@ -309,11 +309,16 @@ def run_pipeline(
     stores = {}
     runs = []
     loaded: dict[str, Any] = {}
+    preloaded: dict[Path, Any] = {qpath.resolve(): qs}  # for Stage III's answer alignment
     for system, s, _ in cfg.systems():
+        ipath, rpath = root / "stores" / s.name / "items.jsonl", root / "runs" / f"{system}.jsonl"
         if s.name not in loaded:
-            loaded[s.name] = read_store(root / "stores" / s.name / "items.jsonl")
+            loaded[s.name] = read_store(ipath)
+            preloaded[ipath.resolve()] = loaded[s.name]
         stores[system] = loaded[s.name]
-        runs.extend(read_run(root / "runs" / f"{system}.jsonl", system=system))
+        got = read_run(rpath, system=system)
+        preloaded[rpath.resolve()] = got
+        runs.extend(got)
     t0 = time.monotonic()
     result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
                      credit=cfg.credit)
@@ -336,7 +341,7 @@ def run_pipeline(
                    for d, members in cfg.design.items() for r in cfg.retrievers}
         sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
                        alpha=cfg.alpha, correction=cfg.correction, min_effect=cfg.min_effect,
-                       configs=configs or None)
+                       configs=configs or None, preloaded=preloaded)
         write_sensitivity(sens, sdir)
         timings["sensitivity"] = time.monotonic() - t0
         log(f"sensitivity: {timings['sensitivity']:.1f} s")

@@ -35,9 +35,9 @@ DataOption = Annotated[
 ]
 
 
-def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
-    """Iterate with a progress bar on stderr (hidden when stderr is not a terminal)."""
-    with Progress(
+def progress_bar() -> Progress:
+    """The house progress bar on stderr (hidden when stderr is not a terminal)."""
+    return Progress(
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -47,7 +47,12 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
         console=err_console,
         transient=True,
         disable=not err_console.is_terminal,  # no bar, and no stray blank line, in logs
-    ) as progress:
+    )
+
+
+def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+    """Iterate with a progress bar on stderr (hidden when stderr is not a terminal)."""
+    with progress_bar() as progress:
         task = progress.add_task(description, total=total)
         for item in items:
             yield item

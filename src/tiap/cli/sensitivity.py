@@ -6,17 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table as RichTable
 
-from tiap.cli.common import console, err_console
+from tiap.cli.common import console, err_console, progress_bar
 
 
 def sensitivity_cmd(
@@ -76,11 +68,7 @@ def sensitivity_cmd(
     for key, specs in (("items", items), ("runs", run)):
         if specs:
             overrides[key] = {name: path for name, path in map(parse_named, specs)}
-    with Progress(
-        SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
-        MofNCompleteColumn(), TimeElapsedColumn(), console=err_console, transient=True,
-        disable=not err_console.is_terminal,
-    ) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("sensitivity", total=None)
 
         def progress(description: str, done: int, total: int) -> None:

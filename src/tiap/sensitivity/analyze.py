@@ -95,6 +95,7 @@ def analyze(
     correction: str = DEFAULT_CORRECTION,
     min_effect: float = 0.0,
     progress: Callable[[str, int, int], None] | None = None,
+    preloaded: Mapping[Path, Any] | None = None,
 ) -> SensitivityResult:
     """Every Stage III analysis of the rescore folders ``dirs`` (``PATH`` or ``NAME=PATH``).
 
@@ -114,6 +115,8 @@ def analyze(
         min_effect: the smallest gap (in the measure's units) that counts as a practical
             difference: a flip smaller than it is reported, never headlined.
         progress: called as ``progress(description, done, total)`` before each step.
+        preloaded: what the caller already read, by resolved file path (queries, stores,
+            runs), for the answer alignment (:func:`tiap.sensitivity.answers.answer_tables`).
     """
     if correction not in CORRECTIONS:
         raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
@@ -207,7 +210,7 @@ def analyze(
 
         step("answer alignment")
         per_q, align, a_notes, answer_info = ans.answer_tables(
-            datasets, overrides=answer_inputs or {}, depth=answer_depth,
+            datasets, overrides=answer_inputs or {}, depth=answer_depth, preloaded=preloaded,
             required=answers is True)
         notes.extend(a_notes)
         if per_q:

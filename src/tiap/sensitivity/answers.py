@@ -213,10 +213,12 @@ def _target_args(ds: Dataset) -> list[str] | None:
     return out
 
 
-def _load_run(path: Path, system: str, dedup: str) -> Any:
+def _load_run(path: Path, system: str, dedup: str, preloaded: Mapping[Path, Any]) -> Any:
     from tiap.traces.runs import read_run
 
-    got = read_run(path, dedup=dedup)  # type: ignore[arg-type]
+    got = preloaded.get(path.resolve())
+    if got is None:
+        got = read_run(path, dedup=dedup)  # type: ignore[arg-type]
     if len(got) == 1:
         r = got[0]
     else:
@@ -234,8 +236,15 @@ def answer_tables(
     overrides: Mapping[str, Any],
     depth: int = 5,
     required: bool = False,
+    preloaded: Mapping[Path, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], dict[str, Any]]:
-    """Per-query answers and per-target alignment rows, notes, and the inputs used."""
+    """Per-query answers and per-target alignment rows, notes, and the inputs used.
+
+    ``preloaded`` maps resolved file paths to what was already read from them (a list of
+    ``Query``, a ``Store``, a list of ``Run``), so a caller holding them (``tiap audit-run``)
+    spares the rereading; a file is still checked against the sha256 its rescore recorded.
+    """
+    preloaded = preloaded or {}
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
     from tiap.scoring.rescore import rescore
@@ -260,7 +269,7 @@ def answer_tables(
                                 "pass --queries") from None
             notes.append(f"{ds.name}: answer alignment skipped ({exc})")
             continue
-        queries = read_queries(qpath)
+        queries = preloaded.get(qpath.resolve()) or read_queries(qpath)
         qby = {q.query_id: q for q in queries}
         used[ds.name] = {"queries": str(qpath), "systems": {}}
         pooled: dict[str, list[tuple[float, float, float]]] = {}
@@ -276,14 +285,14 @@ def answer_tables(
                                     f"run ({exc}); pass --items/--run") from None
                 notes.append(f"{ds.name}/{s}: answer alignment skipped ({exc})")
                 continue
-            store = read_store(ipath)
+            store = preloaded.get(ipath.resolve()) or read_store(ipath)
             items = store.items
             text = {it.item_id: it.text for it in items if it.text}
             if not text:
                 notes.append(f"{ds.name}/{s}: answer alignment skipped (the items of {ipath} "
                              "carry no text)")
                 continue
-            run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"))
+            run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"), preloaded)
             res = rescore([run], queries, {s: store}, targets=targets,
                           measures=f"Success@{depth}", credit=ds.credit,
                           missing=ds.options.get("missing") or "skip")
