@@ -106,6 +106,33 @@ def test_target_card(report: Path) -> None:
     assert {p["n_shared"] for p in ds["shared_subsets"]["pairs"]} == {3}
     md = (report / "target_card.md").read_text()
     assert "## demo" in md and "kind == raw" in md and "### Winner flips" in md
+    # the sensitivity run used the defaults: Holm, no minimum effect
+    st = card["statistics"]
+    assert st["correction"] == "holm" and st["min_effect"] == 0 and st["resamples"] == 500
+    assert "bootstrap" not in json.dumps(st)
+    assert "- Correction: **Holm** (`holm`" in md and "- Minimum effect: **0** (" in md
+    for f in ds["winner_flips"]:
+        assert set(f) >= {"p_1_adjusted", "p_2_adjusted", "effect_1", "effect_2", "headline"}
+        assert isinstance(f["headline"], bool)
+
+
+def test_three_queries_cannot_reject_anything(report: Path) -> None:
+    """3 shared queries: the exact test has 2^3 = 8 sign vectors, and the two with equal
+    signs reach every shift, so every p-value is at least 2/8 and every interval is
+    unbounded: shown as (-∞, +∞), never as significant."""
+    with open(report.parent / "sens" / "winner_flips.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(float(r["p_1"]) >= 0.25 for r in rows if r["p_1"])
+    assert all(r["significant_flip"] == "false" for r in rows)
+    md = (report / "tables" / "demo_winner_flips.md").read_text()
+    body = [ln for ln in md.splitlines() if ln.startswith("| ") and "vs" in ln][1:]
+    assert body and all("(-∞, +∞)" in ln for ln in body)
+    assert "headline" not in "".join(ln.split("|")[-2] for ln in body)
+    html = (report / "index.html").read_text(encoding="utf-8")
+    assert "Correction: Holm over each family at alpha 0.05" in html
+    assert "(no minimum was set: every significant flip is a headline)" in html
+    assert "bootstrap" not in html
+    assert r"(-$\infty$, +$\infty$)" in (report / "tables.tex").read_text()
 
 
 def test_render_escaping() -> None:

@@ -22,12 +22,35 @@ from tiap.provenance import input_entry, manifest_header
 from tiap.report import plots
 from tiap.report.card import card_json, card_markdown
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
-from tiap.report.render import ReportTable, ci, esc, f4, mean_text, pct, pval, signed, signed_pct
+from tiap.report.procedure import (
+    after_correction,
+    correction_name,
+    effect_pair,
+    flip_status,
+    intro_text,
+    is_legacy,
+    level_text,
+    number,
+)
+from tiap.report.render import (
+    ReportTable,
+    ci,
+    esc,
+    f4,
+    mean_text,
+    pct,
+    pct_ci,
+    pval,
+    signed,
+    signed_pct,
+)
 from tiap.sensitivity.flips import gap_text
 
 __all__ = ["build_report"]
 
 SCHEMA_VERSION = 1
+#: The options that decide what the statistics mean (compared across folders).
+_STAT_KEYS = ("resamples", "seed", "alpha", "correction", "min_effect")
 HTML_LIMIT = 60
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -169,11 +192,17 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
         "<p>Each ranked trace was rescored under several <i>targets</i> (which stored forms "
         "earn credit for an evidence turn). On fixed outputs, every difference below comes "
         "from the target alone. Gaps are compared on <i>shared subsets</i> (queries defined "
-        "under every compared target for every compared system). Intervals: paired "
-        f"bootstrap, {esc(opts.get('resamples'))} resamples, seed {esc(opts.get('seed'))}; "
-        "p-values: paired sign-flip randomization test. A <b>winner flip</b> is a sign change "
-        "of the mean gap; it is <b>significant</b> when both intervals exclude 0 on opposite "
-        "sides. Highlighted rows are flips or changed recommendations.</p>"]
+        "under every compared target for every compared system). Highlighted rows are flips "
+        "or changed recommendations.</p>",
+        f'<p id="procedure">{esc(intro_text(opts))}</p>']
+    stat = [", ".join(f"{k} {sd.manifest.get('options', {}).get(k, '–')}" for k in _STAT_KEYS)
+            for sd in sds]
+    if len(set(stat)) > 1:
+        intro.append('<p class="note">' + esc(
+            "The folders were analysed with different statistical options (the paragraph "
+            "above describes the first): " + "; ".join(f"{sd.path.name}: {st}" for sd, st
+                                                        in zip(sds, stat, strict=True)))
+                     + ".</p>")
     toc = ["<nav><b>Contents</b><ul>"] + [
         f'<li><a href="#{esc(a)}">{esc(t)}</a></li>' for a, t in page.toc] + [
         '<li><a href="#card">Target card</a></li><li><a href="#notes">Notes and provenance'
@@ -203,7 +232,15 @@ def _card_html(card: dict[str, Any]) -> str:
         out.append(t.to_html(limit=None))
         n_flips = len(ds["winner_flips"])
         n_sig = sum(1 for f in ds["winner_flips"] if f["significant_flip"])
-        out.append(f"<p>{n_flips} winner flips over all measures ({n_sig} significant); "
+        st = card["statistics"]
+        if st.get("headline") is None:  # an older folder: no correction, no headline
+            counts = f"{n_sig} significant"
+        else:
+            n_head = sum(1 for f in ds["winner_flips"] if f.get("headline"))
+            counts = (f"{n_sig} significant {after_correction(st)} at alpha "
+                      f"{number(st.get('alpha'))}, {n_head} headline with minimum effect "
+                      f"{number(st.get('min_effect'))}")
+        out.append(f"<p>{n_flips} winner flips over all measures ({esc(counts)}); "
                    f"{len(ds['design_changes'])} design recommendations change with the "
                    "target. Every flip is listed in target_card.md.</p>")
     return "\n".join(out)
@@ -218,8 +255,12 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     targets = [t["name"] for t in ds.get("targets", [])]
     systems = list((ds.get("systems") or {}).keys())
     page.h(2, f"Dataset {label}", f"ds-{slug}")
+    opts = sd.manifest.get("options", {})
+    legacy = is_legacy(opts)
     flips = [r for r in sd.rows("winner_flips", name) if truth(r["flip"])]
     pflips = [r for r in flips if r["measure"] == primary]
+    n_sig = sum(truth(r["significant_flip"]) for r in pflips)
+    n_head = sum(truth(r.get("headline")) for r in pflips)
     changes = [r for r in sd.rows("change", name, measure=primary)]
     fr = [num(r["changed_fraction"]) for r in changes if num(r["changed_fraction"]) is not None]
     page.kpis([
@@ -230,7 +271,8 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         (f"queries changed ({primary})", f"{100 * min(fr):.1f}–{100 * max(fr):.1f}%" if fr
          else "–"),
         (f"winner flips ({primary})",
-         f"{len(pflips)} ({sum(truth(r['significant_flip']) for r in pflips)} significant)"),
+         f"{len(pflips)} ({n_sig} significant)" if legacy else
+         f"{len(pflips)} ({n_sig} significant, {n_head} headline)"),
     ])
 
     # scores
@@ -271,14 +313,18 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
 
     # per-query change
     page.h(3, "Per-query change between targets")
+    level = level_text(opts)
     t = ReportTable(f"{slug}_change", f"{label}: per-query change of {primary}",
-                    ["system", "targets", "n shared", "changed", "mean Δ", "mean |Δ|",
-                     "|Δ| ≥ 0.1", "hit flips", "top-1 flips"],
+                    ["system", "targets", "n shared", f"changed [{level} CI]", "mean Δ",
+                     "mean |Δ|", "|Δ| ≥ 0.1", "hit flips", "top-1 flips"],
                     caption="Δ = value under the second target minus the first, on the "
-                    "queries defined under both.")
+                    f"queries defined under both; changed: share of them with Δ ≠ 0, with its "
+                    f"{level} Wilson interval.")
     for r in changes:
         t.add([r["system"], f"{r['target_1']} → {r['target_2']}", r["n_shared"],
-               pct(r["changed_fraction"]), signed(r["mean_delta"]), f4(r["mean_abs_delta"]),
+               pct_ci(r["changed_fraction"], r.get("changed_fraction_low"),
+                      r.get("changed_fraction_high")),
+               signed(r["mean_delta"]), f4(r["mean_abs_delta"]),
                pct(r["share_abs_delta_ge_0.1"]), r["hit_flips"] or "–", r["top1_flips"] or "–"])
     page.table(t)
     deltas = sd.rows("deltas", name)
@@ -296,46 +342,79 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     # winner flips
     page.h(3, "Winner flips between systems")
     rows = sd.rows("winner_flips", name, measure=primary)
-    t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under pairs of "
-                    "targets", ["A vs B", "targets", "n shared", "gap 1", "CI 1", "p 1", "gap 2",
-                                "CI 2", "p 2", "winner 1 → 2", "flip"],
-                    caption="Gap = A minus B on the shared subset; highlighted: winner flips.")
+    if legacy:
+        t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under "
+                        "pairs of targets", ["A vs B", "targets", "n shared", "gap 1", "CI 1",
+                                             "p 1", "gap 2", "CI 2", "p 2", "winner 1 → 2",
+                                             "flip"],
+                        caption="Gap = A minus B on the shared subset; CI: paired bootstrap "
+                        "percentile interval; p: uncorrected sign-flip p-value; highlighted: "
+                        "winner flips.")
+    else:
+        t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under "
+                        "pairs of targets", ["A vs B", "targets", "n shared", "gap 1", "CI 1",
+                                             "p adj 1", "gap 2", "CI 2", "p adj 2",
+                                             "d_z 1 / 2", "MDE 1 / 2", "winner 1 → 2", "flip"],
+                        caption=_flip_caption(opts))
     entries: list[tuple[str, str, float, float, float]] = []
     for r in rows:
         flip = truth(r["flip"])
-        t.add([f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
-               r["n_shared"], gap_text(r, 1), ci(r["ci_1_low"], r["ci_1_high"]),
-               pval(r["p_1"]), gap_text(r, 2), ci(r["ci_2_low"], r["ci_2_high"]),
-               pval(r["p_2"]), f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}",
-               ("significant" if truth(r["significant_flip"]) else "yes") if flip else "no"],
+        cells = [f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
+                 r["n_shared"], gap_text(r, 1), _ci(r, 1, legacy)]
+        if legacy:
+            cells += [pval(r["p_1"]), gap_text(r, 2), _ci(r, 2, legacy), pval(r["p_2"])]
+        else:
+            cells += [pval(r.get("p_1_adjusted")), gap_text(r, 2), _ci(r, 2, legacy),
+                      pval(r.get("p_2_adjusted")), effect_pair(r), _mde_pair(r)]
+        t.add([*cells, f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}", flip_status(r)],
               mark=flip)
     page.table(t)
     seen: set[tuple[str, str]] = set()
+    unbounded = 0
     for r in rows:
         lab = f"{r['system_a']} vs {r['system_b']}"
         for side, tg in (("1", r["target_1"]), ("2", r["target_2"])):
             g, lo, hi = num(r[f"gap_{side}"]), num(r[f"ci_{side}_low"]), num(r[f"ci_{side}_high"])
-            if g is None or lo is None or hi is None or (lab, tg) in seen:
+            if g is None or (lab, tg) in seen:
                 continue
             seen.add((lab, tg))
+            if lo is None or hi is None:
+                unbounded += num(r.get(f"p_{side}")) is not None
+                continue
             entries.append((lab, tg, g, lo, hi))
     if entries:
+        if legacy:
+            xlabel = "gap (A − B) with its 95% paired bootstrap interval"
+            cap = ("Gap between two systems under each target, with its 95% paired bootstrap "
+                   "percentile interval (on the first shared subset the pair appears in).")
+        else:
+            xlabel = "gap (A − B) with its sign-flip interval (family-adjusted level)"
+            cap = ("Gap between two systems under each target, with the inverted sign-flip "
+                   f"interval at the gap's family-adjusted effective level ({_adj_level(opts)}"
+                   f"; it excludes 0 exactly when the adjusted p-value is at most "
+                   f"{number(opts.get('alpha'))}), on the first shared subset the pair appears in"
+                   + (f"; {unbounded} unbounded interval(s) not drawn" if unbounded else "")
+                   + ".")
         page.figure(_safe(lambda: plots.forest_plot(f"{label}: {primary} gaps", entries[:150],
-                                                    targets), notes, "forest"),
-                    "Gap between two systems under each target, with its 95% paired bootstrap "
-                    "interval (on the first shared subset the pair appears in).")
+                                                    targets, xlabel=xlabel), notes, "forest"),
+                    cap)
     other = [r for r in flips if r["measure"] != primary]
     if other:
         t = ReportTable(f"{slug}_winner_flips_other", f"{label}: winner flips on other measures",
                         ["measure", "A vs B", "targets", "n", "gap 1 [CI]", "gap 2 [CI]",
-                         "significant"])
+                         *([] if legacy else ["p adj 1 / 2", "d_z 1 / 2"]),
+                         "significant" if legacy else "flip"],
+                        caption="" if legacy else _flip_caption(opts))
         for r in other:
             t.add([r["measure"], f"{r['system_a']} vs {r['system_b']}",
                    f"{r['target_1']} → {r['target_2']}", r["n_shared"],
-                   f"{gap_text(r, 1)} {ci(r['ci_1_low'], r['ci_1_high'])}",
-                   f"{gap_text(r, 2)} {ci(r['ci_2_low'], r['ci_2_high'])}",
-                   "yes" if truth(r["significant_flip"]) else "no"], mark=True)
+                   f"{gap_text(r, 1)} {_ci(r, 1, legacy)}",
+                   f"{gap_text(r, 2)} {_ci(r, 2, legacy)}",
+                   *([] if legacy else [_p_pair(r), effect_pair(r)]),
+                   ("yes" if truth(r["significant_flip"]) else "no") if legacy
+                   else flip_status(r)], mark=True)
         page.table(t)
+    _ranking_section(page, sd, name, label, slug, primary)
 
     _design_section(page, sd, name, label, slug, primary, targets, notes)
     _category_section(page, sd, name, label, slug, primary, targets)
@@ -343,6 +422,72 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     _depth_section(page, sd, name, label, slug, primary, targets, notes)
     _aggregation_section(page, sd, name, label, slug, primary)
     _answers_section(page, sd, name, label, slug)
+
+
+def _ci(r: dict[str, str], side: int | str, legacy: bool) -> str:
+    """A flip row's interval ``side``: a tested gap (p-value present) with an empty end has an
+    unbounded interval (new procedure), else ``–``."""
+    lo, hi = r.get(f"ci_{side}_low"), r.get(f"ci_{side}_high")
+    tested = not legacy and num(r.get(f"p_{side}")) is not None
+    return ci(lo, hi, open_ends=tested)
+
+
+def _p_pair(r: dict[str, str]) -> str:
+    return f"{pval(r.get('p_1_adjusted'))} / {pval(r.get('p_2_adjusted'))}"
+
+
+def _mde_pair(r: dict[str, str]) -> str:
+    return f"{f4(r.get('mde_1'))} / {f4(r.get('mde_2'))}"
+
+
+def _adj_level(opts: dict[str, Any]) -> str:
+    if opts.get("correction") == "none":
+        return f"no correction: the nominal {level_text(opts)}"
+    return f"alpha · p / p adj, so a level of at least {level_text(opts)}"
+
+
+def _flip_caption(opts: dict[str, Any]) -> str:
+    corr = after_correction(opts)
+    adj = ("p adj: the sign-flip p-value (no correction)" if opts.get("correction") == "none"
+           else f"p adj: the sign-flip p-value adjusted by {correction_name(opts)} "
+           "within the family (raw p-values in winner_flips.csv)")
+    alpha, me = number(opts.get("alpha")), number(opts.get("min_effect"))
+    return (f"Gap = A minus B on the shared subset; CI: the inverted sign-flip interval at the "
+            f"gap's effective level ({_adj_level(opts)}); {adj}; d_z: paired effect size under "
+            f"each target; MDE: the gap detectable with 80% power at alpha {alpha}. Flip: "
+            f"headline (significant {corr} at alpha {alpha} and both gaps at least the minimum "
+            f"effect {me} from 0), significant, below min effect, yes (not significant) or no; "
+            "highlighted: winner flips.")
+
+
+def _ranking_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                     primary: str) -> None:
+    if sd.tables.get("ranking_stability") is None:
+        return
+    rows = sd.rows("ranking_stability", name, measure=primary)
+    if not rows:
+        return
+    page.h(3, "Ranking stability")
+    t = ReportTable(f"{slug}_ranking_stability", f"{label}: agreement of the system rankings "
+                    f"by {primary} under pairs of targets",
+                    ["targets", "n systems", "n queries", "Kendall τ-b", "τ-AP",
+                     "discordant / pairs", "tied pairs"],
+                    caption="Systems ranked by their mean under each target on one shared "
+                    "subset (queries defined under both targets for every system); Kendall "
+                    "τ-b (1 = same order, −1 = reversed) and the AP correlation τ-AP (Yilmaz et "
+                    "al. 2008; target 1 is the reference, disagreements near the top weigh "
+                    "more); highlighted: some pair of systems swaps order. Every measure in "
+                    "ranking_stability.csv.")
+    for r in rows:
+        c, d, ti = (int(num(r.get(k)) or 0) for k in ("concordant_pairs", "discordant_pairs",
+                                                      "tied_pairs"))
+        known = num(r.get("discordant_pairs")) is not None
+        t.add([f"{r.get('target_1', '–')} → {r.get('target_2', '–')}",
+               r.get("n_systems") or "–", r.get("n_queries") or "–",
+               f4(r.get("kendall_tau"), 3), f4(r.get("tau_ap"), 3),
+               f"{d} / {c + d + ti}" if known else "–",
+               str(ti) if num(r.get("tied_pairs")) is not None else "–"], mark=known and d > 0)
+    page.table(t)
 
 
 def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
@@ -362,16 +507,33 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         t.add([r["group"], r["target"], r["n_matched"], r["preferred"], r["ranking"],
                f4(r["margin"])], mark=changed)
     page.table(t)
+    opts = sd.manifest.get("options", {})
+    legacy = is_legacy(opts)
     t = ReportTable(f"{slug}_design_pairwise", f"{label}: pairwise preferences ({primary})",
-                    ["group", "A vs B", "target", "gap", "CI", "p", "preferred", "changes"])
+                    ["group", "A vs B", "target", "gap", "CI", "p" if legacy else "p adj",
+                     *([] if legacy else ["d_z", "moved"]), "preferred", "changes"])
     for r in sd.rows("design_pairwise", name, measure=primary):
         comp = f"{r['config_a']} vs {r['config_b']}"
         changed = truth(chg.get((r["group"], comp), {}).get("changes", "false"))
-        t.add([r["group"], comp, r["target"], signed(r["gap"]), ci(r["ci_low"], r["ci_high"]),
-               pval(r["p"]), r["preferred"] + (" *" if truth(r["significant"]) else ""),
+        tested = not legacy and num(r.get("p")) is not None
+        eff = num(r.get("effect"))
+        t.add([r["group"], comp, r["target"], signed(r["gap"]),
+               ci(r["ci_low"], r["ci_high"], open_ends=tested),
+               pval(r["p"] if legacy else r.get("p_adjusted")),
+               *([] if legacy else ["–" if eff is None else f"{eff:+.2f}", pct(r.get("moved"))]),
+               r["preferred"] + (" *" if truth(r["significant"]) else ""),
                "yes" if changed else "no"], mark=changed)
     page.table(t)
-    page.p("* the interval excludes 0.", "note")
+    if legacy:
+        page.p("* the interval (paired bootstrap, percentile) excludes 0.", "note")
+    else:
+        none = opts.get("correction") == "none"
+        page.p(f"* significant {after_correction(opts)} ({'p' if none else 'adjusted p'} ≤ "
+               f"{number(opts.get('alpha'))}; the interval then excludes 0)."
+               + ("" if none else " Family: every pair of configurations and target of the "
+                  "group under one measure.")
+               + " d_z: paired effect size; moved: share of the matched queries whose "
+               "difference is not 0.", "note")
     means = sd.rows("design_means", name, measure=primary)
     for g in groups:
         configs = unique(r["config"] for r in means if r["group"] == g)
@@ -391,27 +553,51 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
     if not rows or len(unique(r["category"] for r in rows)) < 2 and not rows[0]["category"]:
         return
     page.h(3, "By category")
+    opts = sd.manifest.get("options", {})
+    legacy = is_legacy(opts)
+    level = level_text(opts)
     t = ReportTable(f"{slug}_category_change", f"{label}: per-query change of {primary} by "
-                    "category", ["category", "system", "targets", "n", "changed", "mean Δ",
-                                 "|Δ| ≥ 0.1"])
+                    "category", ["category", "system", "targets", "n", f"changed [{level} CI]",
+                                 "mean Δ", "|Δ| ≥ 0.1"],
+                    caption=f"changed: share of the shared queries with Δ ≠ 0, with its {level} "
+                    "Wilson interval.")
     for r in rows:
         if r["n_shared"] in ("", "0"):
             continue
         t.add([r["category"] or "(none)", r["system"], f"{r['target_1']} → {r['target_2']}",
-               r["n_shared"], pct(r["changed_fraction"]), signed(r["mean_delta"]),
-               pct(r["share_abs_delta_ge_0.1"])])
+               r["n_shared"], pct_ci(r["changed_fraction"], r.get("changed_fraction_low"),
+                                     r.get("changed_fraction_high")),
+               signed(r["mean_delta"]), pct(r["share_abs_delta_ge_0.1"])])
     page.table(t)
     cf = [r for r in sd.rows("category_flips", name, measure=primary) if truth(r["flip"])]
     if sd.tables.get("category_flips") is not None:
-        t = ReportTable(f"{slug}_category_flips", f"{label}: winner flips within categories "
-                        f"({primary})", ["category", "A vs B", "targets", "n", "gap 1 [CI]",
-                                         "gap 2 [CI]", "significant"])
+        if legacy:
+            t = ReportTable(f"{slug}_category_flips", f"{label}: winner flips within "
+                            f"categories ({primary})", ["category", "A vs B", "targets", "n",
+                                                        "gap 1 [CI]", "gap 2 [CI]",
+                                                        "significant"])
+        else:
+            t = ReportTable(
+                f"{slug}_category_flips", f"{label}: winner flips within categories "
+                f"({primary})", ["category", "A vs B", "targets", "n", "gap 1 [CI]",
+                                 "gap 2 [CI]", "p adj 1 / 2", "MDE 1 / 2", "flip"],
+                caption=("Not adjusted (correction none). " if opts.get("correction") == "none"
+                         else "One family per measure: every category's gaps adjusted together "
+                         f"({correction_name(opts)}). ") + "Significant: both gaps significant "
+                f"{after_correction(opts)} at alpha {number(opts.get('alpha'))}; headline: "
+                f"also both at least {number(opts.get('min_effect'))} from 0. MDE: the gap "
+                "the category's shared queries detect with 80% power in one test; a flip whose "
+                "gaps lie well below it could not have been resolved by these queries.")
         for r in cf:
-            t.add([r["category"] or "(none)", f"{r['system_a']} vs {r['system_b']}",
-                   f"{r['target_1']} → {r['target_2']}", r["n_shared"],
-                   f"{gap_text(r, 1)} {ci(r['ci_1_low'], r['ci_1_high'])}",
-                   f"{gap_text(r, 2)} {ci(r['ci_2_low'], r['ci_2_high'])}",
-                   "yes" if truth(r["significant_flip"]) else "no"], mark=True)
+            cells = [r["category"] or "(none)", f"{r['system_a']} vs {r['system_b']}",
+                     f"{r['target_1']} → {r['target_2']}", r["n_shared"],
+                     f"{gap_text(r, 1)} {_ci(r, 1, legacy)}",
+                     f"{gap_text(r, 2)} {_ci(r, 2, legacy)}"]
+            if legacy:
+                cells.append("yes" if truth(r["significant_flip"]) else "no")
+            else:
+                cells += [_p_pair(r), _mde_pair(r), flip_status(r)]
+            t.add(cells, mark=True)
         page.table(t)
 
 

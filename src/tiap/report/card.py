@@ -4,6 +4,11 @@ For every dataset: the target definitions used (the specs recorded by ``tiap res
 credit mode, target-set sizes and coverage per system, the shared-subset sizes the
 comparisons used, and every winner flip (all measures), with the design recommendations
 that change with the target. Written as ``target_card.json`` and ``target_card.md``.
+
+The statistics block (:func:`tiap.report.procedure.statistics`) states the procedure the
+sensitivity folder used: the sign-flip test, resamples, seed, alpha, the correction and the
+family it runs over, the minimum effect, the interval, and what *significant* and *headline*
+mean; every flip carries its adjusted p-values, effect sizes and ``headline`` flag.
 """
 
 from __future__ import annotations
@@ -12,6 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from tiap.report.load import SensitivityDir, num, truth
+from tiap.report.procedure import (
+    after_correction,
+    correction_name,
+    effect_pair,
+    number,
+    statistics,
+)
 from tiap.report.render import ci, f4, md_escape, pval
 from tiap.sensitivity.flips import gap_text
 
@@ -29,7 +41,14 @@ CREDIT_MODES = {
 }
 
 _FLOATS = ("gap_1", "gap_2", "gap_1_lower", "gap_1_upper", "gap_2_lower", "gap_2_upper",
-           "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2")
+           "ci_1_low", "ci_1_high", "ci_2_low", "ci_2_high", "p_1", "p_2", "p_1_adjusted",
+           "p_2_adjusted", "effect_1", "effect_2", "moved_1", "moved_2", "mde_1", "mde_2")
+
+
+def _bool_or_none(r: dict[str, str], key: str) -> bool | None:
+    """A boolean column, ``None`` when the folder predates it."""
+    v = r.get(key)
+    return None if v in (None, "") else truth(v)
 
 
 def _flip_json(r: dict[str, str]) -> dict[str, Any]:
@@ -37,8 +56,16 @@ def _flip_json(r: dict[str, str]) -> dict[str, Any]:
                                              "target_2")}
     out["n_shared"] = int(num(r["n_shared"]) or 0)
     out.update({k: num(r.get(k)) for k in _FLOATS})
+    out["flip"] = True
     out["significant_flip"] = truth(r["significant_flip"])
+    out["practical"] = _bool_or_none(r, "practical")
+    out["headline"] = _bool_or_none(r, "headline")
     return out
+
+
+def _ci(f: dict[str, Any], side: int) -> str:
+    """A card flip's interval: an empty end of a tested gap is unbounded."""
+    return ci(f[f"ci_{side}_low"], f[f"ci_{side}_high"], open_ends=f[f"p_{side}"] is not None)
 
 
 def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
@@ -79,20 +106,42 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
                 "design_changes": changes,
             })
     opts = dirs[0].manifest.get("options", {}) if dirs else {}
+    per_source = [statistics(sd.manifest.get("options", {})) for sd in dirs]
     return {
         "schema_version": CARD_SCHEMA_VERSION,
         "kind": "tiap target card",
-        "statistics": {
-            "seed": opts.get("seed"), "resamples": opts.get("resamples"),
-            "alpha": opts.get("alpha"),
-            "interval": "paired bootstrap, percentile", "test": "paired sign-flip "
-            "randomization, two-sided",
-            "winner_flip": "sign change of the mean gap (A - B) on the shared subset",
-            "significant_flip": "both intervals exclude 0 with opposite signs",
-        },
+        "statistics": statistics(opts),
+        **({"statistics_per_source": {str(sd.path): st for sd, st in
+                                      zip(dirs, per_source, strict=True)}}
+           if any(st != per_source[0] for st in per_source) else {}),
         "sources": [str(sd.path) for sd in dirs],
         "datasets": datasets,
     }
+
+
+def _statistics_md(st: dict[str, Any]) -> list[str]:
+    if st.get("correction") is None:  # an older folder
+        return [f"Statistics (a folder written by an older tiap sensitivity): paired bootstrap "
+                f"percentile intervals and paired sign-flip p-values, {st['resamples']} "
+                f"resamples, seed {st['seed']}, alpha {number(st['alpha'])}, "
+                f"{md_escape(st['correction_method'])}, no minimum effect. A winner flip is a "
+                f"{md_escape(st['winner_flip'])}; it is significant when "
+                f"{md_escape(st['significant_flip'])}.", ""]
+    return ["## Statistics", "",
+            f"- Test: {md_escape(st['test'])}; {st['resamples']} resamples, seed {st['seed']}, "
+            f"alpha {number(st['alpha'])}.",
+            f"- Correction: **{md_escape(correction_name(st))}** "
+            f"(`{md_escape(st['correction'])}`: {md_escape(st['correction_method'])})"
+            + ("." if st["correction"] == "none" else
+               f" over each family: {md_escape(st['family'])}."),
+            f"- Minimum effect: **{number(st['min_effect'])}** (in the measure's units"
+            + ("; none set: every significant flip is a headline" if not num(st["min_effect"])
+               else "") + ").",
+            f"- Interval: {md_escape(st['interval'])}.",
+            f"- A winner flip is a {md_escape(st['winner_flip'])}; it is **significant** "
+            f"when {md_escape(st['significant_flip'])}; **practical** when "
+            f"{md_escape(st['practical'])}; a **headline** when {md_escape(st['headline'])}.",
+            f"- Effect sizes: {md_escape(st['effect_size'])}.", ""]
 
 
 def card_markdown(card: dict[str, Any]) -> str:
@@ -100,11 +149,11 @@ def card_markdown(card: dict[str, Any]) -> str:
     out = ["# Target card", "",
            "Which stored forms received retrieval credit, how many queries each target covers, "
            "on which shared subsets systems were compared, and where the winner depends on "
-           "the target.", "",
-           f"Statistics: {md_escape(st['interval'])} intervals and {md_escape(st['test'])} "
-           f"tests, {st['resamples']} resamples, seed {st['seed']}, alpha {st['alpha']}. "
-           f"A winner flip is a {md_escape(st['winner_flip'])}; it is significant when "
-           f"{md_escape(st['significant_flip'])}.", ""]
+           "the target.", "", *_statistics_md(st)]
+    for src, other in (card.get("statistics_per_source") or {}).items():
+        if other != st:
+            out += [f"Statistics of {md_escape(src)} (they differ from the above):", "",
+                    *_statistics_md(other)]
     for ds in card["datasets"]:
         out += [f"## {md_escape(ds['dataset'])}", ""]
         q = ds.get("queries") or {}
@@ -148,7 +197,7 @@ def card_markdown(card: dict[str, Any]) -> str:
         if not ds["winner_flips"]:
             out.append("No winner flip: every pair of systems keeps its winner under every "
                        "pair of targets (on every measure).")
-        else:
+        elif st.get("correction") is None:  # an older folder
             out += ["| measure | A vs B | targets | n | gap 1 [CI] | gap 2 [CI] | p 1 | p 2 | "
                     "significant |", "|---|---|---|---|---|---|---|---|---|"]
             for f in ds["winner_flips"]:
@@ -159,6 +208,26 @@ def card_markdown(card: dict[str, Any]) -> str:
                     f"{ci(f['ci_1_low'], f['ci_1_high'])} | {gap_text(f, 2)} "
                     f"{ci(f['ci_2_low'], f['ci_2_high'])} | {pval(f['p_1'])} | "
                     f"{pval(f['p_2'])} | {'yes' if f['significant_flip'] else 'no'} |")
+        else:
+            n_sig = sum(1 for f in ds["winner_flips"] if f["significant_flip"])
+            n_head = sum(1 for f in ds["winner_flips"] if f.get("headline"))
+            out += [f"{len(ds['winner_flips'])} winner flips, {n_sig} significant "
+                    f"{md_escape(after_correction(st))} at alpha {number(st['alpha'])}, "
+                    f"{n_head} headline (minimum effect {number(st['min_effect'])}). p adj: "
+                    "adjusted p-values; d_z: paired effect size of each gap.", "",
+                    "| measure | A vs B | targets | n | gap 1 [CI] | gap 2 [CI] | p adj 1 | "
+                    "p adj 2 | d_z 1 / 2 | significant | headline |",
+                    "|---|---|---|---|---|---|---|---|---|---|---|"]
+            for f in ds["winner_flips"]:
+                head = ("yes" if f.get("headline") else "no (below min effect)"
+                        if f["significant_flip"] else "no")
+                out.append(
+                    f"| {md_escape(f['measure'])} | {md_escape(f['system_a'])} vs "
+                    f"{md_escape(f['system_b'])} | {md_escape(f['target_1'])} → "
+                    f"{md_escape(f['target_2'])} | {f['n_shared']} | {gap_text(f, 1)} "
+                    f"{_ci(f, 1)} | {gap_text(f, 2)} {_ci(f, 2)} | {pval(f['p_1_adjusted'])} | "
+                    f"{pval(f['p_2_adjusted'])} | {effect_pair(f)} | "
+                    f"{'yes' if f['significant_flip'] else 'no'} | {head} |")
         if ds["design_changes"]:
             out += ["", "### Design recommendations that change with the target", "",
                     "| group | measure | comparison | preferred per target | significant |",

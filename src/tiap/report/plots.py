@@ -94,8 +94,12 @@ def delta_histograms(title: str, panels: Mapping[tuple[str, str], Sequence[float
 
 
 def forest_plot(title: str, entries: Sequence[tuple[str, str, float, float, float]],
-                targets: Sequence[str]) -> bytes:
-    """Gaps with intervals: ``(pair label, target, gap, ci_low, ci_high)``."""
+                targets: Sequence[str],
+                xlabel: str = "gap (A − B) with its sign-flip interval (family-adjusted level)",
+                ) -> bytes:
+    """Gaps with intervals: ``(pair label, target, gap, ci_low, ci_high)``; the default x
+    label names the interval of ``tiap sensitivity``: the inverted sign-flip test at each gap's
+    family-adjusted effective level (not a fixed 95%)."""
     plt = _plt()
     labels = list(dict.fromkeys(e[0] for e in entries))
     fig, ax = plt.subplots(figsize=(6.5, 0.35 * len(labels) * max(1, len(targets)) / 1.6 + 1))
@@ -111,7 +115,7 @@ def forest_plot(title: str, entries: Sequence[tuple[str, str, float, float, floa
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels([lbl(x) for x in labels], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("gap (A − B) with 95% bootstrap interval")
+    ax.set_xlabel(lbl(xlabel))
     ax.set_title(lbl(title))
     ax.legend(frameon=False, fontsize=7, loc="best")
     return _png(fig)

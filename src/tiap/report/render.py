@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from tiap.report.load import num
 
-__all__ = ["ReportTable", "ci", "esc", "f4", "md_escape", "pct", "pval", "signed", "signed_pct",
-           "tex_escape"]
+__all__ = ["ReportTable", "ci", "esc", "f4", "md_escape", "pct", "pct_ci", "pval", "signed",
+           "signed_pct", "tex_escape"]
 
 
 def esc(text: object) -> str:
@@ -35,7 +35,8 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
         # the report's own symbols, so that pdflatex needs no Unicode setup
         "→": r"$\rightarrow$", "−": r"$-$", "–": "--", "Δ": r"$\Delta$", "≥": r"$\geq$",
-        "²": r"$^2$", "…": r"\ldots{}", "×": r"$\times$"}
+        "²": r"$^2$", "…": r"\ldots{}", "×": r"$\times$", "∞": r"$\infty$", "≤": r"$\leq$",
+        "·": r"$\cdot$", "τ": r"$\tau$", "≠": r"$\neq$"}
 
 
 def tex_escape(text: object) -> str:
@@ -78,15 +79,35 @@ def pval(x: object) -> str:
     return f"{v:.4f}" if v >= 1e-4 else f"{v:.1e}"
 
 
-def ci(lo: object, hi: object, digits: int = 3) -> str:
-    """``[lo, hi]`` with signs; more digits (up to 6) where a bound other than 0 would
-    print as 0, so an interval that excludes 0 never reads as touching it."""
+def pct_ci(x: object, lo: object, hi: object, digits: int = 1) -> str:
+    """A share with its interval, ``12.3% [10.1, 14.8]`` (the share alone when the interval
+    is missing, e.g. in folders written before it existed)."""
     a, b = num(lo), num(hi)
     if a is None or b is None:
+        return pct(x, digits)
+    return f"{pct(x, digits)} [{100 * a:.{digits}f}, {100 * b:.{digits}f}]"
+
+
+def ci(lo: object, hi: object, digits: int = 3, *, open_ends: bool = False) -> str:
+    """``[lo, hi]`` with signs; more digits (up to 6) where a bound other than 0 would
+    print as 0, so an interval that excludes 0 never reads as touching it.
+
+    A missing end is ``–`` (no interval), unless ``open_ends``: then it is unbounded
+    (``(-∞, hi]``, ``[lo, +∞)``), as a test inversion writes it when the queries are too
+    few to reject any shift on that side."""
+    a, b = num(lo), num(hi)
+    if (a is None or b is None) and not open_ends:
         return "–"
-    while digits < 6 and any(v != 0 and round(v, digits) == 0 for v in (a, b)):
+    while digits < 6 and any(v is not None and v != 0 and round(v, digits) == 0
+                             for v in (a, b)):
         digits += 1
-    return f"[{a:+.{digits}f}, {b:+.{digits}f}]"
+
+    def end(v: float) -> str:  # still 0 at 6 digits: scientific, never a false 0
+        return f"{v:+.1e}" if v != 0 and round(v, digits) == 0 else f"{v:+.{digits}f}"
+
+    left = "(-∞" if a is None else f"[{end(a)}"
+    right = "+∞)" if b is None else f"{end(b)}]"
+    return f"{left}, {right}"
 
 
 @dataclass

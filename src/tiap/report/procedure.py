@@ -1,0 +1,168 @@
+"""How the report states Stage III's statistical procedure, from the sensitivity manifest.
+
+One source for the report's introduction, its table notes and the target card's statistics
+block, so that they say the same thing: every gap is decided by the paired sign-flip test,
+its p-value adjusted within a family (``options.correction``), its interval the test's
+inversion at the gap's effective level, and a flip is a *headline* only when it is
+significant and both gaps are at least ``options.min_effect`` from 0
+(:mod:`tiap.sensitivity.stats`, :mod:`tiap.sensitivity.flips`).
+
+Folders written before that procedure (no ``correction`` in the manifest's options) used
+paired bootstrap percentile intervals and uncorrected sign-flip p-values; they are described
+as such (:func:`is_legacy`), never as the new procedure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tiap.report.load import num, truth
+
+__all__ = ["CORRECTION_NAMES", "after_correction", "correction_name", "effect_pair",
+           "flip_status", "intro_text", "is_legacy", "level_text", "number", "statistics"]
+
+#: ``--correction`` value -> (short name, what it controls)
+CORRECTION_NAMES = {
+    "holm": ("Holm", "Holm (1979) step-down adjustment, controlling the family-wise error rate"),
+    "bh": ("Benjamini-Hochberg", "Benjamini-Hochberg (1995) adjustment, controlling the false "
+           "discovery rate"),
+    "none": ("no correction", "each gap is tested at alpha alone"),
+}
+FAMILY = ("every gap of one table in one dataset and measure (winner flips: every pair of "
+          "systems and pair of targets; per category: every category's gaps under one measure "
+          "together; design: every pair of configurations and target of one group)")
+INTERVAL = ("the inversion of the same sign-flip test (every shift of the gap the test does "
+            "not reject) at the gap's effective level alpha · p / p_adjusted, so that it "
+            "excludes 0 exactly when the adjusted p-value is at most alpha; an empty end is "
+            "unbounded (too few queries to reject any shift on that side)")
+EFFECT = ("effect: paired Cohen's d_z = mean / sd of the per-query differences; moved: share of "
+          "the shared queries whose difference is not 0; mde: the gap the shared subset detects "
+          "with 80% power in one test at alpha (a correction only raises it)")
+
+
+def is_legacy(opts: Mapping[str, Any]) -> bool:
+    """A folder of the older procedure (bootstrap intervals, no correction, no min effect)."""
+    return "correction" not in opts
+
+
+def number(x: Any) -> str:
+    """An option value as short text: ``0.05``, ``0``, ``10000`` (``–`` when missing)."""
+    v = num(x)
+    return "–" if v is None else f"{v:g}"
+
+
+def level_text(opts: Mapping[str, Any]) -> str:
+    """The confidence level of a single interval at the nominal alpha, ``95%``."""
+    a = num(opts.get("alpha"))
+    return "95%" if a is None else f"{100 * (1 - a):g}%"
+
+
+def correction_name(opts: Mapping[str, Any]) -> str:
+    """``Holm`` / ``Benjamini-Hochberg`` / ``no correction`` (the option itself if unknown)."""
+    c = str(opts.get("correction"))
+    return CORRECTION_NAMES.get(c, (c,))[0]
+
+
+def after_correction(opts: Mapping[str, Any]) -> str:
+    """``after Holm`` / ``after Benjamini-Hochberg`` / ``with no correction``."""
+    if opts.get("correction") == "none":
+        return "with no correction"
+    return f"after {correction_name(opts)}"
+
+
+def statistics(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The target card's statistics block (JSON)."""
+    base = {"seed": opts.get("seed"), "resamples": opts.get("resamples"),
+            "alpha": opts.get("alpha")}
+    flip = "sign change of the mean gap (A - B) on the shared subset"
+    if is_legacy(opts):
+        return {**base, "procedure": "legacy",
+                "test": "paired sign-flip randomization, two-sided (p-values only)",
+                "correction": None, "correction_method": "no multiplicity correction",
+                "min_effect": None,
+                "interval": "paired bootstrap, percentile (written by an older tiap "
+                            "sensitivity)",
+                "winner_flip": flip,
+                "significant_flip": "both bootstrap intervals exclude 0 with opposite signs "
+                                    "(no multiplicity correction)",
+                "headline": None}
+    corr = str(opts.get("correction"))
+    return {**base, "procedure": "sign-flip test, family-wise adjusted, inverted interval",
+            "test": opts.get("test") or "paired sign-flip randomization, two-sided",
+            "correction": corr,
+            "correction_method": CORRECTION_NAMES.get(corr, (corr, corr))[1],
+            "family": FAMILY,
+            "min_effect": opts.get("min_effect"),
+            "interval": INTERVAL,
+            "winner_flip": flip,
+            "significant_flip": "both gaps are significant after correction (adjusted p-value "
+                                "at most alpha, so both intervals exclude 0), with opposite "
+                                "signs",
+            "practical": "both gaps are at least min_effect (in the measure's units) away "
+                         "from 0",
+            "headline": "the flip is significant and practical; a flip smaller than "
+                        "min_effect is reported, never headlined",
+            "effect_size": EFFECT}
+
+
+def intro_text(opts: Mapping[str, Any]) -> str:
+    """The report's sentences on the procedure (plain text, to be escaped)."""
+    res, seed, alpha = opts.get("resamples"), opts.get("seed"), number(opts.get("alpha"))
+    if is_legacy(opts):
+        return (f"Statistics (a folder written by an older tiap sensitivity): paired bootstrap "
+                f"percentile intervals, {res} resamples, seed {seed}; p-values: paired "
+                "sign-flip randomization test, with no multiplicity correction. A winner flip "
+                "is a sign change of the mean gap; it is significant when both intervals "
+                "exclude 0 on opposite sides.")
+    corr = str(opts.get("correction"))
+    if corr == "none":
+        adj = (f"Correction: none (each gap is tested at alpha {alpha} alone; 'p adj' is the "
+               "raw p-value)")
+    else:
+        name, what = CORRECTION_NAMES.get(corr, (corr, corr))
+        adj = (f"Correction: {name} over each family at alpha {alpha} ({what}; a family is "
+               "every gap of one table in one dataset and measure; the per-category table's "
+               "families span all categories)")
+    me = num(opts.get("min_effect")) or 0.0
+    minimum = (f"and a headline when both gaps are also at least the minimum effect, {me:g} "
+               "in the measure's units, away from 0; flips below the minimum effect are "
+               "reported, never headlined")
+    if me <= 0:
+        minimum += " (no minimum was set: every significant flip is a headline)"
+    level = (f"at alpha {alpha} (a {level_text(opts)} interval, nothing being adjusted)"
+             if corr == "none" else f"at the gap's effective level alpha · p / p adj (so not "
+             f"necessarily {level_text(opts)})")
+    return (f"Statistics: every gap (A minus B on a shared subset) is decided by one paired "
+            f"sign-flip (randomization) test, two-sided, with {res} resamples and seed {seed}. "
+            f"{adj}. Each interval is the same test inverted {level}: it excludes 0 exactly "
+            f"when the adjusted p-value is at most {alpha}; an open end (∞) means too few "
+            "queries to reject any shift on that side. A winner flip is a sign change of the "
+            "mean gap; it is significant when both gaps are significant "
+            f"{after_correction(opts)}, {minimum}. Effect sizes: d_z = mean / sd of the "
+            "per-query differences; MDE = the gap detectable with 80% power in one test at "
+            f"alpha {alpha}.")
+
+
+def flip_status(r: Mapping[str, Any]) -> str:
+    """``no`` / ``yes (not significant)`` / ``significant, below min effect`` / ``headline``
+    for a flip row (as read from CSV or as in the card); ``significant`` for older folders
+    that have no headline column."""
+    if not truth(r.get("flip")):
+        return "no"
+    sig = truth(r.get("significant_flip"))
+    if r.get("headline") in (None, ""):
+        return "significant" if sig else "yes (not significant)"
+    if truth(r.get("headline")):
+        return "headline"
+    return "significant, below min effect" if sig else "yes (not significant)"
+
+
+def _dz(x: Any) -> str:
+    v = num(x)
+    return "–" if v is None else f"{v:+.2f}"
+
+
+def effect_pair(r: Mapping[str, Any]) -> str:
+    """``+0.53 / -0.10``: the two gaps' d_z (``–`` where missing)."""
+    return f"{_dz(r.get('effect_1'))} / {_dz(r.get('effect_2'))}"
