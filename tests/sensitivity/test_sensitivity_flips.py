@@ -10,6 +10,7 @@ from sensitivity_fixtures import read_csv, write_rescore_dir
 from tiap.cli.main import main
 from tiap.errors import TiapError
 from tiap.sensitivity import analyze, is_flip, is_flip_interval, load_datasets, winner_flips
+from tiap.sensitivity.flips import gap_text
 
 REQUIRED = ("measure,system_a,system_b,target_1,target_2,n_shared,gap_1,gap_2,ci_1_low,"
             "ci_1_high,ci_2_low,ci_2_high,p_1,p_2,p_1_adjusted,p_2_adjusted,effect_1,effect_2,"
@@ -74,6 +75,15 @@ def test_flip_rules() -> None:
     assert not is_flip_interval((-0.1, 0.3), (-0.2, -0.05))  # first interval has 0
     assert not is_flip_interval((0.1, 0.3), (0.05, 0.2))  # same side
     assert is_flip_interval((0.2, 0.2), (-0.1, -0.1))  # points
+
+
+def test_gap_text() -> None:
+    assert gap_text({"gap_1": 0.01234}, 1) == "+0.0123"
+    assert gap_text({"gap_1": "-0.0000312"}, 1) == "-3.1e-05"  # never a signed zero
+    assert gap_text({"gap_2": 0.0}, 2) == "+0.0000"
+    assert gap_text({"gap_1": "", "gap_1_lower": "-0.25", "gap_1_upper": "0.5"}, 1) == \
+        "[-0.2500, +0.5000]"
+    assert gap_text({"gap_1": None}, 1) == "-"
 
 
 def _noisy(tmp_path, gap: float):  # type: ignore[no-untyped-def]

@@ -97,13 +97,16 @@ def gap_text(row: Mapping[str, Any], which: int, digits: int = 4) -> str:
     def num(v: Any) -> float | None:
         return None if v in (None, "") else float(v)
 
+    def fmt(x: float) -> str:  # a gap too small for `digits` keeps its sign and size
+        return f"{x:+.1e}" if 0 < abs(x) < 0.5 * 10 ** -digits else f"{x:+.{digits}f}"
+
     g = num(row.get(f"gap_{which}"))
     if g is not None:
-        return f"{g:+.{digits}f}"
+        return fmt(g)
     lo, hi = num(row.get(f"gap_{which}_lower")), num(row.get(f"gap_{which}_upper"))
     if lo is None or hi is None:
         return "-"
-    return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
 def _none(x: float) -> float | None:
