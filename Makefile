@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench bench-stats clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ test-fast: $(VENV)/.installed-test
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/rescore_bench.py --sizes 1000,10000,100000,1000000 --processes 3 \
 		--ranx-cold --json benchmarks/rescore_bench_results.json
+
+## bench-stats: Stage III's sign-flip test against scipy and ranx on 100 comparisons
+## (about 25 minutes; writes benchmarks/sensitivity_bench_results.json).
+bench-stats: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/sensitivity_bench.py --queries 2000 --comparisons 100 \
+		--resamples 10000 --repeats 3 --ranx-cold --json benchmarks/sensitivity_bench_results.json
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[test,bench]'
