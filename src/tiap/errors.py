@@ -2,7 +2,9 @@
 
 Every error TIAP raises for bad input is a :class:`TiapError`: it names the file, the line
 (or record) and the query it concerns, so the CLI can print one clear line per problem
-instead of a traceback.
+instead of a traceback. Every error and every counted warning carries a stable *code*
+registered in :data:`CODES` (what it means, what the user does); ``docs/errors.md`` lists
+them all, and a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -12,15 +14,76 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+#: Every error and warning code: code -> (what it means, what the user does). Errors are
+#: printed ``error[code]: ...`` and exit with status 2; warnings are counted in the output's
+#: manifest under their code. ``docs/errors.md`` renders this table (a test checks it).
+CODES: dict[str, tuple[str, str]] = {
+    # -- errors: the command line and configs ----------------------------------------------
+    "usage": ("A command, option or argument of the command line is wrong or missing.",
+              "Read the one-line message (it names the option) and `tiap <command> --help`."),
+    "config": ("A key of a configuration file has the wrong type or value, or is unknown.",
+               "Fix the key the message names (file, key, expected type) and rerun."),
+    # -- errors: inputs --------------------------------------------------------------------
+    "input": ("An input file or value is malformed: the message names the file, line, "
+              "record or query.",
+              "Fix the input at the place named, or pass the right file."),
+    "encoding": ("An input file is not valid UTF-8.",
+                 "Re-save the file as UTF-8; the message gives the byte offset."),
+    "duplicate": ("Two records of an input claim the same identity (query, item, row key).",
+                  "Remove or rename one of them; TIAP never keeps one silently."),
+    "invalid-value": ("A value cannot be right: not finite, out of range, empty, or "
+                      "naming something defined nowhere.",
+                      "Pass a value in the range the message states."),
+    "truncated": ("A file ends in the middle of a record or misses rows a header or "
+                  "manifest announces.",
+                  "Rerun the step that wrote it; TIAP writes files whole, so a truncated "
+                  "file was cut by something else."),
+    "checksum": ("A data file does not match the sha256 it is pinned to.",
+                 "Download it again (`tiap datasets download`), or pass `--no-verify` for "
+                 "data you changed on purpose."),
+    "input-changed": ("An input of an earlier step changed after that step read it (its "
+                      "sha256 no longer matches the step's manifest).",
+                      "Rerun the earlier step on the current input, or restore the input."),
+    "missing-extra": ("An optional dependency is not installed.",
+                      "Install the extra the message names: pip install -e '.[extra]'."),
+    # -- errors: outputs -------------------------------------------------------------------
+    "stale-output": ("The output folder holds files of another run.",
+                     "Pass an empty or new --out, or --force to replace the folder whole."),
+    "disk-full": ("The disk filled up while writing; finished work already written is "
+                  "kept.",
+                  "Free space and rerun the same command: it resumes."),
+    "io": ("A path cannot be read or written (missing, permissions).",
+           "Check the path the message names."),
+    # -- errors: services ------------------------------------------------------------------
+    "endpoint": ("An LLM or embedding endpoint answered with something that is not a "
+                 "valid reply (an HTML page, a wrong schema, an error status).",
+                 "Check --base-url and the server; invalid replies are not cached, so a "
+                 "rerun against the right endpoint starts clean."),
+    "interrupted": ("The command was interrupted (Ctrl-C); exit status 130.",
+                    "Rerun the same command: finished work is kept and is not repeated."),
+    # -- warnings (counted in the manifest, never fatal) -----------------------------------
+    "duplicate_dropped": ("A ranking repeated an item; only its first occurrence was kept "
+                          "and later items moved up one rank.",
+                          "Fix the run if the repeat is a bug of the system that wrote it."),
+    "score_order": ("Scores rise along the given ranks; TIAP keeps the rank order, "
+                    "trec_eval would re-sort by score.",
+                    "Nothing, unless you meant the scores to define the order."),
+    "score_ties": ("Rankings hold tied scores; TIAP keeps the given rank order, trec_eval "
+                   "breaks ties by docno.",
+                   "Nothing, unless you compare against trec_eval's own ordering."),
+}
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One located problem: what is wrong and where."""
+    """One located problem: what is wrong, where, and its code (a key of :data:`CODES`)."""
 
     message: str
     file: str | None = None
     line: int | None = None
     query_id: str | None = None
     record: str | None = None
+    code: str = "input"
 
     def __str__(self) -> str:
         where = []
@@ -37,8 +100,11 @@ class TiapError(Exception):
     """An error caused by input or configuration, reported to the user without a traceback.
 
     A single error may carry several :class:`Problem` entries, so that all problems found in
-    one pass are reported together.
+    one pass are reported together. ``code`` (a key of :data:`CODES`) defaults to the
+    class's :attr:`code`.
     """
+
+    code = "input"
 
     def __init__(
         self,
@@ -49,7 +115,12 @@ class TiapError(Exception):
         query_id: str | None = None,
         record: str | None = None,
         problems: Iterable[Problem] = (),
+        code: str | None = None,
     ) -> None:
+        if code is not None:
+            if code not in CODES:
+                raise ValueError(f"unregistered error code {code!r}")
+            self.code = code
         probs = list(problems)
         if message is not None:
             probs.insert(
@@ -60,6 +131,7 @@ class TiapError(Exception):
                     line=line,
                     query_id=query_id,
                     record=record,
+                    code=self.code,
                 ),
             )
         if not probs:
@@ -86,12 +158,15 @@ class Problems:
         self.total = 0
 
     def add(self, message: str, line: int | None = None, query_id: str | None = None,
-            record: str | None = None, *, file: str | Path | None = None) -> None:
+            record: str | None = None, *, file: str | Path | None = None,
+            code: str = "input") -> None:
+        if code not in CODES:
+            raise ValueError(f"unregistered error code {code!r}")
         self.total += 1
         if len(self.items) < self.limit:
             where = self.file if file is None else str(file)
             self.items.append(Problem(message, file=where, line=line, query_id=query_id,
-                                      record=record))
+                                      record=record, code=code))
 
     def extend(self, exc: TiapError) -> None:
         """Collect the problems of an error raised by a reader of one record."""
@@ -106,16 +181,21 @@ class Problems:
         problems = list(self.items)
         if self.total > len(problems):
             problems.append(Problem(f"... and {self.total - len(problems)} more problems",
-                                    file=self.file))
-        raise TiapError(problems=problems)
+                                    file=self.file, code=problems[0].code))
+        codes = {p.code for p in problems}
+        raise TiapError(problems=problems, code=codes.pop() if len(codes) == 1 else None)
 
 
 class ChecksumError(TiapError):
     """A data file does not match the checksum it is pinned to."""
 
+    code = "checksum"
+
 
 class MissingExtraError(TiapError):
     """An optional dependency is not installed."""
+
+    code = "missing-extra"
 
     def __init__(self, module: str, extra: str) -> None:
         super().__init__(
