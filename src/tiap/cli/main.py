@@ -25,6 +25,7 @@ from tiap.errors import TiapError
 
 app = typer.Typer(
     name="tiap",
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
     help="TIAP: audit what conversational-memory benchmarks credit "
     "(Raw, Source and Canonical targets on fixed ranked traces).",
     no_args_is_help=True,
@@ -59,31 +60,117 @@ def _root(
     """TIAP command line."""
 
 
+#: What an interrupted or disk-full command keeps, by command: printed with the error.
+_KEPT = {
+    "audit judge": "every verdict received so far is in the verdict cache",
+    "build-store": "every LLM reply received so far is in the parser cache",
+    "retrieve": "every finished collection is in the work folder, every embedding in the "
+                "embedding cache",
+    "audit-run": "every finished step and every cached reply or embedding",
+    "mem0-run": "every finished conversation",
+}
+
+
+def _command(argv: list[str]) -> str:
+    """The (sub)command path of ``argv`` as the user typed it, e.g. ``audit judge``."""
+    words = [a for a in argv if not a.startswith("-")][:2]
+    if words and words[0] in ("audit", "datasets", "import"):
+        return " ".join(words)
+    return words[0] if words else ""
+
+
+def _kept(argv: list[str]) -> str:
+    command = _command(argv)
+    kept = next((v for k, v in _KEPT.items() if command == k or command.startswith(k + " ")),
+                "finished outputs are written whole, nothing half-written is left")
+    return (f"{kept}; rerun the same command to resume"
+            + (f" (tiap {command} ...)" if command else ""))
+
+
+def _error(code: str, text: str) -> None:
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]error\\[{code}][/]: {escape(text)}", highlight=False,
+                      soft_wrap=True)
+
+
+def _given(exc: Exception, args: list[str]) -> str | None:
+    """The value the user gave to the option a ``BadParameter`` names, from ``args``."""
+    opts = getattr(getattr(exc, "param", None), "opts", None) or []
+    for i, a in enumerate(args):
+        for o in opts:
+            if a == o and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith(o + "="):
+                return a[len(o) + 1:]
+    return None
+
+
+def _usage_error(exc: Exception, args: list[str]) -> int:
+    """One line for a usage error of typer's (or click's) parser, naming the option."""
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "tiap"
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        names = sorted(getattr(ctx.command, "commands", {}) or {}) if ctx is not None else []
+        listed = f" (one of: {', '.join(names)})" if names else ""
+        text = f"{path}: a command is missing{listed}"
+    else:
+        text = f"{path}: {exc.format_message().rstrip('.')}"  # type: ignore[attr-defined]
+        given = _given(exc, args)
+        if given is not None and repr(given) not in text:
+            text += f" (given: {given!r})"
+    _error("usage", f"{text}; see '{path} --help'")
+    return 2
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    import errno
+    import sqlite3
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc).lower()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; input errors print one line per problem and exit with status 2."""
+    """Run the CLI. Input errors print one line per problem (``error[code]: ...``, codes in
+    :data:`tiap.errors.CODES`) and exit with status 2; usage errors too; an interrupt exits
+    with 130 and says what was kept."""
+    import click
+    from typer.exceptions import TyperException
+
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=args, prog_name="tiap", standalone_mode=False)
     except TiapError as exc:
         for p in exc.problems:
-            err_console.print(f"[bold red]error[/]: {p}", highlight=False, soft_wrap=True)
-        return 2
-    except OSError as exc:  # a path the user gave cannot be read or written
-        err_console.print(f"[bold red]error[/]: {exc}", highlight=False, soft_wrap=True)
+            _error(p.code, str(p))
         return 2
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]")
+        _error("interrupted", f"interrupted: {_kept(args)}")
         return 130
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        return 1
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
+    except typer.Abort:  # click turns Ctrl-C at a prompt into Abort
+        _error("interrupted", f"interrupted: {_kept(args)}")
+        return 130
+    except (TyperException, click.ClickException) as exc:
+        if isinstance(exc, (click.UsageError, click.BadParameter)) or hasattr(exc, "ctx"):
+            return _usage_error(exc, args)
+        _error("usage", exc.format_message())  # type: ignore[attr-defined]
+        return getattr(exc, "exit_code", 1) or 1
+    except Exception as exc:
+        if _is_disk_full(exc):
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            _error("disk-full", f"the disk is full{where}: {exc}; {_kept(args)} once space "
+                                "is freed")
+            return 2
+        if isinstance(exc, OSError):  # a path the user gave cannot be read or written
+            _error("io", str(exc))
+            return 2
         raise
+    if rc == 130:  # typer turns a KeyboardInterrupt in a command into exit status 130
+        _error("interrupted", f"interrupted: {_kept(args)}")
     return rc if isinstance(rc, int) else 0
 
 
