@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import machine_facts as _machine_facts
 
 DEPTH = 60
 N_TARGETS = 3
@@ -387,26 +387,8 @@ def peak_rss_run(args: list[str]) -> tuple[str, str, float, float, int]:
 
 
 def machine_facts() -> dict[str, Any]:
-    facts: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
-                             "cpus": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo") as fh:
-            facts["cpu"] = next(line.split(":", 1)[1].strip() for line in fh
-                                if line.startswith("model name"))
-        with open("/proc/meminfo") as fh:
-            facts["memory_gb"] = round(int(fh.readline().split()[1]) / 2**20, 1)
-        facts["load_avg"] = os.getloadavg()
-    except (OSError, StopIteration):
-        pass
-    from importlib import metadata
-
-    for pkg in ("tiap", "numpy", "pyarrow", "ranx", "numba", "pytrec-eval-terrier",
-                "ir-measures", "pandas"):
-        try:
-            facts[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            facts[pkg] = "not installed"
-    return facts
+    return _machine_facts(("tiap", "numpy", "pyarrow", "ranx", "numba", "pytrec-eval-terrier",
+                           "ir-measures", "pandas"))
 
 
 def fmt_rate(x: float) -> str:

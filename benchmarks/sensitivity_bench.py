@@ -44,7 +44,6 @@ import importlib.util
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import machine_facts as _machine_facts
 
 from tiap.sensitivity.stats import Gap, comparison_rng, evaluate_gaps, randomize, sign_vectors
 
@@ -284,23 +284,7 @@ def agreement(p_ref: np.ndarray, p: np.ndarray, resamples: int, scipy_doubled: b
 
 
 def machine_facts() -> dict[str, Any]:
-    facts: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
-                             "cpus": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo") as fh:
-            facts["cpu"] = next(line.split(":", 1)[1].strip() for line in fh
-                                if line.startswith("model name"))
-        with open("/proc/meminfo") as fh:
-            facts["memory_gb"] = round(int(fh.readline().split()[1]) / 2**20, 1)
-    except (OSError, StopIteration):
-        pass
-    from importlib import metadata
-
-    for pkg in ("tiap", "numpy", "scipy", "ranx", "numba", "threadpoolctl"):
-        try:
-            facts[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            facts[pkg] = "not installed"
+    facts = _machine_facts(("tiap", "numpy", "scipy", "ranx", "numba", "threadpoolctl"))
     try:
         from threadpoolctl import threadpool_info
 
