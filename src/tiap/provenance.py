@@ -1,21 +1,26 @@
-"""Provenance carried by every file TIAP writes (schema version, inputs, versions)."""
+"""Provenance carried by every file TIAP writes (schema version, inputs, versions), and the
+check every step makes on the inputs of an earlier step it reads again: each file must
+still have the sha256 that step's manifest records (:func:`verify_input`)."""
 
 from __future__ import annotations
 
 import platform
 import sys
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from tiap.errors import Problems, TiapError
 from tiap.io import sha256_file
 
 _PACKAGES = ("numpy", "scipy", "statsmodels", "pandas", "pyarrow", "bm25s", "sentence-transformers")
 
 
 def versions() -> dict[str, str]:
-    out = {"tiap": _version("tiap"), "python": sys.version.split()[0], "platform": platform.platform()}
+    out = {"tiap": _version("tiap"), "python": sys.version.split()[0],
+           "platform": platform.platform()}
     for p in _PACKAGES:
         v = _version(p)
         if v != "not installed":
@@ -42,3 +47,112 @@ def manifest_header(command: str, schema_version: int) -> dict[str, Any]:
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": versions(),
     }
+
+
+# ------------------------------------------------------------------------------------------
+# verifying an earlier step's inputs
+
+#: Hex digits of a sha256 shown in messages.
+SHA_PREFIX = 12
+
+
+def _short(digest: str) -> str:
+    return digest[:SHA_PREFIX] + "…"
+
+
+def _step(manifest: Mapping[str, Any]) -> str:
+    command = manifest.get("command")
+    return f"`tiap {command}`" if isinstance(command, str) and command else "the earlier step"
+
+
+def recorded_inputs(manifest: Mapping[str, Any], manifest_path: str | Path,
+                    ) -> dict[str, Mapping[str, Any]]:
+    """The ``inputs`` of a step's manifest (key -> entry with ``path`` and ``sha256``), each
+    entry checked for its form; a malformed entry is an error naming the manifest and key."""
+    inputs = manifest.get("inputs")
+    if inputs is None:
+        return {}
+    if not isinstance(inputs, Mapping):
+        raise TiapError("'inputs' must be an object of input entries", file=manifest_path,
+                        code="input")
+    out: dict[str, Mapping[str, Any]] = {}
+    for key, entry in inputs.items():
+        if not (isinstance(entry, Mapping) and isinstance(entry.get("path"), str)
+                and entry["path"] and isinstance(entry.get("sha256"), str)
+                and len(entry["sha256"]) == 64):
+            raise TiapError("an input entry must hold its 'path' and the 64-hex 'sha256' of "
+                            "the file read", file=manifest_path, record=f"inputs.{key}",
+                            code="input")
+        out[str(key)] = entry
+    return out
+
+
+def verify_input(manifest: Mapping[str, Any], manifest_path: str | Path, key: str,
+                 path: str | Path | None = None, *, option: str | None = None,
+                 digests: dict[Path, str] | None = None) -> Path:
+    """The file of input ``key`` of a step's manifest, verified against the sha256 recorded.
+
+    The recorded file must still have the sha256 the step read. ``path`` is a file given in
+    its place (``--run X``, ``--queries X``: a copy or a moved file); it must have that
+    sha256 too. Otherwise :class:`TiapError` code ``input-changed`` names the file, the
+    manifest and both sha256 prefixes; a recorded file that is gone is code ``io`` and a key
+    the manifest does not record is ``invalid-value``. ``option`` names the command-line
+    option that gives the file in the messages; ``digests`` caches sha256 by resolved path
+    (a file recorded under several keys is read once).
+    """
+    entries = recorded_inputs(manifest, manifest_path)
+    step = _step(manifest)
+    entry = entries.get(key)
+    if entry is None:
+        known = ", ".join(sorted(entries)) or "none"
+        raise TiapError(f"{step} recorded no input {key!r} in {manifest_path} (its inputs: "
+                        f"{known}): the file cannot be verified against what that step read",
+                        file=path if path is not None else manifest_path,
+                        code="invalid-value")
+    recorded = Path(entry["path"])
+    given = Path(path) if path is not None else recorded
+    how = f" with {option}" if option else ""
+    if not given.is_file():
+        if path is None:
+            raise TiapError(f"input {key!r} that {step} read is gone (recorded in "
+                            f"{manifest_path}); restore it, or pass a copy{how}",
+                            file=given, code="io")
+        raise TiapError("no such file", file=given, code="io")
+    cache = digests if digests is not None else {}
+    real = given.resolve()
+    if real not in cache:
+        cache[real] = sha256_file(given)
+    now, then = cache[real], entry["sha256"]
+    if now == then:
+        return given
+    if path is None or real == recorded.resolve():
+        raise TiapError(f"changed since {step} read it as input {key!r}: {manifest_path} "
+                        f"records sha256 {_short(then)}, the file now has {_short(now)}; "
+                        f"rerun {step} on the current file, or restore it",
+                        file=given, code="input-changed")
+    raise TiapError(f"is not the input {key!r} that {step} read: {manifest_path} records "
+                    f"{recorded} (sha256 {_short(then)}), this file has {_short(now)}; pass "
+                    f"that file{how}, or rerun {step} with this one",
+                    file=given, code="input-changed")
+
+
+def verify_inputs(manifest: Mapping[str, Any], manifest_path: str | Path,
+                  keys: Iterable[str] | None = None, *,
+                  given: Mapping[str, str | Path] | None = None) -> dict[str, Path]:
+    """Verify inputs of a step's manifest (``keys``, default all of them) with
+    :func:`verify_input`; ``given`` maps keys to files passed in place of the recorded
+    ones. Every mismatch is reported together; returns key -> verified path."""
+    entries = recorded_inputs(manifest, manifest_path)
+    given = dict(given or {})
+    todo = list(entries) if keys is None else list(keys)
+    digests: dict[Path, str] = {}
+    out: dict[str, Path] = {}
+    problems = Problems()
+    for key in todo:
+        try:
+            out[key] = verify_input(manifest, manifest_path, key, given.get(key),
+                                    digests=digests)
+        except TiapError as exc:
+            problems.extend(exc)
+    problems.raise_if_any()
+    return out

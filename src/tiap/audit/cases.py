@@ -589,16 +589,34 @@ def load_rescore_inputs(
     """Stores, queries and runs of a rescoring: the paths given, else those its manifest
     records. Returns ``(stores, queries, runs, inputs)``; each store is a
     :class:`~tiap.memory.store.Store`, named as ``tiap rescore`` names it (by its rows'
-    ``store`` field, else by its folder)."""
+    ``store`` field, else by its folder).
+
+    Every file is verified against the rescoring's manifest
+    (:func:`tiap.provenance.verify_input`): the recorded files must still have the sha256
+    the rescoring read, and a file given instead (``--run X``) must have the sha256 of the
+    input it replaces (a copy), since the cases carry the rescoring's values: another run,
+    store or queries file would mix its ranks with the old values (code ``input-changed``).
+    A run of a system the rescoring did not score is code ``invalid-value``."""
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
+    from tiap.provenance import recorded_inputs, verify_input
     from tiap.traces.runs import read_run
+
+    rescore_dir.target_defs  # noqa: B018 - a rescoring of qrels files has no lineage to audit
+    man_path = rescore_dir.path / "manifest.json"
+    recorded = recorded_inputs(rescore_dir.manifest, man_path)
+    digests: dict[Path, str] = {}
+
+    def check(key: str, path: Path | None, option: str) -> Path:
+        return verify_input(rescore_dir.manifest, man_path, key, path, option=option,
+                            digests=digests)
 
     inputs: dict[str, Path] = {}
     store_paths: dict[str | None, Path] = {}
     for spec in items:
         name, path = _named(spec)
         store_paths[name] = path
+    given_stores = bool(store_paths)
     if not store_paths:
         store_paths = rescore_dir.input_paths("items")
     if not store_paths:
@@ -606,24 +624,18 @@ def load_rescore_inputs(
     qpath = Path(queries) if queries is not None else rescore_dir.input_paths("queries").get(None)
     if qpath is None:
         raise TiapError("no queries file: pass --queries (the rescoring's manifest names none)")
+    qpath = check("queries", qpath if queries is not None else None, "--queries")
     run_specs: list[tuple[str | None, Path]] = [_named(s) for s in runs]
+    given_runs = bool(run_specs)
     if not run_specs:
         run_specs = [(n, p) for n, p in rescore_dir.input_paths("run").items()]
     if not run_specs:
         raise TiapError("no run: pass --run (the rescoring's manifest names none)")
-    read: dict[Path, Any] = {}  # one Store per file, however many runs it serves
-    stores: dict[str | None, Any] = {}
-    for n, p in store_paths.items():
-        key = p.resolve()
-        if key not in read:
-            read[key] = read_store(p)
-        stores[n] = read[key]
-    for n, p in store_paths.items():
-        inputs[f"items:{n}" if n else "items"] = p
-    qs = read_queries(qpath)
-    inputs["queries"] = qpath
+    scored = sorted(k.split(":", 1)[1] for k in recorded if k.startswith("run:"))
     loaded: list[Any] = []
     for name, path in run_specs:
+        if not given_runs:
+            check(f"run:{name}", None, "--run")
         got = read_run(path, dedup="first")
         inputs[f"run:{name or path.name}"] = path
         if name is None or name == path.name:
@@ -637,7 +649,36 @@ def load_rescore_inputs(
         else:
             raise TiapError(f"{name}=: the file holds {len(got)} systems; name one of them",
                             file=path)
+        if given_runs:
+            for r in chosen:
+                if f"run:{r.system}" not in recorded:
+                    raise TiapError(
+                        f"holds system {r.system!r}, which the rescoring in "
+                        f"{rescore_dir.path} did not score (it scored "
+                        f"{', '.join(scored) or 'no run'}): its cases would carry no values; "
+                        "rescore the run first, or name a scored system (--run NAME=PATH)",
+                        file=path, code="invalid-value")
+                check(f"run:{r.system}", path, "--run")
         loaded.extend(chosen)
+    # each run's store must be the one the rescoring gave it
+    for r in loaded:
+        label = r.system if r.system in store_paths else None
+        if label not in store_paths:
+            continue  # no store for the run: the caller says so
+        key = f"items:{r.system}" if f"items:{r.system}" in recorded else "items"
+        store_paths[label] = check(key, store_paths[label] if given_stores else None,
+                                   "--items")
+    read: dict[Path, Any] = {}  # one Store per file, however many runs it serves
+    stores: dict[str | None, Any] = {}
+    for n, p in store_paths.items():
+        key = p.resolve()
+        if key not in read:
+            read[key] = read_store(p)
+        stores[n] = read[key]
+    for n, p in store_paths.items():
+        inputs[f"items:{n}" if n else "items"] = p
+    qs = read_queries(qpath)
+    inputs["queries"] = qpath
     return stores, qs, loaded, inputs
 
 

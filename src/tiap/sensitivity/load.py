@@ -261,8 +261,10 @@ def _categories(path: Path, man: Mapping[str, Any]) -> tuple[dict[str, str], str
     entry = (man.get("inputs") or {}).get("queries")
     if entry and Path(entry.get("path", "")).exists():
         from tiap.datasets.queryfile import read_queries
+        from tiap.provenance import verify_input
 
-        for q in read_queries(entry["path"]):
+        qpath = verify_input(man, path / "manifest.json", "queries")
+        for q in read_queries(qpath):
             out[q.query_id] = q.category
         return out, f"queries file {entry['path']} (queries.csv is empty)"
     return out, "none (no categories: queries.csv is empty and the queries file is not found)"
