@@ -4,6 +4,9 @@
   by file name) and turns a truncated gzip stream into a clear :class:`TiapError`.
 - :func:`atomic_write` / :func:`atomic_dir` write to a temporary name and rename, so a
   failure never leaves a half-written file behind.
+- :func:`output_folder` builds a step's whole output folder beside it and swaps it in, so
+  the folder describes exactly one run; it refuses a folder that is not that step's output
+  (:func:`check_output_folder`) unless forced.
 - :func:`iter_jsonl` yields ``(line_number, object)`` and names the file and line of a
   malformed record.
 """
@@ -11,15 +14,17 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import glob
 import gzip
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -155,7 +160,8 @@ def _remove_stale(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
+def atomic_write(path: str | Path, mode: str = "w",
+                 encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Write ``path`` through a temporary file in the same directory, renamed on success.
 
     On any exception the temporary file is removed and ``path`` is left as it was; one left
@@ -207,6 +213,149 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
             else:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(child, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: The file of every TIAP output folder that names the step which wrote it (``command``).
+MANIFEST_FILE = "manifest.json"
+
+
+def output_step(path: str | Path) -> str | None:
+    """The step (the manifest's ``command``) that wrote the folder ``path``, else ``None``."""
+    try:
+        man = json.loads((Path(path) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    command = man.get("command") if isinstance(man, dict) else None
+    return command if isinstance(command, str) else None
+
+
+def _listed(path: Path) -> set[str] | None:
+    """The top-level names the folder's manifest lists as outputs (``None``: no list)."""
+    try:
+        man = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    outputs = man.get("outputs") if isinstance(man, dict) else None
+    if not isinstance(outputs, list | dict):
+        return None
+    return {rel.replace("\\", "/").split("/", 1)[0] for rel in outputs if isinstance(rel, str)}
+
+
+def _refuse(path: Path, what: str) -> TiapError:
+    return TiapError(f"{what}; refusing to write there: pass an empty or new --out, or --force "
+                     "to replace the folder whole", file=path, code="stale-output")
+
+
+def check_output_folder(path: str | Path, step: str, *, force: bool = False,
+                        known: Iterable[str] = (), keep: Iterable[str] = ()) -> Path:
+    """Check that the folder ``path`` may be replaced by the output of ``step``; returns it
+    with symbolic links resolved (the folder that :func:`output_folder` replaces).
+
+    The policy: a missing or empty folder is written; a folder whose ``manifest.json`` says
+    ``step`` wrote it is replaced whole, provided it holds nothing but what that manifest
+    lists, the names matching a pattern of ``known`` (what ``step`` may write, e.g. an
+    optional output of an earlier version) and ``keep``. Anything else (a folder without a
+    TIAP manifest, the output of another step, a file of the user's beside the outputs) is
+    refused, code ``stale-output``, unless ``force``; ``path`` being a file is refused always.
+    """
+    p = Path(path)
+    real = p.resolve() if p.is_symlink() else p
+    if real.exists() and not real.is_dir():
+        raise TiapError("the output must be a folder, but this is a file: pass a folder "
+                        "path with --out", file=p, code="usage")
+    if force or not real.is_dir():
+        return real
+    names = sorted(c.name for c in real.iterdir())
+    if not names:
+        return real
+    found = output_step(real)
+    if found is None:
+        raise _refuse(p, f"the output folder is not empty and holds no manifest of `tiap "
+                         f"{step}` ({len(names)} {'entry' if len(names) == 1 else 'entries'}, "
+                         f"first {names[0]!r}): it may be "
+                         "a folder of yours")
+    if found != step:
+        raise _refuse(p, f"the output folder holds the output of `tiap {found}`, not of "
+                         f"`tiap {step}`")
+    listed = _listed(real)
+    if listed is not None:
+        allowed = {MANIFEST_FILE, *listed, *keep}
+        patterns = tuple(known)
+        foreign = [n for n in names if n not in allowed
+                   and not any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
+        if foreign:
+            more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+            raise _refuse(p, f"the output folder of `tiap {step}` holds entries its manifest "
+                             f"does not list ({', '.join(map(repr, foreign[:3]))}{more}): "
+                             "they may be files of yours")
+    return real
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); ``False`` where
+    the system or file system cannot, so that the caller renames twice."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return rc == 0
+
+
+def _swap_in(tmp: Path, real: Path, keep: Iterable[str]) -> None:
+    """Put the finished folder ``tmp`` at ``real``: the entries ``keep`` of the folder it
+    replaces move into it first, then the two are exchanged and the old one is removed."""
+    if not real.exists():
+        os.replace(tmp, real)
+        return
+    for name in keep:
+        if (real / name).exists() and not (tmp / name).exists():
+            os.replace(real / name, tmp / name)
+    if _exchange(tmp, real):
+        old = tmp
+    else:
+        old = real.parent / f"{_temp_prefix(real)}{os.urandom(4).hex()}.old.tmp"
+        os.replace(real, old)
+        try:
+            os.replace(tmp, real)
+        except BaseException:
+            os.replace(old, real)
+            raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def output_folder(path: str | Path, step: str, *, force: bool = False,
+                  known: Iterable[str] = (), keep: Iterable[str] = ()) -> Iterator[Path]:
+    """Build the output folder of ``step`` whole in a sibling temporary folder, then swap it
+    in for ``path``: the folder then describes exactly one run, never files of an earlier
+    one beside the new ones.
+
+    Which existing folders may be replaced is :func:`check_output_folder`'s policy (checked
+    on entry, before any work, and again before the swap). ``keep`` names entries of the old
+    folder that survive the swap (resumable caches: a rerun keeps finished work); they are
+    used in place during the run. On any failure or interrupt the temporary folder is removed
+    and ``path`` is left as it was; one left by a killed run is removed by the next.
+    """
+    keep = tuple(keep)
+    known = tuple(known)
+    real = check_output_folder(path, step, force=force, known=known, keep=keep)
+    real.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(real)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(real), suffix=".tmp", dir=real.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the usual permissions
+        check_output_folder(path, step, force=force, known=known, keep=keep)
+        _swap_in(tmp, real, keep)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

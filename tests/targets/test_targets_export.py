@@ -186,15 +186,21 @@ def test_a_later_run_replaces_an_earlier_one(tmp_path: Path) -> None:
     edited = out / "qrels" / "b.v2.raw.qrels"
     edited.write_text("q1 0 t1 1\n")
     (out / "notes.txt").write_text("mine\n")
+    before = files(out)
+    # a file the earlier run did not write may be the user's: refused, nothing changes
+    with pytest.raises(TiapError, match="does not list \\('notes.txt'\\)") as err:
+        write_targets(out, [store_a()], queries(), ["source"])
+    assert err.value.problems[0].code == "stale-output"
+    assert files(out) == before and (out / "notes.txt").read_text() == "mine\n"
+    (out / "notes.txt").unlink()
     res = write_targets(out, [store_a()], queries(), ["source"])
-    # b.v2's unchanged files of the earlier run are gone; the edited one and foreign files stay
-    assert res.removed == ("qrels/a.raw.qrels", "qrels/b.v2.source.qrels")
+    # the folder is replaced whole: no file of the earlier run survives, edited or not
+    assert res.removed == ("qrels/a.raw.qrels", "qrels/b.v2.raw.qrels", "qrels/b.v2.source.qrels")
     assert files(out) == [
-        "coverage.csv", "coverage.json", "groups.jsonl", "manifest.json", "notes.txt",
-        "qrels/a.source.qrels", "qrels/b.v2.raw.qrels", "target_mapping.jsonl",
-        "undetermined.csv",
+        "coverage.csv", "coverage.json", "groups.jsonl", "manifest.json",
+        "qrels/a.source.qrels", "target_mapping.jsonl", "undetermined.csv",
     ]
-    assert qrels_store(edited) is None and qrels_store(out / "qrels" / "a.source.qrels") == "a"
+    assert not edited.exists() and qrels_store(out / "qrels" / "a.source.qrels") == "a"
     assert {r["store"] for r in read_jsonl(out / "groups.jsonl")} == {"a"}
 
 
@@ -251,8 +257,8 @@ def test_bad_ids_fail_before_writing(tmp_path: Path) -> None:
 
 def test_write_targets_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "coverage.json").write_text("old\n")
+    write_targets(out, [store_a()], queries(), ["raw"])  # the earlier run, kept whole
+    before = {f: (out / f).read_bytes() for f in files(out)}
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("failure after groups, mapping and qrels were written")
@@ -260,8 +266,7 @@ def test_write_targets_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(export, "write_coverage", broken)
     with pytest.raises(RuntimeError):
         write_targets(out, [store_a(), store_b()], queries())
-    assert sorted(p.name for p in out.iterdir()) == ["coverage.json"]
-    assert (out / "coverage.json").read_text() == "old\n"
+    assert {f: (out / f).read_bytes() for f in files(out)} == before
     assert _leftovers(tmp_path) == []
 
 

@@ -65,3 +65,99 @@ NoVerifyOption = Annotated[
         help="Read local data files without checking their pinned sha256 (for data you changed).",
     ),
 ]
+
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace --out whole even if it is not an output of this command (what it holds "
+        "is deleted). Without it such a folder is refused; an earlier output of the same "
+        "command is always replaced whole.",
+    ),
+]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, else ``""``."""
+    import difflib
+
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+
+
+def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
+                known: Iterable[str] | None = None) -> list[str]:
+    """The items of a ``sep``-separated option value, stripped.
+
+    An empty value, an empty item (``a,,b``, a trailing ``,``) and, when ``known`` is given,
+    a name it does not hold (compared without case; with a did-you-mean) are errors
+    (``invalid-value``) naming the option and what it takes, never silently dropped or
+    replaced by a default.
+    """
+    from tiap.errors import Problem, TiapError
+
+    if not value.strip():
+        raise TiapError(f"{option} is empty: expected {what} separated by {sep!r}",
+                        code="invalid-value")
+    items = [v.strip() for v in value.split(sep)]
+    problems = [Problem(f"{option} {value!r}: item {i} is empty (expected {what} separated "
+                        f"by {sep!r})", code="invalid-value")
+                for i, v in enumerate(items, start=1) if not v]
+    if known is not None:
+        names = list(known)
+        lower = {k.lower() for k in names}
+        problems.extend(
+            Problem(f"{option}: unknown {what.rstrip('s')} {v!r}{did_you_mean(v, names)}; "
+                    f"known: {', '.join(names)}", code="invalid-value")
+            for v in items if v and v.lower() not in lower)
+    if problems:
+        raise TiapError(problems=problems, code="invalid-value")
+    return items
+
+
+def finite(option: str, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, high_open: bool = False):  # type: ignore[no-untyped-def]
+    """A typer callback that refuses a non-finite number or one outside the range (open or
+    closed at each end), naming the option and the range: a usage error, exit 2."""
+    import math
+
+    lo = "" if low is None else ("(" if low_open else "[") + f"{low:g}"
+    hi = "" if high is None else f"{high:g}" + (")" if high_open else "]")
+    if low is not None and high is not None:
+        want = f"a number in {lo}, {hi}"
+    elif low is not None:
+        want = f"a number {'>' if low_open else '>='} {low:g}"
+    elif high is not None:
+        want = f"a number {'<' if high_open else '<='} {high:g}"
+    else:
+        want = "a finite number"
+
+    def check(value: float | None) -> float | None:
+        if value is None:
+            return value
+        bad = not math.isfinite(value)
+        if low is not None and (value <= low if low_open else value < low):
+            bad = True
+        if high is not None and (value >= high if high_open else value > high):
+            bad = True
+        if bad:
+            raise typer.BadParameter(f"{value!r} is not {want}", param_hint=f"'{option}'")
+        return value
+
+    return check
+
+
+def one_of(*allowed: str):  # type: ignore[no-untyped-def]
+    """A typer callback that accepts one of ``allowed`` (any case; returned as written in
+    ``allowed``) and refuses anything else naming the option and the choices: exit 2."""
+
+    def check(value: str | None) -> str | None:
+        if value is None:
+            return value
+        for a in allowed:
+            if value.strip().lower() == a.lower():
+                return a
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
+
+    return check

@@ -7,18 +7,19 @@ from typing import Annotated
 
 import typer
 
-from tiap.cli.common import err_console
+from tiap.cli.common import ForceOption, err_console
 
 
 def report_cmd(
     dirs: Annotated[list[Path], typer.Argument(help="Output folders of 'tiap sensitivity'.")],
     out: Annotated[Path, typer.Option("--out", help="Report folder.")],
+    force: ForceOption = False,
 ) -> None:
     """Write index.html (self-contained, figures embedded), tables/*.md and *.tex,
     tables.md, tables.tex, target_card.md and target_card.json."""
     from tiap.report import build_report
 
-    man = build_report(dirs, out)
+    man = build_report(dirs, out, force=force)
     for n in man.get("notes", []):
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
     err_console.print(f"wrote {out / 'index.html'}")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import console, err_console
+from tiap.cli.common import ForceOption, console, err_console, one_of, split_names
 from tiap.cli.targets import split_targets
 from tiap.errors import Problem, TiapError
 
@@ -106,28 +106,40 @@ def rescore_cmd(
         "Separate definitions containing commas with ';'. Default: raw,source,canonical.",
         show_default=False)] = None,
     measures: Annotated[str, typer.Option(
-        "--measures", help="Measures, e.g. nDCG@60,R@60,RR@60,Success@60.")] = "nDCG@60,R@60,RR@60,Success@60",
+        "--measures", help="Measures, e.g. nDCG@60,R@60,RR@60,Success@60.")
+    ] = "nDCG@60,R@60,RR@60,Success@60",
     credit: Annotated[str, typer.Option(
-        "--credit", help="group (the paper's scorer) or set (trec_eval semantics).")] = "group",
+        "--credit", help="group (the paper's scorer) or set (trec_eval semantics).",
+        callback=one_of("group", "set"))] = "group",
     shared: Annotated[bool, typer.Option(
-        "--shared", help="Average each system over the queries defined under every target.")] = False,
+        "--shared", help="Average each system over the queries defined under every target "
+        "(an error when no query is: a target defined on none).")] = False,
     missing: Annotated[str, typer.Option(
         "--missing", help="Queries a run does not rank: skip (left out, reported) or zero "
-        "(scored as empty rankings).")] = "skip",
+        "(scored as empty rankings).",
+        callback=one_of("skip", "zero"))] = "skip",
     dedup: Annotated[str, typer.Option(
         "--dedup", help="A repeated id in one ranking: error, or first (keep the first, "
-        "counted warning).")] = "error",
-    depth: Annotated[int | None, typer.Option("--depth", help="Cut rankings to this depth.")] = None,
-    parquet: Annotated[bool, typer.Option("--parquet", help="Also write per_query.parquet.")] = False,
+        "counted warning).",
+        callback=one_of("error", "first"))] = "error",
+    depth: Annotated[int | None, typer.Option(
+        "--depth", min=1, help="Cut rankings to this depth (at least 1).")] = None,
+    parquet: Annotated[bool, typer.Option(
+        "--parquet", help="Also write per_query.parquet.")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Rescore fixed runs under Raw, Source, Canonical (and custom) targets, or under TREC
     qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv,
     target_sizes.csv, queries.csv and manifest.json."""
-    from tiap.scoring.output import write_rescore
+    from tiap.io import check_output_folder
+    from tiap.scoring.output import KNOWN_OUTPUTS, write_rescore
 
+    _check_measures(measures)
+    tlist = split_targets(targets) if targets is not None else None
+    check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
     if qrels:
         given = [o for o, v in (("--items", items), ("--queries", queries),
-                                ("--targets", targets)) if v]
+                                ("--targets", targets)) if v is not None]
         if given:
             raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
                             "(each qrels file is a target)")
@@ -143,15 +155,18 @@ def rescore_cmd(
             raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
                             "and a queries file (--items, --queries), or qrels files (--qrels)")
         result, inputs, query_rows = _rescore_lineage(
-            run, items or [], queries, targets or "raw,source,canonical",  # type: ignore[arg-type]
+            run, items or [], queries,  # type: ignore[arg-type]
+            tlist or ["raw", "source", "canonical"],
             measures=measures, credit=credit, missing=missing, dedup=dedup, depth=depth)
+    if shared:
+        _check_shared(result)
     for rep in result.reports.values():
         for w in rep.warnings():
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+            err_console.print(f"[yellow]warning[/]: {w}", highlight=False, soft_wrap=True)
         for n in rep.run_notes:
-            err_console.print(f"note: {rep.system}: {n}", highlight=False)
+            err_console.print(f"note: {rep.system}: {n}", highlight=False, soft_wrap=True)
     write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
-                  options={"missing": missing, "dedup": dedup, "depth": depth})
+                  options={"missing": missing, "dedup": dedup, "depth": depth}, force=force)
     print_summary(result, shared)
     err_console.print(f"wrote {out}")
 
@@ -163,8 +178,38 @@ class _JudgedQuery:
     query_id: str
 
 
+def _check_measures(measures: str) -> None:
+    """``--measures`` parses: an error names the option (nothing is read before)."""
+    from tiap.scoring.measures import parse_measures
+
+    split_names(measures, "--measures", what="measures such as nDCG@60")
+    try:
+        parse_measures(measures)
+    except TiapError as exc:
+        raise TiapError(problems=[dataclasses.replace(p, message=f"--measures: {p.message}",
+                                                      code="invalid-value")
+                                  for p in exc.problems], code="invalid-value") from exc
+
+
+def _check_shared(result: Any) -> None:
+    """``--shared`` averages over the queries every target defines: none is an error naming
+    the targets that define no query (the summary would hold no value at all)."""
+    problems = []
+    for s in result.systems:
+        if result.shared_mask(s).any():
+            continue
+        empty = [t for t in result.target_names if not result.defined(s, t).any()]
+        why = (f"target(s) {', '.join(map(repr, empty))} define no query" if empty
+               else "no query is defined under every target")
+        problems.append(Problem(f"--shared: system {s!r} has no query defined under every "
+                                f"target ({why}); drop --shared or those targets",
+                                code="invalid-value"))
+    if problems:
+        raise TiapError(problems=problems, code="invalid-value")
+
+
 def _rescore_lineage(  # type: ignore[no-untyped-def]
-    run: list[str], items: list[str], queries: Path, targets: str, **opts
+    run: list[str], items: list[str], queries: Path, targets: list[str], **opts
 ):
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
@@ -186,7 +231,7 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         runs.extend(got)
         for r in got:
             inputs[f"run:{r.system}"] = parse_named(spec)[1]
-    result = rescore(runs, qs, stores, targets=split_targets(targets), **opts)
+    result = rescore(runs, qs, stores, targets=targets, **opts)
     return result, inputs, qs
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table as RichTable
 
-from tiap.cli.common import console, err_console, progress_bar
+from tiap.cli.common import ForceOption, console, err_console, finite, one_of, progress_bar
 
 
 def sensitivity_cmd(
@@ -19,18 +19,22 @@ def sensitivity_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the randomization tests (the "
                                       "sign vectors of each shared subset of queries).")] = 0,
     resamples: Annotated[int, typer.Option(
-        "--resamples", help="Random sign vectors per shared subset (all of them when 2^n is "
+        "--resamples", min=1, help="Random sign vectors per shared subset (all of them when 2^n is "
         "fewer: exact).")] = 10_000,
     alpha: Annotated[float, typer.Option(
-        "--alpha", help="Family-wise level of the tests (and 1 - the intervals' level).")
+        "--alpha", help="Family-wise level of the tests (and 1 - the intervals' level), "
+        "in (0, 1).", callback=finite("--alpha", low=0, high=1, low_open=True,
+                                      high_open=True))
     ] = 0.05,
     correction: Annotated[str, typer.Option(
         "--correction", help="Multiple-testing correction within each family (every gap of "
         "one table, dataset and measure): holm (family-wise error), bh (false discovery "
-        "rate, Benjamini-Hochberg) or none.")] = "holm",
+        "rate, Benjamini-Hochberg) or none.", callback=one_of("holm", "bh", "none"))
+    ] = "holm",
     min_effect: Annotated[float, typer.Option(
         "--min-effect", help="Smallest gap, in the measure's units, that counts as a "
-        "practical difference: a flip smaller than it is reported, never headlined.")] = 0.0,
+        "practical difference: a flip smaller than it is reported, never headlined.",
+        callback=finite("--min-effect", low=0))] = 0.0,
     configs: Annotated[list[str] | None, typer.Option(
         "--configs", help="A configuration group NAME=SYSTEM,SYSTEM,... (e.g. "
         "density=lexical_f1,lexical_f5,lexical_f8) for design recommendations. "
@@ -50,17 +54,21 @@ def sensitivity_cmd(
         "--run", help="[SYSTEM=]run file for the answer alignment (default: from the rescore "
         "manifest). Repeatable.")] = None,
     answer_depth: Annotated[int, typer.Option(
-        "--answer-depth", help="Top items the extractive answerer reads.")] = 5,
+        "--answer-depth", min=1, help="Top items the extractive answerer reads.")] = 5,
     no_category_tests: Annotated[bool, typer.Option(
         "--no-category-tests", help="Skip the tests of winner flips within categories.")
     ] = False,
+    force: ForceOption = False,
 ) -> None:
     """Per-query change, winner flips (paired sign-flip tests, Holm-corrected, with inverted
     intervals and effect sizes), design recommendations, ranking stability, categories,
     cardinality, depth, aggregation and answer alignment: CSVs and a manifest in --out
     (docs/sensitivity.md)."""
     from tiap.cli.rescore import parse_named
+    from tiap.io import check_output_folder
     from tiap.sensitivity import analyze, parse_configs, write_sensitivity
+
+    check_output_folder(out, "sensitivity", force=force, known=("*.csv",))
 
     overrides: dict[str, object] = {}
     if queries:
@@ -79,7 +87,7 @@ def sensitivity_cmd(
                       answer_inputs=overrides, answer_depth=answer_depth,
                       by_category_tests=not no_category_tests, correction=correction.lower(),
                       min_effect=min_effect, progress=progress)
-    write_sensitivity(res, out)
+    write_sensitivity(res, out, force=force)
     for n in res.notes:
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
     _print_flips(res)

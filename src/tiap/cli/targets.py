@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tiap.cli.common import console, err_console
+from tiap.cli.common import ForceOption, console, err_console
 
 TargetsOption = Annotated[
     str,
@@ -21,10 +21,21 @@ TargetsOption = Annotated[
 ]
 
 
-def split_targets(value: str) -> list[str]:
-    """``raw,source`` or ``raw;facts=kind in {fact,observation}`` -> target definitions."""
+def split_targets(value: str, option: str = "--targets") -> list[str]:
+    """``raw,source`` or ``raw;facts=kind in {fact,observation}`` -> target definitions.
+
+    An empty value, an empty item and a name neither registered nor defined in ``value``
+    are errors (``invalid-value``) naming ``option``, with a did-you-mean."""
+    from tiap.cli.common import split_names
+    from tiap.targets.targets import DEFAULT_REGISTRY
+
     sep = ";" if ";" in value or "{" in value else ","
-    return [t.strip() for t in value.split(sep) if t.strip()]
+    what = "target names or name=spec definitions"
+    items = split_names(value, option, what=what, sep=sep)
+    defined = [t.partition("=")[0].strip() for t in items if "=" in t]
+    split_names(sep.join(t for t in items if "=" not in t) or "raw", option, what="targets",
+                sep=sep, known=[*DEFAULT_REGISTRY.names(), *defined])
+    return items
 
 
 def targets_cmd(
@@ -35,23 +46,27 @@ def targets_cmd(
     queries: Annotated[Path, typer.Option("--queries", help="queries.jsonl (gzip ok).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     targets: TargetsOption = "raw,source,canonical",
+    force: ForceOption = False,
 ) -> None:
     """Write, per store, the groups per (query, target), target-mapping rows, TREC qrels per
     target (qrels/STORE.TARGET.qrels: score each run against its own store's qrels) and the
     coverage summary, with a manifest."""
     from tiap.datasets.queryfile import read_queries
     from tiap.errors import Problem, TiapError
+    from tiap.io import check_output_folder
     from tiap.memory.store import read_store
-    from tiap.targets.export import write_targets
+    from tiap.targets.export import COMMAND, KNOWN_OUTPUTS, write_targets
 
+    tlist = split_targets(targets)
+    check_output_folder(out, COMMAND, force=force, known=KNOWN_OUTPUTS)
     hints = [Problem("file not found; --items takes a path only (a store is named by its "
                      "rows' 'store' field, else its folder)", file=str(p))
              for p in items if "=" in str(p) and not p.exists()]
     if hints:
         raise TiapError(problems=hints)
     stores = [read_store(p) for p in items]
-    res = write_targets(out, stores, read_queries(queries), split_targets(targets),
-                        input_files={"queries": queries})
+    res = write_targets(out, stores, read_queries(queries), tlist,
+                        input_files={"queries": queries}, force=force)
     several = len(res.stores) > 1
     first = res.coverage[res.stores[0]]
     title = (f"coverage ({first.queries:,} queries; "
@@ -74,8 +89,9 @@ def targets_cmd(
                               "evidence units that no stored item reaches (listed in "
                               f"{out / 'coverage.json'})", highlight=False)
     if res.removed:
-        err_console.print(f"removed {len(res.removed):,} files of an earlier `tiap targets` run "
-                          f"in {out} (first: {res.removed[0]})", highlight=False)
+        err_console.print(f"replaced the earlier `tiap targets` run in {out}: "
+                          f"{len(res.removed):,} of its files are not written again (first: "
+                          f"{res.removed[0]})", highlight=False)
     if several:
         err_console.print("score each store's run against its own qrels "
                           "(qrels/STORE.TARGET.qrels): the relevant sets differ per store",

@@ -17,7 +17,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tiap.io import atomic_dir
+from tiap.io import check_output_folder, output_folder
 from tiap.provenance import input_entry, manifest_header
 from tiap.report import plots
 from tiap.report.card import card_json, card_markdown
@@ -110,6 +110,11 @@ class _Page:
             f"<div><b>{esc(v)}</b>{esc(k)}</div>" for k, v in items) + "</div>")
 
 
+#: What a report folder may hold beside its manifest's outputs.
+REPORT_OUTPUTS = ("index.html", "tables", "tables.md", "tables.tex", "target_card.md",
+                  "target_card.json")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "dataset"
 
@@ -126,9 +131,13 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
         return None
 
 
-def build_report(dirs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
+def build_report(dirs: Sequence[str | Path], out: str | Path, *,
+                 force: bool = False) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
-    ``target_card.md|.json`` and ``manifest.json`` into ``out``."""
+    ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
+    (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
+    is not a ``tiap report`` output is refused unless ``force``."""
+    check_output_folder(out, "report", force=force, known=REPORT_OUTPUTS)
     sds = load_sensitivity_dirs(dirs)
     plots._plt()  # fail early with the install hint when matplotlib is missing
     page = _Page()
@@ -140,7 +149,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     for sd in sds:
         notes.extend(f"{sd.path.name}: {n}" for n in sd.manifest.get("notes") or [])
     html_text = _html(page, sds, card, notes)
-    with atomic_dir(out) as tmp:
+    with output_folder(out, "report", force=force, known=REPORT_OUTPUTS) as tmp:
         (tmp / "index.html").write_text(html_text, encoding="utf-8")
         (tmp / "tables").mkdir()
         names: set[str] = set()

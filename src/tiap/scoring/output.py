@@ -1,4 +1,5 @@
-"""Files written by ``tiap rescore`` (all into a temporary folder, moved into place at the end).
+"""Files written by ``tiap rescore`` (the whole folder is built beside ``--out`` and swapped
+in at the end: it holds exactly one rescoring's files).
 
 - ``per_query.csv``: ``system,target,query_id,measure,value`` (value empty where undefined,
   or where partial lineage does not determine it: ``intervals.csv`` then has its bounds);
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import require
-from tiap.io import atomic_dir
+from tiap.io import output_folder
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring.rescore import PAIRWISE_COLUMNS, RescoreResult
 
@@ -39,6 +40,8 @@ SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_em
                    "lower", "upper")
 INTERVAL_COLUMNS = ("system", "target", "query_id", "measure", "lower", "upper")
 UNDETERMINED_COLUMNS = ("system", "target", "query_id", "possibly_empty", "reason")
+#: What a rescoring folder may hold beside its manifest's outputs (files of older versions).
+KNOWN_OUTPUTS = ("*.csv", "per_query.parquet")
 
 
 def _fmt(v: Any) -> Any:
@@ -58,11 +61,16 @@ def write_rescore(
     options: Mapping[str, Any] = {},
     shared: bool = False,
     parquet: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Write every output of a rescoring into ``out``; returns the manifest."""
+    """Write every output of a rescoring into ``out``; returns the manifest.
+
+    ``out`` is replaced whole (:func:`tiap.io.output_folder`): an earlier rescoring's folder
+    is swapped for the new one, so no file of it (an old ``per_query.parquet``) survives; a
+    folder that is not a rescoring's output is refused unless ``force``."""
     if parquet:
         require("pyarrow", "parquet")
-    with atomic_dir(out) as tmp:
+    with output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS) as tmp:
         write_per_query_csv(tmp / "per_query.csv", result)
         summary = result.summary_rows(shared=shared)
         _write_dicts(tmp / "summary.csv", SUMMARY_COLUMNS, summary)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tiap.errors import TiapError
-from tiap.io import atomic_dir
+from tiap.io import output_folder
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring.measures import Measure, parse_measure
 from tiap.sensitivity import (
@@ -307,10 +307,15 @@ def write_table(path: Path, table: Table) -> None:
             w.writerow([fmt(r.get(c)) for c in table.columns])
 
 
-def write_sensitivity(result: SensitivityResult, out: str | Path) -> dict[str, Any]:
+def write_sensitivity(result: SensitivityResult, out: str | Path, *,
+                      force: bool = False) -> dict[str, Any]:
     """Write every table as ``<name>.csv`` and ``manifest.json`` into ``out``. The manifest
-    has no timestamp, so that reruns with the same seed write byte-identical folders."""
-    with atomic_dir(out) as tmp:
+    has no timestamp, so that reruns with the same seed write byte-identical folders.
+
+    ``out`` is replaced whole (:func:`tiap.io.output_folder`): no table of an earlier run
+    (an old ``design_*.csv``) survives; a folder that is not a ``tiap sensitivity`` output
+    is refused unless ``force``."""
+    with output_folder(out, "sensitivity", force=force, known=("*.csv",)) as tmp:
         for t in result.tables.values():
             write_table(tmp / f"{t.name}.csv", t)
         man = manifest_header("sensitivity", SCHEMA_VERSION)

@@ -7,8 +7,9 @@ store, and a run must be scored against the qrels of the store it ranked (docs/e
 
 Every writer is atomic: rows go to a temporary file that is renamed into place only when
 the whole file is written (:func:`tiap.io.atomic_write`), so an error never leaves a
-partial file. :func:`write_targets` writes the whole folder through
-:func:`tiap.io.atomic_dir`: either every file of the run lands, or none does.
+partial file. :func:`write_targets` builds the whole folder beside ``out_dir`` and swaps it
+in (:func:`tiap.io.output_folder`): either every file of the run lands, or none does, and
+no file of an earlier run survives beside them.
 
 Files written by :func:`write_targets` into ``out_dir``, for one or several stores side by
 side:
@@ -45,26 +46,32 @@ side:
   its sha256; each qrels file's entry also names its ``store`` and ``target``, which is
   how :func:`qrels_store` tells whose qrels a file is.
 
-The folder holds the stores of the last ``tiap targets`` run: files that an earlier run's
-manifest listed, that this run does not rewrite and that nobody has edited since (their
-sha256 is the recorded one) are removed once the new files are in place, so no stale
-qrels file of another store is left beside the new ones.
+The folder holds the stores of the last ``tiap targets`` run and nothing else: the new
+folder replaces the earlier one whole, so no qrels file of another store or of a target no
+longer requested is left beside the new ones. A folder that is not a ``tiap targets``
+output (no such manifest, or files its manifest does not list) is refused unless forced.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from tiap.errors import Problem, TiapError
-from tiap.io import atomic_dir, atomic_write, sha256_file, write_jsonl
+from tiap.io import (
+    atomic_write,
+    check_output_folder,
+    output_folder,
+    output_step,
+    sha256_file,
+    write_jsonl,
+)
 from tiap.memory.store import Item, Store, check_store_name
 from tiap.provenance import input_entry, manifest_header
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, coverage
@@ -95,6 +102,8 @@ COMMAND = "targets"  # the manifest's "command"
 UNDETERMINED_FILE = "undetermined.csv"
 MANIFEST_FILE = "manifest.json"
 QRELS_DIR = "qrels"
+#: What a targets folder may hold beside its manifest's outputs (files of older versions).
+KNOWN_OUTPUTS = ("*.jsonl", "*.csv", "coverage.json", QRELS_DIR)
 COVERAGE_CSV_HEADER: tuple[str, ...] = ("store", *COVERAGE_CSV_COLUMNS)
 _MAPPING_TARGETS = ("raw", "source", "canonical")
 
@@ -288,8 +297,8 @@ class TargetsExport:
         coverage: store name -> the :class:`~tiap.targets.coverage.Coverage` of the
             requested targets (also in ``coverage.json``).
         qrels: ``(store, target)`` -> the qrels file written.
-        removed: files of an earlier ``tiap targets`` run in ``out_dir`` that this run
-            removed (relative paths), see the module's docstring.
+        removed: files of the earlier ``tiap targets`` run in ``out_dir`` that this run
+            does not write again, removed with the old folder (relative paths).
     """
 
     out_dir: Path
@@ -397,44 +406,13 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _earlier_outputs(out_dir: Path) -> dict[str, str]:
-    """Relative path -> sha256 of the files an earlier ``tiap targets`` run in ``out_dir``
-    wrote (from its manifest). A folder holding another command's manifest is refused: this
-    run would overwrite it."""
-    path = out_dir / MANIFEST_FILE
-    if not path.exists():
-        return {}
-    man = _read_manifest(path)
-    if man is None or man.get("command") != COMMAND:
-        what = f"the output of `tiap {man['command']}`" if man and isinstance(
-            man.get("command"), str) else "a manifest.json that `tiap targets` did not write"
-        raise TiapError(f"the output folder holds {what}; writing the targets there would "
-                        "overwrite its manifest: choose another --out", file=path)
-    outputs = man.get("outputs")
-    found: dict[str, str] = {}
-    for rel, entry in (outputs.items() if isinstance(outputs, dict) else ()):
-        parts = PurePosixPath(rel).parts if isinstance(rel, str) else ()
-        if (not parts or PurePosixPath(rel).is_absolute() or ".." in parts
-                or not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)):
-            continue
-        found[str(PurePosixPath(*parts))] = entry["sha256"]
-    return found
-
-
-def _remove_stale(out_dir: Path, earlier: Mapping[str, str], written: Iterable[str]) -> list[str]:
-    """Remove the files of ``earlier`` not in ``written`` whose content is still the
-    recorded one; returns those removed."""
-    keep = {*written, MANIFEST_FILE}
-    removed: list[str] = []
-    for rel, digest in sorted(earlier.items()):
-        p = out_dir / rel
-        if rel in keep or not p.is_file() or p.is_symlink():
-            continue
-        with contextlib.suppress(OSError):
-            if sha256_file(p) == digest:
-                p.unlink()
-                removed.append(rel)
-    return removed
+def _earlier_files(out_dir: Path) -> set[str]:
+    """The files (relative paths) of an earlier ``tiap targets`` run in ``out_dir``: what the
+    swap of the new folder removes unless the new run writes it again."""
+    if output_step(out_dir) != COMMAND:
+        return set()
+    return {p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*")
+            if p.is_file() or p.is_symlink()}
 
 
 def write_targets(
@@ -445,14 +423,16 @@ def write_targets(
     *,
     registry: TargetRegistry | None = None,
     input_files: Mapping[str, str | Path] | None = None,
+    force: bool = False,
 ) -> TargetsExport:
     """Compute the groups of every (store, query, target) and write all Stage I outputs.
 
     Args:
-        out_dir: the output folder (created if needed). Files of an earlier ``tiap
-            targets`` run that this run does not rewrite are removed when unchanged;
-            other files are kept. A folder holding another command's ``manifest.json``
-            is refused.
+        out_dir: the output folder (created if needed), replaced whole
+            (:func:`tiap.io.output_folder`): it holds this run's files only, none of an
+            earlier ``tiap targets`` run (qrels of targets no longer requested). A folder
+            that is not a ``tiap targets`` output (no manifest of it, another command's,
+            files its manifest does not list) is refused unless ``force``.
         stores: the stores (:class:`~tiap.memory.store.Store`, e.g. from
             :func:`~tiap.memory.store.read_store`), one or several; each store's qrels
             are ``qrels/<store>.<target>.qrels``. The same store given twice is written
@@ -465,6 +445,7 @@ def write_targets(
         input_files: label -> path of other input files to record (with sha256) in the
             manifest's ``inputs`` (e.g. ``{"queries": path}``); the stores' items files
             are recorded with the stores.
+        force: replace ``out_dir`` even if it is not the output of ``tiap targets``.
 
     Returns:
         What was written (:class:`TargetsExport`): the coverage of the requested targets
@@ -474,7 +455,7 @@ def write_targets(
         TiapError: for bad lineage, targets, ids or store names (all problems together);
             nothing is written then.
     """
-    out = Path(out_dir)
+    out = check_output_folder(out_dir, COMMAND, force=force, known=KNOWN_OUTPUTS)
     distinct = _distinct_stores(stores)
     qlist = list(queries)
     requested = resolve_targets(targets, registry)
@@ -522,10 +503,10 @@ def write_targets(
         raise TiapError(problems=missing)
     for label, p in (input_files or {}).items():
         inputs[label] = {**inputs.get(label, {}), **input_entry(p)}
-    earlier = _earlier_outputs(out)
+    earlier = _earlier_files(out)
 
     qrels: dict[tuple[str, str], str] = {(s, n): qrels_name(s, n) for s in sets for n in names}
-    with atomic_dir(out) as tmp:
+    with output_folder(out, COMMAND, force=force, known=KNOWN_OUTPUTS) as tmp:
         counts: dict[str, int] = {}
         counts["groups.jsonl"] = write_groups_jsonl(tmp / "groups.jsonl", sets, names)
         counts["target_mapping.jsonl"] = write_target_mapping(tmp / "target_mapping.jsonl", sets)
@@ -554,9 +535,9 @@ def write_targets(
         with atomic_write(tmp / MANIFEST_FILE) as fh:
             json.dump(manifest, fh, ensure_ascii=False, indent=2)
             fh.write("\n")
-    removed = _remove_stale(out, earlier, written)
+    removed = sorted(earlier - {*written, MANIFEST_FILE})
     return TargetsExport(
-        out_dir=out,
+        out_dir=Path(out_dir),
         stores=tuple(sets),
         coverage=MappingProxyType(covs),
         qrels=MappingProxyType({k: out / rel for k, rel in qrels.items()}),

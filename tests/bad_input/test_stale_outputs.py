@@ -1,0 +1,343 @@
+"""Kind 3 of the bad-input campaign: an output folder describes exactly one run.
+
+The mechanism is :func:`tiap.io.output_folder`: a step builds its whole folder in a hidden
+sibling and swaps it in at the end. An earlier output of the same step is replaced whole
+(no ``per_query.parquet`` of another system, no ``qrels/`` of targets no longer asked for,
+no old ``design_*.csv``); anything else (a folder of the user's, another step's output, a
+file the manifest does not list) is refused with ``error[stale-output]``, exit 2, unless
+``--force``; a failure or Ctrl-C mid-write leaves the previous folder byte for byte and no
+temporary folder. Every input is built here in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tiap import io
+from tiap.cli.main import main
+from tiap.errors import TiapError
+
+# A store of one conversation: turns u1, u2 (raw items t1, t2), fact f1 from u1 and f2 from
+# both; q1 asks about u1 and u2, q2 about u2.
+ITEMS = [
+    {"item_id": "t1", "kind": "raw", "sources": ["u1"], "store": "mem"},
+    {"item_id": "t2", "kind": "raw", "sources": ["u2"], "store": "mem"},
+    {"item_id": "f1", "kind": "fact", "sources": ["u1"], "store": "mem"},
+    {"item_id": "f2", "kind": "fact", "sources": ["u1", "u2"], "store": "mem"},
+]
+QUERIES = [
+    {"query_id": "q1", "question": "?", "answer": "a", "category": "c", "evidence": ["u1", "u2"]},
+    {"query_id": "q2", "question": "?", "answer": "a", "category": "c", "evidence": ["u2"]},
+]
+RESCORE_FILES = {"per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
+                 "target_sizes.csv", "intervals.csv", "undetermined.csv", "queries.csv",
+                 "manifest.json"}
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture()
+def inputs(tmp_path: Path) -> dict[str, Path]:
+    d = tmp_path / "in"
+    d.mkdir()
+    return {
+        "items": _jsonl(d / "items.jsonl", ITEMS),
+        "queries": _jsonl(d / "queries.jsonl", QUERIES),
+        "A": _jsonl(d / "a.jsonl", [{"query_id": "q1", "system": "A", "ranking": ["f2", "t1"]},
+                                    {"query_id": "q2", "system": "A", "ranking": ["t2"]}]),
+        "B": _jsonl(d / "b.jsonl", [{"query_id": "q1", "system": "B", "ranking": ["t1"]},
+                                    {"query_id": "q2", "system": "B", "ranking": ["f1"]}]),
+    }
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes): compares folders exactly."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _hidden(parent: Path) -> list[str]:
+    """Temporary siblings (``.NAME.PID.*.tmp``) left in ``parent``."""
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def _systems(out: Path) -> set[str]:
+    with open(out / "per_query.csv", newline="") as fh:
+        return {r["system"] for r in csv.DictReader(fh)}
+
+
+def _rescore(inputs: dict[str, Path], out: Path, *extra: str, run: str = "A") -> int:
+    return main(["rescore", "--items", str(inputs["items"]), "--queries", str(inputs["queries"]),
+                 "--run", str(inputs[run]), "--out", str(out), *extra])
+
+
+def _refused(capsys: pytest.CaptureFixture[str], folder: Path) -> str:
+    err = capsys.readouterr().err
+    assert "error[stale-output]" in err and str(folder) in err and "--force" in err, err
+    assert "Traceback" not in err
+    return err
+
+
+# -- rescore ---------------------------------------------------------------------------------
+
+
+def test_rescore_rerun_holds_only_the_second_run(inputs, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert _rescore(inputs, out, "--parquet", run="A") == 0
+    assert set(_tree(out)) == RESCORE_FILES | {"per_query.parquet"}
+    assert _rescore(inputs, out, run="B") == 0
+    # the old per_query.parquet of system A is gone; every file is the second run's
+    assert set(_tree(out)) == RESCORE_FILES
+    assert _systems(out) == {"B"}
+    man = json.loads((out / "manifest.json").read_text())
+    assert set(man["systems"]) == {"B"} and "run:A" not in man["inputs"]
+    # the same as a run into a new folder (the manifest differs by its timestamp only)
+    fresh = tmp_path / "fresh"
+    assert _rescore(inputs, fresh, run="B") == 0
+    a, b = _tree(out), _tree(fresh)
+    assert {k: v for k, v in a.items() if k != "manifest.json"} == {
+        k: v for k, v in b.items() if k != "manifest.json"}
+    assert _hidden(tmp_path) == []
+
+
+def test_rescore_refuses_a_folder_of_the_users(inputs, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "mine"
+    (out / "sub").mkdir(parents=True)
+    (out / "thesis.tex").write_text("chapter 1\n")
+    (out / "sub" / "data.csv").write_text("1,2\n")
+    before = _tree(out)
+    assert _rescore(inputs, out) == 2
+    err = _refused(capsys, out)
+    assert "no manifest of `tiap rescore`" in err
+    assert _tree(out) == before and _hidden(tmp_path) == []
+    # --force replaces it whole
+    assert _rescore(inputs, out, "--force") == 0
+    assert set(_tree(out)) == RESCORE_FILES
+
+
+def test_rescore_refuses_another_steps_output(inputs, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "t"
+    assert main(["targets", "--items", str(inputs["items"]), "--queries",
+                 str(inputs["queries"]), "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = _tree(out)
+    assert _rescore(inputs, out) == 2
+    assert "holds the output of `tiap targets`, not of `tiap rescore`" in _refused(capsys, out)
+    assert _tree(out) == before
+
+
+def test_rescore_refuses_a_file_beside_the_outputs(inputs, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert _rescore(inputs, out) == 0
+    (out / "my_notes.txt").write_text("do not lose\n")
+    capsys.readouterr()
+    before = _tree(out)
+    assert _rescore(inputs, out, run="B") == 2
+    assert "'my_notes.txt'" in _refused(capsys, out)
+    assert _tree(out) == before
+
+
+def test_rescore_failure_mid_write_keeps_the_previous_output(
+        inputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from tiap.scoring import output
+
+    out = tmp_path / "out"
+    assert _rescore(inputs, out, run="A") == 0
+    before = _tree(out)
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(output, "_write_dicts", broken)  # after per_query.csv is written
+    assert _rescore(inputs, out, run="B") == 2
+    assert "error[disk-full]" in capsys.readouterr().err
+    assert _tree(out) == before and _hidden(tmp_path) == []
+
+    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(output, "_write_dicts", interrupted)
+    assert _rescore(inputs, out, run="B") == 130
+    assert _tree(out) == before and _hidden(tmp_path) == []
+
+
+def test_out_that_is_a_file_is_refused(inputs, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    out.write_text("a file\n")
+    assert _rescore(inputs, out) == 2
+    err = capsys.readouterr().err
+    assert "error[usage]" in err and str(out) in err and "a file" in err
+    assert out.read_text() == "a file\n"
+
+
+# -- targets ---------------------------------------------------------------------------------
+
+
+def _targets(inputs: dict[str, Path], out: Path, targets: str, *extra: str) -> int:
+    return main(["targets", "--items", str(inputs["items"]), "--queries", str(inputs["queries"]),
+                 "--out", str(out), "--targets", targets, *extra])
+
+
+def test_targets_rerun_holds_only_the_second_target_set(inputs, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "t"
+    assert _targets(inputs, out, "raw,source") == 0
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == ["mem.raw.qrels",
+                                                                 "mem.source.qrels"]
+    capsys.readouterr()
+    assert _targets(inputs, out, "canonical") == 0
+    assert "2 of its files are not written again" in capsys.readouterr().err
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == ["mem.canonical.qrels"]
+    # canonical of q1: f1 (u1), f2 (u1, u2) credited; q2: f2 -> lines by hand
+    assert (out / "qrels" / "mem.canonical.qrels").read_text().split("\n")[:-1] == [
+        "q1 0 f1 1", "q1 0 f2 1", "q2 0 f2 1"]
+    man = json.loads((out / "manifest.json").read_text())
+    assert set(_tree(out)) == {"manifest.json", *man["outputs"]}
+    assert [t["name"] for t in man["targets"]] == ["canonical"]
+    assert _hidden(tmp_path) == []
+
+
+def test_targets_refuses_a_folder_of_the_users(inputs, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "qrels").write_text("my own qrels, not a folder\n")
+    before = _tree(out)
+    assert _targets(inputs, out, "raw") == 2
+    _refused(capsys, out)
+    assert _tree(out) == before
+
+
+def test_targets_failure_mid_write_keeps_the_previous_output(
+        inputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tiap.targets import export
+
+    out = tmp_path / "t"
+    assert _targets(inputs, out, "raw,source") == 0
+    before = _tree(out)
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt  # Ctrl-C after the qrels were written
+
+    monkeypatch.setattr(export, "write_coverage", broken)
+    assert _targets(inputs, out, "canonical") == 130
+    assert _tree(out) == before and _hidden(tmp_path) == []
+
+
+# -- sensitivity -----------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def rescored(inputs, tmp_path: Path) -> Path:
+    r = tmp_path / "r"
+    assert main(["rescore", "--items", str(inputs["items"]), "--queries", str(inputs["queries"]),
+                 "--run", str(inputs["A"]), "--run", str(inputs["B"]), "--out", str(r)]) == 0
+    return r
+
+
+def _sensitivity(rescored: Path, out: Path, *extra: str) -> int:
+    return main(["sensitivity", str(rescored), "--out", str(out), "--resamples", "50",
+                 "--no-answers", *extra])
+
+
+def test_sensitivity_rerun_holds_only_the_second_run(rescored: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    assert _sensitivity(rescored, out, "--configs", "g=A,B") == 0
+    assert any(n.startswith("design_") for n in _tree(out))
+    assert _sensitivity(rescored, out) == 0
+    assert not any(n.startswith("design_") for n in _tree(out))
+    # byte for byte what a run into a new folder writes (its manifest has no timestamp)
+    fresh = tmp_path / "fresh"
+    assert _sensitivity(rescored, fresh) == 0
+    assert _tree(out) == _tree(fresh)
+    assert _hidden(tmp_path) == []
+
+
+def test_sensitivity_refuses_its_input_folder(rescored: Path, tmp_path: Path, capsys) -> None:
+    before = _tree(rescored)
+    assert _sensitivity(rescored, rescored) == 2
+    assert "holds the output of `tiap rescore`" in _refused(capsys, rescored)
+    assert _tree(rescored) == before
+
+
+def test_sensitivity_refuses_a_folder_of_the_users(rescored: Path, tmp_path: Path,
+                                                   capsys) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "design_notes.csv").write_text("mine\n")
+    before = _tree(out)
+    assert _sensitivity(rescored, out) == 2
+    _refused(capsys, out)
+    assert _tree(out) == before
+
+
+def test_sensitivity_failure_mid_write_keeps_the_previous_output(
+        rescored: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    analyze = importlib.import_module("tiap.sensitivity.analyze")  # the package's
+    # ``analyze`` attribute is the function of that name
+    out = tmp_path / "s"
+    assert _sensitivity(rescored, out, "--configs", "g=A,B") == 0
+    before = _tree(out)
+    real = analyze.write_table
+    calls = []
+
+    def broken(path, table):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        if len(calls) == 3:
+            raise RuntimeError("writer failed after two tables")
+        real(path, table)
+
+    monkeypatch.setattr(analyze, "write_table", broken)
+    with pytest.raises(RuntimeError):
+        _sensitivity(rescored, out)
+    assert len(calls) == 3
+    assert _tree(out) == before and _hidden(tmp_path) == []
+
+
+# -- the mechanism itself --------------------------------------------------------------------
+
+
+def test_keep_survives_the_swap_and_a_symlink_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "manifest.json").write_text(json.dumps({"command": "step", "outputs": ["a.csv"]}))
+    (real / "a.csv").write_text("old\n")
+    (real / "cache.sqlite").write_text("finished work\n")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    with io.output_folder(link, "step", keep=("cache.sqlite",)) as tmp:
+        (tmp / "manifest.json").write_text(json.dumps({"command": "step", "outputs": ["b.csv"]}))
+        (tmp / "b.csv").write_text("new\n")
+    assert link.is_symlink() and link.resolve() == real
+    assert set(_tree(real)) == {"manifest.json", "b.csv", "cache.sqlite"}
+    assert (real / "cache.sqlite").read_text() == "finished work\n"
+    assert _hidden(tmp_path) == []
+
+
+def test_without_an_atomic_exchange_the_result_is_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(io, "_exchange", lambda a, b: False)
+    out = tmp_path / "out"
+    for content in ("first", "second"):
+        with io.output_folder(out, "step") as tmp:
+            (tmp / "manifest.json").write_text(json.dumps({"command": "step"}))
+            (tmp / f"{content}.csv").write_text(content)
+    assert set(_tree(out)) == {"manifest.json", "second.csv"}
+    assert _hidden(tmp_path) == []
+
+
+def test_a_folder_filled_during_the_run_is_not_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(TiapError) as err, io.output_folder(out, "step") as tmp:
+        (tmp / "manifest.json").write_text("{}")
+        out.mkdir()
+        (out / "yours.txt").write_text("arrived meanwhile\n")
+    assert err.value.problems[0].code == "stale-output"
+    assert _tree(out) == {"yours.txt": b"arrived meanwhile\n"} and _hidden(tmp_path) == []
