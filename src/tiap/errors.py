@@ -71,6 +71,11 @@ CODES: dict[str, tuple[str, str]] = {
     "score_ties": ("Rankings hold tied scores; TIAP keeps the given rank order, trec_eval "
                    "breaks ties by docno.",
                    "Nothing, unless you compare against trec_eval's own ordering."),
+    "invalid_reply": ("An LLM endpoint's reply for a turn or case was not usable (not a chat "
+                      "completion, not the expected JSON); the turn has no fact, the case is "
+                      "unscored, and the reply was not cached.",
+                      "Rerun the same command: those requests are asked again. Many of them "
+                      "stop the run with error[endpoint]."),
 }
 
 

@@ -1,4 +1,5 @@
-"""One client for OpenAI-compatible chat-completions endpoints (``POST {base_url}/chat/completions``).
+"""One client for OpenAI-compatible chat-completions endpoints
+(``POST {base_url}/chat/completions``).
 
 Shared by the ``llm`` parser (:mod:`tiap.memory.llm`) and the ``openai`` judge
 (:mod:`tiap.audit.openai_judge`), which decide what a failure means for their own work; the
@@ -15,20 +16,219 @@ transport and its retry rules live here:
 
 The client is thread-safe (one ``httpx.Client`` shared by all threads). Needs the ``llm``
 extra (``httpx``).
+
+Three rules every endpoint user here shares:
+
+- **Redaction** (:func:`redact`): the value of every configured key variable
+  (:func:`add_secret`; the client registers its own), every ``Bearer`` token and every
+  ``Authorization``/``api-key`` value is replaced by ``[redacted]`` in every reply the client
+  returns, so an endpoint that echoes its request headers cannot put the key in a cache, a
+  label file, a store, a manifest or an error message. The writers of those files apply
+  :func:`redact` again. Values shorter than :data:`MIN_SECRET` characters (``EMPTY``,
+  ``ollama``) are not treated as secrets: replacing them everywhere would garble text.
+- **Endpoint identity** (:func:`endpoint_id`): the base URL, without a trailing ``/`` and with
+  any password in it redacted; cache keys include it and the model, never the key.
+- **Invalid replies** (:class:`InvalidReplies`): a reply that is not usable (HTTP 200 with a
+  body that is not a chat completion, a content outside the expected schema, an error
+  status after the retries) is counted, never cached as a result, and a run whose replies
+  are mostly invalid stops with ``error[endpoint]`` naming the URL and the start of the
+  first bad body: when more than ``max_invalid`` of its replies are invalid (default
+  :data:`MAX_INVALID`, a half; 1: never stop), checked after every reply from the
+  :data:`PROBE`-th on (replies of this run only: a broken endpoint is caught early, whatever
+  the cache holds), and once more at the end of the run with the results reused from the
+  cache counted as valid (so a short run whose every reply is invalid stops too, while a
+  rerun that asks again only for a few turns that were invalid before does not).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from tiap.errors import require
+from tiap.errors import Problem, TiapError, require
 
 #: Statuses worth another attempt besides 5xx.
 RETRYABLE = frozenset({429})
+
+# -- redaction -----------------------------------------------------------------------------
+
+REDACTED = "[redacted]"
+#: Configured values shorter than this are not secrets (``EMPTY``, ``ollama``, ``none``).
+MIN_SECRET = 8
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+# a bearer token: 8+ token characters with a digit (so "the bearer of news" is left alone)
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)(?!\[redacted\])"
+                     r"(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}")
+# a header or field naming a key, as text or (escaped) JSON: "Authorization: Basic xyz",
+# "x-api-key": "xyz", api_key=xyz (bearer tokens are left to _BEARER)
+_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]?key)"
+                     r"(\\?[\"']?\s*[:=]\s*\\?[\"']?(?:(?:basic|token|digest)\s+)?)"
+                     r"(?!bearer\b|\[redacted\])([^\s\"',;}\]\\]+)")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
+
+T = TypeVar("T")
+
+
+def add_secret(value: str | None) -> None:
+    """Register a configured secret: :func:`redact` replaces it from now on."""
+    if value and len(value.strip()) >= MIN_SECRET:
+        with _SECRETS_LOCK:
+            _SECRETS.add(value.strip())
+
+
+def secret_from_env(name: str | None) -> str | None:
+    """The value of the environment variable ``name`` (registered as a secret), or None."""
+    value = os.environ.get(name) if name else None
+    if value:
+        add_secret(value)
+    return value or None
+
+
+def redact(value: T) -> T:
+    """``value`` with every secret replaced by ``[redacted]``: strings, and the strings
+    inside lists, tuples and dicts (keys too), at any depth; other values as they are."""
+    if isinstance(value, str):
+        return _redact_text(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {redact(k): redact(v) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [redact(v) for v in value]  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        return tuple(redact(v) for v in value)  # type: ignore[return-value]
+    return value
+
+
+def _redact_text(text: str) -> str:
+    with _SECRETS_LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for s in secrets:
+        if s in text:
+            text = text.replace(s, REDACTED)
+    low = text.lower()
+    if "bearer" in low:
+        text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    if "authorization" in low or "key" in low:
+        text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    return text
+
+
+def endpoint_id(base_url: str) -> str:
+    """The identity of an endpoint in cache keys: its base URL without a trailing ``/`` and
+    with any password redacted (the key never enters a cache key)."""
+    return _USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", base_url.strip().rstrip("/"))
+
+
+def body_start(text: str, limit: int = 200) -> str:
+    """The first ``limit`` characters of a reply, on one line and redacted (for messages)."""
+    one = " ".join(redact(text).split())
+    return repr(one if len(one) <= limit else one[:limit] + " ...")
+
+
+# -- invalid replies -------------------------------------------------------------------------
+
+#: Replies looked at before the share of invalid ones can stop a run.
+PROBE = 10
+#: Default largest share of invalid replies a run tolerates.
+MAX_INVALID = 0.5
+#: Located examples kept per warning.
+MAX_EXAMPLES = 5
+
+
+def check_max_invalid(value: Any, option: str = "max_invalid") -> float:
+    """``value`` as a share in [0, 1], or a :class:`TiapError` naming ``option``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise TiapError(f"{option} must be a number in [0, 1] (the largest share of invalid "
+                        f"replies a run tolerates), got {value!r}", code="invalid-value")
+    return float(value)
+
+
+@dataclass
+class InvalidReplies:
+    """The invalid replies of one run against one endpoint (see the module docstring).
+
+    :meth:`add` counts each answered request and :meth:`finish` ends the run; both raise
+    ``error[endpoint]`` when the run's replies are mostly invalid. :meth:`warning` is the
+    manifest entry of the invalid ones (code ``invalid_reply``), ``None`` when there were
+    none.
+    """
+
+    url: str
+    max_invalid: float = MAX_INVALID
+    what: str = "turn"
+    answered: int = 0
+    invalid: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    examples: list[Problem] = field(default_factory=list)
+    first_body: str | None = None
+
+    def add(self, ok: bool, *, where: str = "", reason: str = "", body: str | None = None,
+            query_id: str | None = None) -> None:
+        self.answered += 1
+        if not ok:
+            self.invalid += 1
+            reason = redact(reason) or "invalid reply"
+            short = reason.split(":")[0][:80]
+            self.reasons[short] = self.reasons.get(short, 0) + 1
+            if len(self.examples) < MAX_EXAMPLES:
+                self.examples.append(Problem(reason, record=where or None, query_id=query_id,
+                                             code="invalid_reply"))
+            if self.first_body is None and body:
+                self.first_body = body_start(body)
+        if (self.invalid and self.answered >= PROBE
+                and self.invalid / self.answered > self.max_invalid):
+            raise self.error()
+
+    def finish(self, reused: int = 0) -> None:
+        """The end of the run: ``reused`` results came from the cache (valid replies)."""
+        if self.invalid and self.invalid / (self.answered + reused) > self.max_invalid:
+            raise self.error(reused)
+
+    def error(self, reused: int = 0) -> TiapError:
+        first = self.examples[0] if self.examples else None
+        msg = (f"the endpoint {endpoint_id(self.url)} gave {self.invalid} invalid replies in "
+               f"{self.answered} (the {self.what}s asked in this run")
+        msg += f"; {reused} more came from the cache)" if reused else ")"
+        if first is not None:
+            msg += f"; the first, for {self.what} {first.record or '?'}: {first.message}"
+        if self.first_body is not None:
+            msg += f"; its body starts {self.first_body}"
+        msg += (". Nothing was written; valid replies are cached, invalid ones are not, so a "
+                "rerun against the right endpoint asks for them again. Check --base-url and "
+                f"--model (a run stops when more than a share of {self.max_invalid:g} of its "
+                "replies are invalid: --max-invalid)")
+        return TiapError(msg, code="endpoint")
+
+    def warning(self) -> dict[str, Any] | None:
+        if not self.invalid:
+            return None
+        return {"message": f"{self.invalid} of {self.answered} replies of {endpoint_id(self.url)} "
+                           f"were invalid: those {self.what}s were not cached, and the next run "
+                           "asks for them again",
+                "count": self.invalid, "reasons": dict(sorted(self.reasons.items())),
+                "examples": [str(e) for e in self.examples]}
+
+
+def read_completion(body: bytes | str) -> tuple[str, Any, str | None]:
+    """A 200 answer's body -> (text, parsed JSON or None, ``choices[0].message.content``
+    or None), all redacted. Never raises: a body that is not a chat completion (not JSON,
+    not UTF-8, nested too deep, another shape) has ``content`` ``None``."""
+    if isinstance(body, bytes):
+        text = body.decode("utf-8", errors="replace")
+    else:
+        text = body
+    try:
+        data = redact(json.loads(body))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        data = None
+    return redact(text), data, _content(data)
 
 
 class Interrupted(Exception):
@@ -40,9 +240,10 @@ class ChatReply:
     """The outcome of one request, after its retries.
 
     ``status`` is the last HTTP status (``None`` when no answer came: ``error`` then says
-    why); ``text`` the last answer's body; ``data`` and ``content`` the parsed chat
-    completion and its ``choices[0].message.content`` (a string: JSON text for a structured
-    content, empty for a null one), set only for a 200 answer that is a chat completion.
+    why); ``text`` the last answer's body (redacted, as everything here); ``data`` and
+    ``content`` the parsed chat completion and its ``choices[0].message.content`` (a string:
+    JSON text for a structured content, empty for a null one), set only for a 200 answer
+    that is a chat completion.
     """
 
     status: int | None
@@ -63,15 +264,18 @@ class ChatReply:
 
 
 def _content(data: Any) -> str | None:
-    import json
-
     try:
         content = data["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
         return None
     if content is None:  # a completion with no text: an empty reply
         return ""
-    return content if isinstance(content, str) else json.dumps(content)
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(content, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
 
 
 class ChatClient:
@@ -92,6 +296,10 @@ class ChatClient:
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
         self.api_key_env = api_key_env
+        secret_from_env(api_key_env)  # registered for redact() before any reply comes
+        m = _USERINFO.search(self.base_url)
+        if m:  # a password in the URL is a secret too
+            add_secret(self.base_url[m.end(1):m.end() - 1])
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
@@ -118,7 +326,7 @@ class ChatClient:
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = secret_from_env(self.api_key_env)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return headers
@@ -155,15 +363,12 @@ class ChatClient:
             else:
                 status = resp.status_code
                 if status == 200:
-                    try:
-                        data = resp.json()
-                    except ValueError:
-                        data = None
-                    content = _content(data)
-                    return ChatReply(status, attempt + 1, resp.text, data, content,
+                    text, data, content = read_completion(resp.content)
+                    return ChatReply(status, attempt + 1, text, data, content,
                                      "" if content is not None
                                      else "the body is not a chat completion")
-                reply = ChatReply(status, attempt + 1, resp.text, error=f"HTTP {status}")
+                reply = ChatReply(status, attempt + 1, redact(resp.text),
+                                  error=f"HTTP {status}")
                 if not reply.retryable:
                     return reply
                 retry_after = resp.headers.get("retry-after")

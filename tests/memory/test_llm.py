@@ -130,10 +130,19 @@ def test_bad_json_is_retried_then_the_turn_yields_nothing(
     retry = [b for b in fake_llm.requests if "support group" in turn_text(b)][1]
     assert [m["role"] for m in retry["messages"]] == ["system", "user", "assistant", "user"]
     assert "not JSON" in retry["messages"][3]["content"]
-    # invalid turns are cached too: a rerun asks nothing
+    # the two invalid turns are counted, with their reasons, in the manifest's warnings
+    w = res.manifest["warnings"]["invalid_reply"]
+    assert w["count"] == 2 and len(w["examples"]) == 2
+    assert st["invalid_reasons"] == {"HTTP 200 but the body is not a chat completion": 1,
+                                     "the reply is not JSON": 1}
+    assert any(e.startswith("record c1:D1:3: the reply is not JSON") for e in w["examples"])
+    # invalid turns are not cached: a rerun asks again for those two (2 attempts each) only
     before = len(fake_llm.requests)
-    build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s2")
-    assert len(fake_llm.requests) == before
+    res2 = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s2")
+    asked = [turn_text(b) for b in fake_llm.requests[before:]]
+    assert len(asked) == 4 and all("support group" in t or "beagle" in t for t in asked)
+    assert res2.manifest["parser_stats"]["cache_hits"] == 3
+    assert res2.manifest["warnings"]["invalid_reply"]["count"] == 2
 
 
 def test_endpoint_down_stops_the_build_and_keeps_finished_turns(

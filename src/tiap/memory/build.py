@@ -387,5 +387,8 @@ def _manifest(
     man["item_ids"] = ID_SCHEME
     man["counts"] = counts
     man["parser_stats"] = parser.stats()
+    warnings = getattr(parser, "warnings", None)  # the llm parser's invalid replies
+    if callable(warnings) and warnings():
+        man["warnings"] = warnings()
     man["outputs"] = {ITEMS_FILE: {"sha256": digest, "bytes": size, "rows": counts["items"]}}
     return man

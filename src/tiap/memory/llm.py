@@ -8,8 +8,15 @@ server and hosted APIs: ``POST {base_url}/chat/completions``.
 
 - **Output checking**: the reply must be a JSON list of strings (``{"facts": [...]}`` and a
   fenced code block are accepted too); facts beyond ``max_facts`` are dropped (counted). An
-  invalid reply is asked again (``json_retries`` times, telling the model what was wrong);
-  then the turn yields no fact and is counted as ``turns_invalid``.
+  invalid reply is asked again (``json_retries`` times, telling the model what was wrong; a
+  body that is not a chat completion, such as an HTML page answered with HTTP 200, is asked
+  again as it was); then the turn yields no fact, is counted as ``turns_invalid`` (with its
+  reason, in the manifest's ``warnings.invalid_reply``) and is **not cached**: the next run
+  asks for it again. When more than ``max_invalid`` (default a half) of the replies of a
+  run are invalid (checked from the 10th reply on, and at the end counting the turns
+  reused from the cache as valid), the build stops with ``error[endpoint]`` naming the URL
+  and the start of the first bad body (:class:`tiap.llm.InvalidReplies`); nothing is
+  written.
 - **Retries**: HTTP 429 and 5xx, timeouts and connection errors are retried with exponential
   backoff (``backoff * 2**attempt`` seconds, at most 30, or the server's ``Retry-After``),
   up to ``max_retries`` times; then the build stops with an error (nothing is written, and
@@ -17,14 +24,21 @@ server and hosted APIs: ``POST {base_url}/chat/completions``.
   key) stop the build at once.
 - **Concurrency**: up to ``concurrency`` requests in flight (threads); the facts are put
   back in turn order, so the store does not depend on which reply came first.
-- **Cache**: every finished turn is committed to an SQLite database in WAL mode (``cache``;
-  default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the model, the
-  prompt version, the seed, the temperature and the full messages (which hold the turn's
-  text, its context, the speakers and the date). A build that is interrupted and run again
-  asks the endpoint only for the turns it had not finished.
+- **Cache**: every turn with a valid reply is committed to an SQLite database in WAL mode
+  (``cache``; default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the
+  endpoint (its base URL, :func:`tiap.llm.endpoint_id`), the model, the prompt version, the
+  seed, the temperature and the full messages (which hold the turn's text, its context, the
+  speakers and the date); never the API key. A build that is interrupted and run again asks
+  the endpoint only for the turns it had not finished; another endpoint or model asks
+  again. The cache's schema is versioned (``PRAGMA user_version`` 2): a cache written by
+  TIAP before endpoint keys (its keys leave out the base URL, and it holds invalid replies
+  as results) is refused with an error naming it, never reused; move it away or pass
+  another ``cache``.
 - **Key**: read from the environment variable named by ``api_key_env`` (``OPENAI_API_KEY``
   by default) and sent as a bearer token when set; it is never written anywhere (the
-  manifest records the variable's name only).
+  manifest records the variable's name only), and every reply is redacted
+  (:func:`tiap.llm.redact`) before it is parsed, so an endpoint echoing the key cannot put
+  it in a fact, the cache or a message.
 
 Needs the ``llm`` extra (``httpx``).
 """
@@ -45,7 +59,16 @@ from typing import Any
 
 from tiap.datasets.base import Bundle
 from tiap.errors import Problem, TiapError
-from tiap.llm import ChatClient, Interrupted
+from tiap.llm import (
+    MAX_INVALID,
+    ChatClient,
+    Interrupted,
+    InvalidReplies,
+    body_start,
+    check_max_invalid,
+    endpoint_id,
+    redact,
+)
 from tiap.memory.dates import anchor_text
 from tiap.memory.parsers import (
     FACT_KIND,
@@ -171,16 +194,38 @@ def parse_facts(content: str, max_facts: int) -> tuple[list[str], int]:
 
 
 class LlmCache:
-    """Finished turns in SQLite (WAL mode): ``key -> (status, facts)``; one commit per turn.
+    """Turns with a valid reply in SQLite (WAL mode): ``key -> facts``; one commit per turn.
 
-    Used from one thread only (the builder's); the HTTP calls run in worker threads.
+    Only valid replies are stored (``status`` ``ok``); a row of another status (none is
+    written since schema 2) is never served. Used from one thread only (the builder's); the
+    HTTP calls run in worker threads. Schema :attr:`SCHEMA` (``PRAGMA user_version``); a
+    cache of another schema is refused (module docstring).
     """
+
+    SCHEMA = 2
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path)
+            version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+            tables = {r[0] for r in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+        except (OSError, sqlite3.Error) as exc:
+            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from None
+        if tables and version != self.SCHEMA:
+            self.db.close()
+            old = version or 1
+            raise TiapError(
+                f"this LLM parser cache has schema {old}, not {self.SCHEMA}: "
+                + ("it was written by TIAP before cache keys named the endpoint, so its turns "
+                   "cannot be told apart by base URL (and it holds invalid replies as "
+                   "results); it is not reused. " if old < self.SCHEMA
+                   else "it was written by a newer TIAP. ")
+                + "Move it away (or pass --cache with another file) and run again; the "
+                "endpoint is then asked again", file=self.path)
+        try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute(
@@ -188,20 +233,38 @@ class LlmCache:
                 "prompt_version TEXT NOT NULL, unit_id TEXT, status TEXT NOT NULL, "
                 "facts TEXT NOT NULL, detail TEXT, created TEXT NOT NULL)"
             )
+            self.db.execute(f"PRAGMA user_version={self.SCHEMA}")
             self.db.commit()
         except sqlite3.Error as exc:
-            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from exc
+            self.db.close()
+            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from None
 
-    def get(self, key: str) -> tuple[str, list[str]] | None:
-        row = self.db.execute("SELECT status, facts FROM facts WHERE key = ?", (key,)).fetchone()
-        return None if row is None else (row[0], json.loads(row[1]))
+    def get(self, key: str) -> list[str] | None:
+        """The facts of a turn with a valid cached reply, else ``None``."""
+        try:
+            row = self.db.execute("SELECT status, facts FROM facts WHERE key = ?",
+                                  (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise TiapError(f"cannot read the LLM cache ({exc})", file=self.path) from None
+        if row is None or row[0] != "ok":
+            return None
+        try:
+            facts = json.loads(row[1])
+        except (TypeError, ValueError, RecursionError):
+            facts = None
+        if not (isinstance(facts, list) and all(isinstance(f, str) for f in facts)):
+            raise TiapError("a cached turn's facts are not a JSON list of strings (the cache "
+                            "was changed by something else); move the cache away",
+                            file=self.path, record=key)
+        return facts
 
-    def put(self, key: str, *, model: str, unit_id: str, status: str, facts: list[str],
-            detail: str | None = None) -> None:
+    def put(self, key: str, *, model: str, unit_id: str, facts: list[str]) -> None:
+        """Commit the facts of a valid reply (redacted)."""
         self.db.execute(
             "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model, PROMPT_VERSION, unit_id, status, json.dumps(facts, ensure_ascii=False),
-             detail, datetime.now(UTC).isoformat(timespec="seconds")),
+            (key, model, PROMPT_VERSION, unit_id, "ok",
+             json.dumps(redact(facts), ensure_ascii=False), None,
+             datetime.now(UTC).isoformat(timespec="seconds")),
         )
         self.db.commit()
 
@@ -226,6 +289,7 @@ class _TurnResult:
     facts: list[str]
     status: str  # "ok" or "invalid"
     detail: str | None = None
+    body: str | None = None  # the last invalid reply (redacted), for the stop message
     requests: int = 0
     http_retries: int = 0
     json_retries: int = 0
@@ -270,6 +334,7 @@ class LlmParser(Parser):
         context_chars: int,
         max_turn_chars: int,
         cache: str | Path | None,
+        max_invalid: float = MAX_INVALID,
     ) -> None:
         self._stop = threading.Event()
         self.http = ChatClient(base_url, api_key_env=api_key_env, timeout=timeout,
@@ -289,10 +354,12 @@ class LlmParser(Parser):
         self.context_turns = context_turns
         self.context_chars = context_chars
         self.max_turn_chars = max_turn_chars
+        self.max_invalid = max_invalid
         self.cache_path = Path(cache) if cache is not None else default_cache_path()
         self._cache: LlmCache | None = None
         self._pool: ThreadPoolExecutor | None = None
         self.s = _Stats()
+        self.invalid = InvalidReplies(self.url, max_invalid)
 
     # -- resources ----------------------------------------------------------------------
     def _open(self) -> None:
@@ -315,10 +382,16 @@ class LlmParser(Parser):
     def versions(self) -> dict[str, str]:
         return {"httpx": self.http.version}
 
+    def finish(self) -> None:
+        """Stop the build (``error[endpoint]``) when most replies were invalid."""
+        self.invalid.finish(reused=self.s.cache_hits)
+
     # -- one request ----------------------------------------------------------------------
     def key(self, messages: list[dict[str, str]]) -> str:
+        """The cache key of a turn's request: the endpoint, the model and what is sent."""
         blob = json.dumps(
-            {"model": self.model, "prompt_version": PROMPT_VERSION, "seed": self.seed,
+            {"endpoint": endpoint_id(self.http.base_url), "model": self.model,
+             "prompt_version": PROMPT_VERSION, "seed": self.seed,
              "temperature": self.temperature, "messages": messages},
             sort_keys=True, ensure_ascii=False,
         )
@@ -340,10 +413,13 @@ class LlmParser(Parser):
         res.requests += reply.attempts
         res.http_retries += max(0, reply.attempts - 1)
         if reply.status == 200:
-            return reply.content if reply.content is not None else "\x00malformed response body"
+            if reply.content is None:
+                res.body = reply.text
+                return "\x00HTTP 200 but the body is not a chat completion"
+            return reply.content
         last = reply.error
         if reply.status is not None:
-            last += ": " + " ".join(reply.text[:200].split())
+            last += ": " + body_start(reply.text)
         if not reply.retryable:
             hint = ""
             if reply.status in (401, 403):
@@ -359,13 +435,16 @@ class LlmParser(Parser):
             if attempt:
                 res.json_retries += 1
             content = self._chat(convo, res)
+            if content.startswith("\x00"):  # not a chat completion: ask again as it was
+                reason = content[1:]
+                convo = list(messages)
+                continue
             try:
-                if content.startswith("\x00"):
-                    raise ValueError(content[1:])
                 res.facts, res.dropped = parse_facts(content, self.max_facts)
                 return res
             except ValueError as exc:
                 reason = str(exc)
+                res.body = content
                 convo = [*messages, {"role": "assistant", "content": content[:2000]},
                          {"role": "user", "content": RETRY_PROMPT.format(
                              reason=reason, max_facts=self.max_facts)}]
@@ -387,9 +466,7 @@ class LlmParser(Parser):
             self.s.turns += 1
             if hit is not None:
                 self.s.cache_hits += 1
-                results[i] = hit[1]
-                if hit[0] != "ok":
-                    self.s.turns_invalid += 1
+                results[i] = hit
                 continue
             fut = self._pool.submit(self._turn, messages)
             pending[fut] = (i, key, ctx.turn.unit_id)
@@ -402,19 +479,22 @@ class LlmParser(Parser):
                         res = fut.result()
                     except _Unavailable as exc:
                         raise TiapError(
-                            f"LLM endpoint {self.url} (model {self.model!r}) failed on turn "
-                            f"{uid}: {exc}. Finished turns are cached in {self.cache_path}; "
-                            "run the same command again to resume"
-                        ) from None
+                            f"LLM endpoint {endpoint_id(self.url)} (model {self.model!r}) failed "
+                            f"on turn {uid}: {redact(str(exc))}. Finished turns are cached in "
+                            f"{self.cache_path}; run the same command again to resume",
+                            code="endpoint") from None
                     self.s.requests += res.requests
                     self.s.http_retries += res.http_retries
                     self.s.json_retries += res.json_retries
                     self.s.facts_dropped_over_cap += res.dropped
-                    if res.status != "ok":
-                        self.s.turns_invalid += 1
-                    self._cache.put(key, model=self.model, unit_id=uid, status=res.status,
-                                    facts=res.facts, detail=res.detail)
                     results[i] = res.facts
+                    if res.status != "ok":  # counted, never cached: the next run asks again
+                        self.s.turns_invalid += 1
+                        self.invalid.add(False, where=uid, reason=res.detail or "invalid",
+                                         body=res.body)
+                        continue
+                    self._cache.put(key, model=self.model, unit_id=uid, facts=res.facts)
+                    self.invalid.add(True)
         except BaseException:
             self._stop.set()
             for fut in pending:
@@ -432,8 +512,16 @@ class LlmParser(Parser):
             "turns": s.turns, "cache_hits": s.cache_hits, "requests": s.requests,
             "http_retries": s.http_retries, "json_retries": s.json_retries,
             "turns_invalid": s.turns_invalid, "facts_dropped_over_cap": s.facts_dropped_over_cap,
-            "cache": str(self.cache_path), "prompt_version": PROMPT_VERSION,
+            "invalid_reasons": dict(sorted(self.invalid.reasons.items())),
+            "max_invalid": self.max_invalid,
+            "cache": str(self.cache_path), "cache_schema": LlmCache.SCHEMA,
+            "prompt_version": PROMPT_VERSION,
         }
+
+    def warnings(self) -> dict[str, dict[str, Any]]:
+        """The manifest's ``warnings``: ``invalid_reply`` when some turns had no valid reply."""
+        w = self.invalid.warning()
+        return {} if w is None else {"invalid_reply": w}
 
 
 @register_parser("llm")
@@ -453,6 +541,7 @@ def llm(
     context_chars: int = 400,
     max_turn_chars: int = 6000,
     cache: str | None = None,
+    max_invalid: float = MAX_INVALID,
 ) -> LlmParser:
     """Facts from an OpenAI-compatible endpoint: at most ``max_facts`` per turn."""
     problems = []
@@ -470,6 +559,10 @@ def llm(
         problems.append("retry counts cannot be negative")
     if timeout <= 0:
         problems.append(f"--timeout must be positive, got {timeout}")
+    try:
+        check_max_invalid(max_invalid, "--max-invalid")
+    except TiapError as exc:
+        problems.append(exc.problems[0].message)
     if problems:
         raise TiapError(problems=[Problem(p) for p in problems])
     return LlmParser(
@@ -477,5 +570,5 @@ def llm(
         temperature=temperature, seed=seed, timeout=timeout, max_retries=max_retries,
         json_retries=json_retries, backoff=backoff, concurrency=concurrency,
         context_turns=context_turns, context_chars=context_chars,
-        max_turn_chars=max_turn_chars, cache=cache,
+        max_turn_chars=max_turn_chars, cache=cache, max_invalid=float(max_invalid),
     )
