@@ -87,7 +87,8 @@ def test_every_problem_is_located(tmp_path: Path) -> None:
         (f"{src}:4: unknown record type 'memory'; expected one of item, query, ranking in the "
         "field 'type'"),
         f"{src}:5: a record must be a JSON object",
-        f"{src}:7, query q1: item 't1' is ranked twice (ranks 1 and 2)",
+        (f"{src}:7, query q1: item 't1' appears more than once in the ranking (ranks 1 "
+         "and 2) (system 'bad'); remove the repeat: the rank order is the data"),
         f"{src}:8, query q1: query ranked twice (first on line 7)",
         f"{src}:10, query q3: some ranked entries have a score and others do not",
         f"{src}:3, record f1: parent 'zz' is not an item",

@@ -555,7 +555,8 @@ def test_duplicate_ranked_id_and_mixed_layouts(tmp_path: Path, locomo: Path) -> 
     dup = flag_row(
         1, "c-1", "What did Ann adopt?", [0], [("r0", "raw_turn", True), ("r0", "raw_turn", True)]
     )
-    assert "occurs more than once" in _error(tmp_path, locomo, [dup])
+    assert "appears more than once in the ranking (ranks 1 and 2)" in _error(tmp_path, locomo,
+                                                                            [dup])
     other = {
         "query_index": 2,
         "tenant_id": "locomo_c-1",

@@ -36,6 +36,24 @@ def _run(importer: str, path: Path, out: Path, **options: Any) -> Any:
     return fn(path, out, **{k: v for k, v in options.items() if v is not None})
 
 
+def print_warnings(out: Path) -> None:
+    """One line on stderr per warning the import counted in its manifest
+    (``warning[code]: what was done (count); first: where``)."""
+    import json
+
+    from rich.markup import escape
+
+    try:
+        man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for code, w in (man.get("warnings") or {}).items():
+        first = f"; first: {w['examples'][0]}" if w.get("examples") else ""
+        err_console.print(f"[yellow]warning\\[{code}][/]: " + escape(
+            f"{w['message']} ({w['count']:,} in {w['queries']:,} queries, counted in "
+            f"{out / 'manifest.json'}){first}"), highlight=False, soft_wrap=True)
+
+
 def print_coverage(out: Path, title: str) -> None:
     """Print the lineage coverage an import wrote (computing it if the importer did not), and
     where it wrote."""
@@ -75,12 +93,14 @@ def print_coverage(out: Path, title: str) -> None:
     if c["items_with_no_source"]:
         err_console.print(f"[yellow]note[/]: {c['items_with_no_source']:,} items have no "
                           f"recoverable source; no target credits them (listed in {file})")
+    print_warnings(out)
     err_console.print(f"wrote {out}")
 
 
 @app.command("mtel-trace")
 def mtel_trace_cmd(
-    path: Annotated[Path, typer.Argument(help="A trace*.jsonl(.gz) of the paper's MTEL-Mem release.")],
+    path: Annotated[Path, typer.Argument(
+        help="A trace*.jsonl(.gz) of the paper's MTEL-Mem release.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     system: Annotated[str | None, typer.Option(
         "--system", help="System name (default: the trace's folder name).")] = None,
@@ -101,14 +121,15 @@ def mtel_trace_cmd(
               show_header=False)
     t.add_row("queries", f"{c['queries']:,}")
     t.add_row("items", f"{c['items']:,}  " + ", ".join(f"{k} {v:,}" for k, v in c["kinds"].items()))
-    for key in ("placeholder_items", "ambiguous_items", "ambiguous_raw_items", "text_inferred_items",
-                "partial_lineage_items"):
+    for key in ("placeholder_items", "ambiguous_items", "ambiguous_raw_items",
+                "text_inferred_items", "partial_lineage_items"):
         if c.get(key):
             t.add_row(key.replace("_", " "), f"{c[key]:,}")
     console.print(t)
     per = c.get("query_status", {})
     if per:
-        s = Table(title="lineage per (query, target): exact / inferred / unknown", title_justify="left")
+        s = Table(title="lineage per (query, target): exact / inferred / unknown",
+                  title_justify="left")
         s.add_column("target")
         for col in ("exact", "inferred", "unknown"):
             s.add_column(col, justify="right")
@@ -121,6 +142,7 @@ def mtel_trace_cmd(
                 f"[yellow]note[/]: the trace does not reveal the full lineage of {unknown:,} "
                 f"(query, target) pairs; rescoring gives their values as [lower, upper] "
                 f"bounds (details per query in {out / 'mtel_report.json'})", highlight=False)
+    print_warnings(out)
     err_console.print(f"wrote {out}")
 
 

@@ -68,6 +68,9 @@ def mem0_run_cmd(
                   f"{d['queries']:,}", f"{d['seconds_add']:.1f}", f"{d['seconds_search']:.1f}")
     console.print(t)
     print_mem0_report(res.imported.report.counts(), out)
+    from tiap.cli.imports import print_warnings
+
+    print_warnings(out)
     err_console.print(f"wrote {out}")
 
 
@@ -79,7 +82,6 @@ def print_mem0_report(c: dict[str, Any], out: Path) -> None:
     t.add_row("depth", f"{c['depth']['min']}-{c['depth']['max']}")
     console.print(t)
     for key, what in (("items_without_source", "items with no recoverable source"),
-                      ("unknown_sources", "sources naming no unit of the dataset"),
                       ("raw_not_single", "raw items without exactly one source"),
                       ("retrieved_not_in_memories", "retrieved items missing from --memories"),
                       ("queries_without_scores", "queries without scores"),

@@ -100,7 +100,14 @@ from tiap.errors import Problems, TiapError
 from tiap.io import atomic_dir, iter_jsonl, sha256_file
 from tiap.memory.store import RAW_KIND, Item, Placeholder, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
+from tiap.traces.runs import (
+    Ranking,
+    Run,
+    RunWarnings,
+    dedup_ranking,
+    warnings_json,
+    write_jsonl_run,
+)
 
 __all__ = [
     "FORMAT_IDS_ONLY",
@@ -1264,10 +1271,14 @@ def _build_queries(
                 ),
             )
         )
-        try:
-            rankings.append(Ranking(q.query_id, system, r.ranking, r.scores))
-        except ValueError as exc:
-            probs.add(str(exc), r.line, q.query_id)
+        keep = dedup_ranking(r.ranking, query_id=q.query_id, system=system, dedup="error",
+                             probs=probs, warns=RunWarnings(), lines=[r.line] * len(r.ranking),
+                             hint="a published ranking lists each stored id once")
+        if keep is not None:
+            try:
+                rankings.append(Ranking(q.query_id, system, r.ranking, r.scores))
+            except ValueError as exc:
+                probs.add(str(exc), r.line, q.query_id)
         statuses.append(_query_status(r, lin, store.labels, store.has_derived))
     probs.raise_if_any()
     return queries, rankings, statuses, diffs
@@ -1369,5 +1380,6 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
         man["format"] = report.format
         man["inputs"] = [input_entry(report.trace), input_entry(report.locomo)]
         man["counts"] = {**counts, "report": report.counts()}
+        man["warnings"] = warnings_json(imp.run.warnings)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return counts

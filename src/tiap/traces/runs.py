@@ -48,8 +48,8 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -68,7 +68,10 @@ __all__ = [
     "Ranking",
     "Run",
     "RunWarning",
+    "RunWarnings",
+    "dedup_ranking",
     "detect_run_format",
+    "warnings_json",
     "read_run",
     "write_jsonl_run",
     "write_trec_run",
@@ -190,6 +193,16 @@ class RunWarning:
             text += "; first: " + str(self.examples[0])
         return text
 
+    def to_json(self) -> dict[str, Any]:
+        """The warning as a manifest entry: message, counts and the located examples."""
+        return {"message": self.message, "count": self.count, "queries": self.queries,
+                "examples": [str(e) for e in self.examples]}
+
+
+def warnings_json(warnings: Iterable[RunWarning]) -> dict[str, dict[str, Any]]:
+    """``{code: entry}`` for the ``warnings`` of a manifest (:meth:`RunWarning.to_json`)."""
+    return {w.code: w.to_json() for w in warnings}
+
 
 @dataclass(frozen=True)
 class Run:
@@ -252,7 +265,8 @@ class Run:
 
 _WARNING_TEXT = {
     "duplicate_dropped": (
-        "duplicate items dropped (dedup='first' kept each item's first occurrence in rank order)"
+        "rankings repeated items: each item's first occurrence was kept, its later ones "
+        "dropped, and the items after a dropped one moved up one rank"
     ),
     "score_order": (
         "scores rise along the given ranks; TIAP keeps the rank order, but trec_eval would "
@@ -265,8 +279,10 @@ _WARNING_TEXT = {
 }
 
 
-class _Warnings:
-    """Counts warnings per code, keeping the first few located examples."""
+class RunWarnings:
+    """Counts warnings per code, keeping the first few located examples; :meth:`freeze`
+    gives the :class:`RunWarning` values of a :class:`Run`. Importers collect theirs here,
+    so that every reader of ranked lists counts the same findings the same way."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
@@ -274,6 +290,8 @@ class _Warnings:
         self.examples: dict[str, list[Problem]] = {}
 
     def add(self, code: str, example: Problem) -> None:
+        if example.code != code:
+            example = replace(example, code=code)
         self.counts[code] = self.counts.get(code, 0) + 1
         self.queries.setdefault(code, set()).add(example.query_id or "")
         ex = self.examples.setdefault(code, [])
@@ -389,9 +407,10 @@ def _detect(path: Path, lineno: int, line: str) -> str:
     if text.startswith("{"):
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # json's limits raise these too
             raise TiapError(
-                f"{unknown} (not one JSON object on the line: {exc.msg})", file=path, line=lineno
+                f"{unknown} (not one JSON object on the line: {_json_reason(exc)})", file=path,
+                line=lineno,
             ) from exc
         keys = set(obj) if isinstance(obj, dict) else set()
         if "ranking" in keys or TRACE_HEADER_KEY in keys:
@@ -418,13 +437,21 @@ def _detect(path: Path, lineno: int, line: str) -> str:
     raise TiapError(unknown, file=path, line=lineno)
 
 
+def _json_reason(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0][:120]
+
+
 def _trace_header(line: str) -> dict[str, Any] | None:
     """The header object of a TIAP trace (``{"tiap_trace": 1, ...}``), or None."""
     if TRACE_HEADER_KEY not in line:
         return None
     try:
         obj = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) and TRACE_HEADER_KEY in obj else None
 
@@ -446,7 +473,7 @@ def trace_store(path: str | Path) -> str | None:
         return _header_store(header)
     try:  # JSONL rankings name their store on every row
         obj = json.loads(first[1])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return None
     name = obj.get("store") if isinstance(obj, dict) else None
     return name if isinstance(name, str) else None
@@ -549,6 +576,9 @@ def _json_lines(
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             probs.add(json_error(exc), lineno)
+            continue
+        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+            probs.add(f"invalid JSON ({_json_reason(exc)})", lineno)
             continue
         if not isinstance(obj, dict):
             probs.add("expected a JSON object", lineno)
@@ -776,13 +806,75 @@ def _rank_order(group: _RowGroup, qid: str, system: str, probs: Problems) -> lis
     return order
 
 
+def dedup_ranking(
+    items: Sequence[str],
+    *,
+    query_id: str,
+    system: str,
+    dedup: Dedup,
+    probs: Problems,
+    warns: RunWarnings,
+    file: str | Path | None = None,
+    lines: Sequence[int | None] | None = None,
+    unit: str = "rank",
+    hint: str = "",
+) -> list[int] | None:
+    """The one rule for an item repeated in a ranked list, shared by every run reader and
+    importer: the indexes of ``items`` to keep, or ``None`` when a repeat is an error.
+
+    The rank order is the data, so a repeat is never removed silently. ``dedup="error"``:
+    each repeat is a ``duplicate`` problem in ``probs`` naming the item, both ranks (and
+    lines), the query and ``hint`` (what the user can do). ``dedup="first"``: each item's
+    first occurrence is kept and every later one counted in a ``duplicate_dropped`` warning
+    of ``warns`` saying so (the items after a dropped repeat move up one rank). ``lines[i]``
+    is the line of ``items[i]`` (``None``: not known); ``unit`` names a place in the list
+    (``rank``, ``position``).
+    """
+    where_lines = list(lines) if lines is not None else [None] * len(items)
+    first: dict[str, int] = {}
+    keep: list[int] = []
+    ok = True
+    for i, item in enumerate(items):
+        j = first.get(item)
+        if j is None:
+            first[item] = i
+            keep.append(i)
+            continue
+        if dedup == "error":
+            where = f"{unit}s {j + 1} and {i + 1}"
+            if where_lines[j] != where_lines[i] and where_lines[j] is not None:
+                where += f"; first on line {where_lines[j]}"
+            probs.add(
+                f"item {item!r} appears more than once in the ranking ({where}) "
+                f"(system {system!r})" + (f"; {hint}" if hint else ""),
+                where_lines[i],
+                query_id,
+                file=file,
+                code="duplicate",
+            )
+            ok = False
+        else:
+            warns.add(
+                "duplicate_dropped",
+                Problem(
+                    f"dropped item {item!r} at {unit} {i + 1} (kept its {unit} {j + 1}); "
+                    f"the items after it moved up one {unit}",
+                    file=None if file is None else str(file),
+                    line=where_lines[i],
+                    query_id=query_id,
+                    code="duplicate_dropped",
+                ),
+            )
+    return keep if ok else None
+
+
 def _finish(
     key: _Key,
     group: _Group,
     dedup: Dedup,
     path: Path,
     probs: Problems,
-    warns: _Warnings,
+    warns: RunWarnings,
 ) -> Ranking | None:
     """Validate one query's rows or list and build its Ranking (None if it has problems).
 
@@ -816,37 +908,10 @@ def _finish(
         unit = "position"
         items, scores, lines = group.items, group.scores, [group.line] * len(group.items)
     if len(set(items)) != len(items):
-        first: dict[str, int] = {}
-        keep: list[int] = []
-        ok = True
-        for i, item in enumerate(items):
-            j = first.get(item)
-            if j is None:
-                first[item] = i
-                keep.append(i)
-                continue
-            if dedup == "error":
-                where = f"{unit}s {j + 1} and {i + 1}"
-                if lines[j] != lines[i]:
-                    where += f"; first on line {lines[j]}"
-                probs.add(
-                    f"item {item!r} appears more than once in the ranking ({where}) "
-                    f"(system {system!r}); pass dedup='first' to keep its first occurrence",
-                    lines[i],
-                    qid,
-                )
-                ok = False
-            else:
-                warns.add(
-                    "duplicate_dropped",
-                    Problem(
-                        f"dropped item {item!r} at {unit} {i + 1} (kept {unit} {j + 1})",
-                        file=str(path),
-                        line=lines[i],
-                        query_id=qid,
-                    ),
-                )
-        if not ok:
+        keep = dedup_ranking(items, query_id=qid, system=system, dedup=dedup, probs=probs,
+                             warns=warns, file=path, lines=lines, unit=unit,
+                             hint="pass dedup='first' to keep its first occurrence")
+        if keep is None:
             return None
         items = [items[i] for i in keep]
         lines = [lines[i] for i in keep]
@@ -949,10 +1014,10 @@ def read_run(
                 file=path,
             )
     per_run: dict[tuple[str | None, str], list[Ranking]] = {}
-    per_run_warns: dict[tuple[str | None, str], _Warnings] = {}
+    per_run_warns: dict[tuple[str | None, str], RunWarnings] = {}
     for key, group in groups.items():
         run_key = (key[0], key[1])
-        warns = per_run_warns.setdefault(run_key, _Warnings())
+        warns = per_run_warns.setdefault(run_key, RunWarnings())
         ranking = _finish(key, group, dedup, path, probs, warns)
         if ranking is not None:
             per_run.setdefault(run_key, []).append(ranking)

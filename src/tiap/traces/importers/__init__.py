@@ -25,18 +25,18 @@ import importlib
 import importlib.util
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
-from tiap.errors import TiapError
-from tiap.io import atomic_dir, atomic_write
+from tiap.errors import Problems, TiapError
+from tiap.io import atomic_dir, atomic_write, iter_jsonl, read_json
 from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
-from tiap.traces.runs import Run, write_jsonl_run
+from tiap.traces.runs import Run, warnings_json, write_jsonl_run
 
 __all__ = [
     "COVERAGE_FILE",
@@ -44,10 +44,16 @@ __all__ = [
     "ImportResult",
     "Importer",
     "LineageCoverage",
+    "check_units",
     "coverage_of_folder",
+    "dataset_units",
     "get_importer",
     "importer_names",
     "lineage_coverage",
+    "named_units",
+    "read_document",
+    "read_records",
+    "require_queries",
     "coverage_json",
     "write_coverage",
     "write_import",
@@ -311,6 +317,7 @@ def write_import(result: ImportResult, out: str | Path) -> LineageCoverage:
         man["format"] = result.format
         man["inputs"] = [input_entry(p) for p in result.inputs]
         man["counts"] = counts
+        man["warnings"] = warnings_json(result.run.warnings)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return cov
 
@@ -325,6 +332,100 @@ def coverage_of_folder(out: str | Path) -> LineageCoverage:
     queries = read_queries(out / "queries.jsonl") if (out / "queries.jsonl").exists() else []
     runs = read_run(out / "run.jsonl") if (out / "run.jsonl").exists() else []
     return lineage_coverage(read_items(out / "items.jsonl"), queries, runs)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks every importer makes (docs/import.md, "What every import checks")
+# --------------------------------------------------------------------------------------------
+
+
+def read_records(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line, object)`` for each non-blank line of a JSONL input (plain or gzip), as
+    :func:`tiap.io.iter_jsonl`; text that is not UTF-8, a number too long to read or nesting
+    too deep to parse are located :class:`TiapError` too, never another exception."""
+    last = 0
+    it = iter_jsonl(path)
+    while True:
+        try:
+            line, obj = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise TiapError(f"not UTF-8 text after line {last} ({exc.reason})", file=path,
+                            line=last + 1, code="encoding") from exc
+        except (ValueError, RecursionError) as exc:  # json's limits, not JSONDecodeError
+            raise TiapError(f"invalid JSON after line {last} ({_reason(exc)})", file=path,
+                            line=last + 1) from exc
+        last = line
+        yield line, obj
+
+
+def read_document(path: str | Path) -> Any:
+    """One JSON document (plain or gzip), as :func:`tiap.io.read_json`, with the same
+    conversions as :func:`read_records`."""
+    try:
+        return read_json(path)
+    except UnicodeDecodeError as exc:
+        raise TiapError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of a block)",
+                        file=path, code="encoding") from exc
+    except (ValueError, RecursionError) as exc:
+        raise TiapError(f"invalid JSON ({_reason(exc)})", file=path) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0][:120]
+
+
+def require_queries(n_queries: int, file: str | Path, what: str = "rankings") -> None:
+    """An import of nothing is an error, never an empty folder and exit status 0."""
+    if n_queries == 0:
+        name = Path(file).name or str(file)
+        raise TiapError(f"no queries in {name}: it holds no {what}, so there is nothing to "
+                        "import (is it the right file?)", file=file)
+
+
+def named_units(item: Item) -> tuple[str, ...]:
+    """The units an item's own lineage names: its sources, then its possible sources."""
+    u = item.uncertain
+    extra: tuple[str, ...] = ()
+    if u is not None:
+        extra = (*(u.possible or ()), *u.excluded, *(x for r in u.requires for x in r))
+    return tuple(dict.fromkeys((*item.sources, *extra)))
+
+
+def check_units(
+    items: Iterable[Item],
+    units: Iterable[str] | Callable[[str], bool] | None,
+    probs: Problems,
+    where: Callable[[Item], tuple[str | Path | None, int | None]],
+    dataset: str = "the dataset",
+) -> None:
+    """A source unit an item names (certain, possible, excluded or required) that is no
+    unit of the dataset is a located ``invalid-value`` problem: such a source can never be
+    evidence, so the item would be counted as sourced while no target could credit it.
+    ``where(item)`` gives the file and line to name; ``units`` ``None``: nothing to check
+    against (no dataset given)."""
+    if units is None:
+        return
+    unit_set = None if callable(units) else set(units)
+    known = units if unit_set is None else unit_set.__contains__
+    example: str | None = None
+    for it in items:
+        bad = [u for u in named_units(it) if not known(u)]  # type: ignore[operator]
+        if not bad:
+            continue
+        if example is None and unit_set:
+            example = min(unit_set)
+        file, line = where(it)
+        shown = ", ".join(repr(u) for u in bad[:5]) + (f" and {len(bad) - 5} more"
+                                                      if len(bad) > 5 else "")
+        probs.add(f"source {shown} of this item names no unit of {dataset}"
+                  + (f" (units look like {example!r})" if example else "")
+                  + "; give the dataset's unit ids, or \"sources\": [] for an item that "
+                  "derives from none of them",
+                  line, record=it.item_id, file=file, code="invalid-value")
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,3 +452,13 @@ def external_queries(
     from tiap.datasets import load
 
     return {q.query_id: q for q in load(dataset, data_dir).queries_iter()}, None
+
+
+def dataset_units(dataset: str | None, data_dir: str | Path | None = None) -> set[str] | None:
+    """The source unit ids of a registered dataset (``None`` without one): what an item's
+    sources are checked against (:func:`check_units`)."""
+    if dataset is None:
+        return None
+    from tiap.datasets import load
+
+    return {t.unit_id for t in load(dataset, data_dir).turns_iter()}

@@ -43,15 +43,18 @@ from typing import Any
 from tiap.datasets.queryfile import query_from_json
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl
 from tiap.memory.store import Item, item_from_json
 from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 from tiap.traces.importers import (
     ImportResult,
+    check_units,
+    dataset_units,
     external_queries,
+    read_records,
+    require_queries,
     write_import,
 )
-from tiap.traces.runs import Ranking, Run
+from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
 
 __all__ = ["RECORD_TYPES", "import_generic", "lineage_problems", "partial_lineage_findings",
            "read_generic"]
@@ -60,7 +63,7 @@ RECORD_TYPES = ("item", "query", "ranking")
 _LISTED = 1000  # ids listed per finding (all are counted)
 
 
-def _ranked(entries: Any, path: Path, line: int, qid: str, probs: Problems
+def _ranked(entries: Any, path: Path, line: int, qid: str, probs: Problems, system: str
             ) -> tuple[list[str], list[float] | None] | None:
     if not isinstance(entries, list):
         probs.add("'ranked' must be a list of item ids or {\"item_id\", \"score\"} objects",
@@ -88,15 +91,16 @@ def _ranked(entries: Any, path: Path, line: int, qid: str, probs: Problems
             probs.add(f"rank {pos}: empty item id", line, qid)
             ok = False
             continue
-        if iid in ids:
-            probs.add(f"item {iid!r} is ranked twice (ranks {ids.index(iid) + 1} and {pos})",
-                      line, qid)
-            ok = False
-            continue
         ids.append(iid)
         scores.append(None if score is None else float(score))
     if not ok:
         return None
+    if len(set(ids)) != len(ids):  # the rank order is the data: a repeat is an error
+        keep = dedup_ranking(ids, query_id=qid, system=system, dedup="error", probs=probs,
+                             warns=RunWarnings(), file=path, lines=[line] * len(ids),
+                             hint="remove the repeat: the rank order is the data")
+        if keep is None:
+            return None
     given = [s for s in scores if s is not None]
     if given and len(given) != len(scores):
         probs.add("some ranked entries have a score and others do not", line, qid)
@@ -126,7 +130,7 @@ def read_generic(
     query_line: dict[str, int] = {}
     rankings: list[tuple[int, str, list[str], list[float] | None]] = []
     ranking_line: dict[str, int] = {}
-    for line, obj in iter_jsonl(path):
+    for line, obj in read_records(path):
         if not isinstance(obj, dict):
             probs.add("a record must be a JSON object", line)
             continue
@@ -140,7 +144,7 @@ def read_generic(
                 continue
             if it.item_id in item_line:
                 probs.add(f"duplicate item id (first on line {item_line[it.item_id]})",
-                          line, record=it.item_id)
+                          line, record=it.item_id, code="duplicate")
                 continue
             item_line[it.item_id] = line
             items.append(it)
@@ -152,7 +156,7 @@ def read_generic(
                 continue
             if q.query_id in query_line:
                 probs.add(f"duplicate query id (first on line {query_line[q.query_id]})",
-                          line, q.query_id)
+                          line, q.query_id, code="duplicate")
                 continue
             query_line[q.query_id] = line
             queries.append(q)
@@ -163,10 +167,11 @@ def read_generic(
                 continue
             qid = str(qid)
             if qid in ranking_line:
-                probs.add(f"query ranked twice (first on line {ranking_line[qid]})", line, qid)
+                probs.add(f"query ranked twice (first on line {ranking_line[qid]})", line, qid,
+                          code="duplicate")
                 continue
             ranking_line[qid] = line
-            got = _ranked(body.get("ranked"), path, line, qid, probs)
+            got = _ranked(body.get("ranked"), path, line, qid, probs, system)
             if got is not None:
                 rankings.append((line, qid, *got))
         else:
@@ -205,6 +210,10 @@ def read_generic(
         probs.add(message, item_line[iid], record=iid)
     probs.raise_if_any()
 
+    check_units(items, dataset_units(dataset, data_dir), probs,
+                lambda it: (path, item_line[it.item_id]), f"dataset {dataset!r}")
+    probs.raise_if_any()
+    require_queries(len(rankings), path, "ranking records")
     notes: dict[str, Any] = dict(partial_lineage_findings(items, lineage))
     ext_file: Path | None = None
     if queries:

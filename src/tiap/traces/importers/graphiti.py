@@ -49,16 +49,22 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl
 from tiap.memory.store import Item, Uncertainty
 from tiap.targets.graph import NODE_KIND, GraphEdge, GraphEpisode, GraphNode, graph_items
-from tiap.traces.importers import ImportResult, external_queries, write_import
+from tiap.traces.importers import (
+    ImportResult,
+    check_units,
+    external_queries,
+    read_records,
+    require_queries,
+    write_import,
+)
 from tiap.traces.importers.generic import partial_lineage_findings
-from tiap.traces.runs import Ranking, Run
+from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
 
 __all__ = ["LEVELS", "import_graphiti", "read_graphiti"]
 
@@ -86,6 +92,29 @@ class _Graph:
         self.episodes: dict[str, dict[str, Any]] = {}
         self.edges: dict[str, GraphEdge] = {}
         self.nodes: dict[str, GraphNode] = {}
+        #: uuid -> (kind, what decides its lineage, where it was first read)
+        self.seen: dict[str, tuple[str, tuple[Any, ...], str]] = {}
+        self.where: dict[str, tuple[Path, int]] = {}  # episode uuid -> its first record
+
+    def _same(self, kind: str, uid: str, sig: tuple[Any, ...], file: Path, line: int,
+              qid: str | None, probs: Problems) -> bool | None:
+        """Whether a record repeats one read before (``None``: first seen). Graphiti's
+        results repeat the same edges, nodes and episodes across queries and in the graph
+        file; a repeat whose lineage differs is an error naming both places (an edge given
+        without episodes, as Zep often does, agrees with any)."""
+        first = self.seen.get(uid)
+        if first is None:
+            self.seen[uid] = (kind, sig, f"{file}:{line}")
+            return None
+        fkind, fsig, where = first
+        if fkind == kind and all(a == b or a is None or b is None for a, b in zip(fsig, sig,
+                                                                                 strict=True)):
+            return True
+        what = (f"a {fkind}" if fkind != kind else
+                f"the same {kind} with another lineage ({_differs(fsig, sig, kind)})")
+        probs.add(f"{kind} {uid} was read as {what} at {where}; one uuid names one record, "
+                  "so neither can be imported as it is", line, qid, file=file, code="duplicate")
+        return False
 
     def add(self, kind: str, rec: Any, file: Path, line: int, qid: str | None,
             probs: Problems) -> str | None:
@@ -101,11 +130,21 @@ class _Graph:
         coll = rec.get("group_id")
         coll = None if coll in (None, "") else str(coll)
         if kind == "episode":
-            self.episodes.setdefault(uid, rec)
+            given = rec.get("sources")
+            if given is not None and (not isinstance(given, list) or not all(
+                    isinstance(x, str) and x for x in given)):
+                probs.add(f"episode {uid}: 'sources' must be a list of unit ids", line, qid,
+                          file=file)
+                return None
+            sig = (tuple(given) if given else None, _text(rec.get("name")),
+                   _text(rec.get("source_description")), coll)
+            same = self._same(kind, uid, sig, file, line, qid, probs)
+            if same is False:
+                return None
+            if same is None:
+                self.episodes[uid] = rec
+                self.where[uid] = (file, line)
         elif kind == "edge":
-            known = self.edges.get(uid)
-            if known is not None and known.episodes:
-                return uid
             src, dst = rec.get("source_node_uuid"), rec.get("target_node_uuid")
             eps = rec.get("episodes", rec.get("episode_uuids"))
             if not isinstance(src, str) or not isinstance(dst, str) or not src or not dst:
@@ -114,20 +153,31 @@ class _Graph:
                 return None
             if eps is None:
                 eps = []
-            if not isinstance(eps, list) or not all(isinstance(e, str) for e in eps):
+            if not isinstance(eps, list) or not all(isinstance(e, str) and e for e in eps):
                 probs.add(f"edge {uid}: 'episodes' must be a list of episode uuids",
                           line, qid, file=file)
                 return None
-            if known is not None and not eps:
-                return uid  # seen before, and this record names no episodes either
+            eps = list(dict.fromkeys(eps))
+            same = self._same(kind, uid, (src, dst, tuple(eps) or None, coll), file, line, qid,
+                              probs)
+            if same is False:
+                return None
+            if same and (not eps or self.edges[uid].episodes):
+                return uid  # seen before, with these episodes or with none named here
+            if same:  # named without episodes before: now they are known
+                self.seen[uid] = ("edge", (src, dst, tuple(eps), coll), f"{file}:{line}")
             valid = rec.get("valid_at")
-            self.edges[uid] = GraphEdge(uid, src, dst, tuple(dict.fromkeys(eps)),
+            self.edges[uid] = GraphEdge(uid, src, dst, tuple(eps),
                                         fact=rec.get("fact"), name=rec.get("name"),
                                         collection=coll,
                                         valid_at=None if valid is None else str(valid))
         else:
-            self.nodes.setdefault(uid, GraphNode(uid, rec.get("name"), rec.get("summary") or None,
-                                                 coll))
+            same = self._same(kind, uid, (coll,), file, line, qid, probs)
+            if same is False:
+                return None
+            if same is None:
+                self.nodes[uid] = GraphNode(uid, _text(rec.get("name")),
+                                            _text(rec.get("summary")), coll)
         return uid
 
     def episode_sources(self, rec: dict[str, Any]) -> tuple[tuple[str, ...], str]:
@@ -146,19 +196,57 @@ class _Graph:
         return (), "none"
 
 
-def _scores(rec: dict[str, Any], key: str, entries: list[Any]) -> tuple[float, ...] | None:
-    given = rec.get(f"{key[:-1]}_reranker_scores")
-    if isinstance(given, list) and given and len(given) == len(entries):
-        vals = given
-    elif entries and all(isinstance(e, dict) and "score" in e for e in entries):
-        vals = [e["score"] for e in entries]
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _differs(a: tuple[Any, ...], b: tuple[Any, ...], kind: str) -> str:
+    names = {"episode": ("sources", "name", "source_description", "group_id"),
+             "edge": ("source_node_uuid", "target_node_uuid", "episodes", "group_id"),
+             "node": ("group_id",)}[kind]
+    return ", ".join(f"{n} {x!r} vs {y!r}" for n, x, y in zip(names, a, b, strict=True)
+                     if x != y and x is not None and y is not None)
+
+
+def _scores(rec: dict[str, Any], key: str, entries: list[Any], line: int, qid: str,
+            file: Path, probs: Problems) -> tuple[float, ...] | None | Literal[False]:
+    """The scores of a ranked list: its ``*_reranker_scores`` (absent or empty: none, as
+    some Graphiti searches return), else a ``score`` on every entry, else none. ``False``
+    (with a located problem) when they cannot be the list's: another length than the list,
+    a score on some entries only, or a value that is not a finite number."""
+    name = f"{key[:-1]}_reranker_scores"
+    given = rec.get(name)
+    if given is not None and not isinstance(given, list):
+        probs.add(f"'{name}' must be a list of numbers", line, qid, file=file)
+        return False
+    if given:
+        if len(given) != len(entries):
+            probs.add(f"'{name}' has {len(given)} scores but '{key}' has {len(entries)} "
+                      "entries; one score per ranked entry, in the same order", line, qid,
+                      file=file)
+            return False
+        vals, where = given, f"'{name}'"
     else:
-        return None
-    try:
-        out = tuple(float(v) for v in vals)
-    except (TypeError, ValueError):
-        return None
-    return out if all(math.isfinite(v) for v in out) else None
+        scored = [isinstance(e, dict) and "score" in e for e in entries]
+        if not any(scored):
+            return None
+        if not all(scored):
+            probs.add(f"{sum(scored)} of the {len(entries)} '{key}' entries have a 'score' "
+                      f"(first without: position {scored.index(False) + 1}); give one on every "
+                      "entry or on none", line, qid, file=file)
+            return False
+        vals, where = [e["score"] for e in entries], f"'{key}' entry"
+    for pos, v in enumerate(vals, start=1):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            probs.add(f"{where} score at position {pos} is {_short(v)}, not a finite number",
+                      line, qid, file=file)
+            return False
+    return tuple(float(v) for v in vals)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _open(item: Item, open_: bool) -> Item:
@@ -190,7 +278,7 @@ def read_graphiti(
     g = _Graph(units)
     probs = Problems()
     if graph is not None:
-        for line, rec in iter_jsonl(graph):
+        for line, rec in read_records(graph):
             if not isinstance(rec, dict):
                 probs.add("a graph record must be a JSON object", line, file=graph)
                 continue
@@ -201,7 +289,7 @@ def read_graphiti(
     seen_q: dict[str, int] = {}
     communities = 0
     system = system or path.name.split(".")[0] or "graphiti"
-    for line, rec in iter_jsonl(path):
+    for line, rec in read_records(path):
         if not isinstance(rec, dict):
             probs.add("a search result must be a JSON object", line, file=path)
             continue
@@ -219,21 +307,35 @@ def read_graphiti(
             src = queries_path if queries_path is not None else f"dataset {dataset!r}"
             probs.add(f"query is not in {src}", line, qid, file=path)
         communities += len(rec.get("communities") or [])
-        ranked: list[str] = []
+        if key not in rec:
+            probs.add(f"no '{key}' list: --level {level} ranks the result's {key} (give "
+                      f"them, even empty, or pass the --level the results hold)", line, qid,
+                      file=path)
         for kind, k in _LIST_KEY.items():
-            entries = rec.get(k) or []
+            entries = rec.get(k)
+            if entries is None:
+                continue
             if not isinstance(entries, list):
                 probs.add(f"'{k}' must be a list", line, qid, file=path)
                 continue
             ids = [g.add(kind, e, path, line, qid, probs) for e in entries]
-            if k == key:
-                ranked = [i for i in ids if i is not None]
-                if len(set(ranked)) != len(ranked):
-                    dup = next(i for i in ranked if ranked.count(i) > 1)
-                    probs.add(f"{kind} {dup} is ranked twice", line, qid, file=path)
-                    continue
-                if len(ranked) == len(entries):
-                    rankings.append(Ranking(qid, system, tuple(ranked), _scores(rec, k, entries)))
+            if k != key:
+                continue
+            scores = _scores(rec, k, entries, line, qid, path, probs)
+            if scores is False or None in ids:
+                continue  # reported; dropping an entry would move the later ones up
+            ranked = [i for i in ids if i is not None]
+            keep = dedup_ranking(ranked, query_id=qid, system=system, dedup="error",
+                                 probs=probs, warns=RunWarnings(), file=path,
+                                 lines=[line] * len(ranked),
+                                 hint="Graphiti returns each result once")
+            if keep is not None:
+                rankings.append(Ranking(qid, system, tuple(ranked), scores))
+    probs.raise_if_any()
+    require_queries(len(rankings), path, "search results")
+    check_units((Item(uid, "raw", tuple(rec.get("sources") or ()))
+                 for uid, rec in g.episodes.items()),
+                units, probs, lambda it: g.where[it.item_id], f"dataset {dataset!r}")
     probs.raise_if_any()
 
     # episodes: the ones given, plus the ones edges cite without giving them

@@ -62,11 +62,26 @@ from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems
-from tiap.io import atomic_dir, iter_jsonl, open_text, read_json
+from tiap.io import atomic_dir, open_text
 from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
-from tiap.traces.importers import COVERAGE_FILE, coverage_json, lineage_coverage
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
+from tiap.traces.importers import (
+    COVERAGE_FILE,
+    check_units,
+    coverage_json,
+    lineage_coverage,
+    read_document,
+    read_records,
+    require_queries,
+)
+from tiap.traces.runs import (
+    Ranking,
+    Run,
+    RunWarnings,
+    dedup_ranking,
+    warnings_json,
+    write_jsonl_run,
+)
 
 __all__ = [
     "DEFAULT_KIND",
@@ -97,10 +112,11 @@ class Mem0Report:
 
     ``items_without_source``: memories whose metadata gives no source unit id (never
     credited). ``partial_lineage_items``: memories of a window whose lineage is only bounded
-    (one or more of the window's units, Mem0 does not say which). ``unknown_sources``:
-    (item, source) pairs naming no unit of the dataset, certain or possible (only checked when
-    a dataset is given). ``raw_not_single``: raw items without exactly one certain source.
-    ``retrieved_not_in_memories``: retrieved memories missing from the memories file.
+    (one or more of the window's units, Mem0 does not say which). ``raw_not_single``: raw
+    items without exactly one certain source. ``retrieved_not_in_memories``: retrieved
+    memories missing from the memories file. ``duplicates_dropped``: repeated results
+    dropped (also the run's ``duplicate_dropped`` warning, in the manifest). A source naming
+    no unit of the dataset is an error (when the units are known), not a finding.
     """
 
     results_file: str
@@ -112,7 +128,6 @@ class Mem0Report:
     retrieved_items: int
     items_without_source: tuple[str, ...]
     partial_lineage_items: tuple[str, ...] = ()
-    unknown_sources: tuple[tuple[str, str], ...] = ()
     raw_not_single: tuple[str, ...] = ()
     retrieved_not_in_memories: tuple[str, ...] = ()
     duplicates_dropped: int = 0
@@ -129,7 +144,6 @@ class Mem0Report:
             "retrieved_items": self.retrieved_items,
             "items_without_source": len(self.items_without_source),
             "partial_lineage_items": len(self.partial_lineage_items),
-            "unknown_sources": len(self.unknown_sources),
             "raw_not_single": len(self.raw_not_single),
             "retrieved_not_in_memories": len(self.retrieved_not_in_memories),
             "duplicates_dropped": self.duplicates_dropped,
@@ -149,7 +163,6 @@ class Mem0Report:
             "counts": self.counts(),
             "items_without_source": listed(self.items_without_source),
             "partial_lineage_items": listed(self.partial_lineage_items),
-            "unknown_sources": listed(self.unknown_sources),
             "raw_not_single": listed(self.raw_not_single),
             "retrieved_not_in_memories": listed(self.retrieved_not_in_memories),
             "queries_without_scores": listed(self.queries_without_scores),
@@ -180,15 +193,18 @@ class Mem0Import:
 
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line, object)`` from a JSONL file, or ``(index, object)`` from a JSON list."""
-    with open_text(path) as fh:
-        head = ""
-        while not head and (chunk := fh.read(4096)):
-            head = chunk.lstrip()[:1]
+    try:
+        with open_text(path) as fh:
+            head = ""
+            while not head and (chunk := fh.read(4096)):
+                head = chunk.lstrip()[:1]
+    except UnicodeDecodeError:
+        head = ""  # read_records names the place
     if head == "[":
-        doc = read_json(path)
+        doc = read_document(path)
         yield from enumerate(doc, start=1)
     else:
-        yield from iter_jsonl(path)
+        yield from read_records(path)
 
 
 @dataclass(frozen=True)
@@ -274,7 +290,7 @@ class _Reader:
         elif _lineage_of(seen.item) != _lineage_of(item):
             probs.add(f"memory {mid} has other sources or kind than on "
                       f"{seen.file}:{seen.line} ({_describe(seen.item)} "
-                      f"vs {_describe(item)})", line, query_id, mid)
+                      f"vs {_describe(item)})", line, query_id, mid, code="duplicate")
         return mid
 
 
@@ -305,8 +321,10 @@ def _result_list(obj: dict[str, Any]) -> Any:
     return res
 
 
-def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
+def _read_results(path: Path, reader: _Reader, system: str = DEFAULT_SYSTEM,
+                  warns: RunWarnings | None = None) -> list[_QueryRow]:
     probs = Problems(str(path))
+    warns = RunWarnings() if warns is None else warns
     rows: list[_QueryRow] = []
     seen: dict[str, int] = {}
     for line, obj in _records(path):
@@ -319,7 +337,8 @@ def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
             continue
         qid = str(qid)
         if qid in seen:
-            probs.add(f"duplicate query id (first on line {seen[qid]})", line, qid)
+            probs.add(f"duplicate query id (first on line {seen[qid]})", line, qid,
+                      code="duplicate")
             continue
         seen[qid] = line
         res = _result_list(obj)
@@ -330,28 +349,40 @@ def _read_results(path: Path, reader: _Reader) -> list[_QueryRow]:
         coll = obj.get("collection")
         coll = None if coll is None else str(coll)
         ids: list[str] = []
-        scores: list[float] = []
-        have_scores = True
-        dropped = 0
-        for r in res:
+        scores: list[float | None] = []
+        ok = True
+        for pos, r in enumerate(res, start=1):
             mid = reader.memory(r, coll, line, probs, qid)
             if mid is None:
-                continue
-            if mid in ids:
-                dropped += 1  # Mem0 should never return a memory twice; keep the first
+                ok = False  # reported; dropping it would move the later results up
                 continue
             ids.append(mid)
             score = r.get("score")
             if score is None:  # a harness that kept no score: counted, the order still holds
-                have_scores = False
+                scores.append(None)
             elif (isinstance(score, (int, float)) and not isinstance(score, bool)
                     and math.isfinite(score)):
                 scores.append(float(score))
             else:
-                probs.add(f"memory {mid!r} has score {score!r}, not a finite number", line, qid)
-        rows.append(_QueryRow(qid, line, obj, tuple(ids),
-                              tuple(scores) if have_scores else None, dropped))
+                probs.add(f"memory {mid!r} has score {score!r}, not a finite number "
+                          f"(rank {pos})", line, qid)
+                ok = False
+        if not ok:
+            continue
+        n_scored = sum(v is not None for v in scores)
+        if 0 < n_scored < len(scores):
+            probs.add(f"{n_scored} of the {len(scores)} results have a 'score' (first "
+                      f"without: rank {scores.index(None) + 1}); keep Mem0's score on every "
+                      "result or on none", line, qid)
+            continue
+        # Mem0 should never return a memory twice: keep the first, counted and printed
+        keep = dedup_ranking(ids, query_id=qid, system=system, dedup="first", probs=probs,
+                             warns=warns, file=path, lines=[line] * len(ids)) or []
+        rows.append(_QueryRow(qid, line, obj, tuple(ids[i] for i in keep),
+                              tuple(float(scores[i]) for i in keep)  # type: ignore[arg-type]
+                              if n_scored else None, len(ids) - len(keep)))
     probs.raise_if_any()
+    require_queries(len(rows), path, "query results")
     return rows
 
 
@@ -442,7 +473,8 @@ def read_mem0_import(
     mem_ids: set[str] | None = None
     if memories is not None:
         mem_ids = _read_memories(Path(memories), reader)
-    rows = _read_results(path, reader)
+    warns = RunWarnings()
+    rows = _read_results(path, reader, system, warns)
 
     if queries is None:
         index = _queries_from_rows(path, rows)
@@ -459,15 +491,16 @@ def read_mem0_import(
     probs.raise_if_any()
 
     rankings = [Ranking(r.query_id, system, r.ids, r.scores) for r in rows]
-    run = Run(system, tuple(rankings), source=path, format="mem0")
+    run = Run(system, tuple(rankings), source=path, format="mem0", warnings=warns.freeze())
 
     items = [m.item for m in reader.memories.values()]
     retrieved = {i for r in rows for i in r.ids}
     if units is None and isinstance(queries, Dataset):
         units = (t.unit_id for t in queries.turns_iter())
-    unit_set = None if units is None else set(units)
-    unknown = tuple((it.item_id, s) for it in items for s in _named_units(it)
-                    if unit_set is not None and s not in unit_set)
+    # a source naming no unit would count the memory as sourced, yet no target credits it
+    check_units(items, units, probs,
+                lambda it: (reader.memories[it.item_id].file, reader.memories[it.item_id].line))
+    probs.raise_if_any()
     depths = [len(r.ids) for r in rows]
     notes: list[str] = []
     if mem_ids is None:
@@ -484,7 +517,6 @@ def read_mem0_import(
         items_without_source=tuple(i.item_id for i in items
                                    if not i.sources and i.uncertain is None),
         partial_lineage_items=tuple(i.item_id for i in items if i.uncertain is not None),
-        unknown_sources=unknown,
         raw_not_single=tuple(i.item_id for i in items
                              if i.kind == RAW_KIND and len(i.sources) != 1),
         retrieved_not_in_memories=() if mem_ids is None else tuple(
@@ -497,14 +529,6 @@ def read_mem0_import(
         notes=tuple(notes),
     )
     return Mem0Import(tuple(items), tuple(out_queries), run, report)
-
-
-def _named_units(item: Item) -> tuple[str, ...]:
-    """The units an item's lineage names: its sources, then its possible sources."""
-    u = item.uncertain
-    if u is None or u.possible is None:
-        return item.sources
-    return (*item.sources, *u.possible)
 
 
 def write_mem0_import(imp: Mem0Import, out: str | Path, *,
@@ -534,6 +558,7 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
             inputs.append(input_entry(rep.memories_file))
         man["inputs"] = inputs
         man["counts"] = {**counts, "report": rep.counts()}
+        man["warnings"] = warnings_json(imp.run.warnings)
         if manifest_extra:
             man.update(manifest_extra)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",

@@ -77,15 +77,23 @@ from typing import Any
 
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl, open_text, read_json
+from tiap.io import open_text
 from tiap.memory.store import RAW_KIND, Item, Uncertainty
-from tiap.traces.importers import ImportResult, external_queries, write_import
+from tiap.traces.importers import (
+    ImportResult,
+    external_queries,
+    read_document,
+    read_records,
+    require_queries,
+    write_import,
+)
 from tiap.traces.importers.generic import partial_lineage_findings
-from tiap.traces.runs import Ranking, Run
+from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
 
 __all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
 
 RESULTS_FILE = "results.jsonl"
+_RESULT_LISTS = ("retrieved_pages", "retrieved_user_knowledge", "retrieved_assistant_knowledge")
 _CAPTION = re.compile(r"\s*\(image description: .*\)\s*\Z", re.DOTALL)
 _WS = re.compile(r"\s+")
 
@@ -166,13 +174,25 @@ class TurnIndex:
                          open_sides, unknown, len(sides))
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _list(value: Any) -> list[Any] | None:
+    """A list field of MemoryOS's JSON (absent or null: empty); ``None`` if not a list."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else None
+
+
 def _sha(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _load_json(path: Path, probs: Problems) -> Any:
     try:
-        return read_json(path)
+        return read_document(path)
     except TiapError as exc:
         probs.extend(exc)
         return None
@@ -195,21 +215,68 @@ def _store_files(root: Path) -> dict[str, dict[str, Path]]:
     return users
 
 
+def _content(page: dict[str, Any], user: str) -> tuple[Any, ...]:
+    """What decides a page's lineage: its user, its two sides, its timestamp and the
+    ``source_ids`` it carries (``None``: not given)."""
+    ts = page.get("timestamp")
+    given = page.get("source_ids")
+    return (user, str(page.get("user_input") or ""), str(page.get("agent_response") or ""),
+            None if ts is None else str(ts),
+            [str(x) for x in given] if isinstance(given, list) and given else None)
+
+
+def _same_page(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Two records of one page: the same user and sides; timestamps and ``source_ids``
+    equal where both give them (a page inserted into several sessions, or retrieved again,
+    is the same page)."""
+    return a[:3] == b[:3] and all(x is None or y is None or x == y for x, y in zip(a[3:], b[3:],
+                                                                                  strict=True))
+
+
+def _place(file: Path, line: int | None, where: str) -> str:
+    return f"{file}" + (f":{line}" if line is not None else "") + (f" ({where})" if where else "")
+
+
 class _Builder:
     def __init__(self, indexes: dict[str, TurnIndex]) -> None:
         self.indexes = indexes
         self.items: dict[str, Item] = {}
         self.labels: dict[str, int] = {}
         self.files: list[Path] = []
+        self.units: set[str] | None = None  # the dataset's units, when one is given
+        #: item id -> (content, where it was first read) of every page and session
+        self.seen: dict[str, tuple[tuple[Any, ...] | None, str]] = {}
 
     def page(self, page: dict[str, Any], item_id: str, user: str, where: str,
-             probs: Problems, file: Path, line: int | None = None) -> str | None:
-        if item_id in self.items:
-            return item_id
+             probs: Problems, file: Path, line: int | None = None,
+             place: str = "") -> str | None:
+        content = _content(page, user)
+        first = self.seen.get(item_id)
+        if first is not None:
+            if first[0] is not None and _same_page(first[0], content):
+                return item_id if item_id in self.items else None
+            what = ("a session id" if first[0] is None else
+                    "another page (other text, user, timestamp or source_ids)")
+            probs.add(f"page id {item_id!r} is also {what} at {first[1]}; each page id must "
+                      "name one page, so neither can be imported as it is", line,
+                      record=item_id, file=file, code="duplicate")
+            return None
+        self.seen[item_id] = (content, _place(file, line, place))
         given = page.get("source_ids")
         meta: list[tuple[str, Any]] = [("memoryos_type", where)]
         if isinstance(given, list) and given:
-            m = PageMatch(tuple(str(s) for s in given), "source_ids")
+            m = PageMatch(tuple(dict.fromkeys(str(s) for s in given)), "source_ids")
+            unknown = [u for u in m.sources if self.units is not None and u not in self.units]
+            if unknown:  # such a page would count as sourced, yet no target could credit it
+                probs.add(f"source_ids {unknown} name no unit of the dataset; give the "
+                          "dataset's unit ids (e.g. conv-26:D1:3), or leave 'source_ids' out "
+                          "to match the page's text", line, record=item_id, file=file,
+                          code="invalid-value")
+                return None
+        elif given not in (None, []):
+            probs.add(f"'source_ids' must be a list of unit ids, got {given!r}", line,
+                      record=item_id, file=file)
+            return None
         else:
             idx = self.indexes.get(user)
             if idx is None:
@@ -232,9 +299,12 @@ class _Builder:
                                    uncertain=m.uncertainty())
         return item_id
 
-    def knowledge(self, entry: Any, user: str | None) -> str | None:
+    def knowledge(self, entry: Any, user: str | None, probs: Problems, file: Path,
+                  line: int | None, where: str, query_id: str | None = None) -> str | None:
         text = entry.get("knowledge") if isinstance(entry, dict) else None
         if not isinstance(text, str) or not text.strip():
+            probs.add(f"{where} is not a knowledge entry with a 'knowledge' text, got "
+                      f"{_short(entry)}", line, query_id, file=file)
             return None
         iid = f"knowledge:{user}:{_sha(text)}" if user else f"assistant-knowledge:{_sha(text)}"
         if iid not in self.items:
@@ -260,8 +330,12 @@ def _read_store(root: Path, b: _Builder, probs: Problems) -> dict[str, int]:
                     probs.add("short-term memory must be a list of QA pairs", file=f)
                     continue
                 for i, qa in enumerate(data):
-                    if isinstance(qa, dict) and b.page(qa, f"short:{user}:{i}", user,
-                                                       "short_term", probs, f):
+                    if not isinstance(qa, dict):
+                        probs.add(f"short-term entry {i} is not a QA pair object, got "
+                                  f"{_short(qa)}", file=f)
+                        continue
+                    if b.page(qa, f"short:{user}:{i}", user, "short_term", probs, f,
+                              place=f"short-term entry {i}"):
                         counts["short_term"] += 1
             elif key == "mid":
                 sessions = data.get("sessions") if isinstance(data, dict) else None
@@ -274,18 +348,24 @@ def _read_store(root: Path, b: _Builder, probs: Problems) -> dict[str, int]:
                         probs.add("session has no 'details' list of pages", record=sid, file=f)
                         continue
                     pages = []
-                    for p in details:
+                    for n, p in enumerate(details):
                         pid = p.get("page_id") if isinstance(p, dict) else None
                         if not isinstance(pid, str) or not pid:
-                            probs.add("page without a 'page_id'", record=sid, file=f)
+                            probs.add(f"page {n} of the session has no 'page_id'", record=sid,
+                                      file=f)
                             continue
-                        if pid not in b.items:
+                        if pid not in b.seen:
                             counts["pages"] += 1
-                        if b.page(p, pid, user, "page", probs, f):
+                        if b.page(p, pid, user, "page", probs, f,
+                                  place=f"session {sid}, page {n}"):
                             pages.append(pid)
-                    if sid in b.items:
-                        probs.add("session id is also a page id", record=sid, file=f)
+                    first = b.seen.get(sid)
+                    if first is not None:
+                        what = "a page id" if first[0] is not None else "another session's id"
+                        probs.add(f"session id is also {what} at {first[1]}; each id must name "
+                                  "one item", record=sid, file=f, code="duplicate")
                         continue
+                    b.seen[sid] = (None, _place(f, None, f"session {sid} of user {user}"))
                     b.items[sid] = Item(sid, "summary", parents=tuple(dict.fromkeys(pages)),
                                         text=str(s.get("summary") or "") or None,
                                         collection=user or None,
@@ -295,10 +375,15 @@ def _read_store(root: Path, b: _Builder, probs: Problems) -> dict[str, int]:
                 if not isinstance(data, dict):
                     probs.add("long-term memory must be a JSON object", file=f)
                     continue
-                for entry in data.get("knowledge_base") or []:
-                    counts["knowledge"] += b.knowledge(entry, user or None) is not None
-                for entry in data.get("assistant_knowledge") or []:
-                    counts["knowledge"] += b.knowledge(entry, None) is not None
+                for field, owner in (("knowledge_base", user or None),
+                                     ("assistant_knowledge", None)):
+                    entries = _list(data.get(field))
+                    if entries is None:
+                        probs.add(f"'{field}' must be a list of knowledge entries", file=f)
+                        continue
+                    for i, entry in enumerate(entries):
+                        counts["knowledge"] += b.knowledge(
+                            entry, owner, probs, f, None, f"{field}[{i}]") is not None
     return counts
 
 
@@ -343,12 +428,16 @@ def read_memoryos(
                 bundle.turns, {s.session_id: s.date for s in bundle.sessions})
     probs = Problems()
     b = _Builder(indexes)
+    units = None if dataset is None else {u for idx in indexes.values()
+                                          for u in (t.unit_id for t in idx.turns)}
+    b.units = units
+    warns = RunWarnings()
     counts = _read_store(path, b, probs)
     system = system or path.name or "memoryos"
 
     rankings: list[Ranking] = []
     seen: dict[str, int] = {}
-    for line, rec in iter_jsonl(results):
+    for line, rec in read_records(results):
         qid = rec.get("query_id") if isinstance(rec, dict) else None
         if not isinstance(qid, (str, int)) or qid == "":
             probs.add("result has no 'query_id'", line, file=results)
@@ -376,19 +465,34 @@ def read_memoryos(
             ranked = list(given)
         else:
             ranked = []
-            for page in rec.get("retrieved_pages") or []:
+            lists = {k: _list(rec.get(k)) for k in _RESULT_LISTS}
+            bad = [k for k, v in lists.items() if v is None]
+            if bad:
+                probs.add(f"{', '.join(repr(k) for k in bad)} must be lists", line, qid,
+                          file=results)
+                continue
+            for n, page in enumerate(lists["retrieved_pages"] or []):
                 pid = page.get("page_id") if isinstance(page, dict) else None
                 if not isinstance(pid, str) or not pid:
-                    probs.add("a retrieved page has no 'page_id'", line, qid, file=results)
+                    probs.add(f"retrieved page {n} has no 'page_id'", line, qid, file=results)
+                    ranked.append(None)
                     continue
-                if pid not in b.items:
+                if pid not in b.seen:
                     counts["pages_only_in_results"] = counts.get("pages_only_in_results", 0) + 1
-                ranked.append(b.page(page, pid, user, "page", probs, results, line))
-            ranked += [b.knowledge(k, user) for k in rec.get("retrieved_user_knowledge") or []]
-            ranked += [b.knowledge(k, None) for k in rec.get("retrieved_assistant_knowledge") or []]
-        ids = list(dict.fromkeys(x for x in ranked if x is not None))
-        rankings.append(Ranking(qid, system, tuple(ids)))
+                ranked.append(b.page(page, pid, user, "page", probs, results, line,
+                                     place=f"query {qid}, retrieved page {n}"))
+            for k, owner in (("retrieved_user_knowledge", user),
+                             ("retrieved_assistant_knowledge", None)):
+                ranked += [b.knowledge(e, owner, probs, results, line, f"{k}[{i}]", qid)
+                           for i, e in enumerate(lists[k] or [])]
+        if any(x is None for x in ranked):
+            continue  # its problems are reported; dropping them would move items up
+        ids = [x for x in ranked if x is not None]
+        keep = dedup_ranking(ids, query_id=qid, system=system, dedup="first", probs=probs,
+                             warns=warns, file=results, lines=[line] * len(ids))
+        rankings.append(Ranking(qid, system, tuple(ids[i] for i in keep or ())))
     probs.raise_if_any()
+    require_queries(len(rankings), results, "query results")
 
     queries: list[Query] = [by_id[r.query_id] for r in rankings]
     items = tuple(b.items.values())
@@ -401,7 +505,8 @@ def read_memoryos(
                                    if dict(i.meta).get("memoryos_lineage") in
                                    ("unmatched", "ambiguous")][:1000],
     }
-    run = Run(system=system, rankings=tuple(rankings), source=results, format="memoryos")
+    run = Run(system=system, rankings=tuple(rankings), source=results, format="memoryos",
+              warnings=warns.freeze())
     inputs: Sequence[Path] = [results, *b.files] + ([qfile] if qfile else [])
     return ImportResult(system=system, format="memoryos", items=items,
                         queries=tuple(queries), run=run, inputs=tuple(inputs), findings=findings)
