@@ -43,7 +43,8 @@ def test_altered_file_same_size(data_dir: Path, tmp_path: Path) -> None:
         list(load("locomo", root).queries_iter())
 
 
-def test_cli_reports_checksum_error_without_traceback(data_dir: Path, tmp_path: Path, capsys) -> None:
+def test_cli_reports_checksum_error_without_traceback(data_dir: Path, tmp_path: Path,
+                                                      capsys) -> None:
     root = _copy_locomo(data_dir, tmp_path)
     (root / "locomo" / "locomo10.json").write_text("[]")
     rc = main(["datasets", "stats", "locomo", "--data", str(root)])
@@ -61,7 +62,8 @@ def test_malformed_record_names_file_and_record(data_dir: Path, tmp_path: Path, 
     with pytest.raises(TiapError) as exc:
         load("locomo", source=DataSource(root, verify=False)).stats()
     msg = str(exc.value)
-    assert str(f) in msg and "record conv-42" in msg and "session_2 turn 5" in msg
+    assert str(f) in msg and "record .[3].conversation.session_2[4].text" in msg
+    assert "conv-42 session_2 turn 5: missing field 'text'; expected a string" in msg
     rc = main(["datasets", "stats", "locomo", "--data", str(root), "--no-verify"])
     assert rc == 2 and "session_2 turn 5" in capsys.readouterr().err
 

@@ -21,5 +21,6 @@ from tiap.datasets.registry import REGISTRY, dataset_ids, load
 
 __all__ = [
     "Bundle", "Collection", "DataFile", "DataSource", "Dataset", "DatasetStats", "DerivedMemory",
-    "EvidenceProblem", "InlineDataset", "Query", "REGISTRY", "Session", "Turn", "dataset_ids", "load",
+    "EvidenceProblem", "InlineDataset", "Query", "REGISTRY", "Session", "Turn", "dataset_ids",
+    "load",
 ]

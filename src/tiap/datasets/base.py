@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tiap.datasets.files import DataSource
 from tiap.datasets.records import (
@@ -24,7 +23,7 @@ from tiap.datasets.records import (
     Session,
     Turn,
 )
-from tiap.errors import TiapError
+from tiap.errors import Problems, TiapError
 
 
 @dataclass(frozen=True)
@@ -167,14 +166,34 @@ class InlineDataset(Dataset):
         return len(self._bundles)
 
 
-def expect(cond: bool, message: str, *, file: Path | str, record: str | None = None) -> None:
-    """Raise a :class:`TiapError` naming the file and record unless ``cond`` holds."""
-    if not cond:
-        raise TiapError(f"malformed record: {message}", file=file, record=record)
+def stream_checked(
+    reads: Iterable[Callable[[], tuple[Path, Bundle]]],
+    id_field: str,
+) -> Iterator[Bundle]:
+    """Yield the bundles of a dataset kept in many files, one file at a time.
 
-
-def as_text(value: Any) -> str | None:
-    """Answers may be numbers in the source files; keep them as text."""
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
+    ``reads`` gives, per file, a function returning ``(path, bundle)`` (raising
+    :class:`TiapError` for a bad file). After the first bad file the remaining files are
+    still read, so one pass reports every bad file, but no further bundle is yielded; all
+    problems are raised together at the end. A collection id read from two files is a
+    ``duplicate`` problem naming both. A missing file (code ``io``) stops at once.
+    """
+    problems = Problems()
+    first: dict[str, Path] = {}
+    for read in reads:
+        try:
+            path, bundle = read()
+        except TiapError as exc:
+            problems.extend(exc)
+            if any(p.code == "io" for p in exc.problems):
+                break
+            continue
+        cid = bundle.collection.collection_id
+        if cid in first:
+            problems.add(f"{id_field} {cid!r} is also the {id_field} of {first[cid]}; expected "
+                         "each once", file=path, record=f".{id_field}", code="duplicate")
+            continue
+        first[cid] = path
+        if not problems.total:
+            yield bundle
+    problems.raise_if_any()

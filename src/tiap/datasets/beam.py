@@ -11,18 +11,22 @@
 - evidence: ``source_chat_ids`` flattened from a flat list, nested lists or a dict of lists
   (the dict's keys, such as ``original_info`` / ``updated_info``, are kept in
   ``evidence_given``); ``abstention`` questions have none;
-- ``beam/1m`` loads the chats whose ``chat.json`` is present and names the missing ones.
+- ``beam/1m`` loads the chats whose ``chat.json`` is present and names the missing ones;
+- every field is type-checked (:mod:`tiap.datasets.reading`); a message id or batch number
+  given twice in a chat is a ``duplicate`` error naming both places, an id in
+  ``source_chat_ids`` that is neither an integer nor a string is an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from tiap.datasets.base import Bundle, Dataset, as_text, expect
+from tiap.datasets.base import Bundle, Dataset, stream_checked
 from tiap.datasets.files import manifest
+from tiap.datasets.reading import At, Checker, type_name
 from tiap.datasets.records import Collection, EvidenceProblem, Query, Session, Turn
-from tiap.io import read_json
 
 ANSWER_KEYS = ("answer", "ideal_answer", "ideal_response", "ideal_summary", "expected_compliance")
 
@@ -75,80 +79,142 @@ class Beam(Dataset):
         return len(self.available_chats())
 
     def bundles(self) -> Iterator[Bundle]:
-        for c in self.available_chats():
-            yield self._bundle(c)
+        def reader(chat: str) -> Callable[[], tuple[Path, Bundle]]:
+            def read() -> tuple[Path, Bundle]:
+                cpath = self.path(f"{self.tier}/{chat}/chat.json")
+                qpath = self.path(f"{self.tier}/{chat}/probing_questions.json")
+                return cpath, read_chat(f"chat-{chat}", cpath, qpath)
+            return read
 
-    def _bundle(self, chat: str) -> Bundle:
-        cid = f"chat-{chat}"
-        cpath = self.path(f"{self.tier}/{chat}/chat.json")
-        qpath = self.path(f"{self.tier}/{chat}/probing_questions.json")
-        data = read_json(cpath)
-        expect(isinstance(data, list), "top level must be a list of batches", file=cpath)
-        sessions: list[Session] = []
-        turns: list[Turn] = []
-        known: set[str] = set()
-        problems: list[EvidenceProblem] = []
-        for bpos, batch in enumerate(data, start=1):
-            expect(isinstance(batch, dict) and isinstance(batch.get("turns"), list),
-                   f"batch {bpos} has no list of turns", file=cpath, record=cid)
-            sid = f"batch-{batch.get('batch_number', bpos)}"
-            msgs = [m for group in batch["turns"] for m in (group if isinstance(group, list) else [group])]
-            anchor = batch.get("time_anchor") or next(
-                (m.get("time_anchor") for m in msgs if isinstance(m, dict) and m.get("time_anchor")), None)
-            sessions.append(Session(cid, sid, bpos, as_text(anchor)))
-            for mpos, m in enumerate(msgs, start=1):
-                expect(isinstance(m, dict) and {"id", "role", "content"} <= m.keys(),
-                       f"{sid} message {mpos} needs id, role and content", file=cpath, record=cid)
-                mid = str(m["id"])
-                uid = f"{cid}:{mid}"
-                if mid in known:
-                    problems.append(EvidenceProblem(uid, mid, "duplicate_turn_id",
-                                                    f"message id {mid} occurs twice in {cid}"))
-                known.add(mid)
-                extra = tuple((k, str(m[k])) for k in ("index", "question_type", "time_anchor") if m.get(k))
-                turns.append(Turn(uid, cid, sid, mpos, str(m["role"]), str(m["content"]), extra))
+        yield from stream_checked((reader(c) for c in self.available_chats()), "chat")
 
-        qdata = read_json(qpath)
-        expect(isinstance(qdata, dict), "top level must map abilities to questions", file=qpath)
-        queries: list[Query] = []
-        for ability, items in qdata.items():
-            expect(isinstance(items, list), f"{ability} must be a list", file=qpath, record=cid)
-            for i, q in enumerate(items):
-                qid = f"{cid}:{ability}:{i}"
-                expect(isinstance(q, dict) and "question" in q, f"{ability}[{i}] has no question",
-                       file=qpath, record=qid)
-                given = q.get("source_chat_ids")
-                evidence: list[str] = []
-                for x in flatten_ids(given):
-                    key = str(x)
-                    if key in known:
-                        evidence.append(f"{cid}:{key}")
-                    else:
-                        problems.append(EvidenceProblem(qid, key, "unresolvable",
-                                                        f"no message with id {key} in {cid}"))
-                abstention = ability == "abstention"
-                if not evidence and not abstention:
-                    problems.append(EvidenceProblem(qid, repr(given), "no_evidence",
-                                                    "no usable evidence: the query has no target"))
-                answer = next((q[k] for k in ANSWER_KEYS if q.get(k) is not None), None)
-                queries.append(Query(
-                    query_id=qid,
-                    collection_id=cid,
-                    question=str(q["question"]),
-                    answer=as_text(answer),
-                    category=ability,
-                    evidence=tuple(dict.fromkeys(evidence)),
-                    evidence_given=given,
-                    abstention=abstention,
-                    extra=(("difficulty", q.get("difficulty")),),
-                ))
-        return Bundle(
-            collection=Collection(cid, len(sessions), len(turns), ("user", "assistant")),
-            sessions=tuple(sessions),
-            turns=tuple(turns),
-            queries=tuple(queries),
-            problems=tuple(problems),
-        )
+
+def _id(ck: Checker, value: Any, at: At, name: str | None = None) -> str | None:
+    """A message id: an integer or a string (a boolean, number or null is not an id)."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    ck.add(f"{'field ' + repr(name) if name else 'the id'} is {type_name(value)}; expected a "
+           "message id (an integer or a string)", at)
+    return None
+
+
+def _ids(ck: Checker, value: Any, at: At) -> list[str]:
+    """``source_chat_ids`` flattened: an id, a (nested) list or a dict of lists of ids."""
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _ids(ck, v, at.key(k))]
+    if isinstance(value, list):
+        return [x for i, v in enumerate(value) for x in _ids(ck, v, at.index(i))]
+    got = _id(ck, value, at)
+    return [] if got is None else [got]
+
+
+def read_chat(cid: str, cpath: Path, qpath: Path) -> Bundle:
+    """One BEAM chat (``chat.json`` and ``probing_questions.json``), or one error listing every
+    problem of both files."""
+    ck = Checker(cpath)
+    data = ck.load()
+    sessions: list[Session] = []
+    turns: list[Turn] = []
+    known: dict[str, At] = {}
+    batch_at: dict[str, At] = {}
+    for bpos, batch in enumerate(ck.list(data, At(), expected="a list of batches"), start=1):
+        bat = At().index(bpos - 1, label=f"{cid} batch {bpos}")
+        batch = ck.obj(batch, bat)
+        if batch is None:
+            continue
+        number = ck.int(batch, "batch_number", bat, required=False, default=bpos)
+        sid = f"batch-{number}"
+        if sid in batch_at:
+            ck.add(f"batch_number {number} is given twice: also at {batch_at[sid].path}; "
+                   "expected each batch once", bat.key("batch_number"), code="duplicate")
+        batch_at[sid] = bat.key("batch_number")
+        groups = ck.field_list(batch, "turns", bat) or []
+        msgs: list[tuple[At, Any]] = []
+        for g, group in enumerate(groups):
+            gat = bat.key("turns").index(g)
+            if isinstance(group, list):
+                msgs.extend((gat.index(k), m) for k, m in enumerate(group))
+            else:
+                msgs.append((gat, group))
+        anchor = ck.str(batch, "time_anchor", bat, required=False, null=True)
+        ordered: list[tuple[At, dict[str, Any]]] = []
+        for mpos, (mat, m) in enumerate(msgs, start=1):
+            mat = At(mat.path, f"{cid} {sid} message {mpos}")
+            m = ck.obj(m, mat)
+            if m is not None:
+                ordered.append((mat, m))
+        if not anchor:
+            anchor = next((m["time_anchor"] for _, m in ordered
+                           if isinstance(m.get("time_anchor"), str) and m["time_anchor"]), None)
+        sessions.append(Session(cid, sid, bpos, anchor))
+        for mpos, (mat, m) in enumerate(ordered, start=1):
+            mid = _id(ck, m["id"], mat.key("id"), "id") if "id" in m else None
+            if "id" not in m:
+                ck.add("missing field 'id'; expected a message id (an integer or a string)",
+                       mat.key("id"))
+            role = ck.str(m, "role", mat)
+            content = ck.str(m, "content", mat)
+            extra = []
+            for k in ("index", "question_type", "time_anchor"):
+                v = ck.str(m, k, mat, required=False, null=True, numbers=True)
+                if v:
+                    extra.append((k, v))
+            if mid is None or role is None or content is None:
+                continue
+            if mid in known:
+                ck.add(f"message id {mid} is given twice: also at {known[mid].path}; expected "
+                       "each message id once", mat.key("id"), code="duplicate")
+                continue
+            known[mid] = mat.key("id")
+            turns.append(Turn(f"{cid}:{mid}", cid, sid, mpos, role, content, tuple(extra)))
+
+    qk = ck.other(qpath)
+    qdata = qk.obj(qk.load(), At(), "the top level (abilities to lists of questions)") or {}
+    queries: list[Query] = []
+    problems: list[EvidenceProblem] = []
+    for ability, items in qdata.items():
+        aat = At().key(ability)
+        for i, q in enumerate(qk.list(items, aat, expected="a list of questions")):
+            qid = f"{cid}:{ability}:{i}"
+            qat = aat.index(i, query_id=qid)
+            q = qk.obj(q, qat)
+            if q is None:
+                continue
+            question = qk.str(q, "question", qat) or ""
+            given = q.get("source_chat_ids")
+            ids = [] if given is None else _ids(qk, given, qat.key("source_chat_ids"))
+            evidence: list[str] = []
+            for key in ids:
+                if key in known:
+                    evidence.append(f"{cid}:{key}")
+                else:
+                    problems.append(EvidenceProblem(qid, key, "unresolvable",
+                                                    f"no message with id {key} in {cid}"))
+            abstention = ability == "abstention"
+            if not evidence and not abstention:
+                problems.append(EvidenceProblem(qid, repr(given), "no_evidence",
+                                                "no usable evidence: the query has no target"))
+            akey = next((k for k in ANSWER_KEYS if q.get(k) is not None), None)
+            answer = None if akey is None else qk.str(q, akey, qat, numbers=True)
+            queries.append(Query(
+                query_id=qid,
+                collection_id=cid,
+                question=question,
+                answer=answer,
+                category=ability,
+                evidence=tuple(dict.fromkeys(evidence)),
+                evidence_given=given,
+                abstention=abstention,
+                extra=(("difficulty", q.get("difficulty")),),
+            ))
+    ck.raise_if_any()
+    return Bundle(
+        collection=Collection(cid, len(sessions), len(turns), ("user", "assistant")),
+        sessions=tuple(sessions),
+        turns=tuple(turns),
+        queries=tuple(queries),
+        problems=tuple(problems),
+    )
 
 
 def _ranges(nums: list[str]) -> str:

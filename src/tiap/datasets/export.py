@@ -1,45 +1,83 @@
 """``tiap datasets export``: a dataset as ``turns.jsonl`` and ``queries.jsonl``.
 
 Also written: ``memories.jsonl`` (derived memories the dataset ships, with lineage),
-``problems.jsonl`` (every evidence problem) and ``manifest.json`` (schema version, the pinned
-input files with their sha256, TIAP's version). Everything is written into a temporary
-folder first and moved into place only when complete.
+``problems.jsonl`` (every evidence problem) and ``manifest.json`` (schema version, the input
+files with the sha256 of the bytes actually read and whether they matched their pin, TIAP's
+version). Everything is written into a temporary folder first and moved into place only
+when complete: a bad record, or a unit, query or memory id met twice, is an error and
+leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tiap.datasets.base import Dataset
 from tiap.datasets.files import manifest
-from tiap.io import atomic_dir, write_jsonl
+from tiap.errors import Problems
+from tiap.io import atomic_dir, sha256_file, write_jsonl
 from tiap.provenance import manifest_header
 
 SCHEMA_VERSION = 1
 
+T = TypeVar("T")
+
+
+def _unique(rows: Iterable[T], key: str, what: str, file: str,
+            problems: Problems) -> Iterator[T]:
+    """Pass rows through, recording every ``key`` value met twice as a ``duplicate``."""
+    seen: dict[str, int] = {}
+    for n, row in enumerate(rows, start=1):
+        ident = getattr(row, key)
+        if ident in seen:
+            problems.add(f"{what} {ident!r} is exported twice (rows {seen[ident]} and {n}); "
+                         f"expected each {what} once: the dataset's files repeat it",
+                         record=ident, file=file, code="duplicate")
+            continue
+        seen[ident] = n
+        yield row
+
 
 def export_dataset(ds: Dataset, out: str | Path) -> dict[str, Any]:
     counts = {"turns": 0, "queries": 0, "memories": 0, "problems": 0}
-    pinned = manifest(ds.folder)
+    pinned = manifest(ds.folder) if ds.folder else {}
+    problems = Problems()
     with atomic_dir(out) as tmp:
-        counts["turns"] = write_jsonl(tmp / "turns.jsonl", (t.to_json() for t in ds.turns_iter()))
-        counts["queries"] = write_jsonl(tmp / "queries.jsonl", (q.to_json() for q in ds.queries_iter()))
+        counts["turns"] = write_jsonl(
+            tmp / "turns.jsonl",
+            (t.to_json() for t in _unique(ds.turns_iter(), "unit_id", "unit id",
+                                          "turns.jsonl", problems)))
+        counts["queries"] = write_jsonl(
+            tmp / "queries.jsonl",
+            (q.to_json() for q in _unique(ds.queries_iter(), "query_id", "query id",
+                                          "queries.jsonl", problems)))
         counts["memories"] = write_jsonl(
             tmp / "memories.jsonl",
             (
                 {"item_id": m.item_id, "kind": m.kind, "sources": list(m.sources), "text": m.text,
                  "collection": m.collection_id, "session_id": m.session_id, "speaker": m.speaker}
-                for m in ds.memories_iter()
+                for m in _unique(ds.memories_iter(), "item_id", "memory id", "memories.jsonl",
+                                 problems)
             ),
         )
-        counts["problems"] = write_jsonl(tmp / "problems.jsonl", (p.to_json() for p in ds.problems()))
+        problems.raise_if_any()  # inside the temporary folder: nothing is moved into place
+        counts["problems"] = write_jsonl(tmp / "problems.jsonl",
+                                         (p.to_json() for p in ds.problems()))
         man = manifest_header("datasets export", SCHEMA_VERSION)
         man["dataset"] = ds.dataset_id
-        man["inputs"] = [
-            {"path": f"{ds.folder}/{p}", "sha256": pinned[p].stored_sha256} for p in ds.file_paths()
-        ]
+        inputs = []
+        for p in ds.file_paths():
+            actual = sha256_file(ds.path(p))
+            row: dict[str, Any] = {"path": f"{ds.folder}/{p}", "sha256": actual}
+            if p in pinned:
+                row["pinned_sha256"] = pinned[p].stored_sha256
+                row["matches_pin"] = actual in (pinned[p].stored_sha256, pinned[p].source_sha256)
+            inputs.append(row)
+        man["inputs"] = inputs
+        man["verified"] = bool(getattr(ds.source, "check", True))
         man["counts"] = counts
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return counts

@@ -16,8 +16,9 @@ Resolution order for a file:
    ``TIAP_OFFLINE=1`` to forbid downloads.
 
 ``verify=False`` (``--no-verify``) reads local files without checking them, for data a user
-has corrected on purpose. Otherwise a file that exists but does not match is never used: the error names the file, the size and
-checksum expected, and what was found.
+has corrected on purpose. Otherwise a file that exists but does not match is never used: the
+error names the file, the size and checksum expected, and what was found. Either way every
+record is type-checked as it is read (:mod:`tiap.datasets.reading`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class DataFile:
 
     @property
     def cache_path(self) -> str:
-        """Path inside the cache: the source form (a stored ``.gz`` of a plain source is kept plain)."""
+        """Path inside the cache: the source form (a stored ``.gz`` of a plain source is kept
+        plain)."""
         if self.stored_path.endswith(".gz") and not self.source_path.endswith(".gz"):
             return self.stored_path[: -len(".gz")]
         return self.stored_path
@@ -138,7 +140,7 @@ class DataSource:
         if data_dir is not None:
             data_dir = Path(data_dir)
             if not data_dir.is_dir():
-                raise TiapError("data folder does not exist", file=data_dir)
+                raise TiapError("data folder does not exist", file=data_dir, code="io")
         self.data_dir: Path | None = data_dir if data_dir is not None else default_data_dir()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         if allow_download is None:
@@ -192,7 +194,7 @@ class DataSource:
         if not self.allow_download:
             raise TiapError(
                 f"{f.folder}/{f.stored_path} not found ({where}; cache {dest}) and downloads are "
-                "off (TIAP_OFFLINE); pass --data DIR or set TIAP_DATA"
+                "off (TIAP_OFFLINE); pass --data DIR or set TIAP_DATA", code="io"
             )
         url = f.url(self.mirror)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -212,7 +214,8 @@ class DataSource:
                 tmp.unlink()
             raise TiapError(
                 f"could not download {f.folder}/{f.stored_path} from {url} ({exc}); "
-                f"it is not in the data folder ({where}): pass --data DIR or set TIAP_DATA"
+                f"it is not in the data folder ({where}): pass --data DIR or set TIAP_DATA",
+                code="io",
             ) from exc
         if done != f.source_bytes or h.hexdigest() != f.source_sha256:
             tmp.unlink()

@@ -11,7 +11,10 @@
   do not exist as ``unresolvable``; neither is silently dropped;
 - derived memories the dataset ships: ``observation`` facts (lineage through their
   ``dia_id``, one or several), ``session_summary`` (lineage to every turn of the session) and
-  ``event_summary`` events (the file names no turn: lineage to every turn of the session).
+  ``event_summary`` events (the file names no turn: lineage to every turn of the session);
+- every field is type-checked (:mod:`tiap.datasets.reading`): a wrong type, a ``null`` text,
+  a string where a list of strings belongs, a category other than 1-5, a ``sample_id`` or a
+  ``dia_id`` given twice are located errors, all of a file reported in one pass.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tiap.datasets.base import Bundle, Dataset, as_text, expect
+from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.reading import At, Checker, type_name
 from tiap.datasets.records import (
     Collection,
     DerivedMemory,
@@ -30,9 +34,9 @@ from tiap.datasets.records import (
     Session,
     Turn,
 )
-from tiap.io import read_json
 
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                  5: "adversarial"}
 _DIA = re.compile(r"D([1-9]\d*):([1-9]\d*)")
 _SPLIT = re.compile(r"[;,\s]+")
 _SESSION_KEY = re.compile(r"session_(\d+)")
@@ -78,154 +82,244 @@ class LoCoMo(Dataset):
         return 10
 
     def bundles(self) -> Iterator[Bundle]:
-        path = self.path(self.FILE)
-        data = read_json(path)
-        expect(isinstance(data, list), "top level must be a list of conversations", file=path)
-        for i, conv in enumerate(data):
-            yield self._bundle(conv, i, path)
+        yield from read_locomo(self.path(self.FILE))
 
-    def _bundle(self, conv: Any, index: int, path: Any) -> Bundle:
-        rec = f"conversation {index}"
-        expect(isinstance(conv, dict) and "sample_id" in conv, "no sample_id", file=path, record=rec)
-        cid = str(conv["sample_id"])
-        body = conv.get("conversation")
-        expect(isinstance(body, dict), "no 'conversation' object", file=path, record=cid)
-        speakers = tuple(str(body[k]) for k in ("speaker_a", "speaker_b") if k in body)
 
-        sessions: list[Session] = []
-        turns: list[Turn] = []
-        by_session: dict[str, list[str]] = {}
-        known: set[str] = set()
-        problems: list[EvidenceProblem] = []
-        numbers = sorted(int(m.group(1)) for k in body if (m := _SESSION_KEY.fullmatch(k)))
-        for pos, n in enumerate(numbers, start=1):
-            sid = f"session_{n}"
-            lst = body[sid]
-            expect(isinstance(lst, list), f"{sid} must be a list", file=path, record=cid)
-            sessions.append(Session(cid, sid, pos, as_text(body.get(f"{sid}_date_time"))))
-            ids: list[str] = []
-            for tpos, t in enumerate(lst, start=1):
-                expect(
-                    isinstance(t, dict) and {"dia_id", "speaker", "text"} <= t.keys(),
-                    f"{sid} turn {tpos} needs dia_id, speaker and text", file=path, record=cid,
-                )
-                dia = str(t["dia_id"])
-                if dia != f"D{n}:{tpos}":
-                    problems.append(EvidenceProblem(
-                        f"{cid}:{dia}", dia, "turn_id",
-                        f"turn {tpos} of {sid} is labelled {dia}"))
-                extra = []
-                if t.get("blip_caption"):
-                    extra.append(("image_caption", str(t["blip_caption"])))
-                if t.get("query"):
-                    extra.append(("image_query", str(t["query"])))
-                uid = f"{cid}:{dia}"
-                turns.append(Turn(uid, cid, sid, tpos, str(t["speaker"]), str(t["text"]), tuple(extra)))
-                known.add(dia)
-                ids.append(uid)
-            by_session[sid] = ids
+def read_locomo(path: Any) -> list[Bundle]:
+    """Every conversation of a ``locomo10.json`` file, or one error listing every problem."""
+    ck = Checker(path)
+    data = ck.load()
+    top = ck.list(data, At(), expected="a list of conversations")
+    bundles: list[Bundle] = []
+    first: dict[str, At] = {}
+    for i, conv in enumerate(top):
+        at = At().index(i, label=f"conversation {i}")
+        c = ck.obj(conv, at)
+        cid = ck.str(c, "sample_id", at) if c is not None else None
+        if cid == "":
+            ck.add("field 'sample_id' is empty; expected the conversation id",
+                   at.key("sample_id"), code="invalid-value")
+        if cid:
+            at = At(at.path, cid)
+            if cid in first:
+                also = first[cid].key("sample_id").path
+                ck.add(f"sample_id {cid!r} is given twice: also at {also}; expected each "
+                       "conversation once", at.key("sample_id"), code="duplicate")
+            else:
+                first[cid] = at
+        if c is not None:
+            bundles.append(_bundle(ck, c, cid or f"#{i}", at))
+    ck.raise_if_any()
+    return bundles
 
-        queries: list[Query] = []
-        qa = conv.get("qa", [])
-        expect(isinstance(qa, list), "'qa' must be a list", file=path, record=cid)
-        for qi, q in enumerate(qa):
-            qid = f"{cid}:q{qi}"
-            expect(isinstance(q, dict) and "question" in q, f"qa[{qi}] has no question",
-                   file=path, record=cid)
-            given = q.get("evidence", [])
-            expect(isinstance(given, list), f"qa[{qi}] evidence must be a list", file=path, record=qid)
-            evidence: list[str] = []
-            for g in given:
-                ok, probs = parse_dia_ids(str(g), known)
-                evidence.extend(f"{cid}:{d}" for d in ok)
-                problems.extend(EvidenceProblem(qid, part, kind, detail) for part, kind, detail in probs)
-            evidence = list(dict.fromkeys(evidence))
-            if not evidence:
+
+def _session_number(ck: Checker, key: str, at: At) -> int | None:
+    """The number of a ``session_<n>`` key, or None for other keys; a leading zero is an error."""
+    m = _SESSION_KEY.fullmatch(key)
+    if m is None:
+        return None
+    if m.group(1) != str(int(m.group(1))) or int(m.group(1)) == 0:
+        ck.add(f"session key {key!r} is not session_<n> with n = 1, 2, ... (no leading zero)",
+               at.key(key))
+        return None
+    return int(m.group(1))
+
+
+def _bundle(ck: Checker, conv: dict[str, Any], cid: str, at: At) -> Bundle:
+    body = ck.field_obj(conv, "conversation", at) or {}
+    bat = at.key("conversation")
+    speakers = tuple(s for k in ("speaker_a", "speaker_b")
+                     if (s := ck.str(body, k, bat, required=False)) is not None)
+
+    sessions: list[Session] = []
+    turns: list[Turn] = []
+    by_session: dict[str, list[str]] = {}
+    known: dict[str, At] = {}
+    problems: list[EvidenceProblem] = []
+    numbers = sorted(n for k in body if (n := _session_number(ck, k, bat)) is not None)
+    for pos, n in enumerate(numbers, start=1):
+        sid = f"session_{n}"
+        sat = bat.key(sid, label=f"{cid} {sid}")
+        lst = ck.list(body[sid], sat, expected="a list of turns")
+        date = ck.str(body, f"{sid}_date_time", bat, required=False, null=True)
+        sessions.append(Session(cid, sid, pos, date))
+        ids: list[str] = []
+        for tpos, t in enumerate(lst, start=1):
+            tat = sat.index(tpos - 1, label=f"{cid} {sid} turn {tpos}")
+            t = ck.obj(t, tat)
+            if t is None:
+                continue
+            dia = ck.str(t, "dia_id", tat)
+            speaker = ck.str(t, "speaker", tat)
+            text = ck.str(t, "text", tat)
+            extra = []
+            caption = ck.str(t, "blip_caption", tat, required=False, null=True)
+            if caption:
+                extra.append(("image_caption", caption))
+            image_query = ck.str(t, "query", tat, required=False, null=True)
+            if image_query:
+                extra.append(("image_query", image_query))
+            if dia is None or speaker is None or text is None:
+                continue
+            if dia in known:
+                ck.add(f"dia_id {dia!r} is given twice: also at {known[dia].path}; expected "
+                       "each turn id once", tat.key("dia_id"), code="duplicate")
+                continue
+            if dia != f"D{n}:{tpos}":
                 problems.append(EvidenceProblem(
-                    qid, json.dumps(given), "no_evidence",
-                    "no usable evidence id: the query has no target"))
-            cat = q.get("category")
-            extra: list[tuple[str, Any]] = [("category_id", cat)]
-            if "adversarial_answer" in q:
-                extra.append(("adversarial_answer", as_text(q["adversarial_answer"])))
-            queries.append(Query(
-                query_id=qid,
-                collection_id=cid,
-                question=str(q["question"]),
-                answer=as_text(q.get("answer")),
-                category=CATEGORY_NAMES.get(cat, str(cat)),
-                evidence=tuple(evidence),
-                evidence_given=list(given),
-                extra=tuple(extra),
-            ))
+                    f"{cid}:{dia}", dia, "turn_id",
+                    f"turn {tpos} of {sid} is labelled {dia}"))
+            uid = f"{cid}:{dia}"
+            turns.append(Turn(uid, cid, sid, tpos, speaker, text, tuple(extra)))
+            known[dia] = tat.key("dia_id")
+            ids.append(uid)
+        by_session[sid] = ids
 
-        memories = self._memories(conv, cid, by_session, known, problems, path)
-        return Bundle(
-            collection=Collection(cid, len(sessions), len(turns), speakers),
-            sessions=tuple(sessions),
-            turns=tuple(turns),
-            queries=tuple(queries),
-            memories=tuple(memories),
-            problems=tuple(problems),
-        )
+    known_ids = set(known)
+    queries: list[Query] = []
+    qa = ck.field_list(conv, "qa", at, required=False) or []
+    for qi, q in enumerate(qa):
+        qid = f"{cid}:q{qi}"
+        qat = at.key("qa").index(qi, query_id=qid)
+        q = ck.obj(q, qat)
+        if q is None:
+            continue
+        question = ck.str(q, "question", qat)
+        answer = ck.str(q, "answer", qat, required=False, null=True, numbers=True)
+        cat = ck.int(q, "category", qat)
+        if cat is not None and cat not in CATEGORY_NAMES:
+            ck.add(f"field 'category' is {cat}; expected 1-5 "
+                   f"({', '.join(f'{k} {v}' for k, v in CATEGORY_NAMES.items())})",
+                   qat.key("category"), code="invalid-value")
+        given = ck.list_of_str(q, "evidence", qat, required=False)
+        given = [] if given is None else given
+        evidence: list[str] = []
+        for g in given:
+            ok, probs = parse_dia_ids(g, known_ids)
+            evidence.extend(f"{cid}:{d}" for d in ok)
+            problems.extend(EvidenceProblem(qid, part, kind, detail)
+                            for part, kind, detail in probs)
+        evidence = list(dict.fromkeys(evidence))
+        if not evidence:
+            problems.append(EvidenceProblem(
+                qid, json.dumps(given), "no_evidence",
+                "no usable evidence id: the query has no target"))
+        extra: list[tuple[str, Any]] = [("category_id", cat)]
+        if "adversarial_answer" in q:
+            extra.append(("adversarial_answer",
+                          ck.str(q, "adversarial_answer", qat, null=True, numbers=True)))
+        queries.append(Query(
+            query_id=qid,
+            collection_id=cid,
+            question=question or "",
+            answer=answer,
+            category=CATEGORY_NAMES.get(cat, str(cat)),  # type: ignore[arg-type]
+            evidence=tuple(evidence),
+            evidence_given=list(given),
+            extra=tuple(extra),
+        ))
 
-    @staticmethod
-    def _memories(
-        conv: dict[str, Any],
-        cid: str,
-        by_session: dict[str, list[str]],
-        known: set[str],
-        problems: list[EvidenceProblem],
-        path: Any,
-    ) -> list[DerivedMemory]:
-        out: list[DerivedMemory] = []
-        for key, per_speaker in (conv.get("observation") or {}).items():
-            m = re.fullmatch(r"session_(\d+)_observation", key)
-            expect(m is not None and isinstance(per_speaker, dict),
-                   f"unexpected observation key {key!r}", file=path, record=cid)
-            sid = f"session_{m.group(1)}"  # type: ignore[union-attr]
-            j = 0
-            for speaker, facts in per_speaker.items():
-                for fact in facts:
-                    j += 1
-                    iid = f"{cid}:{sid}:observation:{j}"
-                    expect(isinstance(fact, list) and len(fact) == 2,
-                           f"{key} fact {j} must be [text, dia_id]", file=path, record=cid)
-                    text, dia_given = fact
-                    raw_ids = dia_given if isinstance(dia_given, list) else [dia_given]
-                    sources: list[str] = []
-                    for g in raw_ids:
-                        ok, probs = parse_dia_ids(str(g), known)
-                        sources.extend(f"{cid}:{d}" for d in ok)
-                        problems.extend(
-                            EvidenceProblem(iid, part, f"observation_{kind}", detail)
-                            for part, kind, detail in probs if kind != "split"
-                        )
-                    out.append(DerivedMemory(iid, cid, "observation", str(text),
-                                             tuple(dict.fromkeys(sources)), sid, str(speaker),
-                                             dia_given))
-        for key, text in (conv.get("session_summary") or {}).items():
-            m = re.fullmatch(r"session_(\d+)_summary", key)
-            expect(m is not None, f"unexpected session_summary key {key!r}", file=path, record=cid)
-            sid = f"session_{m.group(1)}"  # type: ignore[union-attr]
-            iid = f"{cid}:{sid}:session_summary"
-            if not by_session.get(sid):
-                problems.append(EvidenceProblem(iid, key, "summary_unresolvable",
-                                                f"{sid} has no turns"))
-            out.append(DerivedMemory(iid, cid, "session_summary", str(text),
-                                     tuple(by_session.get(sid, ())), sid, None, key))
-        for key, ev in (conv.get("event_summary") or {}).items():
-            m = re.fullmatch(r"events_session_(\d+)", key)
-            expect(m is not None and isinstance(ev, dict),
-                   f"unexpected event_summary key {key!r}", file=path, record=cid)
-            sid = f"session_{m.group(1)}"  # type: ignore[union-attr]
-            j = 0
-            for speaker, events in ev.items():
-                if speaker == "date":
+    memories = _memories(ck, conv, cid, at, by_session, known_ids, problems)
+    return Bundle(
+        collection=Collection(cid, len(sessions), len(turns), speakers),
+        sessions=tuple(sessions),
+        turns=tuple(turns),
+        queries=tuple(queries),
+        memories=tuple(memories),
+        problems=tuple(problems),
+    )
+
+
+def _keyed(ck: Checker, conv: dict[str, Any], key: str, at: At, pattern: str,
+           form: str) -> Iterator[tuple[str, str, Any, At]]:
+    """``(session id, key, value, location)`` for each ``<pattern>`` key of the optional object
+    ``conv[key]`` (absent or null: none); any other key is an error."""
+    if conv.get(key) is None:
+        return
+    obj = ck.field_obj(conv, key, at) or {}
+    oat = at.key(key)
+    for k, v in obj.items():
+        m = re.fullmatch(pattern, k)
+        if m is None or m.group(1) != str(int(m.group(1))):
+            ck.add(f"unexpected key {k!r} in {key!r}; expected {form}", oat.key(k))
+            continue
+        yield f"session_{m.group(1)}", k, v, oat.key(k)
+
+
+def _memories(
+    ck: Checker,
+    conv: dict[str, Any],
+    cid: str,
+    at: At,
+    by_session: dict[str, list[str]],
+    known: set[str],
+    problems: list[EvidenceProblem],
+) -> list[DerivedMemory]:
+    out: list[DerivedMemory] = []
+    for sid, _, per_speaker, kat in _keyed(ck, conv, "observation", at,
+                                           r"session_(\d+)_observation",
+                                           "session_<n>_observation"):
+        j = 0
+        for speaker, facts in (ck.obj(per_speaker, kat) or {}).items():
+            fat = kat.key(speaker)
+            facts = ck.list(facts, fat, expected="a list of [text, dia_id] facts")
+            for fi, fact in enumerate(facts):
+                j += 1
+                iid = f"{cid}:{sid}:observation:{j}"
+                xat = fat.index(fi)
+                if not (isinstance(fact, list) and len(fact) == 2):
+                    ck.add(f"the fact is {_shape(fact)}; expected [text, dia_id] (dia_id a "
+                           "string or a list of strings)", xat)
                     continue
-                for text in events:
-                    j += 1
-                    iid = f"{cid}:{sid}:event_summary:{j}"
-                    out.append(DerivedMemory(iid, cid, "event_summary", str(text),
-                                             tuple(by_session.get(sid, ())), sid, str(speaker), key))
-        return out
+                text = ck.text(fact[0], xat.index(0))
+                dia_given = fact[1]
+                if isinstance(dia_given, list):
+                    raw_ids = [ck.text(g, xat.index(1).index(k)) for k, g in enumerate(dia_given)]
+                else:
+                    raw_ids = [ck.text(dia_given, xat.index(1), "dia_id")]
+                sources: list[str] = []
+                for g in raw_ids:
+                    ok, probs = parse_dia_ids(g, known)
+                    sources.extend(f"{cid}:{d}" for d in ok)
+                    problems.extend(
+                        EvidenceProblem(iid, part, f"observation_{kind}", detail)
+                        for part, kind, detail in probs if kind != "split"
+                    )
+                out.append(DerivedMemory(iid, cid, "observation", text,
+                                         tuple(dict.fromkeys(sources)), sid, speaker,
+                                         dia_given))
+    for sid, key, text, kat in _keyed(ck, conv, "session_summary", at, r"session_(\d+)_summary",
+                                 "session_<n>_summary"):
+        text = ck.text(text, kat)
+        iid = f"{cid}:{sid}:session_summary"
+        if not by_session.get(sid):
+            problems.append(EvidenceProblem(iid, key, "summary_unresolvable",
+                                            f"{sid} has no turns"))
+        out.append(DerivedMemory(iid, cid, "session_summary", text,
+                                 tuple(by_session.get(sid, ())), sid, None, key))
+    for sid, key, ev, kat in _keyed(ck, conv, "event_summary", at, r"events_session_(\d+)",
+                               "events_session_<n>"):
+        j = 0
+        for speaker, events in (ck.obj(ev, kat) or {}).items():
+            if speaker == "date":
+                ck.str(ev, "date", kat, null=True)
+                continue
+            eat = kat.key(speaker)
+            texts = [ck.text(x, eat.index(k))
+                     for k, x in enumerate(ck.list(events, eat, speaker,
+                                                   expected="a list of event strings"))]
+            for text in texts:
+                j += 1
+                iid = f"{cid}:{sid}:event_summary:{j}"
+                if not by_session.get(sid) and j == 1:
+                    problems.append(EvidenceProblem(iid, key, "summary_unresolvable",
+                                                    f"{sid} has no turns"))
+                out.append(DerivedMemory(iid, cid, "event_summary", text,
+                                         tuple(by_session.get(sid, ())), sid, speaker, key))
+    return out
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return type_name(value)

@@ -11,19 +11,21 @@ streamed one question at a time, so the 245k turns of LongMemEval-S are never al
   ``answer_session_ids`` (the query's ``evidence_note`` says so, and a ``fallback`` problem is
   listed); the session-level evidence is kept as ``evidence_sessions``;
 - ``_abs`` questions are abstention questions: no evidence (flags given are kept in
-  ``evidence_given``); categories are the ``question_type`` values.
+  ``evidence_given``); categories are the ``question_type`` values;
+- every field is type-checked (:mod:`tiap.datasets.reading`), a question id read from two
+  files is a ``duplicate`` error naming both, and every bad file is reported in one pass.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
-from tiap.datasets.base import Bundle, Dataset, as_text, expect
+from tiap.datasets.base import Bundle, Dataset, stream_checked
 from tiap.datasets.files import manifest
+from tiap.datasets.reading import At, Checker
 from tiap.datasets.records import Collection, EvidenceProblem, Query, Session, Turn
-from tiap.io import read_json
 
 
 class LongMemEval(Dataset):
@@ -40,84 +42,113 @@ class LongMemEval(Dataset):
         return len(self.file_paths())
 
     def bundles(self) -> Iterator[Bundle]:
-        for stored in self.file_paths():
-            path = self.path(stored)
-            yield self._bundle(read_json(path), path)
+        def reader(stored: str) -> Callable[[], tuple[Path, Bundle]]:
+            def read() -> tuple[Path, Bundle]:
+                path = self.path(stored)
+                return path, read_question(path)
+            return read
 
-    def _bundle(self, d: Any, path: Any) -> Bundle:
-        expect(isinstance(d, dict) and "question_id" in d, "no question_id", file=path)
-        qid = str(d["question_id"])
-        for key in ("haystack_session_ids", "haystack_sessions", "haystack_dates"):
-            expect(isinstance(d.get(key), list), f"{key} must be a list", file=path, record=qid)
-        sids_given: list[str] = [str(s) for s in d["haystack_session_ids"]]
-        expect(len(sids_given) == len(d["haystack_sessions"]) == len(d["haystack_dates"]),
-               "haystack ids, sessions and dates differ in length", file=path, record=qid)
-        seen: dict[str, int] = {}
-        sessions: list[Session] = []
-        turns: list[Turn] = []
-        flagged: list[str] = []
-        by_given: dict[str, list[str]] = {}
-        notes: list[str] = []
-        for spos, (sid0, date, sess) in enumerate(
-            zip(sids_given, d["haystack_dates"], d["haystack_sessions"], strict=True), start=1
-        ):
-            seen[sid0] = seen.get(sid0, 0) + 1
-            sid = sid0 if seen[sid0] == 1 else f"{sid0}~{seen[sid0]}"
-            if seen[sid0] == 2:
-                notes.append(f"{qid}: session id {sid0} occurs more than once in the haystack; "
-                             f"later copies are {sid0}~2, ...")
-            sessions.append(Session(qid, sid, spos, as_text(date)))
-            expect(isinstance(sess, list), f"session {sid0} must be a list of turns",
-                   file=path, record=qid)
-            for tpos, t in enumerate(sess, start=1):
-                expect(isinstance(t, dict) and "role" in t and "content" in t,
-                       f"session {sid0} turn {tpos} needs role and content", file=path, record=qid)
-                uid = f"{qid}:{sid}:{tpos}"
-                turns.append(Turn(uid, qid, sid, tpos, str(t["role"]), str(t["content"])))
-                by_given.setdefault(sid0, []).append(uid)
-                if t.get("has_answer") is True:
-                    flagged.append(uid)
+        yield from stream_checked((reader(s) for s in self.file_paths()), "question_id")
 
-        abstention = qid.endswith("_abs")
-        answer_sessions = [str(s) for s in d.get("answer_session_ids") or []]
-        problems: list[EvidenceProblem] = []
-        for s in answer_sessions:
-            if s not in by_given:
-                problems.append(EvidenceProblem(qid, s, "unresolvable",
-                                                "answer session not in the haystack"))
-        note = None
-        if abstention:
-            evidence: list[str] = []
-        elif flagged:
-            evidence = flagged
-        else:
-            evidence = [u for s in answer_sessions for u in by_given.get(s, [])]
-            note = "fallback: no turn is flagged has_answer; all turns of answer_session_ids"
-            problems.append(EvidenceProblem(qid, ", ".join(answer_sessions), "fallback", note))
-        if not evidence and not abstention:
-            problems.append(EvidenceProblem(qid, ", ".join(answer_sessions), "no_evidence",
-                                            "no usable evidence: the query has no target"))
-        query = Query(
-            query_id=qid,
-            collection_id=qid,
-            question=str(d.get("question", "")),
-            answer=as_text(d.get("answer")),
-            category=str(d.get("question_type", "")),
-            evidence=tuple(evidence),
-            evidence_given={"answer_session_ids": answer_sessions, "has_answer_turns": flagged},
-            abstention=abstention,
-            evidence_sessions=tuple(answer_sessions),
-            evidence_note=note,
-            extra=(("question_date", as_text(d.get("question_date"))),),
-        )
-        return Bundle(
-            collection=Collection(qid, len(sessions), len(turns), ("user", "assistant")),
-            sessions=tuple(sessions),
-            turns=tuple(turns),
-            queries=(query,),
-            problems=tuple(problems),
-            notes=tuple(notes),
-        )
+
+def read_question(path: Path) -> Bundle:
+    """One LongMemEval question file, or one error listing every problem of the file."""
+    ck = Checker(path)
+    d = ck.obj(ck.load(), At())
+    if d is None:
+        ck.stop()
+    top = At()
+    qid = ck.str(d, "question_id", top) or ""
+    if qid:
+        top = At(query_id=qid)
+    elif "question_id" in d and isinstance(d["question_id"], str):
+        ck.add("field 'question_id' is empty; expected the question id", top.key("question_id"),
+               code="invalid-value")
+    sids_given = ck.list_of_str(d, "haystack_session_ids", top) or []
+    dates_given = ck.field_list(d, "haystack_dates", top) or []
+    dates = [None if x is None else ck.text(x, top.key("haystack_dates").index(k))
+             for k, x in enumerate(dates_given)]
+    sess_given = ck.field_list(d, "haystack_sessions", top) or []
+    if not len(sids_given) == len(sess_given) == len(dates):
+        ck.add(f"haystack_session_ids, haystack_sessions and haystack_dates differ in length "
+               f"({len(sids_given)}, {len(sess_given)}, {len(dates)}); expected one id and one "
+               "date per session", top)
+    seen: dict[str, int] = {}
+    sessions: list[Session] = []
+    turns: list[Turn] = []
+    flagged: list[str] = []
+    by_given: dict[str, list[str]] = {}
+    notes: list[str] = []
+    for spos, (sid0, date, sess) in enumerate(zip(sids_given, dates, sess_given), start=1):
+        seen[sid0] = seen.get(sid0, 0) + 1
+        sid = sid0 if seen[sid0] == 1 else f"{sid0}~{seen[sid0]}"
+        if seen[sid0] == 2:
+            notes.append(f"{qid}: session id {sid0} occurs more than once in the haystack; "
+                         f"later copies are {sid0}~2, ...")
+        sessions.append(Session(qid, sid, spos, date))
+        sat = top.key("haystack_sessions").index(spos - 1, label=f"session {sid0}")
+        for tpos, t in enumerate(ck.list(sess, sat, expected="a list of turns"), start=1):
+            tat = sat.index(tpos - 1, label=f"session {sid0} turn {tpos}")
+            t = ck.obj(t, tat)
+            if t is None:
+                continue
+            role = ck.str(t, "role", tat)
+            content = ck.str(t, "content", tat)
+            has_answer = ck.bool(t, "has_answer", tat)
+            if role is None or content is None:
+                continue
+            uid = f"{qid}:{sid}:{tpos}"
+            turns.append(Turn(uid, qid, sid, tpos, role, content))
+            by_given.setdefault(sid0, []).append(uid)
+            if has_answer:
+                flagged.append(uid)
+
+    abstention = qid.endswith("_abs")
+    answer_sessions = ck.list_of_str(d, "answer_session_ids", top, required=False) or []
+    question = ck.str(d, "question", top) or ""
+    answer = ck.str(d, "answer", top, null=True, numbers=True)
+    category = ck.str(d, "question_type", top) or ""
+    question_date = ck.str(d, "question_date", top, required=False, null=True)
+    ck.raise_if_any()
+
+    problems: list[EvidenceProblem] = []
+    for s in answer_sessions:
+        if s not in by_given:
+            problems.append(EvidenceProblem(qid, s, "unresolvable",
+                                            "answer session not in the haystack"))
+    note = None
+    if abstention:
+        evidence: list[str] = []
+    elif flagged:
+        evidence = flagged
+    else:
+        evidence = [u for s in answer_sessions for u in by_given.get(s, [])]
+        note = "fallback: no turn is flagged has_answer; all turns of answer_session_ids"
+        problems.append(EvidenceProblem(qid, ", ".join(answer_sessions), "fallback", note))
+    if not evidence and not abstention:
+        problems.append(EvidenceProblem(qid, ", ".join(answer_sessions), "no_evidence",
+                                        "no usable evidence: the query has no target"))
+    query = Query(
+        query_id=qid,
+        collection_id=qid,
+        question=question,
+        answer=answer,
+        category=category,
+        evidence=tuple(evidence),
+        evidence_given={"answer_session_ids": answer_sessions, "has_answer_turns": flagged},
+        abstention=abstention,
+        evidence_sessions=tuple(answer_sessions),
+        evidence_note=note,
+        extra=(("question_date", question_date),),
+    )
+    return Bundle(
+        collection=Collection(qid, len(sessions), len(turns), ("user", "assistant")),
+        sessions=tuple(sessions),
+        turns=tuple(turns),
+        queries=(query,),
+        problems=tuple(problems),
+        notes=tuple(notes),
+    )
 
 
 def _file_key(stored: str) -> tuple[int, str]:

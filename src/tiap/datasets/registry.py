@@ -30,7 +30,8 @@ def load(
     """The dataset registered under ``dataset_id`` (e.g. ``"locomo"``, ``"beam/1m"``)."""
     key = dataset_id.strip().lower()
     if key not in REGISTRY:
-        raise TiapError(f"unknown dataset {dataset_id!r}; known: {', '.join(REGISTRY)}")
+        raise TiapError(f"unknown dataset {dataset_id!r}; known: {', '.join(REGISTRY)}",
+                        code="usage")
     if source is None:
         source = DataSource(data_dir)
     return REGISTRY[key](source)
