@@ -35,7 +35,7 @@ def test_native_build(data_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--parser", "magic"], "unknown parser 'magic'; known: heuristic, llm, native"),
     (["--parser", "heuristic", "--max-facts", "0"],
-     "--max-facts must be a whole number of at least 1"),
+     "Invalid value for '--max-facts'"),
     (["--parser", "native", "--max-facts", "5"], "--max-facts does not apply to --parser native"),
     (["--parser", "heuristic", "--model", "m"], "options for --parser llm only: --model"),
     (["--parser", "llm"], "the llm parser needs --base-url"),

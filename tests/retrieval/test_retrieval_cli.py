@@ -49,8 +49,8 @@ def test_system_and_rrf_options_reach_the_header(args: list[str], tmp_path: Path
         (["--retriever", "splade"], "unknown retriever 'splade'; choose one of bm25, dense, hybrid"),
         (["--retriever", "bm25", "--model", "x"], "--model and --ollama-url apply to the dense"),
         (["--retriever", "dense", "--model", "nope"], "unknown embedding model 'nope'"),
-        (["--retriever", "bm25", "--k", "0"], "depth k must be at least 1"),
-        (["--retriever", "hybrid", "--rrf-k", "-1"], "RRF constant must be >= 0"),
+        (["--retriever", "bm25", "--k", "0"], "Invalid value for '--k'"),
+        (["--retriever", "hybrid", "--rrf-k", "-1"], "Invalid value for '--rrf-k'"),
         (["--retriever", "dense", "--no-cache", "--cache-dir", "x"], "exclude each other"),
     ],
 )

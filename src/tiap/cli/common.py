@@ -97,10 +97,10 @@ def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
     """
     from tiap.errors import Problem, TiapError
 
-    if not value.strip():
-        raise TiapError(f"{option} is empty: expected {what} separated by {sep!r}",
-                        code="invalid-value")
     items = [v.strip() for v in value.split(sep)]
+    if not any(items):
+        raise TiapError(f"{option} {value!r} is empty: expected {what} separated by {sep!r}",
+                        code="invalid-value")
     problems = [Problem(f"{option} {value!r}: item {i} is empty (expected {what} separated "
                         f"by {sep!r})", code="invalid-value")
                 for i, v in enumerate(items, start=1) if not v]

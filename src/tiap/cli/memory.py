@@ -8,7 +8,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import DataOption, NoVerifyOption, console, err_console, track
+from tiap.cli.common import (
+    DataOption,
+    NoVerifyOption,
+    console,
+    err_console,
+    finite,
+    split_names,
+    track,
+)
 from tiap.errors import Problem, TiapError
 
 LLM_ONLY = "Only with --parser llm."
@@ -24,14 +32,14 @@ def build_store_cmd(
         "--name", help="The store's name, written on every item (an item is identified by "
         "store and id); default: the name of the --out folder.", show_default=False)] = None,
     max_facts: Annotated[int | None, typer.Option(
-        "--max-facts", help="At most N facts per turn (heuristic, llm; default 5). "
+        "--max-facts", min=1, help="At most N facts per turn (heuristic, llm; default 5). "
         "The paper's densities are 1, 5 and 8.", show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Recorded; sent to LLM endpoints.")] = 1337,
     collections: Annotated[str | None, typer.Option(
         "--collections", help="Comma-separated collection ids to build (default: all).",
         show_default=False)] = None,
     workers: Annotated[int | None, typer.Option(
-        "--workers", help="Processes for the heuristic parser (default: up to 4 CPUs for "
+        "--workers", min=1, help="Processes for the heuristic parser (default: up to 4 CPUs for "
         "datasets of more than 50 collections, else 1). The output is the same for any value.",
         show_default=False)] = None,
     base_url: Annotated[str | None, typer.Option(
@@ -44,13 +52,13 @@ def build_store_cmd(
         "OPENAI_API_KEY; sent only when set, never written). " + LLM_ONLY,
         show_default=False)] = None,
     concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", help="Requests in flight (default 4). " + LLM_ONLY,
+        "--concurrency", min=1, help="Requests in flight (default 4). " + LLM_ONLY,
         show_default=False)] = None,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", help="Seconds per request (default 60). " + LLM_ONLY,
-        show_default=False)] = None,
+        show_default=False, callback=finite("--timeout", low=0, low_open=True))] = None,
     max_retries: Annotated[int | None, typer.Option(
-        "--max-retries", help="Retries on 429/5xx/timeouts (default 5). " + LLM_ONLY,
+        "--max-retries", min=0, help="Retries on 429/5xx/timeouts (default 5). " + LLM_ONLY,
         show_default=False)] = None,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="SQLite cache of finished turns, for resuming "
@@ -87,9 +95,10 @@ def build_store_cmd(
         args["seed"] = seed
     elif max_facts is not None and pname not in ("heuristic", "native"):
         args["max_facts"] = max_facts
+    wanted = None if collections is None else split_names(collections, "--collections",
+                                                          what="collection ids")
     made = make_parser(pname, **args)  # checks the arguments before any data is read
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    wanted = [c.strip() for c in collections.split(",") if c.strip()] if collections else None
     result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
                          progress=track, store=name)
     _print_summary(result.counts, result.manifest, out)

@@ -1,0 +1,237 @@
+"""Kind 5 of the bad-input campaign, command-line options: a value out of range, an empty
+list, an empty item or a name defined nowhere is one located error line, exit 2, naming
+the option and what it takes, and nothing is written; never a silent default.
+
+The mechanisms (src/tiap/cli/common.py): typer's ``min=`` on integer options, the callbacks
+:func:`finite` (finite numbers in a range) and :func:`one_of` (choices), and
+:func:`split_names` for lists of names (``--targets``, ``--measures``, ``--collections``).
+Every input is built here in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import typer
+
+from tiap.cli.common import finite, one_of, split_names
+from tiap.cli.main import main
+from tiap.errors import TiapError
+
+ITEMS = [
+    {"item_id": "t1", "kind": "raw", "sources": ["u1"], "text": "alpha beta"},
+    {"item_id": "t2", "kind": "raw", "sources": ["u2"], "text": "gamma delta"},
+    {"item_id": "f1", "kind": "fact", "sources": ["u1"], "text": "alpha fact"},
+]
+QUERIES = [
+    {"query_id": "q1", "question": "alpha?", "answer": "a", "category": "c",
+     "evidence": ["u1"]},
+    {"query_id": "q2", "question": "gamma?", "answer": "a", "category": "c",
+     "evidence": ["u2"]},
+]
+RUN = [{"query_id": "q1", "system": "A", "ranking": ["f1", "t1"]},
+       {"query_id": "q2", "system": "A", "ranking": ["t2"]}]
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture()
+def f(tmp_path: Path) -> dict[str, Path]:
+    store = tmp_path / "store"
+    store.mkdir()
+    return {"items": _jsonl(store / "items.jsonl", ITEMS),
+            "store": store,
+            "queries": _jsonl(tmp_path / "queries.jsonl", QUERIES),
+            "run": _jsonl(tmp_path / "run.jsonl", RUN),
+            "out": tmp_path / "out"}
+
+
+def _rescore(f: dict[str, Path], *extra: str) -> list[str]:
+    return ["rescore", "--items", str(f["items"]), "--queries", str(f["queries"]),
+            "--run", str(f["run"]), "--out", str(f["out"]), *extra]
+
+
+def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _ge(n: int) -> re.Pattern[str]:
+    """typer's wording of ``min=n``."""
+    return re.compile(rf"(greater than or equal to {n}|>= ?{n})")
+
+
+def _says(says: str | re.Pattern[str], line: str) -> bool:
+    return bool(says.search(line)) if isinstance(says, re.Pattern) else says in line
+
+
+# (arguments after the inputs, option named, code, what the line must say)
+RESCORE_CASES = [
+    (["--depth", "0"], "--depth", "usage", _ge(1)),
+    (["--depth", "-2"], "--depth", "usage", _ge(1)),
+    (["--targets", ""], "--targets", "invalid-value", re.compile("is empty")),
+    (["--targets", " , "], "--targets", "invalid-value", re.compile("' , ' is empty")),
+    (["--targets", "raw,,source"], "--targets", "invalid-value",
+     re.compile("item 2 is empty")),
+    (["--targets", "raw,"], "--targets", "invalid-value", re.compile("item 2 is empty")),
+    (["--targets", "raw,sorce"], "--targets", "invalid-value",
+     re.compile(r"unknown target 'sorce' \(did you mean 'source'\?\)")),
+    (["--measures", ""], "--measures", "invalid-value", re.compile("is empty")),
+    (["--measures", "nDCG@2,,R@2"], "--measures", "invalid-value",
+     re.compile("item 2 is empty")),
+    (["--measures", "nDCG@0"], "--measures", "invalid-value",
+     re.compile(r"nDCG@0.*\bgot 0\b")),
+    (["--credit", "sets"], "--credit", "usage", re.compile("not one of group, set")),
+    (["--missing", ""], "--missing", "usage", re.compile("not one of skip, zero")),
+    (["--dedup", "last"], "--dedup", "usage", re.compile("not one of error, first")),
+    # --shared with a target that defines no query: the shared subset is empty
+    (["--shared", "--targets", "raw;notes=kind in {note}"], "--shared", "invalid-value",
+     re.compile(r"target\(s\) 'notes' define no query")),
+]
+
+
+@pytest.mark.parametrize("extra,option,code,says", RESCORE_CASES,
+                         ids=[" ".join(c[0]) or "''" for c in RESCORE_CASES])
+def test_rescore_option_errors(f, capsys, extra, option, code, says) -> None:
+    assert main(_rescore(f, *extra)) == 2
+    line = _one_error(capsys)
+    assert line.startswith(f"error[{code}]: "), line
+    assert option in line and says.search(line), line
+    assert not f["out"].exists()
+    assert not [p for p in f["out"].parent.iterdir() if p.name.startswith(".out")]
+
+
+def test_rescore_edge_values_still_work(f, capsys) -> None:
+    # --depth 1: q1 keeps f1 only -> Raw R@2 of q1 is 0 (t1 was at rank 2), q2 keeps t2 -> 1
+    assert main(_rescore(f, "--depth", "1", "--credit", "SET", "--measures", "R@2",
+                         "--targets", "raw", "--shared")) == 0
+    rows = (f["out"] / "per_query.csv").read_text().splitlines()
+    assert rows[1:] == ["A,raw,q1,R@2,0.0", "A,raw,q2,R@2,1.0"]
+    man = json.loads((f["out"] / "manifest.json").read_text())
+    assert man["options"]["depth"] == 1 and man["options"]["credit"] == "set"
+
+
+def test_targets_command_option_errors(f, capsys) -> None:
+    base = ["targets", "--items", str(f["items"]), "--queries", str(f["queries"]),
+            "--out", str(f["out"])]
+    for value, says in (("", "is empty"), ("raw,,canonical", "item 2 is empty"),
+                        ("raw,canonicl", "did you mean 'canonical'")):
+        assert main([*base, "--targets", value]) == 2
+        line = _one_error(capsys)
+        assert line.startswith("error[invalid-value]: --targets") and says in line, line
+        assert not f["out"].exists()
+
+
+@pytest.fixture()
+def rescored(f) -> Path:
+    r = f["out"].parent / "r"
+    assert main(["rescore", "--items", str(f["items"]), "--queries", str(f["queries"]),
+                 "--run", f"A={f['run']}", "--run", f"B={f['run']}", "--out", str(r)]) == 0
+    return r
+
+
+SENSITIVITY_CASES = [
+    (["--alpha", "0"], "--alpha", "(0, 1)"),
+    (["--alpha", "1"], "--alpha", "(0, 1)"),
+    (["--alpha", "1.5"], "--alpha", "(0, 1)"),
+    (["--alpha", "nan"], "--alpha", "(0, 1)"),
+    (["--min-effect", "-0.1"], "--min-effect", ">= 0"),
+    (["--min-effect", "inf"], "--min-effect", ">= 0"),
+    (["--resamples", "0"], "--resamples", _ge(1)),
+    (["--answer-depth", "0"], "--answer-depth", _ge(1)),
+    (["--correction", "bonferroni"], "--correction", "not one of holm, bh, none"),
+]
+
+
+@pytest.mark.parametrize("extra,option,says", SENSITIVITY_CASES,
+                         ids=[" ".join(c[0]) for c in SENSITIVITY_CASES])
+def test_sensitivity_option_errors(f, rescored, capsys, extra, option, says) -> None:
+    capsys.readouterr()
+    assert main(["sensitivity", str(rescored), "--out", str(f["out"]), *extra]) == 2
+    line = _one_error(capsys)
+    assert line.startswith("error[usage]: ") and option in line, line
+    assert _says(says, line), line
+    assert not f["out"].exists()
+
+
+RETRIEVE_CASES = [
+    (["--k", "0"], "--k", _ge(1)),
+    (["--batch-size", "0"], "--batch-size", _ge(1)),  # was silently 64
+    (["--rrf-k", "-1"], "--rrf-k", _ge(0)),
+    (["--system", ""], "--system", re.compile("non-empty")),  # was silently the retriever's
+    (["--bm25-b", "1.5"], "--bm25-b", re.compile(r"in \[0, 1\]")),
+    (["--bm25-k1", "-1"], "--bm25-k1", re.compile(">= 0")),
+]
+
+
+@pytest.mark.parametrize("extra,option,says", RETRIEVE_CASES,
+                         ids=[" ".join(c[0]) or "''" for c in RETRIEVE_CASES])
+def test_retrieve_option_errors(f, capsys, extra, option, says) -> None:
+    trace = f["out"].parent / "run_out.jsonl"
+    assert main(["retrieve", "--store", str(f["store"]), "--queries", str(f["queries"]),
+                 "--retriever", "bm25", "--no-cache", "--out", str(trace), *extra]) == 2
+    line = _one_error(capsys)
+    assert line.startswith("error[usage]: ") and option in line and says.search(line), line
+    assert not trace.exists() and not trace.with_suffix(".trec").exists()
+
+
+BUILD_STORE_CASES = [
+    (["--parser", "heuristic", "--collections", ""], "--collections", "error[invalid-value]",
+     "is empty"),  # was: every collection
+    (["--parser", "heuristic", "--collections", "conv-26,,conv-30"], "--collections",
+     "error[invalid-value]", "item 2 is empty"),
+    (["--parser", "heuristic", "--max-facts", "0"], "--max-facts", "error[usage]", _ge(1)),
+    (["--parser", "heuristic", "--workers", "0"], "--workers", "error[usage]", _ge(1)),
+    (["--parser", "llm", "--timeout", "0"], "--timeout", "error[usage]", "a number > 0"),
+    (["--parser", "llm", "--timeout", "nan"], "--timeout", "error[usage]", "a number > 0"),
+    (["--parser", "llm", "--concurrency", "0"], "--concurrency", "error[usage]", _ge(1)),
+    (["--parser", "llm", "--max-retries", "-1"], "--max-retries", "error[usage]", _ge(0)),
+]
+
+
+@pytest.mark.parametrize("extra,option,start,says", BUILD_STORE_CASES,
+                         ids=[" ".join(c[0]) for c in BUILD_STORE_CASES])
+def test_build_store_option_errors(f, tmp_path, capsys, extra, option, start, says) -> None:
+    # refused before any data is read: the --data folder does not even exist
+    assert main(["build-store", "locomo", "--out", str(f["out"]), "--data",
+                 str(tmp_path / "no-data"), *extra]) == 2
+    line = _one_error(capsys)
+    assert line.startswith(start) and option in line and _says(says, line), line
+    assert not f["out"].exists()
+
+
+# -- the helpers -----------------------------------------------------------------------------
+
+
+def test_split_names_by_hand() -> None:
+    assert split_names(" a , b ", "--x") == ["a", "b"]
+    assert split_names("Raw", "--x", known=["raw"]) == ["Raw"]  # names compare without case
+    with pytest.raises(TiapError) as err:
+        split_names("a,,b,zz", "--x", known=["a", "b", "zzz"])
+    texts = [p.message for p in err.value.problems]
+    assert texts == ["--x 'a,,b,zz': item 2 is empty (expected names separated by ',')",
+                     "--x: unknown name 'zz' (did you mean 'zzz'?); known: a, b, zzz"]
+    assert {p.code for p in err.value.problems} == {"invalid-value"}
+
+
+def test_finite_and_one_of_by_hand() -> None:
+    unit = finite("--a", low=0, high=1, low_open=True, high_open=True)
+    assert unit(0.5) == 0.5 and unit(None) is None
+    for bad in (0.0, 1.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(typer.BadParameter, match=r"is not a number in \(0, 1\)"):
+            unit(bad)
+    closed = finite("--b", low=0, high=1)
+    assert closed(0.0) == 0.0 and closed(1.0) == 1.0
+    pick = one_of("holm", "bh")
+    assert pick("BH") == "bh"
+    with pytest.raises(typer.BadParameter, match="'x' is not one of holm, bh"):
+        pick("x")
