@@ -11,6 +11,7 @@ chat-completions protocol (``POST /v1/chat/completions`` -> ``{"choices": [{"mes
     [badjson]         a truncated JSON object              [fence] verdict in ```json
     [empty]           empty content                        [notchat] an HTML body
     [badlabel]        a label outside the rubric           [401] / [400]
+    [echo-auth]       the verdict's notes, and the body, repeat the Authorization header
 
 It counts every request per question, the successful replies, the requests in flight at
 once, and the Authorization headers it received.
@@ -127,9 +128,11 @@ class StubServer:
         label = next((t.split("=", 1)[1] for t in tags if t.startswith("label=")), "supports")
         serving = next((t.split("=", 1)[1] for t in tags if t.startswith("serving=")),
                        "either_ok")
+        notes = f"stub verdict for: {q[:40]}"
+        if "echo-auth" in tags:
+            notes += f" (you sent Authorization: {h.headers.get('Authorization')})"
         verdict = json.dumps({"semantic_support_label": label,
-                              "serving_semantics_label": serving,
-                              "notes": f"stub verdict for: {q[:40]}"})
+                              "serving_semantics_label": serving, "notes": notes})
         if "badlabel" in tags:
             verdict = json.dumps({"semantic_support_label": "maybe"})
         content: str | None = verdict
@@ -149,6 +152,7 @@ class StubServer:
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                **({"echo": {"headers": dict(h.headers)}} if "echo-auth" in tags else {}),
             }).encode()
         log(200)
         h._send(200, data)

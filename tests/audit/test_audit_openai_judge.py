@@ -13,6 +13,7 @@ from audit_fixtures import case
 from stub_openai import StubServer
 
 from tiap.audit import UNSCORED, VerdictCache, make_judge, read_labels, run_judges
+from tiap.audit.labels import Verdict
 from tiap.audit.openai_judge import OpenAIJudge
 from tiap.audit.rubric import PARSE_PATTERN, RUBRIC_VERSION
 from tiap.cli.main import main
@@ -185,14 +186,45 @@ def test_identical_texts_are_asked_once(server, key, tmp_path):
     assert run.records[1].timing["reused_from"] == a.case_id
 
 
-def test_retry_unscored(server, key, tmp_path):
-    c = case(1, "q [500-always]")
+def test_unscored_verdicts_of_the_endpoint_are_never_cached(server, key, tmp_path):
+    bad = case(1, "q [500-always]")
+    good = [case(i, f"q{i} [label=supports]") for i in (2, 3)]
     with VerdictCache(tmp_path / "c.sqlite") as vc:
-        run_judges([c], [judge(server, max_retries=0)], vc)
-        run_judges([c], [judge(server, max_retries=0)], vc)
-        assert server.count("q [500-always]") == 1
-        run_judges([c], [judge(server, max_retries=0)], vc, retry_unscored=True)
-        assert server.count("q [500-always]") == 2
+        first = run_judges([bad, *good], [judge(server, max_retries=0)], vc)
+        assert [r.label for r in first.records] == [UNSCORED, "supports", "supports"]
+        assert len(vc) == 2 and vc.case_ids() == {g.case_id for g in good}
+        w = first.stats[0].warnings["invalid_reply"]
+        assert w["count"] == 1 and w["examples"] == [
+            "record s:q1:source, query q1: HTTP 500 after 1 attempts"]
+        again = run_judges([bad, *good], [judge(server, max_retries=0)], vc)
+        assert server.count("q [500-always]") == 2  # asked again, not served from the cache
+        assert again.stats[0].cached == 2 and again.stats[0].asked == 1
+        # an unscored verdict an older TIAP cached for this endpoint is not served either
+        j = judge(server, max_retries=0)
+        r = j.request(bad)
+        vc.put(j.request_key(bad), judge=j.name, case_id=bad.case_id, request=r,
+               verdict=Verdict(label=UNSCORED, reason="the body is not a chat completion",
+                               raw_response="<html>proxy login</html>"), timing={})
+        run_judges([bad, *good], [j], vc)
+        assert server.count("q [500-always]") == 3
+
+
+def test_retry_unscored_asks_again_for_cached_unscored_offline_verdicts(tmp_path):
+    from tiap.audit.judges import LexicalJudge
+
+    calls = []
+
+    class Counting(LexicalJudge):
+        def ask(self, request):
+            calls.append(request["answer"])
+            return super().ask(request)
+
+    c = case(1, "q", answer="Likely no")  # no content token: unscored, and reusable
+    with VerdictCache(tmp_path / "c.sqlite") as vc:
+        for retry in (False, False, True):
+            run = run_judges([c], [Counting()], vc, retry_unscored=retry)
+            assert run.records[0].label == UNSCORED
+    assert len(calls) == 2  # the first run and the retry; the second run is a cache hit
 
 
 def test_the_model_is_required():

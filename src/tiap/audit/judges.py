@@ -43,11 +43,12 @@ The offline judges need no network:
 
 The lexical judge's request is ``{factory, version, thresholds, answer, item_text}``; the
 embedding judge's ``{factory, version, model, thresholds, item_text, reference}`` with
-``reference = question + " " + answer``. Neither offline judge gives a serving label. The default thresholds were chosen once, by a
-grid search for Cohen's κ against the paper's primary human labels on its 120-case
-validation sample (Source cases), and rounded; docs/audit.md reports how the judges then
-agree with those labels and with the paper's 1,902 LLM verdicts (of which the validation
-cases are a part). Pass other thresholds as arguments: ``lexical(supports=0.8)``.
+``reference = question + " " + answer``. Neither offline judge gives a serving label. The
+default thresholds were chosen once, by a grid search for Cohen's κ against the paper's
+primary human labels on its 120-case validation sample (Source cases), and rounded;
+docs/audit.md reports how the judges then agree with those labels and with the paper's
+1,902 LLM verdicts (of which the validation cases are a part). Pass other thresholds as
+arguments: ``lexical(supports=0.8)``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from tiap.audit.labels import (
     canonical_json,
 )
 from tiap.errors import TiapError
+from tiap.llm import MAX_INVALID
 
 Request = dict[str, Any]
 
@@ -109,12 +111,18 @@ class Judge(ABC):
         concurrency: requests asked at once (threads) by :func:`tiap.audit.run.run_judges`;
             offline judges use 1 and answer lists of requests instead (:meth:`ask_many`).
         batch_size: requests per :meth:`ask_many` call (``None``: one per :meth:`ask`).
+        endpoint: the URL a network judge posts to (``None``: an offline judge). The replies
+            of a judge with an endpoint are watched by :class:`tiap.llm.InvalidReplies`: a
+            run where more than ``max_invalid`` of them are not :meth:`reusable` stops with
+            ``error[endpoint]``.
     """
 
     factory: ClassVar[str] = ""
     name: str = ""
     concurrency: int = 1
     batch_size: int | None = None
+    endpoint: str | None = None
+    max_invalid: float = MAX_INVALID
 
     @abstractmethod
     def settings(self) -> dict[str, Any]:
@@ -131,6 +139,16 @@ class Judge(ABC):
     def ask_many(self, requests: Sequence[Request]) -> list[Verdict]:
         """Verdicts on several requests, in order."""
         return [self.ask(r) for r in requests]
+
+    def reusable(self, verdict: Verdict) -> bool:
+        """Whether ``verdict`` may be cached and served again for the same request.
+
+        An offline judge's verdicts depend on the request alone: all are (``unscored`` ones
+        too). A network judge keeps only verdicts read from a valid reply: an endpoint's
+        invalid reply (an HTML page, a wrong schema, an error status) must not answer the
+        same request in a later run.
+        """
+        return True
 
     def request_key(self, case: Any) -> str:
         """The key of the verdict on ``case``: the sha256 of :meth:`request`."""

@@ -33,6 +33,7 @@ from typing import Any
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, write_jsonl
+from tiap.llm import redact
 
 __all__ = [
     "BINARY_LABELS",
@@ -325,8 +326,10 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
 
 
 def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
-    """Atomically write ``labels.jsonl``; returns the number of rows."""
-    return write_jsonl(path, (r.to_json() for r in records))
+    """Atomically write ``labels.jsonl``, every row redacted (:func:`tiap.llm.redact`: no
+    configured key, bearer token or authorization value reaches the file); returns the
+    number of rows."""
+    return write_jsonl(path, (redact(r.to_json()) for r in records))
 
 
 def canonical_json(obj: Any) -> str:

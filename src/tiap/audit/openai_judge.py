@@ -16,13 +16,22 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
 - **Unparseable replies** (not JSON, no label, a label outside the rubric, an empty reply,
   a body that is not a chat completion) are ``unscored`` with the reason; the reply is kept
   in ``raw_response``.
+- **Only valid replies are cached** (:meth:`OpenAIJudge.reusable`: scored verdicts): an
+  unscored verdict (an unparseable reply, an error status after the retries) is written to
+  ``labels.jsonl`` and counted (``warnings.invalid_reply``), never cached, so the next run
+  asks again. A run where more than ``max_invalid`` (default a half) of the replies are
+  invalid stops with ``error[endpoint]`` (:class:`tiap.llm.InvalidReplies`) and writes no
+  labels.
 - **Concurrency**: the judge is thread-safe; :func:`tiap.audit.run.run_judges` keeps up to
   ``concurrency`` requests in flight.
 - **Key**: read from the environment variable named ``api_key_env`` (default
   ``OPENAI_API_KEY``) when the request is made, sent as ``Authorization: Bearer``, and never
-  recorded: the settings name the variable only.
+  recorded: the settings name the variable only, and every reply is redacted
+  (:func:`tiap.llm.redact`), so an endpoint that echoes the header cannot put the key in
+  ``raw_response``, the cache or a message.
 - **Request** (:meth:`OpenAIJudge.request`, the verdict's key): ``{"base_url": ..., "body":
-  ...}`` with the exact body POSTed: ``model``, the rendered ``messages``, ``temperature``,
+  ...}`` with the endpoint (:func:`tiap.llm.endpoint_id`: a password in the URL redacted)
+  and the exact body POSTed: ``model``, the rendered ``messages``, ``temperature``,
   ``max_tokens``, and ``seed`` / ``response_format`` when set. Timeouts, retries,
   concurrency, the key's variable and the judge's name are not part of it.
 
@@ -46,7 +55,7 @@ from tiap.audit.rubric import (
     render_messages,
 )
 from tiap.errors import TiapError
-from tiap.llm import ChatClient, ChatReply
+from tiap.llm import MAX_INVALID, ChatClient, ChatReply, body_start, check_max_invalid, endpoint_id
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIJudge"]
 
@@ -70,6 +79,8 @@ class OpenAIJudge(Judge):
         max_retries: retries after the first attempt, on 429 / 5xx / timeouts.
         backoff, max_backoff: the retry waits, in seconds.
         concurrency: requests in flight.
+        max_invalid: the largest share of invalid replies a run tolerates (module
+            docstring; 1: never stop).
         name: the judge's name in labels (default ``openai/<model>``).
         system_template, user_template: the rubric's text (default the versioned rubric).
         rubric_version: the version recorded with the template.
@@ -91,6 +102,7 @@ class OpenAIJudge(Judge):
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         concurrency: int = 4,
+        max_invalid: float = MAX_INVALID,
         name: str | None = None,
         system_template: str = SYSTEM_TEMPLATE,
         user_template: str = USER_TEMPLATE,
@@ -120,6 +132,7 @@ class OpenAIJudge(Judge):
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.concurrency = int(concurrency)
+        self.max_invalid = check_max_invalid(max_invalid, "openai judge: max_invalid")
         self.name = name or f"openai/{self.model}"
         self.system_template = system_template
         self.user_template = user_template
@@ -127,18 +140,20 @@ class OpenAIJudge(Judge):
         self.http = ChatClient(self.base_url, api_key_env=api_key_env, timeout=self.timeout,
                                max_retries=self.max_retries, backoff=self.backoff,
                                max_backoff=self.max_backoff)
+        self.endpoint = endpoint_id(self.http.url)
 
     def settings(self) -> dict[str, Any]:
         return {
             "factory": self.factory,
             "name": self.name,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": endpoint_id(self.base_url),
             "api_key_env": self.api_key_env,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "json_mode": self.json_mode,
+            "max_invalid": self.max_invalid,
             "rubric_version": self.rubric_version,
             "template": {"system": self.system_template, "user": self.user_template},
             "parse_pattern": PARSE_PATTERN,
@@ -166,11 +181,15 @@ class OpenAIJudge(Judge):
 
     def request(self, case: Any) -> Request:
         """The endpoint and the exact body POSTed for ``case``."""
-        return {"base_url": self.base_url, "body": self.payload(case)}
+        return {"base_url": endpoint_id(self.base_url), "body": self.payload(case)}
+
+    def reusable(self, verdict: Verdict) -> bool:
+        """Only a verdict read from a valid reply (a scored one) is cached."""
+        return verdict.scored
 
     def ask(self, request: Request) -> Verdict:
-        if request.get("base_url") != self.base_url:
-            raise TiapError(f"this openai judge posts to {self.base_url}, not to "
+        if request.get("base_url") != endpoint_id(self.base_url):
+            raise TiapError(f"this openai judge posts to {endpoint_id(self.base_url)}, not to "
                             f"{request.get('base_url')!r}")
         reply = self.http.post(request["body"])
         if reply.status == 200:
@@ -183,9 +202,9 @@ class OpenAIJudge(Judge):
             return Verdict(label=UNSCORED, reason=f"HTTP {reply.status}: {text}",
                            raw_response=reply.text, attempts=reply.attempts,
                            response={"status": reply.status})
-        raise TiapError(f"the endpoint {self.http.url} answered HTTP {reply.status} ({text}); "
-                        "check --base-url, --model and the API key variable "
-                        f"{self.api_key_env}")
+        raise TiapError(f"the endpoint {self.endpoint} answered HTTP {reply.status} (body "
+                        f"{body_start(reply.text)}); check --base-url, --model and the API key "
+                        f"variable {self.api_key_env}", code="endpoint")
 
     def _verdict(self, reply: ChatReply) -> Verdict:
         meta: dict[str, Any] = {"status": reply.status}

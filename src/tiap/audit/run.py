@@ -15,8 +15,19 @@ recorded. A run started again with the same cache asks only for what is not in i
 - cases with identical requests are asked once and share the verdict (within a run the
   later ones' ``timing.reused_from`` names the first case; in a later run, or for another
   judge making the same requests, they come ``from_cache``);
-- ``unscored`` verdicts are finished verdicts too (an unparseable reply at temperature 0
-  would come back the same); ``retry_unscored=True`` asks for them again.
+- only what the judge calls :meth:`reusable <tiap.audit.judges.Judge.reusable>` is cached
+  and served: every verdict of an offline judge (``unscored`` ones too: the same request
+  gives the same answer; ``retry_unscored=True`` asks for them again), but only the scored
+  verdicts of a network judge. An endpoint's invalid reply (an HTML page answered with HTTP
+  200, a wrong schema, an error status after the retries) gives an ``unscored`` record in
+  this run, counted in :attr:`JudgeStats.warnings` (``invalid_reply``), and is asked again
+  by the next run; an unscored verdict such a judge finds in a cache written by an older
+  TIAP is not served either (it is asked again);
+- a network judge (one with an ``endpoint``) stops the run with ``error[endpoint]`` when
+  more than ``judge.max_invalid`` of its replies are invalid (:class:`tiap.llm.InvalidReplies`:
+  checked from the 10th reply on, and at the end with the verdicts reused from the cache
+  counted as valid); the valid verdicts are in the cache, no label is written;
+- every row written to the cache is redacted (:func:`tiap.llm.redact`).
 
 Network judges run ``judge.concurrency`` cases at once in threads; only the calling thread
 writes to the cache. Offline judges get lists of ``judge.batch_size`` cases.
@@ -38,6 +49,7 @@ from tiap.audit.cases import Case
 from tiap.audit.judges import Judge, Request, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
 from tiap.errors import TiapError
+from tiap.llm import InvalidReplies, redact
 
 __all__ = ["JudgeRun", "VerdictCache", "run_judges"]
 
@@ -146,9 +158,9 @@ class VerdictCache:
 
 def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
          timing: dict[str, Any], created: str) -> tuple[str, ...]:
-    return (key, judge, case_id, verdict.label, canonical_json(request),
-            json.dumps(_verdict_to_json(verdict), ensure_ascii=False), json.dumps(timing),
-            created)
+    return (key, judge, case_id, verdict.label, canonical_json(redact(request)),
+            json.dumps(redact(_verdict_to_json(verdict)), ensure_ascii=False),
+            json.dumps(timing), created)
 
 
 def _verdict_to_json(v: Verdict) -> dict[str, Any]:
@@ -178,6 +190,8 @@ class JudgeStats:
     unscored: int = 0
     seconds: float = 0.0
     unscored_reasons: dict[str, int] = field(default_factory=dict)
+    #: counted warnings by code (``invalid_reply``: the endpoint's unusable replies)
+    warnings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"judge": self.judge, "cases": self.cases, "requests": self.requests,
@@ -185,6 +199,7 @@ class JudgeStats:
                 "asked": self.asked, "reused_within_run": self.reused,
                 "scored": self.scored, "unscored": self.unscored,
                 "unscored_reasons": dict(sorted(self.unscored_reasons.items())),
+                "warnings": redact(self.warnings),
                 "seconds": round(self.seconds, 3)}
 
 
@@ -254,11 +269,15 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         if k in done or k in pending:
             continue
         hit = cache.get(k)
-        if hit is not None and not (retry_unscored and hit[0].label == UNSCORED):
+        if (hit is not None and judge.reusable(hit[0])
+                and not (retry_unscored and hit[0].label == UNSCORED)):
             done[k] = hit
         else:
             pending[k] = (c, r)
     total = len(pending)
+    reused = len(done)
+    guard = (InvalidReplies(judge.endpoint, judge.max_invalid, what="case")
+             if judge.endpoint else None)
     if progress:
         progress(judge.name, 0, total)
     items = [(k, c, r) for k, (c, r) in pending.items()]
@@ -273,8 +292,11 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
             for (k, c, r), v in zip(chunk, verdicts, strict=True):
                 timing = {"started": started, "seconds": round(each, 6),
                           "attempts": v.attempts, "batch": len(chunk)}
-                rows.append((k, judge.name, c.case_id, r, v, timing))
+                if judge.reusable(v):
+                    rows.append((k, judge.name, c.case_id, r, v, timing))
                 done[k] = (v, timing, c.case_id)
+                if guard is not None:
+                    _watch(guard, judge, c, v)
             cache.put_many(rows)
             n_done += len(chunk)
             if progress:
@@ -283,11 +305,19 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         for n_done, (k, c, r, v, started, seconds) in enumerate(_run_threaded(judge, items),
                                                                 1):
             timing = {"started": started, "seconds": round(seconds, 4), "attempts": v.attempts}
-            cache.put(k, judge=judge.name, case_id=c.case_id, request=r, verdict=v,
-                      timing=timing)
+            if judge.reusable(v):  # an invalid reply is not cached: the next run asks again
+                cache.put(k, judge=judge.name, case_id=c.case_id, request=r, verdict=v,
+                          timing=timing)
             done[k] = (v, timing, c.case_id)
+            if guard is not None:
+                _watch(guard, judge, c, v)
             if progress:
                 progress(judge.name, n_done, total)
+    if guard is not None:
+        guard.finish(reused=reused)
+        w = guard.warning()
+        if w is not None:
+            st.warnings["invalid_reply"] = w
     st.asked = total
     st.requests = len(done)
 
@@ -311,6 +341,15 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
             st.unscored_reasons[reason] = st.unscored_reasons.get(reason, 0) + 1
     st.seconds = time.monotonic() - t0
     return records, st
+
+
+def _watch(guard: InvalidReplies, judge: Judge, case: Case, v: Verdict) -> None:
+    """Count one reply of a network judge (raises ``error[endpoint]`` past the limit)."""
+    if judge.reusable(v):
+        guard.add(True)
+    else:
+        guard.add(False, where=case.case_id, reason=v.reason or "invalid reply",
+                  body=v.raw_response, query_id=case.query_id or None)
 
 
 def _run_threaded(judge: Judge, items: list[tuple[str, Case, Request]],
