@@ -125,3 +125,26 @@ def test_normalisation_f1_bleu() -> None:
     assert extract_answer("Who went?", ["Caroline and Melanie went there."]) == \
         "Caroline Melanie"
     assert extract_answer("anything", []) == ""
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 10])
+def test_hits_read_from_rr_equal_a_rescore_of_success(rescored: Path, tmp_path: Path,
+                                                      monkeypatch, depth: int) -> None:
+    """Success@depth read from the rescored RR@10 (rank of the first credited item = 1/RR)
+    gives the same answer tables as rescoring Success@depth."""
+    from tiap.sensitivity import answers
+
+    def run(out: Path) -> tuple[list[dict], list[dict]]:  # type: ignore[type-arg]
+        assert main(["sensitivity", str(rescored), "--out", str(out), "--resamples", "100",
+                     "--answers", "--answer-depth", str(depth)]) == 0
+        return read_csv(out / "answers.csv"), read_csv(out / "answer_alignment.csv")
+
+    fast = run(tmp_path / "fast")
+    used: list[int] = []
+    real = answers._hits_from_rr
+    monkeypatch.setattr(answers, "_hits_from_rr",
+                        lambda *a: used.append(1) or real(*a) and None)
+    slow = run(tmp_path / "slow")
+    assert used  # the fast path was on offer and refused
+    assert fast == slow
+    assert any(r["hits"] for r in fast[0])  # something is credited at all

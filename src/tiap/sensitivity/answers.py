@@ -31,6 +31,7 @@ coefficient (Pearson's r of the two binary variables).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import string
@@ -130,16 +131,22 @@ def _content(text: str) -> list[str]:
     return [w for w in tokens(text) if w not in _STOP]
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The sentences of ``text`` with their content words (an item's text recurs across
+    queries and systems: computed once)."""
+    return tuple((sent, frozenset(_content(sent)))
+                 for sent in _SENT_RE.split(text.strip()) if sent)
+
+
 def extract_answer(question: str, texts: Sequence[str]) -> str:
     """A span of ``texts`` (the top items, best first) answering ``question``."""
     q = set(_content(question))
     best: tuple[int, int, int] | None = None
     best_sent = ""
     for rank, text in enumerate(texts):
-        for j, sent in enumerate(_SENT_RE.split(str(text or "").strip())):
-            if not sent:
-                continue
-            overlap = len(q & set(_content(sent)))
+        for j, (sent, words) in enumerate(_sentences(str(text or ""))):
+            overlap = len(q & words)
             key = (overlap, -rank, -j)
             if best is None or key > best:
                 best, best_sent = key, sent
@@ -230,6 +237,23 @@ def _load_run(path: Path, system: str, dedup: str, preloaded: Mapping[Path, Any]
         dataclasses.replace(x, system=system) for x in r.rankings))
 
 
+def _hits_from_rr(ds: Dataset, system: str, depth: int,
+                  ) -> tuple[list[str], dict[str, Any]] | None:
+    """Success@depth of ``system`` under every target, read from a rescored RR@k with
+    k >= depth (or RR): exactly, since the first credited item sits at rank 1 / RR, so
+    Success@depth = [RR >= 1 / depth] (NaN stays NaN). ``None`` when no such RR was
+    rescored (then the caller rescores Success@depth itself)."""
+    rr = [m for m in ds.measures if m.family == "RR" and (m.cutoff is None or m.cutoff >= depth)]
+    if not rr:
+        return None
+    sc = ds.systems[system]
+    hits: dict[str, Any] = {}
+    for t in ds.targets:
+        v = sc.get(t, rr[0])
+        hits[t] = np.where(np.isnan(v), np.nan, (v * depth >= 1 - 1e-9).astype(float))
+    return list(ds.query_ids), hits
+
+
 def answer_tables(
     datasets: Sequence[Dataset],
     *,
@@ -293,20 +317,27 @@ def answer_tables(
                              "carry no text)")
                 continue
             run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"), preloaded)
-            res = rescore([run], queries, {s: store}, targets=targets,
-                          measures=f"Success@{depth}", credit=ds.credit,
-                          missing=ds.options.get("missing") or "skip")
             used[ds.name]["systems"][s] = {"items": str(ipath), "run": str(rpath)}
-            qids = res.query_ids[s]
-            hits = {t: res.values[(s, t, res.measures[0])] for t in ds.targets}
+            from_rr = _hits_from_rr(ds, s, depth)
+            if from_rr is not None:
+                qids, hits = from_rr
+            else:
+                res = rescore([run], queries, {s: store}, targets=targets,
+                              measures=f"Success@{depth}", credit=ds.credit,
+                              missing=ds.options.get("missing") or "skip")
+                qids = res.query_ids[s]
+                hits = {t: res.values[(s, t, res.measures[0])] for t in ds.targets}
             by_q = {rk.query_id: rk for rk in run.rankings}
             rows_t: dict[str, list[tuple[float, float, float]]] = {t: [] for t in ds.targets}
             no_text = 0
             for i, qid in enumerate(qids):
-                q = qby[qid]
-                if not q.answer:
+                q = qby.get(qid)
+                if q is None or not q.answer:  # (not in --queries, or no reference answer)
                     continue
                 rk = by_q.get(qid)
+                if rk is None and from_rr is not None and all(
+                        hits[t][i] != hits[t][i] for t in ds.targets):
+                    continue  # not scored for this system (as rescore's query_ids)
                 top = [text.get(x, "") for x in (rk.item_ids[:depth] if rk else ())]
                 if rk and not any(top):
                     no_text += 1

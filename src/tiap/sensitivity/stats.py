@@ -46,10 +46,12 @@ queries whose difference is not 0 (``|d_j| > 1e-12``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -190,28 +192,29 @@ def randomize(d: FloatArray, signs: NDArray[np.int8], exact: bool,
     width = max(1, min(c, CHUNK_CELLS // b))  # columns whose full (width, B) ends fit a chunk
     rows = max(1, CHUNK_CELLS // max(n, width))
     dt = np.ascontiguousarray(d.T)
-    for c0 in range(0, c, width):
-        cols = slice(c0, min(c, c0 + width))
-        dc = dt[cols]
-        tot = total[cols, None]
-        lows = np.empty((dc.shape[0], b))  # (columns, sign vectors): rows contiguous
-        highs = np.empty((dc.shape[0], b))
-        for r0 in range(0, b, rows):
-            rr = slice(r0, r0 + rows)
-            a_mat = dc @ signs[rr].T.astype(np.float64)
-            r1 = a_mat - tot
-            a_mat += tot
-            with np.errstate(invalid="ignore"):  # 0 * inf: all-equal signs, overwritten
-                r1 *= inv_minus[rr]
-                a_mat *= inv_plus[rr]
-            np.minimum(r1, a_mat, out=lows[:, rr])
-            np.maximum(r1, a_mat, out=highs[:, rr])
-        lows[:, everywhere] = -np.inf
-        highs[:, everywhere] = np.inf
-        hits[cols] = ((lows <= tol[cols, None]) & (highs >= -tol[cols, None])).sum(axis=1)
-        best_lo[cols] = _smallest(lows, keep)
-        np.negative(highs, out=highs)
-        best_hi[cols] = _smallest(highs, keep)
+    with one_blas_thread():
+        for c0 in range(0, c, width):
+            cols = slice(c0, min(c, c0 + width))
+            dc = dt[cols]
+            tot = total[cols, None]
+            lows = np.empty((dc.shape[0], b))  # (columns, sign vectors): rows contiguous
+            highs = np.empty((dc.shape[0], b))
+            for r0 in range(0, b, rows):
+                rr = slice(r0, r0 + rows)
+                a_mat = dc @ signs[rr].T.astype(np.float64)
+                r1 = a_mat - tot
+                a_mat += tot
+                with np.errstate(invalid="ignore"):  # 0 * inf: all-equal signs, overwritten
+                    r1 *= inv_minus[rr]
+                    a_mat *= inv_plus[rr]
+                np.minimum(r1, a_mat, out=lows[:, rr])
+                np.maximum(r1, a_mat, out=highs[:, rr])
+            lows[:, everywhere] = -np.inf
+            highs[:, everywhere] = np.inf
+            hits[cols] = ((lows <= tol[cols, None]) & (highs >= -tol[cols, None])).sum(axis=1)
+            best_lo[cols] = _smallest(lows, keep)
+            np.negative(highs, out=highs)
+            best_hi[cols] = _smallest(highs, keep)
     p = hits / b if exact else (1 + hits) / (1 + b)
     best_lo.sort(axis=1)
     best_hi.sort(axis=1)
@@ -219,6 +222,19 @@ def randomize(d: FloatArray, signs: NDArray[np.int8], exact: bool,
     best_hi -= tol[:, None]  # (negated upper ends)
     return Randomization(n, b, exact, d.mean(axis=0), hits, np.minimum(p, 1.0),
                          np.ascontiguousarray(best_lo.T), np.ascontiguousarray(-best_hi.T))
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+    """Limit BLAS to one thread (threadpoolctl, when installed). The products of
+    :func:`randomize` are small: on two cores shared with other work, OpenBLAS's second
+    thread made them 4-12x slower (0.8-2.4 s instead of 0.12-0.22 s for one demo family
+    under load), while on a quiet machine it gains little (0.121 s against 0.164 s for
+    100 comparisons, benchmarks/README.md)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - depends on the environment
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _smallest(x: FloatArray, keep: int) -> FloatArray:
