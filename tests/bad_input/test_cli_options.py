@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tiap.cli.common import finite, one_of, split_names
 from tiap.cli.main import main
@@ -235,3 +237,39 @@ def test_finite_and_one_of_by_hand() -> None:
     assert pick("BH") == "bh"
     with pytest.raises(typer.BadParameter, match="'x' is not one of holm, bh"):
         pick("x")
+
+
+# -- property: a list option either parses to the reference items or is a TiapError ---------
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.text(alphabet=st.sampled_from("ab ,;={}\t\u00e9"), max_size=12))
+def test_split_names_is_the_reference_split_or_an_error(value: str) -> None:
+    reference = [v.strip() for v in value.split(",")]  # str.split, then strip each item
+    try:
+        got = split_names(value, "--x")
+    except TiapError as exc:
+        assert not all(reference), value  # refused only for an empty item
+        assert all(p.code == "invalid-value" and "--x" in p.message for p in exc.problems)
+    else:
+        assert got == reference and all(got)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.lists(st.sampled_from(["raw", "source", "sorce", ",", ";", "=",
+                                       "kind in {fact}", " ", "x", "{"]),
+                      max_size=6).map("".join))
+def test_split_targets_never_raises_anything_else(value: str) -> None:
+    from tiap.cli.targets import split_targets
+    from tiap.targets.targets import DEFAULT_REGISTRY
+
+    try:
+        got = split_targets(value)
+    except TiapError as exc:
+        assert all("--targets" in p.message for p in exc.problems), value
+    else:
+        assert got and all(got)
+        defined = {t.partition("=")[0].strip().lower() for t in got if "=" in t}
+        assert all(t in DEFAULT_REGISTRY or t.lower() in defined for t in got if "=" not in t)

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from tiap import io
 from tiap.cli.main import main
@@ -341,3 +343,102 @@ def test_a_folder_filled_during_the_run_is_not_replaced(tmp_path: Path) -> None:
         (out / "yours.txt").write_text("arrived meanwhile\n")
     assert err.value.problems[0].code == "stale-output"
     assert _tree(out) == {"yours.txt": b"arrived meanwhile\n"} and _hidden(tmp_path) == []
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def test_report_rerun_holds_only_the_second_report(rescored: Path, tmp_path: Path,
+                                                   capsys) -> None:
+    with_design, without = tmp_path / "s1", tmp_path / "s2"
+    assert _sensitivity(rescored, with_design, "--configs", "g=A,B") == 0
+    assert _sensitivity(rescored, without) == 0
+    out = tmp_path / "rep"
+    assert main(["report", str(with_design), "--out", str(out)]) == 0
+    assert any("design" in n for n in _tree(out))
+    assert main(["report", str(without), "--out", str(out)]) == 0
+    assert not any("design" in n for n in _tree(out))
+    man = json.loads((out / "manifest.json").read_text())
+    assert set(_tree(out)) == {"manifest.json", *man["outputs"]}
+    capsys.readouterr()
+    before = _tree(without)
+    assert main(["report", str(without), "--out", str(without)]) == 2
+    assert "holds the output of `tiap sensitivity`" in _refused(capsys, without)
+    assert _tree(without) == before and _hidden(tmp_path) == []
+
+
+# -- property: whatever the folder holds, the outcome is one of two -------------------------
+
+NAMES = st.sampled_from(["manifest.json", "a.csv", "b.csv", "notes.txt", "cache.sqlite",
+                         "sub", ".hidden"])
+MANIFESTS = st.one_of(
+    st.none(),  # no manifest.json written
+    st.binary(max_size=20),  # not JSON, or not an object
+    st.fixed_dictionaries({"command": st.sampled_from(["step", "other", 3])},
+                          optional={"outputs": st.one_of(
+                              st.lists(st.sampled_from(["a.csv", "sub/x", "b.csv", 5])),
+                              st.dictionaries(st.sampled_from(["a.csv", "b.csv"]),
+                                              st.just({})), st.just("a.csv"))}),
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(names=st.lists(NAMES, unique=True, max_size=5), manifest=MANIFESTS,
+       force=st.booleans(), fail=st.booleans())
+def test_output_folder_replaces_whole_or_refuses_untouched(
+        tmp_path_factory: pytest.TempPathFactory, names: list[str], manifest: object,
+        force: bool, fail: bool) -> None:
+    """Any existing folder either is refused (``stale-output``) and left byte-identical, or
+    ends up holding exactly the new run's files plus the kept cache; a failing run leaves
+    it byte-identical. Never another exception, never a temporary sibling left."""
+    parent = tmp_path_factory.mktemp("p")
+    out = parent / "out"
+    out.mkdir()
+    for n in names:
+        if n == "manifest.json":
+            continue
+        if n == "sub":
+            (out / "sub").mkdir()
+            (out / "sub" / "x").write_text("x")
+        else:
+            (out / n).write_text(n)
+    if manifest is not None:
+        (out / "manifest.json").write_bytes(
+            manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode())
+    before = _tree(out)
+    accepted = force or _may_replace({p.name for p in out.iterdir()}, manifest)
+    event(f"accepted={accepted} fail={fail}")
+    new = {"manifest.json": json.dumps({"command": "step", "outputs": ["c.csv"]}).encode(),
+           "c.csv": b"new"}
+    try:
+        with io.output_folder(out, "step", force=force, keep=("cache.sqlite",)) as tmp:
+            for rel, data in new.items():
+                (tmp / rel).write_bytes(data)
+            if fail:
+                raise RuntimeError("the run failed")
+    except TiapError as exc:
+        assert exc.problems[0].code == "stale-output" and not accepted
+        assert _tree(out) == before
+    except RuntimeError:
+        assert accepted and fail
+        assert _tree(out) == before
+    else:
+        assert accepted and not fail
+        kept = {"cache.sqlite": before["cache.sqlite"]} if "cache.sqlite" in before else {}
+        assert _tree(out) == {**new, **kept}
+    assert _hidden(parent) == []
+
+
+def _may_replace(entries: set[str], manifest: object) -> bool:
+    """The documented policy, restated: an empty folder, or the same step's folder holding
+    only what its manifest lists (top-level names), the manifest and the kept cache."""
+    if not entries:
+        return True
+    if not isinstance(manifest, dict) or manifest.get("command") != "step":
+        return False
+    outputs = manifest.get("outputs")
+    if not isinstance(outputs, list | dict):
+        return True  # a manifest without a list of outputs: the step's folder, whole
+    listed = {o.split("/")[0] for o in outputs if isinstance(o, str)}
+    return entries <= {"manifest.json", "cache.sqlite", *listed}
