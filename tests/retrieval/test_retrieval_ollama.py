@@ -62,7 +62,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": "404 page not found"})
             return
         if req.get("model") != MODEL:
-            self._send(404, {"error": f"model \"{req.get('model')}\" not found, try pulling it first"})
+            self._send(404, {"error": f"model \"{req.get('model')}\" not found, "
+                                      "try pulling it first"})
             return
         texts = req["input"] if isinstance(req["input"], list) else [req["input"]]
         embs = [letters(t) for t in texts]
@@ -130,8 +131,9 @@ def test_an_unknown_ollama_model(stub: Stub) -> None:
 
 def test_a_malformed_answer(stub: Stub) -> None:
     stub.mode = "short"
-    with pytest.raises(TiapError, match=r"embeddings of shape \(1, 26\) for 2 texts"):
+    with pytest.raises(TiapError, match=r"sent 1 embeddings for 2 texts; the body starts") as e:
         OllamaEncoder(MODEL, url=url_of(stub)).encode(["one", "two"])
+    assert e.value.code == "endpoint" and url_of(stub) in str(e.value)
 
 
 def test_no_server_listening() -> None:

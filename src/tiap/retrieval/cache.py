@@ -2,7 +2,10 @@
 
 Stores of different parser densities hold the same raw turns; keyed by the text's hash,
 their vectors are computed once and shared by every store, run and retriever that uses the
-same model id.
+same model id. The model id of an encoder that asks an endpoint names the endpoint too
+(``ollama:NAME@URL``, :class:`tiap.retrieval.encoders.OllamaEncoder`), so vectors from one
+server are never served for another; only vectors the encoder checked
+(:func:`tiap.retrieval.encoders.read_embeddings`) reach :meth:`EmbeddingCache.put`.
 
 The cache is one SQLite database, ``embeddings.sqlite3``, in WAL mode: every batch of
 vectors is written in one transaction, so an interrupted run (Ctrl-C, a crash, a killed

@@ -9,7 +9,12 @@ must produce the same vectors.
   sentence-transformers folder. The model loads on the first batch to encode, so a run whose
   vectors are all cached never loads it.
 - :class:`OllamaEncoder`: ``POST {url}/api/embed`` with ``{"model": NAME, "input": [texts]}``,
-  answered by ``{"embeddings": [[...], ...]}`` (Ollama's embedding API).
+  answered by ``{"embeddings": [[...], ...]}`` (Ollama's embedding API). Its model id is
+  ``ollama:NAME@URL``: vectors are cached per endpoint, so two servers that both call a
+  model ``NAME`` never share vectors (vectors cached under the older id ``ollama:NAME`` are
+  not reused). Any answer that is not such a matrix of finite numbers, one row per text
+  (:func:`read_embeddings`), and any error status, is ``error[endpoint]`` naming the URL
+  and the start of the body: nothing of that batch is cached.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from tiap.errors import TiapError
+from tiap.llm import body_start, endpoint_id
 from tiap.retrieval.base import check_extra, package_version
 
 #: The bundled default model.
@@ -154,8 +160,8 @@ class OllamaEncoder(Encoder):
     """Embeddings from an Ollama server's ``/api/embed`` endpoint (vectors re-normalised here).
 
     Args:
-        model: the Ollama model name (e.g. ``nomic-embed-text``); the model id is
-            ``ollama:NAME``.
+        model: the Ollama model name (e.g. ``nomic-embed-text``); the model id (the cache
+            key) is ``ollama:NAME@URL``.
         url: the server (default ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``).
         batch_size: texts per request.
         timeout: seconds per request.
@@ -169,14 +175,15 @@ class OllamaEncoder(Encoder):
             raise TiapError(f"batch size must be at least 1, got {batch_size}")
         check_extra("httpx", "llm")
         self.model = model
-        self.model_id = OLLAMA_PREFIX + model
         self.url = _ollama_url(url)
+        self.model_id = f"{OLLAMA_PREFIX}{model}@{endpoint_id(self.url)}"
         self.batch_size = batch_size
         self.timeout = timeout
         self._client: Any = None
 
     def spec(self) -> dict[str, Any]:
-        return {"backend": "ollama", "model": self.model_id, "url": self.url, "normalize": True}
+        return {"backend": "ollama", "model": OLLAMA_PREFIX + self.model,
+                "url": endpoint_id(self.url), "cache_id": self.model_id, "normalize": True}
 
     def versions(self) -> dict[str, str]:
         return {"httpx": package_version("httpx")}
@@ -191,36 +198,62 @@ class OllamaEncoder(Encoder):
             local = host in {"localhost", "::1"} or host.startswith("127.")
             self._client = httpx.Client(timeout=self.timeout, trust_env=not local)
         endpoint = f"{self.url}/api/embed"
+        url = endpoint_id(self.url)
         try:
             resp = self._client.post(endpoint, json={"model": self.model, "input": list(texts)})
         except httpx.HTTPError as exc:
-            raise TiapError(f"cannot reach Ollama at {self.url} ({exc}); is the server running? "
-                            "(--ollama-url sets the address)") from exc
+            raise TiapError(f"cannot reach Ollama at {url} ({type(exc).__name__}); is the "
+                            "server running? (--ollama-url sets the address)",
+                            code="endpoint") from None
         if resp.status_code != 200:
-            detail = resp.text[:300]
+            detail = body_start(resp.text, 300)
             try:
-                detail = str(resp.json().get("error", detail))
-            except (ValueError, AttributeError):
+                err = resp.json().get("error")
+                if isinstance(err, str) and err:
+                    detail = body_start(err, 300)
+            except (ValueError, AttributeError, RecursionError):
                 pass
-            raise TiapError(f"Ollama at {self.url} answered HTTP {resp.status_code} for model "
-                            f"{self.model!r}: {detail}")
-        try:
-            vecs = resp.json()["embeddings"]
-            arr = np.asarray(vecs, dtype=np.float32)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TiapError(f"Ollama at {self.url} sent an answer without an 'embeddings' "
-                            f"matrix ({exc})", file=endpoint) from exc
-        if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] == 0:
-            raise TiapError(f"Ollama at {self.url} sent embeddings of shape {arr.shape} for "
-                            f"{len(texts)} texts", file=endpoint)
-        if not np.all(np.isfinite(arr)):
-            raise TiapError(f"Ollama at {self.url} sent non-finite embeddings", file=endpoint)
-        return normalize_rows(arr)
+            raise TiapError(f"Ollama at {url} answered HTTP {resp.status_code} for model "
+                            f"{self.model!r}: {detail}", code="endpoint")
+        return normalize_rows(read_embeddings(resp.content, len(texts), url))
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def read_embeddings(body: bytes | str, n: int, url: str = "the endpoint") -> np.ndarray:
+    """The float32 matrix of an ``/api/embed`` answer for ``n`` texts, or ``error[endpoint]``.
+
+    The body must be a JSON object whose ``embeddings`` is a list of ``n`` lists of the same
+    length (at least 1) holding JSON numbers only (not booleans, not strings) that are finite
+    as float32; anything else is refused, naming ``url`` and the start of the body.
+    """
+    def bad(what: str) -> TiapError:
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        return TiapError(f"Ollama at {url} sent {what} for {n} texts; the body starts "
+                         f"{body_start(text)}", code="endpoint")
+
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
+        raise bad("a body that is not JSON") from None
+    vecs = data.get("embeddings") if isinstance(data, dict) else None
+    if not isinstance(vecs, list):
+        raise bad("an answer without an 'embeddings' list")
+    if len(vecs) != n:
+        raise bad(f"{len(vecs)} embeddings")
+    dims = {len(v) if isinstance(v, list) else -1 for v in vecs}
+    if n and (len(dims) != 1 or min(dims) < 1):
+        raise bad("embeddings that are not rows of one length (at least 1)")
+    if not all(type(x) in (int, float) for v in vecs for x in v):
+        raise bad("embeddings holding something other than numbers")
+    with np.errstate(over="ignore"):
+        arr = np.asarray(vecs, dtype=np.float32).reshape(n, -1 if n else 0)
+    if not np.all(np.isfinite(arr)):
+        raise bad("non-finite embeddings (or numbers too large for float32)")
+    return arr
 
 
 def _ollama_url(url: str | None) -> str:
