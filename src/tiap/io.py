@@ -256,7 +256,8 @@ def check_output_folder(path: str | Path, step: str, *, force: bool = False,
     The policy: a missing or empty folder is written; a folder whose ``manifest.json`` says
     ``step`` wrote it is replaced whole, provided it holds nothing but what that manifest
     lists, the names matching a pattern of ``known`` (what ``step`` may write, e.g. an
-    optional output of an earlier version) and ``keep``. Anything else (a folder without a
+    optional output of an earlier version) and ``keep`` (which survive the swap, so a folder
+    holding only them counts as empty). Anything else (a folder without a
     TIAP manifest, the output of another step, a file of the user's beside the outputs) is
     refused, code ``stale-output``, unless ``force``; ``path`` being a file is refused always.
     """
@@ -267,7 +268,8 @@ def check_output_folder(path: str | Path, step: str, *, force: bool = False,
                         "path with --out", file=p, code="usage")
     if force or not real.is_dir():
         return real
-    names = sorted(c.name for c in real.iterdir())
+    keep = tuple(keep)
+    names = sorted(c.name for c in real.iterdir() if c.name not in keep)  # kept: never lost
     if not names:
         return real
     found = output_step(real)

@@ -432,8 +432,9 @@ def test_output_folder_replaces_whole_or_refuses_untouched(
 
 def _may_replace(entries: set[str], manifest: object) -> bool:
     """The documented policy, restated: an empty folder, or the same step's folder holding
-    only what its manifest lists (top-level names), the manifest and the kept cache."""
-    if not entries:
+    only what its manifest lists (top-level names), the manifest and the kept cache (which
+    is never lost, so a folder of it alone counts as empty)."""
+    if not entries - {"cache.sqlite"}:
         return True
     if not isinstance(manifest, dict) or manifest.get("command") != "step":
         return False
@@ -442,3 +443,16 @@ def _may_replace(entries: set[str], manifest: object) -> bool:
         return True  # a manifest without a list of outputs: the step's folder, whole
     listed = {o.split("/")[0] for o in outputs if isinstance(o, str)}
     return entries <= {"manifest.json", "cache.sqlite", *listed}
+
+
+def test_a_cache_made_in_place_during_the_first_run_is_kept(tmp_path: Path) -> None:
+    """A resumable cache (the judge's cache.sqlite) is used at its place in --out while the
+    step runs; the first run creates it there, and the swap keeps it."""
+    out = tmp_path / "out"
+    with io.output_folder(out, "step", keep=("cache.sqlite",)) as tmp:
+        out.mkdir()
+        (out / "cache.sqlite").write_text("verdicts\n")
+        (tmp / "manifest.json").write_text(json.dumps({"command": "step"}))
+    assert _tree(out) == {"cache.sqlite": b"verdicts\n",
+                          "manifest.json": b'{"command": "step"}'}
+    assert _hidden(tmp_path) == []
