@@ -54,53 +54,100 @@ def open_text(path: str | Path) -> IO[str]:
         raise TiapError("file not found", file=path)
     if path.is_dir():
         raise TiapError("expected a file, found a directory", file=path)
-    if is_gzip(path):
-        return _GzipTextReader(path)  # type: ignore[return-value]
-    return open(path, encoding="utf-8")
+    return _TextReader(path)  # type: ignore[return-value]
 
 
-class _GzipTextReader:
-    """Iterates the lines of a gzip file; a truncated or corrupt stream is a TiapError."""
+class _TextReader:
+    """A UTF-8 text file (plain or gzip, universal newlines) whose every failure is a
+    TiapError: bytes that are not UTF-8 (code ``encoding``, naming the line and the byte
+    offset of the first bad byte) and a truncated or corrupt gzip stream."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = gzip.open(path, "rt", encoding="utf-8")
+        self._gzip = is_gzip(path)
+        self._fh: IO[str] = (gzip.open(path, "rt", encoding="utf-8") if self._gzip
+                             else open(path, encoding="utf-8"))
 
     def _wrap(self, exc: Exception) -> TiapError:
+        if isinstance(exc, UnicodeDecodeError):
+            line, offset = _first_bad_utf8(self.path, self._gzip)
+            where = f" at byte {offset:,}" + (" of the decompressed text" if self._gzip else "")
+            return TiapError(f"not UTF-8 text{where} ({exc.reason}); TIAP reads UTF-8 files",
+                             file=self.path, line=line, code="encoding")
         return TiapError(f"corrupt or truncated gzip file ({exc})", file=self.path)
 
     def read(self, n: int = -1) -> str:
         try:
             return self._fh.read(n)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise self._wrap(exc) from exc
+        except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+            raise self._wrap(exc) from None
+
+    def readline(self) -> str:
+        try:
+            return self._fh.readline()
+        except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+            raise self._wrap(exc) from None
 
     def __iter__(self) -> Iterator[str]:
         try:
             yield from self._fh
-        except (EOFError, OSError, zlib.error) as exc:
-            raise self._wrap(exc) from exc
+        except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+            raise self._wrap(exc) from None
 
     def close(self) -> None:
         self._fh.close()
 
-    def __enter__(self) -> _GzipTextReader:
+    def __enter__(self) -> _TextReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
+def _first_bad_utf8(path: Path, gz: bool) -> tuple[int | None, int | None]:
+    """(line, byte offset) of the first byte of ``path`` that is not UTF-8."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, offset = 1, 0
+    try:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError as exc:
+                    # the decoder may hold up to 3 bytes of the previous block
+                    at = max(exc.start - (len(exc.object) - len(block)), 0)
+                    return line + block.count(b"\n", 0, at), offset + at
+                line += block.count(b"\n")
+                offset += len(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return line, offset
+    except (EOFError, OSError, zlib.error):
+        pass
+    return None, None
+
+
 def read_json(path: str | Path) -> Any:
     """Parse one JSON document (plain or gzip); errors name the file, line and column."""
     with open_text(path) as fh:
         text = fh.read()
+    return _loads(text, path, None)
+
+
+def _loads(text: str, path: str | Path, line: int | None) -> Any:
+    """``json.loads`` whose every failure is a located TiapError: syntax, numbers past
+    Python's digit limit, nesting too deep to parse."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TiapError(
-            json_error(exc), file=path, line=exc.lineno
-        ) from exc
+        raise TiapError(json_error(exc), file=path,
+                        line=exc.lineno if line is None else line) from None
+    except (ValueError, RecursionError) as exc:
+        what = ("nested too deeply" if isinstance(exc, RecursionError)
+                else "a number too long to read" if "digits" in str(exc) else str(exc))
+        raise TiapError(f"invalid JSON ({what})", file=path, line=line) from None
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -116,12 +163,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TiapError(
-                    json_error(exc), file=path, line=lineno
-                ) from exc
+            yield lineno, _loads(line, path, lineno)
 
 
 def _alive(pid: int) -> bool:
