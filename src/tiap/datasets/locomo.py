@@ -37,9 +37,9 @@ from tiap.datasets.records import (
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
                   5: "adversarial"}
-_DIA = re.compile(r"D([1-9]\d*):([1-9]\d*)")
+_DIA = re.compile(r"D([1-9][0-9]*):([1-9][0-9]*)")
 _SPLIT = re.compile(r"[;,\s]+")
-_SESSION_KEY = re.compile(r"session_(\d+)")
+_SESSION_KEY = re.compile(r"session_([0-9]+)")
 
 
 def parse_dia_ids(given: str, known: set[str]) -> tuple[list[str], list[tuple[str, str, str]]]:
@@ -180,7 +180,7 @@ def _bundle(ck: Checker, conv: dict[str, Any], cid: str, at: At) -> Bundle:
     qa = ck.field_list(conv, "qa", at, required=False) or []
     for qi, q in enumerate(qa):
         qid = f"{cid}:q{qi}"
-        qat = at.key("qa").index(qi, query_id=qid)
+        qat = at.key("qa").index(qi, label="", query_id=qid)
         q = ck.obj(q, qat)
         if q is None:
             continue
@@ -257,7 +257,7 @@ def _memories(
 ) -> list[DerivedMemory]:
     out: list[DerivedMemory] = []
     for sid, _, per_speaker, kat in _keyed(ck, conv, "observation", at,
-                                           r"session_(\d+)_observation",
+                                           r"session_([0-9]+)_observation",
                                            "session_<n>_observation"):
         j = 0
         for speaker, facts in (ck.obj(per_speaker, kat) or {}).items():
@@ -288,7 +288,7 @@ def _memories(
                 out.append(DerivedMemory(iid, cid, "observation", text,
                                          tuple(dict.fromkeys(sources)), sid, speaker,
                                          dia_given))
-    for sid, key, text, kat in _keyed(ck, conv, "session_summary", at, r"session_(\d+)_summary",
+    for sid, key, text, kat in _keyed(ck, conv, "session_summary", at, r"session_([0-9]+)_summary",
                                  "session_<n>_summary"):
         text = ck.text(text, kat)
         iid = f"{cid}:{sid}:session_summary"
@@ -297,7 +297,7 @@ def _memories(
                                             f"{sid} has no turns"))
         out.append(DerivedMemory(iid, cid, "session_summary", text,
                                  tuple(by_session.get(sid, ())), sid, None, key))
-    for sid, key, ev, kat in _keyed(ck, conv, "event_summary", at, r"events_session_(\d+)",
+    for sid, key, ev, kat in _keyed(ck, conv, "event_summary", at, r"events_session_([0-9]+)",
                                "events_session_<n>"):
         j = 0
         for speaker, events in (ck.obj(ev, kat) or {}).items():
