@@ -250,6 +250,12 @@ class _Builder:
     def page(self, page: dict[str, Any], item_id: str, user: str, where: str,
              probs: Problems, file: Path, line: int | None = None,
              place: str = "") -> str | None:
+        bad = [k for k in ("user_input", "agent_response")
+               if page.get(k) is not None and not isinstance(page[k], str)]
+        if bad:
+            probs.add(f"page {item_id!r}: {' and '.join(repr(k) for k in bad)} must be text",
+                      line, record=item_id, file=file)
+            return None
         content = _content(page, user)
         first = self.seen.get(item_id)
         if first is not None:
