@@ -6,10 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-import pytest
-
 from tiap.cli.main import main
-from tiap.errors import TiapError
 from tiap.pipeline import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,27 +22,7 @@ def test_shipped_configs_load() -> None:
     assert (cfg.correction, cfg.min_effect, cfg.alpha) == ("holm", 0.0, 0.05)
 
 
-def test_bad_config(tmp_path: Path) -> None:
-    f = tmp_path / "c.toml"
-    f.write_text('name = "x"\ndataset = "locomo"\nstores = [{name = "a", parser = "heuristic"}]\n'
-                 'colour = "red"\n')
-    with pytest.raises(TiapError, match="unknown keys colour"):
-        load_config(f)
-    f.write_text('name = "x"\ndataset = "locomo"\nstores = [{name = "a", parser = "heuristic"}]\n'
-                 '[design]\nd = ["a", "b"]\n')
-    with pytest.raises(TiapError, match="unknown stores: b"):
-        load_config(f)
-    base = 'name = "x"\ndataset = "locomo"\nstores = [{name = "a", parser = "heuristic"}]\n'
-    f.write_text(base + 'correction = "BH"\nmin_effect = 0.01\nalpha = 0.1\n')
-    cfg = load_config(f)
-    assert (cfg.correction, cfg.min_effect, cfg.alpha) == ("bh", 0.01, 0.1)
-    for bad, msg in (('correction = "bonferroni"', "correction must be one of"),
-                     ("min_effect = -0.1", "min_effect must be a non-negative"),
-                     ('min_effect = "big"', "min_effect must be a number"),
-                     ("alpha = 1.5", "alpha must be between")):
-        f.write_text(base + bad + "\n")
-        with pytest.raises(TiapError, match=msg):
-            load_config(f)
+# bad configs: tests/bad_input/test_config.py
 
 
 def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, capsys,

@@ -40,14 +40,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
+import re
 import time
-import tomllib
+import typing
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from tiap.config import Invalid, Schema, Seq, did_you_mean, read_toml, toml_value, validate
+from tiap.config import validate_value as check_type
 from tiap.errors import TiapError
 from tiap.io import atomic_write
 
@@ -55,112 +61,298 @@ Progress = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
 Log = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class StoreSpec:
+STORE_KEYS = ("name", "parser")
+
+
+class StoreSpec(Schema):
+    """One store of a pipeline: its name, its parser and the parser's arguments.
+
+    The TOML table of a store holds ``name``, ``parser`` and the parser's arguments as keys
+    of their own (``max_facts = 5``); every argument is checked against the parser's factory
+    (its name, its type, then the factory's own checks), so a typo or a wrong type is an
+    error before anything is built.
+    """
+
     name: str
     parser: str
-    args: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _folder_name(v, "store name")
+
+    @model_validator(mode="after")
+    def _parser_and_args(self) -> StoreSpec:
+        from tiap.memory.parsers import make_parser, parser_factory, parser_names
+
+        known = parser_names()
+        if self.parser.strip().lower() not in known:
+            raise Invalid(f"unknown parser {self.parser!r}{did_you_mean(self.parser, known)}; "
+                          f"known: {', '.join(known)}", at=("parser",))
+        factory = parser_factory(self.parser)
+        params = inspect.signature(factory).parameters
+        hints = typing.get_type_hints(factory)
+        problems: list[tuple[tuple[str, ...], str]] = []
+        for key, value in self.args.items():
+            if key not in params:
+                takes = ", ".join(params) or "no arguments"
+                problems.append(((key,), f"unknown key for parser {self.parser!r}"
+                                 f"{did_you_mean(key, params)}; it takes: {takes}"))
+                continue
+            wrong = check_type(hints.get(key, Any), value)
+            if wrong:
+                problems.append(((key,), wrong))
+        if problems:
+            raise Invalid(problems=problems)
+        try:  # the factory's own checks (ranges, required arguments), nothing is run
+            make_parser(self.parser, **self.args).close()
+        except TiapError as exc:
+            raise Invalid(problems=[((), f"parser {self.parser!r}: {_keys_for(p.message, params)}")
+                                    for p in exc.problems]) from None
+        return self
 
 
-@dataclass(frozen=True)
-class PipelineConfig:
+def _keys_for(message: str, params: typing.Iterable[str]) -> str:
+    """A factory's message with its command options (``--base-url``) named as the config's
+    keys (``base_url``)."""
+    keys = set(params)
+    return re.sub(r"--([a-z][a-z0-9-]*)",
+                  lambda m: (m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keys
+                             else m.group(0)), message)
+
+
+class PipelineConfig(Schema):
+    """An ``audit-run`` config (see the module docstring); :func:`load_config` reads one."""
+
     name: str
     dataset: str
-    stores: tuple[StoreSpec, ...]
-    retrievers: tuple[str, ...] = ("bm25",)
-    k: int = 60
-    targets: tuple[str, ...] = ("raw", "source", "canonical")
-    measures: tuple[str, ...] = ("nDCG@20", "nDCG@40", "nDCG@60", "R@60", "RR@60",
-                                 "Success@60", "Success@1")
+    stores: Seq[StoreSpec] = Field(min_length=1)
+    retrievers: Seq[str] = Field(("bm25",), min_length=1)
+    k: int = Field(60, ge=1)
+    targets: Seq[str] = Field(("raw", "source", "canonical"), min_length=1)
+    measures: Seq[str] = Field(("nDCG@20", "nDCG@40", "nDCG@60", "R@60", "RR@60",
+                                "Success@60", "Success@1"), min_length=1)
     credit: str = "group"
-    design: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    collections: tuple[str, ...] = ()  # empty: all
+    design: dict[str, Seq[str]] = Field(default_factory=dict)
+    collections: Seq[str] = ()  # empty: all
     sensitivity: bool = True
-    seed: int = 0
-    resamples: int = 10_000
-    alpha: float = 0.05
+    seed: int = Field(0, ge=0)
+    resamples: int = Field(10_000, ge=1)
+    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
     correction: str = "holm"
-    min_effect: float = 0.0
-    source: str = ""
+    min_effect: float = Field(0.0, ge=0, allow_inf_nan=False)
+    _source: str = PrivateAttr("")
+    _overridden: tuple[str, ...] = PrivateAttr(())
+
+    @property
+    def source(self) -> str:
+        """The file the config was read from (empty when built in Python)."""
+        return self._source
+
+    @property
+    def overridden(self) -> tuple[str, ...]:
+        """The keys a command option set (``collections`` from ``--collections``)."""
+        return self._overridden
 
     def systems(self) -> list[tuple[str, StoreSpec, str]]:
         """``(system name, store, retriever)`` for every store x retriever."""
         return [(f"{s.name}-{r}", s, r) for s in self.stores for r in self.retrievers]
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _folder_name(v, "name (the folder OUT/<name>)")
 
-_KNOWN_KEYS = {"name", "dataset", "stores", "retrievers", "k", "targets", "measures", "credit",
-               "design", "collections", "sensitivity", "seed", "resamples", "alpha",
-               "correction", "min_effect"}
+    @field_validator("dataset")
+    @classmethod
+    def _dataset(cls, v: str) -> str:
+        from tiap.datasets.registry import dataset_ids
+
+        known = dataset_ids()
+        if v.strip().lower() not in known:
+            raise Invalid(f"unknown dataset {v!r}{did_you_mean(v.strip().lower(), known)}; "
+                          f"known: {', '.join(known)}")
+        return v
+
+    @field_validator("retrievers")
+    @classmethod
+    def _retrievers(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from tiap.retrieval.factory import RETRIEVERS
+
+        _once(v, "retriever")
+        wrong = [((i,), f"unknown retriever {r!r}{did_you_mean(r, RETRIEVERS)}; known: "
+                        f"{', '.join(RETRIEVERS)}") for i, r in enumerate(v) if r not in RETRIEVERS]
+        if wrong:
+            raise Invalid(problems=wrong)
+        return v
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from tiap.targets.targets import resolve_targets
+
+        _once(v, "target")
+        problems = []
+        for i, t in enumerate(v):
+            try:
+                resolve_targets([t])
+            except TiapError as exc:
+                problems.extend(((i,), p.message) for p in exc.problems)
+        if problems:
+            raise Invalid(problems=problems)
+        try:  # two definitions of one name
+            resolve_targets(v)
+        except TiapError as exc:
+            raise Invalid(problems=[((), p.message) for p in exc.problems]) from None
+        return v
+
+    @field_validator("measures")
+    @classmethod
+    def _measures(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from tiap.scoring.measures import parse_measure
+
+        _once(v, "measure")
+        problems = []
+        for i, m in enumerate(v):
+            try:
+                parse_measure(m)
+            except TiapError as exc:
+                problems.extend(((i,), p.message) for p in exc.problems)
+        if problems:
+            raise Invalid(problems=problems)
+        return v
+
+    @field_validator("credit")
+    @classmethod
+    def _credit(cls, v: str) -> str:
+        from tiap.scoring.kernels import CREDIT_MODES
+
+        if v not in CREDIT_MODES:
+            raise Invalid(f"unknown credit mode {v!r}{did_you_mean(v, CREDIT_MODES)}; known: "
+                          f"{', '.join(CREDIT_MODES)}")
+        return v
+
+    @field_validator("design")
+    @classmethod
+    def _design(cls, v: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        problems = []
+        for name, members in v.items():
+            if len(members) < 2:
+                problems.append(((name,), f"a design compares at least 2 stores, got "
+                                          f"{len(members)}"))
+            try:
+                _once(members, "store")
+            except Invalid as exc:
+                problems.extend(((name, *at), m) for at, m in exc.problems)
+        if problems:
+            raise Invalid(problems=problems)
+        return v
+
+    @field_validator("collections")
+    @classmethod
+    def _collections(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        problems = [((i,), "expected a collection id, got an empty string")
+                    for i, c in enumerate(v) if not c.strip()]
+        try:
+            _once([c for c in v if c.strip()], "collection")
+        except Invalid as exc:
+            problems.extend(exc.problems)
+        if problems:
+            raise Invalid(problems=problems)
+        return v
+
+    @field_validator("correction")
+    @classmethod
+    def _correction(cls, v: str) -> str:
+        from tiap.sensitivity.stats import CORRECTIONS
+
+        if v.lower() not in CORRECTIONS:
+            raise Invalid(f"expected one of {', '.join(CORRECTIONS)}, got {toml_value(v)}")
+        return v.lower()
+
+    @model_validator(mode="after")
+    def _across_keys(self) -> PipelineConfig:
+        from tiap.scoring.measures import parse_measure
+
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        try:
+            _once([s.name for s in self.stores], "store name")
+        except Invalid as exc:
+            problems.extend((("stores", at[0], "name"), m) for at, m in exc.problems)
+        names = {s.name for s in self.stores}
+        for dname, members in self.design.items():
+            for i, m in enumerate(members):
+                if m not in names:
+                    problems.append((("design", dname, i),
+                                     f"unknown store {m!r}{did_you_mean(m, names)}; the stores "
+                                     f"are {', '.join(s.name for s in self.stores)}"))
+        for i, m in enumerate(self.measures):
+            cutoff = parse_measure(m).cutoff
+            if cutoff is not None and cutoff > self.k:
+                problems.append((("measures", i),
+                                 f"{m} reads deeper than the retrieval depth k = {self.k}: it "
+                                 f"would score as {m.split('@')[0]}@{self.k}; raise k or lower "
+                                 "the cutoff"))
+        if problems:
+            raise Invalid(problems=problems)
+        return self
+
+
+def _folder_name(v: str, what: str) -> str:
+    from tiap.memory.store import check_store_name
+
+    try:
+        return check_store_name(v, what)
+    except TiapError as exc:
+        raise Invalid(exc.problems[0].message) from None
+
+
+def _once(values: Sequence[str], what: str) -> None:
+    """An :class:`Invalid` naming every value listed a second time."""
+    seen: set[str] = set()
+    twice = []
+    for i, x in enumerate(values):
+        if x in seen:
+            twice.append(((i,), f"{what} {x!r} is listed twice"))
+        seen.add(x)
+    if twice:
+        raise Invalid(problems=twice)
+
+
+#: The keys command options override, and the option that sets each.
+OPTIONS = {"retrievers": "--retriever", "collections": "--collections",
+           "resamples": "--resamples"}
 
 
 def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
-                collections: Sequence[str] | None = None) -> PipelineConfig:
-    """Read and check a pipeline TOML file; ``retrievers``/``collections`` override it."""
+                collections: Sequence[str] | None = None,
+                resamples: int | None = None) -> PipelineConfig:
+    """Read and check a pipeline TOML file; ``retrievers``/``collections``/``resamples``
+    (the command's options) override it.
+
+    Every problem of the file (a TOML syntax error, an unknown or missing key, a wrong type,
+    a value out of range, a store a design names but the file does not define) is reported
+    together in one :class:`TiapError` naming the file, line and key; a wrong override
+    names its option.
+    """
     p = Path(path)
-    if not p.is_file():
-        raise TiapError("pipeline config not found", file=p)
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise TiapError(f"invalid TOML: {exc}", file=p) from exc
-    unknown = sorted(set(raw) - _KNOWN_KEYS)
-    if unknown:
-        raise TiapError(f"unknown keys {', '.join(unknown)}; known: {', '.join(sorted(_KNOWN_KEYS))}",
-                        file=p)
-    for key in ("name", "dataset", "stores"):
-        if key not in raw:
-            raise TiapError(f"missing key {key!r}", file=p)
-    stores = []
-    for i, s in enumerate(raw["stores"]):
-        if not isinstance(s, dict) or "name" not in s or "parser" not in s:
-            raise TiapError(f"stores[{i}] needs a name and a parser", file=p)
-        args = {k: v for k, v in s.items() if k not in ("name", "parser")}
-        stores.append(StoreSpec(str(s["name"]), str(s["parser"]), args))
-    names = [s.name for s in stores]
-    if len(set(names)) != len(names):
-        raise TiapError("two stores have the same name", file=p)
-    design = {str(k): tuple(str(x) for x in v) for k, v in (raw.get("design") or {}).items()}
-    for dname, members in design.items():
-        missing = [m for m in members if m not in names]
-        if missing:
-            raise TiapError(f"design {dname!r} names unknown stores: {', '.join(missing)}", file=p)
-    cfg = PipelineConfig(
-        name=str(raw["name"]),
-        dataset=str(raw["dataset"]),
-        stores=tuple(stores),
-        retrievers=tuple(retrievers or raw.get("retrievers") or ("bm25",)),
-        k=int(raw.get("k", 60)),
-        targets=tuple(raw.get("targets") or ("raw", "source", "canonical")),
-        measures=tuple(raw.get("measures") or PipelineConfig.measures),
-        credit=str(raw.get("credit", "group")),
-        design=design,
-        collections=tuple(collections or raw.get("collections") or ()),
-        sensitivity=bool(raw.get("sensitivity", True)),
-        seed=int(raw.get("seed", 0)),
-        resamples=int(raw.get("resamples", 10_000)),
-        alpha=_number(raw, "alpha", 0.05, p),
-        correction=str(raw.get("correction", "holm")).lower(),
-        min_effect=_number(raw, "min_effect", 0.0, p),
-        source=str(p),
-    )
-    from tiap.sensitivity.stats import CORRECTIONS
-
-    if cfg.correction not in CORRECTIONS:
-        raise TiapError(f"correction must be one of {', '.join(CORRECTIONS)}, got "
-                        f"{cfg.correction!r}", file=p)
-    if not 0 < cfg.alpha < 1:
-        raise TiapError(f"alpha must be between 0 and 1, got {cfg.alpha!r}", file=p)
-    if cfg.min_effect < 0:
-        raise TiapError(f"min_effect must be a non-negative number, got {cfg.min_effect!r}",
-                        file=p)
+    raw, text = read_toml(p, "pipeline config")
+    data: dict[str, Any] = dict(raw)
+    if isinstance(data.get("stores"), list):  # a store's other keys are its parser's arguments
+        data["stores"] = [
+            {**{k: v for k, v in s.items() if k in STORE_KEYS},
+             "args": {k: v for k, v in s.items() if k not in STORE_KEYS}}
+            if isinstance(s, dict) else s for s in data["stores"]]
+    given = {"retrievers": list(retrievers) if retrievers else None,
+             "collections": list(collections) if collections else None,
+             "resamples": resamples}
+    data.update({k: v for k, v in given.items() if v is not None})
+    cfg = validate(PipelineConfig, data, file=p, text=text,
+                   options={k: OPTIONS[k] for k, v in given.items() if v is not None})
+    cfg._source = str(p)
+    cfg._overridden = tuple(k for k, v in given.items() if v is not None)
     return cfg
-
-
-def _number(raw: dict[str, Any], key: str, default: float, path: Path) -> float:
-    v = raw.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TiapError(f"{key} must be a number, got {v!r}", file=path)
-    return float(v)
 
 
 @functools.cache
@@ -242,16 +434,16 @@ def run_pipeline(
     from tiap.traces.runs import read_run
 
     root = Path(out) / cfg.name
-    root.mkdir(parents=True, exist_ok=True)
     steps = _Steps(root)
     timings: dict[str, float] = {}
     skipped: list[str] = []
     ds = load(cfg.dataset, source=DataSource(data))
-    ds.verify()
+    ds.verify()  # before anything is written: a bad --data leaves --out untouched
     pinned = manifest(ds.folder)
     ds_sha = _fingerprint({p: pinned[p].stored_sha256 for p in ds.file_paths()})
 
-    def step(name: str, spec: dict[str, Any], outputs: Sequence[Path], fn: Callable[[], None]) -> None:
+    def step(name: str, spec: dict[str, Any], outputs: Sequence[Path],
+             fn: Callable[[], None]) -> None:
         if not force and steps.done(name, spec, outputs):
             skipped.append(name)
             log(f"{name}: up to date, skipped")
@@ -267,9 +459,21 @@ def run_pipeline(
     wanted = set(cfg.collections)
 
     def write_q() -> None:
-        qs = [q for q in ds.queries_iter() if not wanted or q.collection_id in wanted]
+        every = list(ds.queries_iter())
+        qs = [q for q in every if not wanted or q.collection_id in wanted]
+        unknown = sorted(wanted - {q.collection_id for q in qs})
+        if unknown:  # before anything is written
+            known = sorted({q.collection_id for q in every})
+            by_option = "collections" in cfg.overridden
+            raise TiapError(f"{'option --collections' if by_option else 'key collections'}: "
+                            f"{cfg.dataset} has no queries in collection(s) "
+                            f"{', '.join(unknown)}{did_you_mean(unknown[0], known)}; it has "
+                            f"{len(known)}: {', '.join(known[:5])}"
+                            f"{', ...' if len(known) > 5 else ''}",
+                            file=None if by_option else (cfg.source or None),
+                            code="invalid-value")
         if not qs:
-            raise TiapError(f"no query in collections {', '.join(sorted(wanted))} of {cfg.dataset}")
+            raise TiapError(f"dataset {cfg.dataset} has no queries", code="invalid-value")
         write_queries(qpath, qs)
 
     step("queries", {"dataset": cfg.dataset, "files": ds_sha, "collections": sorted(wanted)},
@@ -327,7 +531,8 @@ def run_pipeline(
         inputs[f"items:{system}"] = root / "stores" / s.name / "items.jsonl"
         inputs[f"run:{system}"] = root / "runs" / f"{system}.jsonl"
     write_rescore(result, rdir, queries=qs, inputs=inputs,
-                  options={"pipeline": cfg.source, "design": {k: list(v) for k, v in cfg.design.items()}})
+                  options={"pipeline": cfg.source,
+                           "design": {k: list(v) for k, v in cfg.design.items()}})
     timings["rescore"] = time.monotonic() - t0
     log(f"rescore: {timings['rescore']:.1f} s")
 

@@ -12,7 +12,8 @@ from tiap.cli.common import DataOption, err_console, track
 
 def audit_run_cmd(
     config: Annotated[Path, typer.Argument(help="Pipeline TOML, e.g. configs/locomo.toml.")],
-    out: Annotated[Path, typer.Option("--out", help="Output root; the run goes to OUT/<name>.")] = Path("out"),
+    out: Annotated[Path, typer.Option(
+        "--out", help="Output root; the run goes to OUT/<name>.")] = Path("out"),
     retriever: Annotated[list[str] | None, typer.Option(
         "--retriever", help="Override the config's retrievers (bm25, dense, hybrid). Repeatable.",
         show_default=False)] = None,
@@ -27,17 +28,16 @@ def audit_run_cmd(
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
     are skipped on a rerun, so an interrupted run resumes."""
-    import dataclasses
-
     from tiap.cli.rescore import print_summary
     from tiap.pipeline import load_config, run_pipeline
 
-    cfg = load_config(config, retrievers=retriever,
-                      collections=[c.strip() for c in collections.split(",")] if collections else None)
-    if resamples is not None:
-        cfg = dataclasses.replace(cfg, resamples=resamples)
+    # the options override the config's keys and are checked by the same schema
+    cfg = load_config(config, retrievers=retriever, resamples=resamples,
+                      collections=[c.strip() for c in collections.split(",")]
+                      if collections is not None else None)
     err_console.print(f"[bold]{cfg.name}[/]: {cfg.dataset}, stores "
-                      f"{', '.join(s.name for s in cfg.stores)}, retrievers {', '.join(cfg.retrievers)}")
+                      f"{', '.join(s.name for s in cfg.stores)}, "
+                      f"retrievers {', '.join(cfg.retrievers)}")
     res = run_pipeline(cfg, out, data=data, progress=track, force=force,
                        log=lambda s: err_console.print(f"  {s}", highlight=False))
     print_summary(res.result, shared=False)

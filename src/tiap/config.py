@@ -1,0 +1,377 @@
+"""Declared config schemas: pydantic models validated strictly, problems located.
+
+Every configuration TIAP reads from a user file or from command options is a pydantic model
+deriving from :class:`Schema`: strict types (a TOML ``true`` is not an integer, the string
+``"false"`` is not a boolean), unknown keys forbidden, values frozen. :func:`validate` turns
+pydantic's ``ValidationError`` into ONE :class:`~tiap.errors.TiapError` (code ``config``)
+with one problem per wrong key: the file, the TOML line where it is cheaply found, the dotted
+key path (``stores[2].max_facts``), what was expected and what was given; an unknown key gets
+a did-you-mean when one of the known keys is close.
+
+>>> class Demo(Schema):
+...     k: int = 60
+>>> validate(Demo, {"k": True}, file="demo.toml")
+Traceback (most recent call last):
+...
+tiap.errors.TiapError: demo.toml: key k: expected an integer, got true (a boolean)
+
+Checks beyond a type (ranges, cross-key rules) live in the schema too: Field constraints, or
+validators that raise :class:`Invalid` (which may name a key below the one validated, so a
+rule on the whole model can still point at ``design.density``).
+
+:func:`read_toml` reads a TOML file whole: a missing file is ``io``, bytes that are not UTF-8
+are ``encoding`` (with the byte offset), a syntax error is ``config`` with its line.
+
+Only modules that declare a schema import this one (it imports pydantic).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import json
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+
+from tiap.errors import Problem, TiapError
+
+__all__ = ["Invalid", "Schema", "Seq", "did_you_mean", "key_path", "read_toml", "toml_value",
+           "validate", "validate_value"]
+
+Loc = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+#: The model configuration every schema shares.
+STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=False)
+
+
+class Schema(BaseModel):
+    """Base of every config and settings object: strict, unknown keys forbidden, frozen."""
+
+    model_config = STRICT
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+#: ``Seq[str]``: a TOML array (a Python list or tuple) kept as a tuple; anything else is an
+#: error (a string is not an array of strings).
+Seq = Annotated[tuple[T, ...], BeforeValidator(_as_tuple)]
+
+
+class Invalid(ValueError):
+    """A problem a validator finds, at a key path relative to the value it validates.
+
+    ``Invalid("unknown store 'b'", at=("density",))`` raised by a validator of ``design``
+    is reported at ``design.density``; ``problems`` adds more ``(at, message)`` pairs.
+    """
+
+    def __init__(self, message: str | None = None, *, at: Sequence[str | int] = (),
+                 problems: Iterable[tuple[Sequence[str | int], str]] = ()) -> None:
+        self.problems: list[tuple[Loc, str]] = (
+            [(tuple(at), message)] if message is not None else [])
+        self.problems.extend((tuple(a), m) for a, m in problems)
+        super().__init__("; ".join(m for _, m in self.problems) or "invalid value")
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def read_toml(path: str | Path, what: str = "config") -> tuple[dict[str, Any], str]:
+    """The table and the text of a TOML file; every failure is a located ``TiapError``."""
+    p = Path(path)
+    if not p.is_file():
+        raise TiapError(f"{what} file not found" if not p.exists() else f"{what} is not a file",
+                        file=p, code="io")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TiapError(f"cannot read the {what}: {exc.strerror or exc}", file=p,
+                        code="io") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TiapError(f"not valid UTF-8 at byte {exc.start}", file=p, line=line,
+                        code="encoding") from exc
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _TOML_POS.search(msg)
+        line = int(m.group(1)) if m else None
+        msg = _TOML_POS.sub("", msg).strip()
+        if m:
+            msg += f" (column {m.group(2)})"
+        raise TiapError(f"invalid TOML: {msg}", file=p, line=line, code="config") from exc
+    return table, text
+
+
+# -- validating ------------------------------------------------------------------------------
+
+def validate(model: type[M], data: Any, *, file: str | Path | None = None,
+             text: str | None = None, options: Mapping[str, str] | None = None,
+             context: Any = None) -> M:
+    """``model`` validated from ``data``, or ONE ``TiapError`` listing every problem.
+
+    Args:
+        file: where ``data`` was read (named in every problem).
+        text: the file's text, to find the line of a wrong key (cheap scan; optional).
+        options: top-level keys that came from command options, ``{key: "--option"}``: a
+            problem under one of them names the option (code ``usage``) instead of the file.
+        context: passed to the model's validators (``info.context``).
+    """
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise to_error(exc, model, file=file, text=text, options=options) from None
+
+
+def validate_value(hint: Any, value: Any) -> str | None:
+    """``None`` when ``value`` is a valid ``hint`` (strict), else what was expected."""
+    try:
+        TypeAdapter(hint, config=ConfigDict(strict=True)).validate_python(value)
+    except ValidationError:
+        return f"expected {describe(hint)}, got {toml_value(value)}"
+    return None
+
+
+def to_error(exc: ValidationError, model: type[BaseModel] | None = None, *,
+             file: str | Path | None = None, text: str | None = None,
+             options: Mapping[str, str] | None = None) -> TiapError:
+    """One ``TiapError`` with one problem per error of ``exc`` (code ``config``)."""
+    entries: list[tuple[Loc, str]] = []
+    errors = exc.errors(include_url=False)
+    failed = [tuple(e["loc"]) for e in errors]
+    for e in errors:
+        loc = tuple(e["loc"])
+        if e["type"] == "too_short" and any(f[:len(loc)] == loc and f != loc for f in failed):
+            continue  # "at least 1 item, not 0" only because every item failed
+        err = (e.get("ctx") or {}).get("error")
+        if isinstance(err, Invalid):
+            entries.extend((loc + at, msg) for at, msg in err.problems)
+            continue
+        entries.append((loc, _message(e, model, loc)))
+    lines = _toml_lines(text) if text else {}
+    problems: list[Problem] = []
+    seen: set[tuple[Loc, str]] = set()
+    for loc, msg in entries:
+        if (loc, msg) in seen:
+            continue
+        seen.add((loc, msg))
+        top = loc[0] if loc else None
+        if options and isinstance(top, str) and top in options:
+            # the message names the value; an index into the option's values would not help
+            problems.append(Problem(f"option {options[top]}: {msg}", code="usage"))
+            continue
+        line = _line_of(lines, loc) if lines else None
+        what = f"key {key_path(loc)}: " if loc else ""
+        problems.append(Problem(what + msg, file=None if file is None else str(file),
+                                line=line, code="config"))
+    problems.sort(key=lambda p: (p.line is None, p.line or 0))  # stable: file order first
+    codes = {p.code for p in problems}
+    return TiapError(problems=problems or [Problem(str(exc), code="config")],
+                     code=codes.pop() if len(codes) == 1 else "config")
+
+
+def key_path(loc: Sequence[str | int]) -> str:
+    """``("stores", 2, "max_facts")`` -> ``stores[2].max_facts``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            s = str(part)
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", s):
+                s = json.dumps(s, ensure_ascii=False)
+            out += ("." if out else "") + s
+    return out
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` when one of ``choices`` is close to ``word``, else ``""``."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def toml_value(value: Any, limit: int = 40) -> str:
+    """A value as TOML writes it, and its TOML type: ``true (a boolean)``."""
+    if isinstance(value, bool):
+        return f"{'true' if value else 'false'} (a boolean)"
+    if isinstance(value, str):
+        s = json.dumps(value, ensure_ascii=False)
+        return (s if len(s) <= limit else s[:limit - 4] + '..."') + " (a string)"
+    if isinstance(value, int):
+        return f"{value} (an integer)"
+    if isinstance(value, float):
+        return f"{value!r} (a float)"
+    if isinstance(value, (list, tuple)):
+        return f"an array of {len(value)}"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return f"{value.isoformat()} (a date/time)"
+    return f"{value!r}"
+
+
+def describe(hint: Any) -> str:
+    """What a type hint asks for, in TOML words."""
+    origin = typing.get_origin(hint)
+    if origin is Annotated:
+        return describe(typing.get_args(hint)[0])
+    if origin in (typing.Union, types.UnionType):
+        parts = [describe(a) for a in typing.get_args(hint) if a is not type(None)]
+        return " or ".join(dict.fromkeys(parts))
+    if origin in (tuple, list, Sequence):
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+        return "an array" + (f" of {_plural(describe(args[0]))}" if args else "")
+    if origin in (dict, Mapping):
+        return "a table"
+    if origin is typing.Literal:
+        return "one of " + ", ".join(json.dumps(a) for a in typing.get_args(hint))
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+            Path: "a string (a path)"}.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _plural(s: str) -> str:
+    for a in ("an ", "a "):
+        if s.startswith(a):
+            head, _, tail = s[len(a):].partition(" ")
+            return head + "s" + (" " + tail if tail else "")
+    return s
+
+
+_EXPECTED = {
+    "int_type": "expected an integer", "int_from_float": "expected an integer",
+    "bool_type": "expected true or false", "string_type": "expected a string",
+    "float_type": "expected a number", "tuple_type": "expected an array",
+    "list_type": "expected an array", "dict_type": "expected a table",
+    "model_type": "expected a table", "model_attributes_type": "expected a table",
+    "finite_number": "expected a finite number",
+}
+
+
+def _message(e: Mapping[str, Any], model: type[BaseModel] | None, loc: Loc) -> str:
+    kind = e["type"]
+    ctx = e.get("ctx") or {}
+    if kind == "missing":
+        return "missing required key"
+    if kind == "extra_forbidden":
+        known = _known_keys(model, loc[:-1]) if model is not None else []
+        hint = did_you_mean(str(loc[-1]), known) if known else ""
+        return "unknown key" + hint + (f"; known: {', '.join(known)}" if known else "")
+    if kind in _EXPECTED:
+        msg = _EXPECTED[kind]
+    elif kind == "too_short":
+        n = ctx.get("min_length", 1)
+        msg = f"expected at least {n} entr{'y' if n == 1 else 'ies'}"
+    elif kind == "too_long":
+        n = ctx.get("max_length")
+        msg = f"expected at most {n} entr{'y' if n == 1 else 'ies'}"
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+                "less_than_equal": "<="}[kind]
+        bound = next(iter(ctx.values()), "?")
+        msg = f"expected a value {sign} {bound}"
+    elif kind == "value_error":
+        msg = str(e["msg"]).removeprefix("Value error, ")
+    else:
+        msg = str(e["msg"]).replace("Input should be", "expected")
+    return f"{msg}, got {toml_value(e.get('input'))}"
+
+
+def _unwrap(hint: Any) -> Any:
+    while typing.get_origin(hint) is Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        models = [a for a in typing.get_args(hint) if isinstance(a, type)
+                  and issubclass(a, BaseModel)]
+        if models:
+            return models[0]
+    return hint
+
+
+def _known_keys(model: type[BaseModel], loc: Loc) -> list[str]:
+    """The keys of the table at ``loc`` in ``model`` (empty when it is not a model)."""
+    t: Any = model
+    for part in loc:
+        t = _unwrap(t)
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            field = t.model_fields.get(str(part))
+            if field is None:
+                return []
+            t = field.annotation
+        elif typing.get_origin(t) in (tuple, list):
+            t = typing.get_args(t)[0]
+        elif typing.get_origin(t) is dict:
+            t = typing.get_args(t)[1]
+        else:
+            return []
+    t = _unwrap(t)
+    if isinstance(t, type) and issubclass(t, BaseModel):
+        return sorted(t.model_fields)
+    return []
+
+
+# -- where a key is: a cheap scan of the TOML text --------------------------------------------
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
+                  r"""(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=""")
+
+
+def _split_key(key: str) -> list[str]:
+    parts = re.findall(r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'""", key)
+    return [p[1:-1] if p[:1] in "\"'" else p for p in parts]
+
+
+def _toml_lines(text: str) -> dict[Loc, int]:
+    """First line of every table header and ``key =`` line, by key path (multi-line strings
+    are skipped; keys inside inline tables are not found: their line is the table's)."""
+    out: dict[Loc, int] = {}
+    table: Loc = ()
+    counts: dict[Loc, int] = {}
+    in_string: str | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if in_string:
+            if line.count(in_string) % 2:
+                in_string = None
+            continue
+        m = _HEADER.match(line)
+        if m:
+            path: Loc = tuple(_split_key(m.group(2)))
+            if m.group(1) == "[[":
+                i = counts.get(path, 0)
+                counts[path] = i + 1
+                out.setdefault(path, n)
+                path = path + (i,)
+            table = path
+            out.setdefault(table, n)
+            continue
+        k = _KEY.match(line)
+        if k:
+            out.setdefault(table + tuple(_split_key(k.group(1))), n)
+            rest = line[k.end():]
+            for quote in ('"""', "'''"):
+                if rest.count(quote) % 2:
+                    in_string = quote
+                    break
+    return out
+
+
+def _line_of(lines: Mapping[Loc, int], loc: Loc) -> int | None:
+    for i in range(len(loc), 0, -1):
+        if loc[:i] in lines:
+            return lines[loc[:i]]
+    return None
