@@ -481,3 +481,51 @@ def test_memoryos_import_loads_or_raises_tiap_error(results: bytes, mid: Any, sh
         return _with_dataset(lambda: read_memoryos(p.parent, dataset="fake"))
 
     _in_file(results, "results.jsonl", run)
+
+
+_MTEL_KEYS = ["query_index", "tenant_id", "query", "expected_fixture_indexes",
+              "returned_ids_full", "returned_ids_topk", "ranked_preview", "memory_id", "kind",
+              "is_expected_family_match", "score", "expected_memory_ids",
+              "expected_group_sizes", "is_expected", "normalized_content"]
+
+
+@st.composite
+def _mtel_rows(draw: st.DrawFn) -> list[Any]:
+    """Kind-flag rows of the inline LoCoMo (``test_mtel_inline``), some fields replaced."""
+    from test_mtel_inline import flag_row
+
+    rows: list[Any] = []
+    for idx, (q, gold) in enumerate(draw(st.lists(st.sampled_from(
+            [("What did Ann adopt?", [0]), ("Where did they hike?", [2]),
+             ("What is new?", [1, 3])]), min_size=1, max_size=2, unique_by=lambda x: x[0])),
+            start=1):
+        ids = draw(st.lists(st.sampled_from(["r0", "r1", "o1", "o2"]), min_size=1, max_size=3))
+        rows.append(flag_row(idx, "c-1", q, gold, [
+            (m, "raw_turn" if m.startswith("r") else "observation", draw(st.booleans()))
+            for m in ids]))
+    for _ in range(draw(st.sampled_from([0, 1, 2]))):
+        row = draw(st.sampled_from(rows))
+        row[draw(st.sampled_from(_MTEL_KEYS[:8]))] = draw(_json_value(_MTEL_KEYS))
+    if draw(st.integers(0, 5)) == 0:
+        rows.append(draw(_json_value(_MTEL_KEYS)))
+    return rows
+
+
+@settings(SETTINGS, max_examples=80)
+@given(rows=_mtel_rows(), gz=st.booleans(),
+       raw=st.one_of(st.none(), st.none(), st.none(), st.binary(max_size=40)))
+def test_mtel_trace_loads_or_raises_tiap_error(rows: list[Any], gz: bool,
+                                               raw: bytes | None) -> None:
+    from test_mtel_inline import QA, TURNS, locomo
+
+    from tiap.traces.mtel import import_mtel_trace
+
+    text = "".join(json.dumps(r) + "\n" for r in rows).encode() if raw is None else raw
+    data = gzip.compress(text, mtime=0) if gz else text
+
+    def run(p: Path) -> Any:
+        assert TURNS and QA
+        lc = locomo.__wrapped__(p.parent)  # the fixture's function: writes locomo10.json
+        return _loads_or_tiap_error(lambda: import_mtel_trace(p, locomo_path=lc))
+
+    _in_file(data, "trace.jsonl.gz", run)
