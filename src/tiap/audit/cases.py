@@ -32,7 +32,6 @@ sorted order, cases in ``case_id`` order before drawing), so a rerun draws the s
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -504,7 +503,7 @@ class RescoreDir:
             data = json.loads(man.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise TiapError(json_error(exc), file=man, line=exc.lineno) from None
-        if data.get("command") != "rescore":
+        if not isinstance(data, dict) or data.get("command") != "rescore":
             raise TiapError("this manifest was not written by `tiap rescore`", file=man)
         return cls(p, data)
 
@@ -557,16 +556,16 @@ class RescoreDir:
 
     def values(self, measure: str) -> dict[tuple[str, str, str], float]:
         """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN)."""
-        out: dict[tuple[str, str, str], float] = {}
+        from tiap.sensitivity.load import read_per_query
+
         path = self.path / "per_query.csv"
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            for row in reader:
-                if row["measure"] != measure:
-                    continue
-                v = row["value"]
-                out[(row["system"], row["target"], row["query_id"])] = (
-                    float(v) if v != "" else float("nan"))
+        # the whole file is checked (finite values in range, unique rows, none missing)
+        pq = read_per_query(path, self.manifest, self.path / "manifest.json")
+        out: dict[tuple[str, str, str], float] = {}
+        for (s, t, m), arr in pq.values.items():
+            if m == measure:
+                for q, i in pq.order[s].items():
+                    out[(s, t, q)] = float(arr[i])
         if not out:
             raise TiapError(f"per_query.csv has no value of {measure!r} (measures: "
                             f"{', '.join(self.measures)})", file=path)

@@ -43,6 +43,17 @@ def _write_sidecar(path: Path, man: dict[str, Any]) -> Path:
     return side
 
 
+def _option_measure(option: str, measure: str) -> Any:
+    """The measure an option gives; a bad one is an error naming the option."""
+    from tiap.scoring.measures import parse_measure
+
+    try:
+        return parse_measure(measure)
+    except TiapError as exc:
+        p = exc.problems[0]
+        raise TiapError(f"{option}: {p.message}", code=p.code) from None
+
+
 @app.command("cases")
 def cases_cmd(
     rescore_dir: Annotated[Path, typer.Argument(help="The output folder of `tiap rescore`.")],
@@ -90,8 +101,12 @@ def cases_cmd(
     from tiap.scoring.rescore import store_lineages
 
     rd = RescoreDir.open(rescore_dir)
-    m = measure or rd.default_measure()
+    m = str(_option_measure("--measure", measure)) if measure else rd.default_measure()
     k = measure_cutoff(m)
+    if measure is not None and m not in rd.measures:
+        raise TiapError(f"--measure {m!r} is not a measure of the rescoring in {rd.path} "
+                        f"(its measures: {', '.join(rd.measures) or 'none'})",
+                        code="invalid-value")
     if k is None:
         raise TiapError(f"the measure {m!r} has no cutoff; pass e.g. --measure nDCG@60")
     stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
@@ -325,7 +340,8 @@ def graded_cmd(
     from tiap.scoring.rescore import store_lineages
 
     rd = RescoreDir.open(rescore_dir)
-    cut = k or measure_cutoff(rd.default_measure())
+    cut = (_option_measure("--k", f"nDCG@{k}").cutoff if k is not None
+           else measure_cutoff(rd.default_measure()))
     if cut is None:
         raise TiapError("pass --k: the rescoring's nDCG measure has no cutoff")
     stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,

@@ -19,6 +19,10 @@ canonical   meaning                                             cutoff
 ``P``       precision: relevant positions in the top k / k      ``@k`` required
 =========== =================================================== ========================
 
+A cutoff is an integer from 1 to :data:`MAX_CUTOFF` (one million): a deeper cutoff cannot
+be meant (no trace ranks a million items per query) and is an error (code
+``invalid-value``) naming the measure, not a number the kernels overflow on.
+
 "No cutoff" means the whole ranked list (and, for ``nDCG``, an ideal over every target,
 like trec_eval's ``ndcg``). The target (Raw, Source, Canonical, ...) and the credit mode
 are separate axes and never part of a measure's name.
@@ -79,6 +83,9 @@ KNOWN_MEASURES: str = (
 
 _MAX_SPEC_CHARS = 10_000
 
+#: The largest cutoff a measure may have (``nDCG@1000000``).
+MAX_CUTOFF = 1_000_000
+
 
 @dataclass(frozen=True, eq=False)
 class Measure:
@@ -98,8 +105,10 @@ class Measure:
         if k is None:
             if self.family not in _CUTOFF_OPTIONAL:
                 raise TiapError(f"measure {self.family} needs a cutoff, e.g. {self.family}@10")
-        elif isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise TiapError(f"the cutoff of {self.family} must be a positive integer, got {k!r}")
+        elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_CUTOFF:
+            shown = _number(k)
+            raise TiapError(f"the cutoff of {self.family} must be an integer from 1 to "
+                            f"{MAX_CUTOFF:,}, got {shown}", code="invalid-value")
 
     @property
     def name(self) -> str:
@@ -139,8 +148,21 @@ Success = Measure("Success")
 MeasureSpec = str | Measure | Iterable[str | Measure]
 
 
+def _number(k: int) -> str:
+    """``k`` in a message: in full up to 40 digits, else its size."""
+    if abs(k) < 10**40:
+        return str(k)
+    return f"a number of about {int(abs(k).bit_length() * 0.30103) + 1:,} digits"
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut to about ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "…"
+
+
 def _unknown(text: str, detail: str) -> TiapError:
-    return TiapError(f"cannot parse measure {text!r}: {detail}; known measures: {KNOWN_MEASURES}")
+    return TiapError(f"cannot parse measure {_shown(text)}: {detail}; known measures: "
+                     f"{KNOWN_MEASURES}")
 
 
 def _family(node: ast.expr, text: str) -> str:
@@ -158,12 +180,20 @@ def _from_node(node: ast.expr, text: str) -> Measure:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         family = _family(node.left, text)
         right = node.right
+        if (isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub)
+                and isinstance(right.operand, ast.Constant)
+                and type(right.operand.value) is int):
+            right = ast.Constant(-right.operand.value)  # nDCG@-3: out of range, below
         if not (
             isinstance(right, ast.Constant)
             and isinstance(right.value, int)
             and not isinstance(right.value, bool)
         ):
             raise _unknown(text, "the cutoff after '@' must be a positive integer")
+        if not 1 <= right.value <= MAX_CUTOFF:
+            shown = _number(right.value)
+            raise TiapError(f"measure {_shown(text)}: the cutoff must be an integer from 1 to "
+                            f"{MAX_CUTOFF:,}, got {shown}", code="invalid-value")
         return Measure(family, right.value)
     raise _unknown(text, "expected NAME or NAME@k")
 
@@ -173,8 +203,10 @@ def _parse_expr(text: str) -> ast.expr:
         raise TiapError(f"measure list too long ({len(text)} characters)")
     try:
         return ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         raise _unknown(text, "not of the form NAME or NAME@k") from None
+    except (RecursionError, MemoryError):  # CPython's parser on deeply nested text
+        raise _unknown(text, "nested too deeply to be a measure name") from None
 
 
 def parse_measure(spec: str | Measure) -> Measure:

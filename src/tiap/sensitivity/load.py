@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ from tiap.errors import Problem, TiapError
 from tiap.io import json_error
 from tiap.scoring.measures import Measure, parse_measure
 
-__all__ = ["Dataset", "SystemScores", "load_datasets", "load_rescore_dir"]
+__all__ = ["Dataset", "PerQuery", "SystemScores", "iter_csv", "load_datasets", "load_rescore_dir",
+           "read_per_query"]
 
 csv.field_size_limit(1 << 30)
 
@@ -148,6 +149,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         man = json.loads(mf.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise TiapError(json_error(exc), file=mf, line=exc.lineno) from exc
+    if not isinstance(man, dict):
+        raise TiapError("a manifest must be a JSON object", file=mf, code="input")
     if man.get("command") != "rescore":
         what = man.get("command")
         hint = (" (run 'tiap report' on the output of 'tiap sensitivity')"
@@ -156,13 +159,239 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return man
 
 
-def _float(text: str, file: Path, line: int) -> float:
+def _float(text: str, file: Path, line: int, *, lo: float | None = None,
+           hi: float | None = None, what: str = "value", query_id: str | None = None) -> float:
+    """A CSV cell as a float: empty is NaN (undefined); otherwise it must be a finite
+    number, within ``[lo, hi]`` when given (code ``invalid-value``)."""
     if text == "":
         return np.nan
+    where: dict[str, Any] = {"file": file, "line": line, "query_id": query_id,
+                             "code": "invalid-value"}
     try:
-        return float(text)
+        v = float(text)
     except ValueError:
-        raise TiapError(f"not a number: {text!r}", file=file, line=line) from None
+        raise TiapError(f"{what}: not a number: {text!r}", **where) from None
+    if not np.isfinite(v):
+        raise TiapError(f"{what}: {text!r} is not finite (an undefined value is written as "
+                        "an empty field)", **where)
+    if (lo is not None and v < lo - _RANGE_EPS) or (hi is not None and v > hi + _RANGE_EPS):
+        if lo is not None and hi is not None:
+            raise TiapError(f"{what}: {text} is outside [{lo:g}, {hi:g}]", **where)
+        raise TiapError(f"{what}: {text} is not at least {lo:g}" if lo is not None
+                        else f"{what}: {text} is not at most {hi:g}", **where)
+    return v
+
+
+#: Slack of the [0, 1] range check: a ratio of float sums may end a rounding error past 1.
+_RANGE_EPS = 1e-9
+
+PER_QUERY_HEADER = ("system", "target", "query_id", "measure", "value")
+
+
+def _utf8_error(path: Path) -> TiapError:
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return TiapError(f"not valid UTF-8 (byte offset {exc.start}: {exc.reason})", file=path,
+                         line=data.count(b"\n", 0, exc.start) + 1, code="encoding")
+    return TiapError("not valid UTF-8", file=path, code="encoding")  # pragma: no cover
+
+
+def iter_csv(path: str | Path, header: Sequence[str] | None = None, *,
+             required: Sequence[str] = ()) -> Iterator[tuple[int, list[str]]]:
+    """The records of a CSV file TIAP wrote, checked for what a cut or edited file shows.
+
+    Yields ``(1, header)`` first, then ``(line, fields)`` for every record (``line`` is the
+    line it starts on). The file must be UTF-8 (code ``encoding``), end with a line end (a
+    last line without one was cut: code ``truncated``, as is an empty file), have the
+    ``header`` given exactly (or hold the ``required`` columns, each column once) and as
+    many fields in every record as in its header (code ``input``); CSV the ``csv`` module
+    cannot read (a NUL, a stray quote) is code ``input`` at its line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TiapError("file not found", file=path, code="io")
+    size = path.stat().st_size
+    if size == 0:
+        raise TiapError("the file is empty (not even its header): it was truncated",
+                        file=path, line=1, code="truncated")
+    with open(path, "rb") as bf:
+        bf.seek(size - 1)
+        last = bf.read(1)
+        if last not in (b"\n", b"\r"):
+            bf.seek(0)
+            n = sum(block.count(b"\n") for block in iter(lambda: bf.read(1 << 20), b""))
+            raise TiapError("the last line ends without a line end: the file was cut in the "
+                            "middle of a record", file=path, line=n + 1, code="truncated")
+    fh = open(path, encoding="utf-8", newline="")
+    try:
+        reader = csv.reader(fh, strict=True)
+        start = 1
+        head: list[str] | None = None
+        width = 0
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise TiapError(f"malformed CSV ({exc})", file=path, line=reader.line_num,
+                                code="input") from None
+            if head is None:
+                head = row
+                if header is not None and row != list(header):
+                    raise TiapError(f"unexpected header {','.join(row)!r}: expected "
+                                    f"{','.join(header)!r}", file=path, line=1, code="input")
+                missing = [c for c in required if c not in row]
+                if missing:
+                    raise TiapError(f"the header has no column {', '.join(missing)}",
+                                    file=path, line=1, code="input")
+                twice = sorted({c for c in row if row.count(c) > 1})
+                if twice:
+                    raise TiapError(f"the header repeats column {', '.join(twice)}",
+                                    file=path, line=1, code="input")
+                width = len(row)
+                yield 1, row
+            else:
+                if len(row) != width:
+                    raise TiapError(f"expected {width} fields, found {len(row)}", file=path,
+                                    line=start, code="input")
+                yield start, row
+            start = reader.line_num + 1
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
+    finally:
+        fh.close()
+
+
+def _manifest_list(man: Mapping[str, Any], section: str, key: str, file: Path) -> list[Any]:
+    """``man[section][key]`` as a list (empty when absent); another type is an error."""
+    block = man.get(section)
+    if block is None:
+        return []
+    if not isinstance(block, Mapping):
+        raise TiapError(f"'{section}' must be an object", file=file, code="input")
+    got = block.get(key)
+    if got is None:
+        return []
+    if not isinstance(got, list | Mapping):
+        raise TiapError(f"'{section}.{key}' must be a list", file=file, code="input")
+    return list(got)
+
+
+@dataclass(frozen=True, eq=False)
+class PerQuery:
+    """The values of a ``per_query.csv``: per system, its queries in order of first
+    appearance; per (system, target, measure), one value per query of the system (NaN:
+    undefined)."""
+
+    order: dict[str, dict[str, int]]
+    values: dict[tuple[str, str, str], NDArray[np.float64]]
+
+
+def read_per_query(path: str | Path, manifest: Mapping[str, Any] | None = None,
+                   manifest_path: str | Path | None = None) -> PerQuery:
+    """Read a rescoring's ``per_query.csv``; every value that cannot be right is an error.
+
+    Besides :func:`iter_csv`'s checks: a value is empty (undefined) or a finite number in
+    [0, 1], the range of every measure (code ``invalid-value``); each (system, target,
+    query, measure) occurs once (code ``duplicate``, naming both lines); the measure is one
+    of the manifest's ``options.measures`` (without them: a measure name that parses), the
+    target one of its ``options.targets`` and the system one of its ``systems``
+    (``invalid-value``). Every system has a value for every target and measure, for as many
+    queries as the manifest's ``systems.<s>.scored_queries`` says (without it: as many as
+    its other values have): a missing system or row is code ``truncated``.
+    """
+    path = Path(path)
+    man = manifest or {}
+    mpath = Path(manifest_path) if manifest_path is not None else path.with_name(
+        "manifest.json")
+    measures = [str(m) for m in _manifest_list(man, "options", "measures", mpath)]
+    targets = [str(t.get("name")) if isinstance(t, Mapping) else str(t)
+               for t in _manifest_list(man, "options", "targets", mpath)]
+    systems_block = man.get("systems")
+    systems = dict(systems_block) if isinstance(systems_block, Mapping) else {}
+    known_m: dict[str, bool] = {m: True for m in measures}
+    qidx: dict[tuple[str, str, str], list[int]] = {}
+    vals: dict[tuple[str, str, str], list[float]] = {}
+    lines: dict[tuple[str, str, str], list[int]] = {}
+    order: dict[str, dict[str, int]] = {}
+    seen_t: dict[str, None] = {}
+    seen_m: dict[str, None] = {}
+    rows = iter_csv(path, PER_QUERY_HEADER)
+    next(rows)
+    for lineno, (s, t, q, m, v) in rows:
+        if m not in known_m:
+            if measures:
+                raise TiapError(f"measure {m!r} is not one of the rescoring's measures "
+                                f"({', '.join(measures)})", file=path, line=lineno,
+                                query_id=q, code="invalid-value")
+            try:
+                parse_measure(m)
+            except TiapError as exc:
+                raise TiapError(exc.problems[0].message, file=path, line=lineno, query_id=q,
+                                code="invalid-value") from None
+            known_m[m] = True
+        if targets and t not in targets:
+            raise TiapError(f"target {t!r} is not one of the rescoring's targets "
+                            f"({', '.join(targets)})", file=path, line=lineno, query_id=q,
+                            code="invalid-value")
+        if systems and s not in systems:
+            raise TiapError(f"system {s!r} is not one of the rescoring's systems "
+                            f"({', '.join(systems)})", file=path, line=lineno, query_id=q,
+                            code="invalid-value")
+        value = _float(v, path, lineno, lo=0.0, hi=1.0, what=f"{s}/{t}/{m}", query_id=q)
+        qs = order.setdefault(s, {})
+        i = qs.setdefault(q, len(qs))
+        key = (s, t, m)
+        if key not in qidx:
+            qidx[key], vals[key], lines[key] = [], [], []
+            seen_t.setdefault(t)
+            seen_m.setdefault(m)
+        qidx[key].append(i)
+        vals[key].append(value)
+        lines[key].append(lineno)
+    values: dict[tuple[str, str, str], NDArray[np.float64]] = {}
+    for key, idx_list in qidx.items():
+        idx = np.asarray(idx_list, np.int64)
+        n = len(order[key[0]])
+        counts = np.bincount(idx, minlength=n)
+        if counts.max(initial=0) > 1:
+            dup = int(np.flatnonzero(counts > 1)[0])
+            at = [ln for i, ln in zip(idx_list, lines[key], strict=True) if i == dup]
+            q = next(qq for qq, j in order[key[0]].items() if j == dup)
+            raise TiapError(f"row ({key[0]}, {key[1]}, {q}, {key[2]}) occurs twice (first "
+                            f"on line {at[0]})", file=path, line=at[1], query_id=q,
+                            code="duplicate")
+        arr = np.full(n, np.nan)
+        arr[idx] = vals[key]
+        values[key] = arr
+    announced = [s for s in systems if s not in order]
+    if announced:
+        raise TiapError(f"no row of system {announced[0]!r}, which the manifest "
+                        f"({mpath}) announces: the file misses rows", file=path,
+                        code="truncated")
+    all_t = targets or list(seen_t)
+    all_m = measures or list(seen_m)
+    for s, qs in order.items():
+        rep = systems.get(s)
+        n = rep.get("scored_queries") if isinstance(rep, Mapping) else None
+        if isinstance(n, int) and not isinstance(n, bool):
+            if len(qs) > n:
+                raise TiapError(f"system {s!r} has values of {len(qs):,} queries, the "
+                                f"manifest ({mpath}) says it scored {n:,}", file=path,
+                                code="invalid-value")
+        else:
+            n = len(qs)
+        for t in all_t:
+            for m in all_m:
+                got = len(qidx.get((s, t, m), ()))
+                if got < n:
+                    raise TiapError(f"{got:,} rows of {s}/{t}/{m}, expected one for each "
+                                    f"of the {n:,} queries the system scored: the file misses "
+                                    "rows", file=path, code="truncated")
+    return PerQuery(order, values)
 
 
 def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
@@ -174,72 +403,53 @@ def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
     pq = path / "per_query.csv"
     if not pq.exists():
         raise TiapError("per_query.csv is missing", file=path)
-    rows: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
-    order: dict[str, dict[str, int]] = {}
-    with open(pq, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header != ["system", "target", "query_id", "measure", "value"]:
-            raise TiapError(f"unexpected header {header!r}", file=pq, line=1)
-        for lineno, row in enumerate(reader, start=2):
-            if len(row) != 5:
-                raise TiapError(f"expected 5 fields, found {len(row)}", file=pq, line=lineno)
-            s, t, q, m, v = row
-            rows.setdefault((s, t, m), []).append((q, _float(v, pq, lineno)))
-            qs = order.setdefault(s, {})
-            if q not in qs:
-                qs[q] = len(qs)
-    values: dict[tuple[str, str, str], NDArray[np.float64]] = {}
-    for key, got in rows.items():
-        idx = order[key[0]]
-        arr = np.full(len(idx), np.nan)
-        qi = np.fromiter((idx[q] for q, _ in got), np.int64, len(got))
-        arr[qi] = np.fromiter((v for _, v in got), np.float64, len(got))
-        values[key] = arr
+    per_query = read_per_query(pq, man, path / "manifest.json")
+    order, values = per_query.order, per_query.values
     bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     iv = path / "intervals.csv"
     if iv.exists():
-        with open(iv, encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header != ["system", "target", "query_id", "measure", "lower", "upper"]:
-                raise TiapError(f"unexpected header {header!r}", file=iv, line=1)
-            for lineno, row in enumerate(reader, start=2):
-                if len(row) != 6:
-                    raise TiapError(f"expected 6 fields, found {len(row)}", file=iv, line=lineno)
-                s, t, q, m, lo, hi = row
-                key = (s, t, m)
-                if key not in values or q not in order.get(s, {}):
-                    raise TiapError(f"no per_query.csv row for {s}/{t}/{q}/{m}", file=iv,
-                                    line=lineno)
-                i = order[s][q]
-                if not np.isnan(values[key][i]):
-                    raise TiapError(f"{s}/{t}/{q}/{m} has both a value and bounds", file=iv,
-                                    line=lineno)
-                if key not in bounds:
-                    bounds[key] = (values[key].copy(), values[key].copy())
-                lo_f, hi_f = _float(lo, iv, lineno), _float(hi, iv, lineno)
-                if not lo_f <= hi_f:
-                    raise TiapError(f"lower {lo!r} above upper {hi!r}", file=iv, line=lineno)
-                bounds[key][0][i], bounds[key][1][i] = lo_f, hi_f
+        rows = iter_csv(iv, ("system", "target", "query_id", "measure", "lower", "upper"))
+        next(rows)
+        for lineno, (s, t, q, m, lo, hi) in rows:
+            key = (s, t, m)
+            if key not in values or q not in order.get(s, {}):
+                raise TiapError(f"no per_query.csv row for {s}/{t}/{q}/{m}", file=iv,
+                                line=lineno, query_id=q, code="invalid-value")
+            i = order[s][q]
+            if not np.isnan(values[key][i]):
+                raise TiapError(f"{s}/{t}/{q}/{m} has both a value and bounds", file=iv,
+                                line=lineno, query_id=q, code="invalid-value")
+            if key not in bounds:
+                bounds[key] = (values[key].copy(), values[key].copy())
+            elif not np.isnan(bounds[key][0][i]):
+                raise TiapError(f"the bounds of ({s}, {t}, {q}, {m}) occur twice", file=iv,
+                                line=lineno, query_id=q, code="duplicate")
+            lo_f = _float(lo, iv, lineno, lo=0.0, hi=1.0, what=f"lower of {s}/{t}/{m}", query_id=q)
+            hi_f = _float(hi, iv, lineno, lo=0.0, hi=1.0, what=f"upper of {s}/{t}/{m}", query_id=q)
+            if not lo_f <= hi_f:
+                raise TiapError(f"lower {lo!r} above upper {hi!r}", file=iv, line=lineno,
+                                query_id=q, code="invalid-value")
+            bounds[key][0][i], bounds[key][1][i] = lo_f, hi_f
     sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     ts = path / "target_sizes.csv"
     if ts.exists():
-        with open(ts, encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            next(reader, None)
-            for lineno, row in enumerate(reader, start=2):
-                if len(row) != 5:
-                    raise TiapError(f"expected 5 fields, found {len(row)}", file=ts, line=lineno)
-                s, t, q, g, mem = row
-                if s not in order or q not in order[s]:
-                    continue
-                if (s, t) not in sizes:
-                    n = len(order[s])
-                    sizes[(s, t)] = (np.full(n, np.nan), np.full(n, np.nan))
-                i = order[s][q]
-                sizes[(s, t)][0][i] = _float(g, ts, lineno)
-                sizes[(s, t)][1][i] = _float(mem, ts, lineno)
+        rows = iter_csv(ts, ("system", "target", "query_id", "n_groups", "n_members"))
+        next(rows)
+        for lineno, (s, t, q, g, mem) in rows:
+            if s not in order or q not in order[s]:
+                raise TiapError(f"no per_query.csv row for system {s!r} and query {q!r}",
+                                file=ts, line=lineno, query_id=q, code="invalid-value")
+            if (s, t) not in sizes:
+                n = len(order[s])
+                sizes[(s, t)] = (np.full(n, np.nan), np.full(n, np.nan))
+            i = order[s][q]
+            if not np.isnan(sizes[(s, t)][0][i]):
+                raise TiapError(f"the sizes of ({s}, {t}, {q}) occur twice", file=ts,
+                                line=lineno, query_id=q, code="duplicate")
+            sizes[(s, t)][0][i] = _float(g, ts, lineno, lo=0.0, what="n_groups",
+                                          query_id=q)
+            sizes[(s, t)][1][i] = _float(mem, ts, lineno, lo=0.0, what="n_members",
+                                          query_id=q)
     categories, source = _categories(path, man)
     universe: dict[str, None] = {}
     for qs in order.values():
