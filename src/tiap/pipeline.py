@@ -29,6 +29,36 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     correction = "holm"               # holm, bh or none
     min_effect = 0.0                  # smallest gap (measure units) a headline flip needs
 
+The file is checked against the schema :class:`PipelineConfig` before anything is read or
+written (:mod:`tiap.config`): types are strict (``k = true`` and ``sensitivity = "false"``
+are errors, not 1 and true), an unknown key is an error with a did-you-mean, a store's other
+keys are its parser's arguments and are checked against the parser (name, type, range), and
+every problem is reported at once as ``error[config]: FILE:LINE: key stores[1].max_facts:
+expected an integer, got "5" (a string)``, exit 2. The rules beyond types:
+
+=============  =====================================================================
+key            rule
+=============  =====================================================================
+name           a folder name (letters, digits, ``_ . -``; no ``/``)
+dataset        a registered dataset id
+stores         at least one; names unique; parser registered; its arguments valid
+retrievers     at least one of bm25, dense, hybrid, none twice (``--retriever``)
+k              >= 1, and no measure's cutoff above it (``R@100`` with ``k = 60``)
+targets        known target names or ``name=spec`` definitions, none twice
+measures       known measures, none twice
+credit         group or set
+design         every group names at least 2 of the stores above
+collections    ids, none twice, none empty (``--collections``); each must exist in the
+               dataset (checked before the first step writes)
+seed           >= 0
+resamples      >= 1 (``--resamples``)
+alpha          a finite number with 0 < alpha < 1
+correction     holm, bh or none (any case)
+min_effect     a finite number >= 0
+=============  =====================================================================
+
+A bad value given by an option is reported as ``error[usage]: option --resamples: ...``.
+
 Every step writes into ``OUT/<name>/`` and records a fingerprint of what it was asked to do
 (``.steps/<step>.json``: the step's spec, TIAP's version and a hash of its source files); a
 rerun skips a step whose fingerprint and outputs are unchanged, so an interrupted run
