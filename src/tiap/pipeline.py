@@ -112,14 +112,21 @@ class StoreSpec(Schema):
     def _name(cls, v: str) -> str:
         return _folder_name(v, "store name")
 
-    @model_validator(mode="after")
-    def _parser_and_args(self) -> StoreSpec:
-        from tiap.memory.parsers import make_parser, parser_factory, parser_names
+    @field_validator("parser")
+    @classmethod
+    def _parser(cls, v: str) -> str:
+        from tiap.memory.parsers import parser_names
 
         known = parser_names()
-        if self.parser.strip().lower() not in known:
-            raise Invalid(f"unknown parser {self.parser!r}{did_you_mean(self.parser, known)}; "
-                          f"known: {', '.join(known)}", at=("parser",))
+        if v.strip().lower() not in known:
+            raise Invalid(f"unknown parser {v!r}{did_you_mean(v, known)}; known: "
+                          f"{', '.join(known)}")
+        return v
+
+    @model_validator(mode="after")
+    def _args(self) -> StoreSpec:
+        from tiap.memory.parsers import make_parser, parser_factory
+
         factory = parser_factory(self.parser)
         params = inspect.signature(factory).parameters
         hints = typing.get_type_hints(factory)

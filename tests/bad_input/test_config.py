@@ -98,6 +98,17 @@ def test_wrong_type_in_a_nested_table(tmp_path: Path, capsys) -> None:
     ])
 
 
+def test_inline_stores_each_key_located(tmp_path: Path, capsys) -> None:
+    text = HEAD + 'stores = [{name = "a/b", parser = "heurstic"}, {name = "c", parser = 5}]\n'
+    _expect(tmp_path, text, capsys, [  # an inline table's keys are on the line of `stores`
+        "error[config]: FILE:3: key stores[0].name: invalid store name 'a/b': use letters, "
+        "digits, '_', '.' and '-', starting with a letter or digit",
+        "error[config]: FILE:3: key stores[0].parser: unknown parser 'heurstic' (did you mean "
+        "'heuristic'?); known: heuristic, llm, native",
+        "error[config]: FILE:3: key stores[1].parser: expected a string, got 5 (an integer)",
+    ])
+
+
 def test_a_parsers_own_checks_are_config_errors(tmp_path: Path, capsys) -> None:
     text = HEAD + STORES + "max_facts = 0\n"  # the store table starts on line 4
     _expect(tmp_path, text, capsys, [
