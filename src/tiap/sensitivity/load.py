@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,21 +166,24 @@ def _float(text: str, file: Path, line: int, *, lo: float | None = None,
     number, within ``[lo, hi]`` when given (code ``invalid-value``)."""
     if text == "":
         return np.nan
-    where: dict[str, Any] = {"file": file, "line": line, "query_id": query_id,
-                             "code": "invalid-value"}
     try:
         v = float(text)
     except ValueError:
-        raise TiapError(f"{what}: not a number: {text!r}", **where) from None
-    if not np.isfinite(v):
+        v = None
+    if (v is not None and math.isfinite(v) and (lo is None or v >= lo - _RANGE_EPS)
+            and (hi is None or v <= hi + _RANGE_EPS)):
+        return v
+    where: dict[str, Any] = {"file": file, "line": line, "query_id": query_id,
+                             "code": "invalid-value"}
+    if v is None:
+        raise TiapError(f"{what}: not a number: {text!r}", **where)
+    if not math.isfinite(v):
         raise TiapError(f"{what}: {text!r} is not finite (an undefined value is written as "
                         "an empty field)", **where)
-    if (lo is not None and v < lo - _RANGE_EPS) or (hi is not None and v > hi + _RANGE_EPS):
-        if lo is not None and hi is not None:
-            raise TiapError(f"{what}: {text} is outside [{lo:g}, {hi:g}]", **where)
-        raise TiapError(f"{what}: {text} is not at least {lo:g}" if lo is not None
-                        else f"{what}: {text} is not at most {hi:g}", **where)
-    return v
+    if lo is not None and hi is not None:
+        raise TiapError(f"{what}: {text} is outside [{lo:g}, {hi:g}]", **where)
+    raise TiapError(f"{what}: {text} is not at least {lo:g}" if lo is not None
+                    else f"{what}: {text} is not at most {hi:g}", **where)
 
 
 #: Slack of the [0, 1] range check: a ratio of float sums may end a rounding error past 1.
@@ -341,7 +345,15 @@ def read_per_query(path: str | Path, manifest: Mapping[str, Any] | None = None,
             raise TiapError(f"system {s!r} is not one of the rescoring's systems "
                             f"({', '.join(systems)})", file=path, line=lineno, query_id=q,
                             code="invalid-value")
-        value = _float(v, path, lineno, lo=0.0, hi=1.0, what=f"{s}/{t}/{m}", query_id=q)
+        if v == "":
+            value = np.nan
+        else:
+            try:
+                value = float(v)
+            except ValueError:
+                value = np.nan
+            if not -_RANGE_EPS <= value <= 1.0 + _RANGE_EPS:  # NaN too: _float says why
+                _float(v, path, lineno, lo=0.0, hi=1.0, what=f"{s}/{t}/{m}", query_id=q)
         qs = order.setdefault(s, {})
         i = qs.setdefault(q, len(qs))
         key = (s, t, m)
