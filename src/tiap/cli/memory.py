@@ -64,6 +64,11 @@ def build_store_cmd(
         "--cache", help="SQLite cache of finished turns, for resuming "
         "(default $TIAP_CACHE/llm/parser-cache.sqlite). " + LLM_ONLY,
         show_default=False)] = None,
+    max_invalid: Annotated[float | None, typer.Option(
+        "--max-invalid", help="Stop (error[endpoint]) when more than this share of the "
+        "endpoint's replies are invalid (default 0.5; 1: never). Invalid replies are never "
+        "cached. " + LLM_ONLY, show_default=False,
+        callback=finite("--max-invalid", low=0, high=1))] = None,
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
 ) -> None:
@@ -75,7 +80,7 @@ def build_store_cmd(
     llm_opts: dict[str, Any] = {
         "base_url": base_url, "model": model, "api_key_env": api_key_env,
         "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
-        "cache": None if cache is None else str(cache),
+        "cache": None if cache is None else str(cache), "max_invalid": max_invalid,
     }
     given = {k: v for k, v in llm_opts.items() if v is not None}
     problems: list[Problem] = []
@@ -102,6 +107,9 @@ def build_store_cmd(
     result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
                          progress=track, store=name)
     _print_summary(result.counts, result.manifest, out)
+    for code, w in (result.manifest.get("warnings") or {}).items():
+        err_console.print(f"warning[{code}]: {w['message']} (see {out / 'manifest.json'})",
+                          highlight=False, markup=False)
 
 
 def _print_summary(counts: dict[str, Any], manifest: dict[str, Any], out: Path) -> None:
