@@ -34,10 +34,11 @@ Three rules every endpoint user here shares:
   are mostly invalid stops with ``error[endpoint]`` naming the URL and the start of the
   first bad body: when more than ``max_invalid`` of its replies are invalid (default
   :data:`MAX_INVALID`, a half; 1: never stop), checked after every reply from the
-  :data:`PROBE`-th on (replies of this run only: a broken endpoint is caught early, whatever
-  the cache holds), and once more at the end of the run with the results reused from the
-  cache counted as valid (so a short run whose every reply is invalid stops too, while a
-  rerun that asks again only for a few turns that were invalid before does not).
+  :data:`PROBE`-th on (replies of this run only, leaving out invalid replies to requests an
+  earlier run recorded as invalid: a broken endpoint is caught early, whatever the cache
+  holds), and once more at the end of the run over all replies, with the results reused
+  from the cache counted as valid (so a short run whose every reply is invalid stops too,
+  while a rerun that asks again only for a few turns the model cannot answer does not).
 """
 
 from __future__ import annotations
@@ -165,15 +166,21 @@ class InvalidReplies:
     what: str = "turn"
     answered: int = 0
     invalid: int = 0
+    repeats: int = 0  # invalid replies to requests already recorded invalid in an earlier run
     reasons: dict[str, int] = field(default_factory=dict)
     examples: list[Problem] = field(default_factory=list)
     first_body: str | None = None
 
     def add(self, ok: bool, *, where: str = "", reason: str = "", body: str | None = None,
-            query_id: str | None = None) -> None:
+            query_id: str | None = None, repeat: bool = False) -> None:
+        """Count one reply. ``repeat``: an invalid reply to a request an earlier run recorded
+        as invalid too (a turn or case the model cannot answer, asked again): counted, but
+        left out of the early check, so a rerun that asks again only for such requests
+        is judged by the check at :meth:`finish` alone."""
         self.answered += 1
         if not ok:
             self.invalid += 1
+            self.repeats += bool(repeat)
             reason = redact(reason) or "invalid reply"
             short = reason.split(":")[0][:80]
             self.reasons[short] = self.reasons.get(short, 0) + 1
@@ -182,8 +189,8 @@ class InvalidReplies:
                                              code="invalid_reply"))
             if self.first_body is None and body:
                 self.first_body = body_start(body)
-        if (self.invalid and self.answered >= PROBE
-                and self.invalid / self.answered > self.max_invalid):
+        fresh, bad = self.answered - self.repeats, self.invalid - self.repeats
+        if bad and fresh >= PROBE and bad / fresh > self.max_invalid:
             raise self.error()
 
     def finish(self, reused: int = 0) -> None:
@@ -197,7 +204,9 @@ class InvalidReplies:
                f"{self.answered} (the {self.what}s asked in this run")
         msg += f"; {reused} more came from the cache)" if reused else ")"
         if first is not None:
-            msg += f"; the first, for {self.what} {first.record or '?'}: {first.message}"
+            msg += f"; the first, for {self.what} {first.record or '?'}"
+            msg += f", query {first.query_id}: " if first.query_id else ": "
+            msg += first.message
         if self.first_body is not None:
             msg += f"; its body starts {self.first_body}"
         msg += (". Nothing was written; valid replies are cached, invalid ones are not, so a "

@@ -221,6 +221,10 @@ class OpenAIJudge(Judge):
                 meta["usage"] = dict(data["usage"])
             if choice.get("finish_reason"):
                 meta["finish_reason"] = choice["finish_reason"]
-        v = parse_verdict(content)
+        try:
+            v = parse_verdict(content)
+        except RecursionError:  # json.loads of a reply nested thousands deep
+            return Verdict(label=UNSCORED, reason="the reply is JSON nested too deeply",
+                           raw_response=content, attempts=attempts, response=meta)
         return Verdict(label=v.label, serving_label=v.serving_label, reason=v.reason,
                        notes=v.notes, raw_response=content, attempts=attempts, response=meta)

@@ -62,9 +62,10 @@ class VerdictCache:
     """Finished verdicts by request key, in SQLite (WAL, one commit per verdict).
 
     Each row holds the request itself (the exact body sent, never a key), the verdict, its
-    timing, and the judge and case it was first asked for. The schema is versioned
-    (``PRAGMA user_version``): a cache of another schema is refused with an error, never
-    mixed in; schema 1 (TIAP before request keys) keyed verdicts by judge settings and
+    timing, and the judge and case it was first asked for; table ``failures`` notes the
+    requests whose reply was invalid (never served: see :func:`run_judges`). The schema is
+    versioned (``PRAGMA user_version``): a cache of another schema is refused with an error,
+    never mixed in; schema 1 (TIAP before request keys) keyed verdicts by judge settings and
     case fields, which cannot be matched to requests, so its verdicts are not reused.
     """
 
@@ -98,6 +99,10 @@ class VerdictCache:
                 "judge TEXT NOT NULL, case_id TEXT NOT NULL, label TEXT NOT NULL, "
                 "request TEXT NOT NULL, verdict TEXT NOT NULL, timing TEXT NOT NULL, "
                 "created TEXT NOT NULL)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS failures (request_key TEXT PRIMARY KEY, "
+                "judge TEXT NOT NULL, case_id TEXT NOT NULL, reason TEXT NOT NULL, "
+                "created TEXT NOT NULL)")
             self._db.execute(f"PRAGMA user_version={self.SCHEMA}")
         except sqlite3.DatabaseError as exc:
             self._db.close()
@@ -125,6 +130,19 @@ class VerdictCache:
             "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             _row(key, judge, case_id, request, verdict, timing,
                  datetime.now(UTC).isoformat(timespec="seconds")))
+        self._db.execute("DELETE FROM failures WHERE request_key=?", (key,))
+
+    def failed(self, key: str) -> bool:
+        """Whether an earlier run recorded an invalid reply to this request."""
+        return self._db.execute("SELECT 1 FROM failures WHERE request_key=?",
+                                (key,)).fetchone() is not None
+
+    def put_failure(self, key: str, *, judge: str, case_id: str, reason: str) -> None:
+        """Note that a network judge's reply to this request was invalid (never a verdict
+        served again; only a ``repeat`` for :class:`tiap.llm.InvalidReplies`)."""
+        self._db.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
+                         (key, judge, case_id, redact(reason),
+                          datetime.now(UTC).isoformat(timespec="seconds")))
 
     def put_many(self, rows: Sequence[CacheRow]) -> None:
         """Commit several verdicts in one transaction."""
@@ -305,12 +323,17 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         for n_done, (k, c, r, v, started, seconds) in enumerate(_run_threaded(judge, items),
                                                                 1):
             timing = {"started": started, "seconds": round(seconds, 4), "attempts": v.attempts}
-            if judge.reusable(v):  # an invalid reply is not cached: the next run asks again
+            repeat = False
+            if judge.reusable(v):
                 cache.put(k, judge=judge.name, case_id=c.case_id, request=r, verdict=v,
                           timing=timing)
+            else:  # an invalid reply is not cached, only noted: the next run asks again
+                repeat = cache.failed(k)
+                cache.put_failure(k, judge=judge.name, case_id=c.case_id,
+                                  reason=v.reason or "invalid reply")
             done[k] = (v, timing, c.case_id)
             if guard is not None:
-                _watch(guard, judge, c, v)
+                _watch(guard, judge, c, v, repeat)
             if progress:
                 progress(judge.name, n_done, total)
     if guard is not None:
@@ -343,13 +366,14 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     return records, st
 
 
-def _watch(guard: InvalidReplies, judge: Judge, case: Case, v: Verdict) -> None:
+def _watch(guard: InvalidReplies, judge: Judge, case: Case, v: Verdict,
+           repeat: bool = False) -> None:
     """Count one reply of a network judge (raises ``error[endpoint]`` past the limit)."""
     if judge.reusable(v):
         guard.add(True)
     else:
         guard.add(False, where=case.case_id, reason=v.reason or "invalid reply",
-                  body=v.raw_response, query_id=case.query_id or None)
+                  body=v.raw_response, query_id=case.query_id or None, repeat=repeat)
 
 
 def _run_threaded(judge: Judge, items: list[tuple[str, Case, Request]],

@@ -30,7 +30,9 @@ server and hosted APIs: ``POST {base_url}/chat/completions``.
   seed, the temperature and the full messages (which hold the turn's text, its context, the
   speakers and the date); never the API key. A build that is interrupted and run again asks
   the endpoint only for the turns it had not finished; another endpoint or model asks
-  again. The cache's schema is versioned (``PRAGMA user_version`` 2): a cache written by
+  again. An invalid reply is only noted (table ``failures``: the request's key, the turn,
+  the reason and the start of the body, redacted), never served; a valid reply later
+  removes the note. The cache's schema is versioned (``PRAGMA user_version`` 2): a cache written by
   TIAP before endpoint keys (its keys leave out the base URL, and it holds invalid replies
   as results) is refused with an error naming it, never reused; move it away or pass
   another ``cache``.
@@ -155,19 +157,25 @@ def parse_facts(content: str, max_facts: int) -> tuple[list[str], int]:
     code block. Anything else raises ``ValueError`` naming the problem.
     """
     text = content.strip()
-    m = _FENCE.search(text)
-    if m:
-        text = m.group(1).strip()
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        start, end = text.find("["), text.rfind("]")
-        if start < 0 or end <= start:
-            raise ValueError("the reply is not JSON") from None
         try:
-            value = json.loads(text[start:end + 1])
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
+            value = json.loads(text)  # JSON as it stands first: a fact may quote a fence
+        except json.JSONDecodeError:
+            m = _FENCE.search(text)
+            if m:
+                text = m.group(1).strip()
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                start, end = text.find("["), text.rfind("]")
+                if start < 0 or end <= start:
+                    raise ValueError("the reply is not JSON") from None
+                try:
+                    value = json.loads(text[start:end + 1])
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"the reply is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError("the reply is JSON nested too deeply") from None
     if isinstance(value, dict):
         for key in ("facts", "memories", "items"):
             if isinstance(value.get(key), list):
@@ -233,6 +241,9 @@ class LlmCache:
                 "prompt_version TEXT NOT NULL, unit_id TEXT, status TEXT NOT NULL, "
                 "facts TEXT NOT NULL, detail TEXT, created TEXT NOT NULL)"
             )
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS failures (key TEXT PRIMARY KEY, unit_id TEXT, "
+                "reason TEXT NOT NULL, body TEXT, created TEXT NOT NULL)")
             self.db.execute(f"PRAGMA user_version={self.SCHEMA}")
             self.db.commit()
         except sqlite3.Error as exc:
@@ -266,6 +277,21 @@ class LlmCache:
              json.dumps(redact(facts), ensure_ascii=False), None,
              datetime.now(UTC).isoformat(timespec="seconds")),
         )
+        self.db.execute("DELETE FROM failures WHERE key = ?", (key,))
+        self.db.commit()
+
+    def failed(self, key: str) -> bool:
+        """Whether an earlier run recorded an invalid reply for this request."""
+        return self.db.execute("SELECT 1 FROM failures WHERE key = ?",
+                               (key,)).fetchone() is not None
+
+    def put_failure(self, key: str, *, unit_id: str, reason: str, body: str | None) -> None:
+        """Record an invalid reply (redacted, its first 500 characters): never a result, only
+        the note that this request failed (:class:`tiap.llm.InvalidReplies` ``repeat``)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
+            (key, unit_id, redact(reason), None if body is None else redact(body)[:500],
+             datetime.now(UTC).isoformat(timespec="seconds")))
         self.db.commit()
 
     def __len__(self) -> int:
@@ -404,8 +430,9 @@ class LlmParser(Parser):
             body["seed"] = self.seed
         return body
 
-    def _chat(self, messages: list[dict[str, str]], res: _TurnResult) -> str:
-        """One completion's text (after the client's retries); raises _Unavailable."""
+    def _chat(self, messages: list[dict[str, str]], res: _TurnResult) -> str | None:
+        """One completion's text (after the client's retries), ``None`` for a 200 answer
+        that is not a chat completion; raises _Unavailable."""
         try:
             reply = self.http.post(self._payload(messages))
         except Interrupted as exc:
@@ -415,7 +442,6 @@ class LlmParser(Parser):
         if reply.status == 200:
             if reply.content is None:
                 res.body = reply.text
-                return "\x00HTTP 200 but the body is not a chat completion"
             return reply.content
         last = reply.error
         if reply.status is not None:
@@ -435,8 +461,8 @@ class LlmParser(Parser):
             if attempt:
                 res.json_retries += 1
             content = self._chat(convo, res)
-            if content.startswith("\x00"):  # not a chat completion: ask again as it was
-                reason = content[1:]
+            if content is None:  # not a chat completion: ask again as it was
+                reason = "HTTP 200 but the body is not a chat completion"
                 convo = list(messages)
                 continue
             try:
@@ -490,8 +516,11 @@ class LlmParser(Parser):
                     results[i] = res.facts
                     if res.status != "ok":  # counted, never cached: the next run asks again
                         self.s.turns_invalid += 1
+                        repeat = self._cache.failed(key)
+                        self._cache.put_failure(key, unit_id=uid, reason=res.detail or "invalid",
+                                                body=res.body)
                         self.invalid.add(False, where=uid, reason=res.detail or "invalid",
-                                         body=res.body)
+                                         body=res.body, repeat=repeat)
                         continue
                     self._cache.put(key, model=self.model, unit_id=uid, facts=res.facts)
                     self.invalid.add(True)
