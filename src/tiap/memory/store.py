@@ -171,12 +171,22 @@ _KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collectio
           "uncertain", "placeholder"}
 
 
+def _kind_of(value: Any) -> str:
+    """How a JSON value is named in an error: ``a list``, ``the number 3``, ``true``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "null")
+
+
 def _str_list(value: Any, field: str, where: dict[str, Any]) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         raise TiapError(f"field {field!r} must be a list of ids, got a string {value!r}", **where)
-    if not isinstance(value, list) or not all(isinstance(v, (str, int)) for v in value):
+    if not isinstance(value, list) or not all(
+            isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
         raise TiapError(f"field {field!r} must be a list of ids", **where)
     return tuple(str(v) for v in value)
 
@@ -188,6 +198,14 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
     for key in ("item_id", "kind"):
         if key not in obj or obj[key] in (None, ""):
             raise TiapError(f"item has no {key!r}", **where)
+    if isinstance(obj["item_id"], bool) or not isinstance(obj["item_id"], (str, int)):
+        raise TiapError(f"field 'item_id' must be a string, got {_kind_of(obj['item_id'])}",
+                        **where)
+    for key in ("kind", "text", "collection"):  # never a list or a number turned into text
+        v = obj.get(key)
+        if v is not None and not isinstance(v, str) and not (
+                key == "collection" and isinstance(v, int) and not isinstance(v, bool)):
+            raise TiapError(f"field {key!r} must be a string, got {_kind_of(v)}", **where)
     item_id = str(obj["item_id"])
     where["record"] = item_id
     if any(c.isspace() for c in item_id):
@@ -211,7 +229,7 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
         sources=sources,
         parents=_str_list(obj.get("parents"), "parents", where),
         serving=serving,
-        text=None if text is None else str(text),
+        text=text,
         collection=None if coll is None else str(coll),
         meta=meta,
         store=store,
@@ -298,19 +316,16 @@ def read_items(path: str | Path) -> list[Item]:
                 f"{first_store[0]!r}: one items file holds one store", file=str(path),
                 line=line, record=item.item_id))
         if item.item_id in seen:
-            problems.append(
-                Problem(
-                    f"duplicate item id (first on line {seen[item.item_id]})",
-                    file=str(path),
-                    line=line,
-                    record=item.item_id,
-                )
-            )
+            problems.append(Problem(f"duplicate item id (first on line {seen[item.item_id]})",
+                                    file=str(path), line=line, record=item.item_id,
+                                    code="duplicate"))
             continue
         seen[item.item_id] = line
         items.append(item)
     if problems:
         raise TiapError(problems=problems)
+    if not items:
+        raise TiapError("empty items file: it holds no items", file=path)
     return items
 
 
