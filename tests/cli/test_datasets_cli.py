@@ -57,4 +57,4 @@ def test_unwritable_output_is_a_clear_error(data_dir: Path, tmp_path: Path, caps
     blocker.write_text("")
     rc = main(["datasets", "export", "locomo", "--out", str(blocker / "x"), "--data", str(data_dir)])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error:") and "a_file" in err and "Traceback" not in err
+    assert rc == 2 and err.startswith("error[io]: ") and "a_file" in err and "Traceback" not in err

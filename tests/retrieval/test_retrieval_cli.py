@@ -58,7 +58,7 @@ def test_bad_options(args: list[str], tmp_path: Path, capsys, extra: list[str],
                      message: str) -> None:
     assert main([*args, *extra, "--out", str(tmp_path / "r.jsonl")]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "error:" in err and message in err
+    assert err.startswith("error[") and message in err
 
 
 def test_an_empty_collection_is_reported_with_file_and_query(tmp_path: Path, capsys) -> None:
