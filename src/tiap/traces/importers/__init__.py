@@ -25,7 +25,7 @@ import importlib
 import importlib.util
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from typing import Any
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import atomic_dir, atomic_write, iter_jsonl, read_json
+from tiap.io import atomic_dir, atomic_write
 from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import Run, warnings_json, write_jsonl_run
@@ -51,8 +51,6 @@ __all__ = [
     "importer_names",
     "lineage_coverage",
     "named_units",
-    "read_document",
-    "read_records",
     "require_queries",
     "coverage_json",
     "write_coverage",
@@ -337,45 +335,6 @@ def coverage_of_folder(out: str | Path) -> LineageCoverage:
 # --------------------------------------------------------------------------------------------
 # Checks every importer makes (docs/import.md, "What every import checks")
 # --------------------------------------------------------------------------------------------
-
-
-def read_records(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """``(line, object)`` for each non-blank line of a JSONL input (plain or gzip), as
-    :func:`tiap.io.iter_jsonl`; text that is not UTF-8, a number too long to read or nesting
-    too deep to parse are located :class:`TiapError` too, never another exception."""
-    last = 0
-    it = iter_jsonl(path)
-    while True:
-        try:
-            line, obj = next(it)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:
-            raise TiapError(f"not UTF-8 text after line {last} ({exc.reason})", file=path,
-                            line=last + 1, code="encoding") from exc
-        except (ValueError, RecursionError) as exc:  # json's limits, not JSONDecodeError
-            raise TiapError(f"invalid JSON after line {last} ({_reason(exc)})", file=path,
-                            line=last + 1) from exc
-        last = line
-        yield line, obj
-
-
-def read_document(path: str | Path) -> Any:
-    """One JSON document (plain or gzip), as :func:`tiap.io.read_json`, with the same
-    conversions as :func:`read_records`."""
-    try:
-        return read_json(path)
-    except UnicodeDecodeError as exc:
-        raise TiapError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of a block)",
-                        file=path, code="encoding") from exc
-    except (ValueError, RecursionError) as exc:
-        raise TiapError(f"invalid JSON ({_reason(exc)})", file=path) from exc
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc).split(";")[0][:120]
 
 
 def require_queries(n_queries: int, file: str | Path, what: str = "rankings") -> None:

@@ -43,6 +43,7 @@ from typing import Any
 from tiap.datasets.queryfile import query_from_json
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
+from tiap.io import iter_jsonl
 from tiap.memory.store import Item, item_from_json
 from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 from tiap.traces.importers import (
@@ -50,7 +51,6 @@ from tiap.traces.importers import (
     check_units,
     dataset_units,
     external_queries,
-    read_records,
     require_queries,
     write_import,
 )
@@ -130,7 +130,7 @@ def read_generic(
     query_line: dict[str, int] = {}
     rankings: list[tuple[int, str, list[str], list[float] | None]] = []
     ranking_line: dict[str, int] = {}
-    for line, obj in read_records(path):
+    for line, obj in iter_jsonl(path):
         if not isinstance(obj, dict):
             probs.add("a record must be a JSON object", line)
             continue

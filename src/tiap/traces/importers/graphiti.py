@@ -53,13 +53,13 @@ from typing import Any, Literal
 
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
+from tiap.io import iter_jsonl
 from tiap.memory.store import Item, Uncertainty
 from tiap.targets.graph import NODE_KIND, GraphEdge, GraphEpisode, GraphNode, graph_items
 from tiap.traces.importers import (
     ImportResult,
     check_units,
     external_queries,
-    read_records,
     require_queries,
     write_import,
 )
@@ -278,7 +278,7 @@ def read_graphiti(
     g = _Graph(units)
     probs = Problems()
     if graph is not None:
-        for line, rec in read_records(graph):
+        for line, rec in iter_jsonl(graph):
             if not isinstance(rec, dict):
                 probs.add("a graph record must be a JSON object", line, file=graph)
                 continue
@@ -289,7 +289,7 @@ def read_graphiti(
     seen_q: dict[str, int] = {}
     communities = 0
     system = system or path.name.split(".")[0] or "graphiti"
-    for line, rec in read_records(path):
+    for line, rec in iter_jsonl(path):
         if not isinstance(rec, dict):
             probs.add("a search result must be a JSON object", line, file=path)
             continue

@@ -62,7 +62,7 @@ from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems
-from tiap.io import atomic_dir, open_text
+from tiap.io import atomic_dir, iter_jsonl, open_text, read_json
 from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.importers import (
@@ -70,8 +70,6 @@ from tiap.traces.importers import (
     check_units,
     coverage_json,
     lineage_coverage,
-    read_document,
-    read_records,
     require_queries,
 )
 from tiap.traces.runs import (
@@ -193,18 +191,15 @@ class Mem0Import:
 
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line, object)`` from a JSONL file, or ``(index, object)`` from a JSON list."""
-    try:
-        with open_text(path) as fh:
-            head = ""
-            while not head and (chunk := fh.read(4096)):
-                head = chunk.lstrip()[:1]
-    except UnicodeDecodeError:
-        head = ""  # read_records names the place
+    with open_text(path) as fh:
+        head = ""
+        while not head and (chunk := fh.read(4096)):
+            head = chunk.lstrip()[:1]
     if head == "[":
-        doc = read_document(path)
+        doc = read_json(path)
         yield from enumerate(doc, start=1)
     else:
-        yield from read_records(path)
+        yield from iter_jsonl(path)
 
 
 @dataclass(frozen=True)

@@ -77,13 +77,11 @@ from typing import Any
 
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problems, TiapError
-from tiap.io import open_text
+from tiap.io import iter_jsonl, open_text, read_json
 from tiap.memory.store import RAW_KIND, Item, Uncertainty
 from tiap.traces.importers import (
     ImportResult,
     external_queries,
-    read_document,
-    read_records,
     require_queries,
     write_import,
 )
@@ -192,7 +190,7 @@ def _sha(text: str) -> str:
 
 def _load_json(path: Path, probs: Problems) -> Any:
     try:
-        return read_document(path)
+        return read_json(path)
     except TiapError as exc:
         probs.extend(exc)
         return None
@@ -443,7 +441,7 @@ def read_memoryos(
 
     rankings: list[Ranking] = []
     seen: dict[str, int] = {}
-    for line, rec in read_records(results):
+    for line, rec in iter_jsonl(results):
         qid = rec.get("query_id") if isinstance(rec, dict) else None
         if not isinstance(qid, (str, int)) or qid == "":
             probs.add("result has no 'query_id'", line, file=results)
