@@ -148,3 +148,37 @@ def test_hits_read_from_rr_equal_a_rescore_of_success(rescored: Path, tmp_path: 
     assert used  # the fast path was on offer and refused
     assert fast == slow
     assert any(r["hits"] for r in fast[0])  # something is credited at all
+
+
+def test_answer_inputs_are_verified_against_the_rescore(rescored: Path, tmp_path: Path,
+                                                         capsys) -> None:
+    """The alignment reads the rescored values: a run changed since, or another run given
+    with --run, is error[input-changed] naming the file and the manifest; a byte-identical
+    copy is accepted; a recorded file that is gone skips the alignment with a note."""
+    base = ["sensitivity", str(rescored), "--resamples", "100"]
+    run_a = tmp_path / "A.jsonl"
+    # another ranking passed for A
+    other = tmp_path / "other.jsonl"
+    other.write_text(run_a.read_text().replace('"f1", "x", "t1"', '"t1", "x", "f1"'))
+    assert main([*base, "--out", str(tmp_path / "s1"), "--answers", "--run",
+                 f"A={other}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error[input-changed]: " + str(other))
+    assert str(rescored / "manifest.json") in err and "--run" in err
+    assert not (tmp_path / "s1").exists()
+    # a copy of the very bytes, elsewhere, is fine
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(run_a.read_bytes())
+    assert main([*base, "--out", str(tmp_path / "s2"), "--answers", "--run",
+                 f"A={copy}"]) == 0
+    capsys.readouterr()
+    # the recorded run itself changed
+    run_a.write_text(other.read_text())
+    assert main([*base, "--out", str(tmp_path / "s3"), "--answers"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error[input-changed]: " + str(run_a)) and "records sha256" in err
+    # gone: skipped with a note when the alignment is not required
+    run_a.unlink()
+    assert main([*base, "--out", str(tmp_path / "s4")]) == 0
+    man = json.loads((tmp_path / "s4" / "manifest.json").read_text())
+    assert any("answer alignment skipped" in n and "gone" in n for n in man["notes"])

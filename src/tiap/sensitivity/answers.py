@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 
 from tiap.errors import TiapError
-from tiap.io import sha256_file
 from tiap.sensitivity.load import Dataset
 
 __all__ = [
@@ -177,24 +176,35 @@ def extract_answer(question: str, texts: Sequence[str]) -> str:
 # the tables
 
 
-def _path_of(entry: Any) -> Path | None:
-    if entry is None:
-        return None
-    if isinstance(entry, Mapping):
-        return Path(entry["path"]) if entry.get("path") else None
-    return Path(entry)
+class _Gone(Exception):
+    """A recorded input that is no longer there (the alignment is skipped with a note)."""
 
 
-def _checked(entry: Any, what: str) -> Path:
-    """The path of a manifest input, verified against its sha256."""
-    p = _path_of(entry)
-    if p is None or not p.exists():
-        raise FileNotFoundError(f"{what}: {p} not found")
-    if isinstance(entry, Mapping) and entry.get("sha256"):
-        if sha256_file(p) != entry["sha256"]:
-            raise TiapError(f"{what} changed since it was rescored (sha256 differs); rescore "
-                            "again or pass the file explicitly", file=p)
-    return p
+def _verified(ds: Dataset, system: str | None, what: str, given: Any, option: str,
+              manifests: dict[Path, Any]) -> Path:
+    """The rescore input ``what`` (``queries``; ``items`` / ``run`` of ``system``), verified
+    against the sha256 its rescore manifest recorded (:func:`tiap.provenance.verify_input`).
+    A file ``given`` with ``option`` must hold the same bytes: the alignment reads the
+    rescored values, so another file would mix two inputs. :class:`_Gone` when the recorded
+    file is gone and none was given."""
+    from tiap.io import read_json
+    from tiap.provenance import verify_input
+
+    folder = ds.dirs[0] if system is None else ds.systems[system].source
+    key = "queries" if system is None else ds.inputs.get(system, {}).get(f"{what}_key")
+    mpath = Path(folder) / "manifest.json"
+    if mpath not in manifests:
+        manifests[mpath] = read_json(mpath)
+    if key is None:
+        if given is None:
+            raise _Gone(f"{mpath} records no {what} of {system}")
+        key = f"{what}:{system}"  # verify_input names what the manifest does record
+    try:
+        return verify_input(manifests[mpath], mpath, key, given, option=option)
+    except TiapError as exc:
+        if given is None and exc.code == "io":
+            raise _Gone(str(exc.problems[0])) from None
+        raise
 
 
 def _pick(overrides: Mapping[str, Any], key: str, system: str) -> Any:
@@ -285,9 +295,11 @@ def answer_tables(
             notes.append(f"{ds.name}: answer alignment skipped (targets given as qrels have no "
                          "lineage spec)")
             continue
+        manifests: dict[Path, Any] = {}
         try:
-            qpath = _checked(overrides.get("queries") or ds.queries_input, "queries file")
-        except FileNotFoundError as exc:
+            qpath = _verified(ds, None, "queries", overrides.get("queries"), "--queries",
+                              manifests)
+        except _Gone as exc:
             if required:
                 raise TiapError(f"{ds.name}: answer alignment needs the queries file ({exc}); "
                                 "pass --queries") from None
@@ -298,12 +310,12 @@ def answer_tables(
         used[ds.name] = {"queries": str(qpath), "systems": {}}
         pooled: dict[str, list[tuple[float, float, float]]] = {}
         for s in ds.systems:
-            entry = ds.inputs.get(s, {})
             try:
-                ipath = _checked(_pick(overrides, "items", s) or entry.get("items"),
-                                 f"items of {s}")
-                rpath = _checked(_pick(overrides, "runs", s) or entry.get("run"), f"run of {s}")
-            except FileNotFoundError as exc:
+                ipath = _verified(ds, s, "items", _pick(overrides, "items", s), "--items",
+                                  manifests)
+                rpath = _verified(ds, s, "run", _pick(overrides, "runs", s), "--run",
+                                  manifests)
+            except _Gone as exc:
                 if required:
                     raise TiapError(f"{ds.name}/{s}: answer alignment needs the items and the "
                                     f"run ({exc}); pass --items/--run") from None

@@ -635,10 +635,10 @@ def _pool(folders: list[_Folder]) -> Dataset:
             entry: dict[str, Any] = {}
             for key in (f"items:{store}", f"items:{s}", "items"):
                 if key in man_inputs:
-                    entry["items"] = man_inputs[key]
+                    entry["items"], entry["items_key"] = man_inputs[key], key
                     break
             if f"run:{s}" in man_inputs:
-                entry["run"] = man_inputs[f"run:{s}"]
+                entry["run"], entry["run_key"] = man_inputs[f"run:{s}"], f"run:{s}"
             entry["run_name"] = s
             inputs[s] = entry
     query_ids = tuple(universe)
