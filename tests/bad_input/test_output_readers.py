@@ -469,3 +469,20 @@ def test_per_query_bytes_load_as_the_reference_or_raise_tiap_error(data: bytes) 
             assert re.fullmatch(r"[a-z-]+", info.value.code)
         else:
             assert _same(_records(path), want)
+
+
+def test_a_table_cut_at_a_line_end_is_found_by_its_row_count(sens: Path, capsys) -> None:
+    """`tiap sensitivity` records every table's rows and sha256: a file cut exactly after a
+    line (which the CSV reader alone cannot tell from a whole file) is truncated, an edited
+    one input-changed."""
+    man = json.loads((sens / "manifest.json").read_text())
+    entry = man["outputs"]["winner_flips.csv"]
+    f = sens / "winner_flips.csv"
+    lines = f.read_bytes().splitlines(keepends=True)
+    assert entry["rows"] == len(lines) - 1 == 6  # header + 6 rows, counted by hand
+    f.write_bytes(b"".join(lines[:-1]))
+    assert _report(sens) == 2
+    assert f"error[truncated]: {f}: 5 rows, the manifest announces 6" in _err(capsys)
+    f.write_bytes(b"".join(lines).replace(b"true", b"false", 1))
+    assert _report(sens) == 2
+    assert f"error[input-changed]: {f}: changed since" in _err(capsys)

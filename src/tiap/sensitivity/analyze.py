@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tiap.errors import TiapError
-from tiap.io import output_folder
+from tiap.io import output_folder, sha256_file
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring.measures import Measure, parse_measure
 from tiap.sensitivity import (
@@ -316,8 +316,12 @@ def write_sensitivity(result: SensitivityResult, out: str | Path, *,
     (an old ``design_*.csv``) survives; a folder that is not a ``tiap sensitivity`` output
     is refused unless ``force``."""
     with output_folder(out, "sensitivity", force=force, known=("*.csv",)) as tmp:
+        outputs: dict[str, dict[str, Any]] = {}
         for t in result.tables.values():
             write_table(tmp / f"{t.name}.csv", t)
+            # rows and sha256: a reader can tell a table cut at a line end, or edited
+            outputs[f"{t.name}.csv"] = {"rows": len(t.rows),
+                                        "sha256": sha256_file(tmp / f"{t.name}.csv")}
         man = manifest_header("sensitivity", SCHEMA_VERSION)
         man.pop("created", None)
         inputs: dict[str, Any] = {}
@@ -331,7 +335,7 @@ def write_sensitivity(result: SensitivityResult, out: str | Path, *,
         man["datasets"] = result.info.get("datasets", [])
         man["answers"] = result.info.get("answers", {})
         man["notes"] = list(result.notes)
-        man["outputs"] = [f"{t.name}.csv" for t in result.tables.values()]
+        man["outputs"] = outputs
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
     return man
