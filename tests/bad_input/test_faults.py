@@ -129,3 +129,22 @@ def test_ctrl_c_says_what_was_kept_and_resumes(tmp_path) -> None:
         done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     assert len(read_labels(out / "labels.jsonl")) == N
+
+
+def test_a_secret_in_an_error_message_is_redacted(tmp_path, monkeypatch, capsys) -> None:
+    """The last line of defence: whatever raised, the printed line holds no configured key."""
+    import tiap.llm
+    from tiap.errors import TiapError
+
+    tiap.llm.add_secret("sk-echoed-SECRET-0042")
+
+    def boom(*a, **kw):  # type: ignore[no-untyped-def]
+        raise TiapError("the endpoint said: unknown key sk-echoed-SECRET-0042 (Bearer "
+                        "sk-other-token-99999)", file=tmp_path / "x", code="endpoint")
+
+    monkeypatch.setattr("tiap.audit.run.run_judges", boom)
+    assert main(["audit", "judge", str(_cases(tmp_path)), "--judge", "lexical", "--out",
+                 str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "SECRET" not in err and "sk-other-token" not in err
+    assert err.count("[redacted]") == 2 and err.startswith("error[endpoint]: ")

@@ -88,9 +88,13 @@ def _kept(argv: list[str]) -> str:
 
 
 def _error(code: str, text: str) -> None:
+    """One error line; any configured secret in it (an API key an endpoint echoed into a
+    message) is redacted, as in everything TIAP writes."""
     from rich.markup import escape
 
-    err_console.print(f"[bold red]error\\[{code}][/]: {escape(text)}", highlight=False,
+    from tiap.llm import redact
+
+    err_console.print(f"[bold red]error\\[{code}][/]: {escape(redact(text))}", highlight=False,
                       soft_wrap=True)
 
 
