@@ -124,3 +124,14 @@ def test_node_without_edges_has_no_source() -> None:
     its = graph_items(EPISODES, EDGES[:1], [GraphNode("Z", "lonely")])
     z = next(i for i in its if i.item_id == "Z")
     assert z.parents == () and z.sources == ()
+
+
+def test_an_edge_endpoint_that_is_also_an_episode_id_is_refused() -> None:
+    """Node items are made from edge endpoints: an endpoint id equal to an episode's would
+    make two items of one id (the second silently shadowing the first)."""
+    edges = [GraphEdge("e1", "ep1", "C", ("ep1",), fact="x")]
+    with pytest.raises(TiapError) as info:
+        graph_items(EPISODES, edges)
+    (p,) = info.value.problems
+    assert (p.code, p.record) == ("duplicate", "ep1")
+    assert "edge e1 has endpoint ep1, which is also the id of an episode" in p.message

@@ -133,6 +133,10 @@ def _check_path(path: GraphPath, edges: dict[str, GraphEdge], probs: list[Proble
                                  record=path.path_id))
 
 
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
 def graph_items(
     episodes: Iterable[GraphEpisode],
     edges: Iterable[GraphEdge],
@@ -158,7 +162,8 @@ def graph_items(
                       ("node", [n.uuid for n in node_list]), ("path", [p.path_id for p in path_list])):
         for i in ids:
             if i in seen:
-                probs.append(Problem(f"id used twice (a {seen[i]} and a {what})", record=i))
+                probs.append(Problem(f"id used twice ({_a(seen[i])} and {_a(what)})", record=i,
+                                     code="duplicate"))
             seen[i] = what
     ep_ids = {e.uuid for e in ep_list}
     for e in edge_list:
@@ -169,13 +174,18 @@ def graph_items(
     by_edge = {e.uuid: e for e in edge_list}
     for p in path_list:
         _check_path(p, by_edge, probs)
-    if probs:
-        raise TiapError(problems=probs)
-
     incident: dict[str, list[str]] = {}
     for e in edge_list:
         for n in dict.fromkeys((e.source_node, e.target_node)):
             incident.setdefault(n, []).append(e.uuid)
+    for n, cited_by in incident.items():  # an endpoint becomes a node item: never a 2nd id
+        if seen.get(n, "node") != "node":
+            probs.append(Problem(f"edge {cited_by[0]} has endpoint {n}, which is also the id "
+                                 f"of {_a(seen[n])}: one id, two graph elements", record=n,
+                                 code="duplicate"))
+    if probs:
+        raise TiapError(problems=probs)
+
     given = {n.uuid: n for n in node_list}
     node_ids = list(dict.fromkeys([*given, *incident]))
 
