@@ -70,10 +70,10 @@ class _TextReader:
 
     def _wrap(self, exc: Exception) -> TiapError:
         if isinstance(exc, UnicodeDecodeError):
-            line, offset = _first_bad_utf8(self.path, self._gzip)
-            where = f" at byte {offset:,}" + (" of the decompressed text" if self._gzip else "")
-            return TiapError(f"not UTF-8 text{where} ({exc.reason}); TIAP reads UTF-8 files",
-                             file=self.path, line=line, code="encoding")
+            try:
+                return _first_bad_utf8(self.path, self._gzip)
+            except (EOFError, OSError, zlib.error) as again:
+                exc = again
         return TiapError(f"corrupt or truncated gzip file ({exc})", file=self.path)
 
     def read(self, n: int = -1) -> str:
@@ -104,29 +104,47 @@ class _TextReader:
         self.close()
 
 
-def _first_bad_utf8(path: Path, gz: bool) -> tuple[int | None, int | None]:
-    """(line, byte offset) of the first byte of ``path`` that is not UTF-8."""
+def utf8_error(path: str | Path, data: bytes, exc: UnicodeDecodeError, *, offset: int = 0,
+               line: int | None = None, decompressed: bool = False) -> TiapError:
+    """The one error for bytes that are not UTF-8 (code ``encoding``): the bad bytes, their
+    byte offset in the file and their line. ``data`` is what ``exc`` was decoding, starting
+    at byte ``offset`` of the file (on ``line``, counted from 1, when it is not the file's
+    start); ``decompressed``: offsets are of the gzip file's decompressed text."""
+    bad = exc.object[exc.start:exc.end].hex(" ")
+    if line is None:
+        line = 1
+    line += data.count(b"\n", 0, exc.start)
+    where = f"byte offset {offset + exc.start:,}" + (" of the decompressed text" if decompressed
+                                                      else "")
+    return TiapError(f"not valid UTF-8: byte(s) {bad} at {where} ({exc.reason}); expected "
+                     "UTF-8 text", file=path, line=line, code="encoding")
+
+
+def _first_bad_utf8(path: Path, gz: bool) -> TiapError:
+    """The :func:`utf8_error` of the first byte of ``path`` that is not UTF-8, read again in
+    blocks (a text stream's decoding error does not say where in the file it is)."""
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
-    line, offset = 1, 0
-    try:
-        with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
-            while block := fh.read(1 << 20):
-                try:
-                    decoder.decode(block)
-                except UnicodeDecodeError as exc:
-                    # the decoder may hold up to 3 bytes of the previous block
-                    at = max(exc.start - (len(exc.object) - len(block)), 0)
-                    return line + block.count(b"\n", 0, at), offset + at
-                line += block.count(b"\n")
-                offset += len(block)
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return line, offset
-    except (EOFError, OSError, zlib.error):
-        pass
-    return None, None
+    line, offset, pending = 1, 0, b""
+    with gzip.open(path, "rb") if gz else open(path, "rb") as fh:
+        while True:
+            block = fh.read(1 << 20)
+            data = pending + block
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                # the decoder's input began with the bytes it held back from the last block
+                return utf8_error(path, data, UnicodeDecodeError(
+                    "utf-8", data, exc.start, exc.end, exc.reason), offset=offset - len(pending),
+                    line=line - pending.count(b"\n"), decompressed=gz)
+            if not block:
+                break
+            state = decoder.getstate()[0]
+            line += block.count(b"\n")
+            offset += len(block)
+            pending = state
+    return TiapError("not valid UTF-8", file=path, code="encoding")  # pragma: no cover
 
 
 def read_json(path: str | Path) -> Any:

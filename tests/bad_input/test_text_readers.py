@@ -103,7 +103,8 @@ def test_bad_utf8_names_line_and_byte(tmp_path: Path, gz: bool) -> None:
     (p,) = info.value.problems
     assert p.code == "encoding" and p.file == str(path) and p.line == 3
     # 9 bytes of line 1, 15 of line 2 (é is two bytes), then 7: the bad byte is at 31
-    assert "at byte 31" in p.message
+    assert "byte(s) ff at byte offset 31 " + ("of the decompressed text " if gz else "") \
+        + "(invalid start byte)" in p.message
 
 
 def test_a_truncated_gzip_is_located(tmp_path: Path) -> None:
@@ -123,4 +124,4 @@ def test_bad_utf8_across_a_block_boundary(tmp_path: Path) -> None:
     with pytest.raises(TiapError) as info:
         list(iter_jsonl(path))
     p = info.value.problems[0]
-    assert p.line == 2 and f"at byte {len(good) + 4:,}" in p.message
+    assert p.line == 2 and f"byte(s) ff at byte offset {len(good) + 4:,} " in p.message

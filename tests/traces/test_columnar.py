@@ -364,7 +364,8 @@ def test_bad_run_names_file_line_and_query(tmp_path: Path) -> None:
 def test_not_utf8_and_unknown_system(tmp_path: Path) -> None:
     path = tmp_path / "latin1.trec"
     path.write_bytes(GOOD.encode() + "q3 Q0 caf\u00e9 1 1 s\n".encode("latin-1"))
-    assert "not UTF-8" in _same_error(path)
+    assert f"latin1.trec:{GOOD.count(chr(10)) + 1}: not valid UTF-8: byte(s) e9 at byte offset " \
+        f"{len(GOOD.encode()) + 9} " in _same_error(path)
     good = _write(tmp_path / "good.trec", GOOD)
     assert "no rankings for system 'x'" in _same_error(good, system="x")
 

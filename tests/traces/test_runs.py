@@ -565,8 +565,12 @@ def test_truncated_gzip(tmp_path: Path, keep: float) -> None:
 def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "r"
     path.write_bytes(b"q1 Q0 caf\xe9 1 1 s\n")
-    with pytest.raises(TiapError, match="not UTF-8"):
+    with pytest.raises(TiapError) as info:
         read_run(path)
+    (p,) = info.value.problems
+    # "q1 Q0 caf" is 9 bytes: the Latin-1 é is byte 9 of line 1
+    assert (p.code, p.file, p.line) == ("encoding", str(path), 1)
+    assert p.message.startswith("not valid UTF-8: byte(s) e9 at byte offset 9 ")
 
 
 @pytest.mark.parametrize(

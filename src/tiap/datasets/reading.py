@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tiap.errors import Problems, TiapError
+from tiap.io import utf8_error
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -160,11 +161,7 @@ def decode_utf8(raw: bytes, path: str | Path) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        bad = raw[exc.start:exc.end].hex(" ")
-        raise TiapError(
-            f"not valid UTF-8: byte(s) {bad} at byte offset {exc.start} ({exc.reason}); "
-            "expected UTF-8 text", file=path, line=line, code="encoding") from exc
+        raise utf8_error(path, raw, exc) from None
     return text.removeprefix("\ufeff")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import TiapError
-from tiap.io import json_error, sha256_file
+from tiap.io import json_error, sha256_file, utf8_error
 
 __all__ = ["SensitivityDir", "load_sensitivity_dirs", "num", "truth"]
 
@@ -170,10 +170,11 @@ def load_sensitivity_dirs(paths: Sequence[str | Path]) -> list[SensitivityDir]:
         if not mf.exists():
             raise TiapError("not an output folder of 'tiap sensitivity' (no manifest.json)",
                             file=p)
+        raw = mf.read_bytes()
         try:
-            man = json.loads(mf.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise TiapError("not valid UTF-8", file=mf, code="encoding") from None
+            man = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise utf8_error(mf, raw, exc) from None
         except json.JSONDecodeError as exc:
             raise TiapError(json_error(exc), file=mf, line=exc.lineno) from None
         if not isinstance(man, dict):

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, TiapError
-from tiap.io import json_error
+from tiap.io import json_error, utf8_error
 from tiap.scoring.measures import Measure, parse_measure
 
 __all__ = ["Dataset", "PerQuery", "SystemScores", "iter_csv", "load_datasets", "load_rescore_dir",
@@ -197,8 +197,7 @@ def _utf8_error(path: Path) -> TiapError:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return TiapError(f"not valid UTF-8 (byte offset {exc.start}: {exc.reason})", file=path,
-                         line=data.count(b"\n", 0, exc.start) + 1, code="encoding")
+        return utf8_error(path, data, exc)
     return TiapError("not valid UTF-8", file=path, code="encoding")  # pragma: no cover
 
 
