@@ -342,21 +342,9 @@ _Group = _RowGroup | _ListGroup
 
 
 def _numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)``; undecodable bytes become a located TiapError."""
-    it = iter(fh)
-    lineno = 0
-    while True:
-        try:
-            line = next(it)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:
-            # Text is decoded in blocks, so only "after the last good line" is certain.
-            raise TiapError(
-                f"not UTF-8 text after line {lineno} ({exc.reason}); is this a run file?",
-                file=path,
-            ) from exc
-        lineno += 1
+    """Yield ``(line_number, line)``, without a leading byte-order mark (``open_text``
+    makes undecodable bytes a located TiapError)."""
+    for lineno, line in enumerate(fh, 1):
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
         yield lineno, line
