@@ -51,9 +51,9 @@ def open_text(path: str | Path) -> IO[str]:
     """Open a text file, decompressing gzip transparently (detected by magic bytes)."""
     path = Path(path)
     if not path.exists():
-        raise TiapError("file not found", file=path)
+        raise TiapError("file not found", file=path, code="io")
     if path.is_dir():
-        raise TiapError("expected a file, found a directory", file=path)
+        raise TiapError("expected a file, found a directory", file=path, code="io")
     return _TextReader(path)  # type: ignore[return-value]
 
 

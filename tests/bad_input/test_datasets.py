@@ -359,3 +359,20 @@ def test_queries_file_invalid_utf8(tmp_path: Path) -> None:
     (p,) = exc.value.problems
     assert (p.code, p.line) == ("encoding", 2)
     assert p.message.startswith("not valid UTF-8: byte(s) e9 at byte offset 32 ")
+
+
+def test_an_empty_queries_file_is_an_error_never_zero_queries(tmp_path: Path, capsys) -> None:
+    """rescore on an empty queries file used to exit 0 with every ranked query left out."""
+    from tiap.cli.main import main
+
+    q = tmp_path / "queries.jsonl"
+    q.write_text("\n\n")
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"item_id": "t1", "kind": "raw", "sources": ["u1"]}\n')
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 t1 1 1.0 s\n")
+    assert main(["rescore", "--run", str(run), "--queries", str(q), "--items", str(items),
+                 "--out", str(tmp_path / "rs")]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error[input]: {q}: empty queries file: it holds no queries")
+    assert not (tmp_path / "rs").exists()

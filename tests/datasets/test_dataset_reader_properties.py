@@ -618,6 +618,7 @@ def ref_queries(raw: bytes) -> Any:
         note = opt(o, "evidence_note", lambda v: v is None or is_str(v))
         out.append((str(qid), question, answer, category, tuple(map(str, ev)), collection,
                     abstention, tuple(map(str, sess or ())), note))
+    need(bool(out))  # a file of no query is refused
     return out
 
 

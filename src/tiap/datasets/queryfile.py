@@ -128,6 +128,8 @@ def read_queries(path: str | Path) -> list[Query]:
         seen[q.query_id] = line
         out.append(q)
     problems.raise_if_any()
+    if not out:
+        raise TiapError("empty queries file: it holds no queries", file=path)
     return out
 
 
