@@ -273,3 +273,26 @@ def test_split_targets_never_raises_anything_else(value: str) -> None:
         assert got and all(got)
         defined = {t.partition("=")[0].strip().lower() for t in got if "=" in t}
         assert all(t in DEFAULT_REGISTRY or t.lower() in defined for t in got if "=" not in t)
+
+
+@pytest.mark.parametrize("qrels", [False, True])
+def test_a_run_sharing_no_query_with_the_queries_is_an_error(tmp_path: Path, capsys,
+                                                              qrels: bool) -> None:
+    """Rescoring a run none of whose queries is judged used to exit 0 with n = 0 everywhere."""
+    run = tmp_path / "run.trec"
+    run.write_text("zz1 Q0 t1 1 1.0 s\n")
+    if qrels:
+        q = tmp_path / "raw.qrels"
+        q.write_text("q1 0 t1 1\n")
+        args = ["--qrels", f"raw={q}"]
+    else:
+        q = tmp_path / "queries.jsonl"
+        q.write_text('{"query_id": "q1", "question": "?", "evidence": ["u1"]}\n')
+        items = tmp_path / "items.jsonl"
+        items.write_text('{"item_id": "t1", "kind": "raw", "sources": ["u1"]}\n')
+        args = ["--queries", str(q), "--items", str(items)]
+    assert main(["rescore", "--run", str(run), *args, "--out", str(tmp_path / "rs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error[invalid-value]: {run}: no query of run 's' is in the ")
+    assert "'zz1'" in err and "'q1'" in err
+    assert not (tmp_path / "rs").exists()

@@ -56,6 +56,20 @@ LARGE_DELTA = 0.1
 MAX_EXAMPLES = 20
 
 
+def _nothing_to_score(run: Any, scored: Sequence[str], ranked: Sequence[str],
+                      judged: Sequence[str], universe: str) -> None:
+    """A run none of whose queries is in the universe scores nothing: an error, never a
+    summary of n = 0 (the wrong run, or a queries file of another dataset)."""
+    if scored:
+        return
+    raise TiapError(
+        f"no query of run {run.system!r} is in the {universe}: nothing to score (the run ranks "
+        f"{', '.join(map(repr, ranked[:3])) or 'no query'}; the {universe} "
+        f"{'hold' if universe.endswith('s') else 'holds'} "
+        f"{', '.join(map(repr, judged[:3])) or 'no query'}); is it the run of these queries?",
+        file=getattr(run, "source", None), code="invalid-value")
+
+
 @dataclass(frozen=True)
 class SystemReport:
     """What rescoring one run found besides the scores (all counts, with a few examples)."""
@@ -504,6 +518,8 @@ def rescore(
         not_in_file = tuple(q for q in by_q if q not in qindex)
         not_in_run = tuple(q.query_id for q in qlist if q.query_id not in by_q)
         scored = [q.query_id for q in qlist if q.query_id in by_q or missing == "zero"]
+        _nothing_to_score(run, scored, list(by_q), [q.query_id for q in qlist],
+                          "queries file")
         rankings = [by_q[q].item_ids if q in by_q else () for q in scored]
 
         unknown = 0
@@ -828,6 +844,8 @@ def rescore_qrels(
             empty = np.full((len(not_in_run), matrix.shape[1]), -1, np.int32)
             matrix = np.concatenate([matrix, empty])
             scored.extend(not_in_run)
+        _nothing_to_score(run, scored, list(ranked.take(np.arange(min(3, len(ranked))))),
+                          list(judged.take(np.arange(min(3, len(judged))))), "qrels files")
         if depth is not None and depth < matrix.shape[1]:
             matrix = matrix[:, :depth]
         index = RankingIndex(matrix)
