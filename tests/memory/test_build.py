@@ -133,13 +133,12 @@ class Exploding(HeuristicParser):
 
 def test_failure_leaves_nothing_half_written(inline_dataset: InlineDataset, tmp_path: Path) -> None:
     out = tmp_path / "store"
-    out.mkdir()
-    (out / "items.jsonl").write_text("old\n")
+    build_store(inline_dataset, "heuristic", out)  # an earlier build, replaced by a rebuild
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
     parser = Exploding(5)
     with pytest.raises(RuntimeError, match="boom"):
         build_store(inline_dataset, parser, out)
-    assert (out / "items.jsonl").read_text() == "old\n"  # untouched
-    assert not (out / "manifest.json").exists()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # untouched
     assert [p.name for p in tmp_path.iterdir()] == ["store"]  # no temporary folder left
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -75,6 +75,49 @@ ForceOption = Annotated[
         "command is always replaced whole.",
     ),
 ]
+
+
+def print_warnings(warnings: Any, manifest: Path, *, who: str = "") -> int:
+    """Print one line on stderr per warning counted in a manifest (``warnings``: the
+    manifest's ``{code: entry}``, entries with ``message``, ``count`` and optionally
+    ``queries`` and located ``examples``)::
+
+        warning[code]: [who: ]message (N in Q queries, counted in MANIFEST); first: EXAMPLE
+
+    Every command that counts warnings in the manifest of its output prints them with this,
+    after the output is written. Returns the number of lines printed."""
+    from rich.markup import escape
+
+    if not isinstance(warnings, Mapping):
+        return 0
+    n = 0
+    for code, w in warnings.items():
+        if not isinstance(w, Mapping):
+            continue
+        count, queries = w.get("count"), w.get("queries")
+        counted = (f"{count:,}" if isinstance(count, int) else "?") + (
+            f" in {queries:,} queries" if isinstance(queries, int) else "")
+        examples = w.get("examples")
+        first = (f"; first: {examples[0]}" if isinstance(examples, list) and examples else "")
+        text = (f"{who}: " if who else "") + (
+            f"{w.get('message', 'warning')} ({counted}, counted in {manifest}){first}")
+        err_console.print(f"[yellow]warning\\[{escape(str(code))}][/]: " + escape(text),
+                          highlight=False, soft_wrap=True)
+        n += 1
+    return n
+
+
+def print_manifest_warnings(folder: Path) -> int:
+    """:func:`print_warnings` of the ``warnings`` in ``folder/manifest.json`` (none printed
+    when the manifest cannot be read)."""
+    import json
+
+    manifest = folder / "manifest.json"
+    try:
+        man = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    return print_warnings(man.get("warnings") if isinstance(man, dict) else None, manifest)
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

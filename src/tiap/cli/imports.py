@@ -14,7 +14,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import DataOption, NoVerifyOption, console, err_console
+from tiap.cli.common import (
+    DataOption,
+    ForceOption,
+    NoVerifyOption,
+    console,
+    err_console,
+    print_manifest_warnings,
+)
 from tiap.errors import TiapError
 from tiap.traces.importers import COVERAGE_FILE, IMPORTERS, get_importer
 
@@ -31,27 +38,24 @@ QueriesOption = Annotated[Path | None, typer.Option(
     "--queries", help="A queries.jsonl to score against instead of --dataset.")]
 
 
-def _run(importer: str, path: Path, out: Path, **options: Any) -> Any:
+def _run(importer: str, path: Path, out: Path, force: bool = False, **options: Any) -> Any:
+    """Call the importer; ``force`` reaches it through :func:`forced` (any signature)."""
+    from tiap.traces.importers import forced
+
     fn = get_importer(importer).load()
-    return fn(path, out, **{k: v for k, v in options.items() if v is not None})
+    _check_out(out, force)
+    with forced(force):
+        return fn(path, out, **{k: v for k, v in options.items() if v is not None})
 
 
-def print_warnings(out: Path) -> None:
-    """One line on stderr per warning the import counted in its manifest
-    (``warning[code]: what was done (count); first: where``)."""
-    import json
+def _check_out(out: Path, force: bool) -> None:
+    """Refuse a --out that is not an import's output before any input is read."""
+    from tiap.io import check_output_folder, output_step
+    from tiap.traces.importers import IMPORT_KNOWN, is_import_step
 
-    from rich.markup import escape
-
-    try:
-        man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    for code, w in (man.get("warnings") or {}).items():
-        first = f"; first: {w['examples'][0]}" if w.get("examples") else ""
-        err_console.print(f"[yellow]warning\\[{code}][/]: " + escape(
-            f"{w['message']} ({w['count']:,} in {w['queries']:,} queries, counted in "
-            f"{out / 'manifest.json'}){first}"), highlight=False, soft_wrap=True)
+    found = output_step(out)
+    check_output_folder(out, found if is_import_step(found) else "import", force=force,
+                        known=IMPORT_KNOWN)
 
 
 def print_coverage(out: Path, title: str) -> None:
@@ -93,7 +97,7 @@ def print_coverage(out: Path, title: str) -> None:
     if c["items_with_no_source"]:
         err_console.print(f"[yellow]note[/]: {c['items_with_no_source']:,} items have no "
                           f"recoverable source; no target credits them (listed in {file})")
-    print_warnings(out)
+    print_manifest_warnings(out)
     err_console.print(f"wrote {out}")
 
 
@@ -109,12 +113,13 @@ def mtel_trace_cmd(
     infer_from_text: Annotated[bool, typer.Option(
         "--infer-from-text", help="Assign ambiguous derived items to gold turns by word overlap "
         "(a heuristic; reproduces the native traces' published figures).")] = False,
+    force: ForceOption = False,
 ) -> None:
     """The paper's published MTEL-Mem traces, with the lineage they reveal.
 
     Writes items.jsonl, queries.jsonl, run.jsonl, mtel_report.json, lineage_coverage.json and
     a manifest, and says what lineage the trace does not reveal."""
-    imp = _run("mtel-trace", path, out, locomo_path=locomo, system=system,
+    imp = _run("mtel-trace", path, out, force, locomo_path=locomo, system=system,
                infer_from_text=infer_from_text)
     c = imp.report.counts()
     t = Table(title=f"imported {path.name} as {imp.run.system}", title_justify="left",
@@ -142,7 +147,7 @@ def mtel_trace_cmd(
                 f"[yellow]note[/]: the trace does not reveal the full lineage of {unknown:,} "
                 f"(query, target) pairs; rescoring gives their values as [lower, upper] "
                 f"bounds (details per query in {out / 'mtel_report.json'})", highlight=False)
-    print_warnings(out)
+    print_manifest_warnings(out)
     err_console.print(f"wrote {out}")
 
 
@@ -155,9 +160,10 @@ def generic_cmd(
     dataset: DatasetOption = None,
     queries: QueriesOption = None,
     data: DataOption = None,
+    force: ForceOption = False,
 ) -> None:
     """TIAP's generic export: ranked ids per query plus item lineage."""
-    res = _run("generic", path, out, system=system, dataset=dataset, queries=queries,
+    res = _run("generic", path, out, force, system=system, dataset=dataset, queries=queries,
                data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
 
@@ -171,13 +177,14 @@ def memoryos_cmd(
     dataset: DatasetOption = "locomo",
     queries: QueriesOption = None,
     data: DataOption = None,
+    force: ForceOption = False,
 ) -> None:
     """MemoryOS: pages -> turns, session summaries -> pages.
 
     Pages (QA pairs) are matched to their turns by text and session date; what the text does
     not decide, and knowledge (no recorded source), is partial lineage that rescoring
     bounds."""
-    res = _run("memoryos", path, out, system=system, dataset=dataset, queries=queries,
+    res = _run("memoryos", path, out, force, system=system, dataset=dataset, queries=queries,
                data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system}")
 
@@ -196,9 +203,10 @@ def graphiti_cmd(
     dataset: DatasetOption = "locomo",
     queries: QueriesOption = None,
     data: DataOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Graphiti / Zep: edges -> their episodes -> turns; nodes -> their edges (graph targets)."""
-    res = _run("graphiti", path, out, graph=graph, level=level, system=system,
+    res = _run("graphiti", path, out, force, graph=graph, level=level, system=system,
                dataset=dataset, queries=queries, data_dir=data)
     print_coverage(out, f"imported {path.name} as {res.system} ({level} level)")
 
@@ -209,6 +217,7 @@ def _plain_command(name: str, help_text: str) -> None:
         out: OutOption,
         option: Annotated[list[str] | None, typer.Option(
             "--option", help="KEY=VALUE passed to the importer. Repeatable.")] = None,
+        force: ForceOption = False,
     ) -> None:
         opts: dict[str, Any] = {}
         for o in option or []:
@@ -216,7 +225,7 @@ def _plain_command(name: str, help_text: str) -> None:
             if not sep or not key.strip():
                 raise TiapError(f"--option {o!r}: expected KEY=VALUE")
             opts[key.strip().replace("-", "_")] = value
-        _run(name, path, out, **opts)
+        _run(name, path, out, force, **opts)
         print_coverage(out, f"imported {path.name} ({name})")
 
     cmd.__doc__ = help_text
@@ -245,6 +254,7 @@ def mem0_cmd(
     system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
+    force: ForceOption = False,
 ) -> None:
     """Mem0 search results saved by any harness (ids, memory, metadata, score).
 
@@ -254,6 +264,7 @@ def mem0_cmd(
     from tiap.cli.mem0 import print_mem0_report
     from tiap.traces.importers.mem0 import import_mem0_results
 
+    _check_out(out, force)
     q: Any = queries
     if dataset is not None:
         if queries is not None:
@@ -263,7 +274,7 @@ def mem0_cmd(
         q = load(dataset, source=DataSource(data, verify=not no_verify))
     imp = import_mem0_results(path, out, memories=memories, queries=q, system=system,
                               sources_key=sources_key, kind_key=kind_key,
-                              window_key=window_key, default_kind=default_kind)
+                              window_key=window_key, default_kind=default_kind, force=force)
     print_mem0_report(imp.report.counts(), out)
     print_coverage(out, "lineage coverage")
 

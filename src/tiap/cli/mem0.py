@@ -9,7 +9,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import DataOption, NoVerifyOption, console, err_console, track
+from tiap.cli.common import (
+    DataOption,
+    ForceOption,
+    NoVerifyOption,
+    console,
+    err_console,
+    print_manifest_warnings,
+    split_names,
+    track,
+)
 
 
 def mem0_run_cmd(
@@ -43,10 +52,12 @@ def mem0_run_cmd(
         "--fresh", help="Discard the Mem0 stores of an earlier run in --out.")] = False,
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
+    force: ForceOption = False,
 ) -> None:
     """Run a real Mem0 (local Qdrant, local MiniLM, telemetry off) over a dataset and write
     items.jsonl (lineage from each memory's metadata), queries.jsonl, run.jsonl and a manifest.
-    Finished collections are skipped on a rerun."""
+    Finished collections are skipped on a rerun (their Mem0 stores in OUT/mem0_store are
+    kept; every other file of OUT is replaced by this run's)."""
     from tiap.datasets import DataSource, load
     from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
 
@@ -54,9 +65,10 @@ def mem0_run_cmd(
                         llm_base_url=llm_base_url, llm_model=llm_model, max_sessions=sessions,
                         system=system)
     cfg.check()  # before any data is read
+    wanted = (None if collections is None
+              else split_names(collections, "--collections", what="collection ids"))
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    wanted = [c.strip() for c in collections.split(",") if c.strip()] if collections else None
-    res = run_mem0(ds, out, cfg, collections=wanted, progress=track, fresh=fresh)
+    res = run_mem0(ds, out, cfg, collections=wanted, progress=track, fresh=fresh, force=force)
     t = Table(title=f"Mem0 on {dataset} ({'infer' if infer else 'no infer'})",
               title_justify="left")
     for col in ("collection", "turns fed", "add calls", "memories", "queries", "add s",
@@ -68,9 +80,7 @@ def mem0_run_cmd(
                   f"{d['queries']:,}", f"{d['seconds_add']:.1f}", f"{d['seconds_search']:.1f}")
     console.print(t)
     print_mem0_report(res.imported.report.counts(), out)
-    from tiap.cli.imports import print_warnings
-
-    print_warnings(out)
+    print_manifest_warnings(out)
     err_console.print(f"wrote {out}")
 
 

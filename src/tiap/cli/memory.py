@@ -10,10 +10,12 @@ from rich.table import Table
 
 from tiap.cli.common import (
     DataOption,
+    ForceOption,
     NoVerifyOption,
     console,
     err_console,
     finite,
+    print_warnings,
     split_names,
     track,
 )
@@ -71,10 +73,14 @@ def build_store_cmd(
         callback=finite("--max-invalid", low=0, high=1))] = None,
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
+    force: ForceOption = False,
 ) -> None:
-    """Build a memory store: one raw item per turn plus derived items with lineage."""
+    """Build a memory store: one raw item per turn plus derived items with lineage. --out is
+    replaced whole by the new store (a --cache inside it is kept)."""
     from tiap.datasets import DataSource, load
+    from tiap.io import check_output_folder
     from tiap.memory import build_store, make_parser
+    from tiap.memory.build import cache_entries
 
     pname = parser.strip().lower()
     llm_opts: dict[str, Any] = {
@@ -102,14 +108,14 @@ def build_store_cmd(
         args["max_facts"] = max_facts
     wanted = None if collections is None else split_names(collections, "--collections",
                                                           what="collection ids")
+    # a foreign --out is refused before the parser opens its cache (which may lie in it)
+    check_output_folder(out, "build-store", force=force, keep=cache_entries(cache, out))
     made = make_parser(pname, **args)  # checks the arguments before any data is read
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
     result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
-                         progress=track, store=name)
+                         progress=track, store=name, force=force)
     _print_summary(result.counts, result.manifest, out)
-    for code, w in (result.manifest.get("warnings") or {}).items():
-        err_console.print(f"warning[{code}]: {w['message']} (see {out / 'manifest.json'})",
-                          highlight=False, markup=False)
+    print_warnings(result.manifest.get("warnings"), out / "manifest.json")
 
 
 def _print_summary(counts: dict[str, Any], manifest: dict[str, Any], out: Path) -> None:

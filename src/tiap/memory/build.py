@@ -24,10 +24,14 @@ whitespace and unique within their collection (every dataset's unit ids start wi
 collection's id, so they are unique in the store); derived items must name turns of their
 own collection as sources.
 
-**Atomic.** Everything is written into a temporary folder beside ``out`` and moved into
-place only when complete (:func:`tiap.io.atomic_dir`): a failure or an interruption leaves
-``out`` as it was. Collections are streamed one at a time, so memory stays bounded by the
-largest collection (LongMemEval-S's 245k turns never sit in memory together).
+**One build per folder.** Everything is written into a temporary folder beside ``out`` and
+swapped in whole only when complete (:func:`tiap.io.output_folder`): a failure or an
+interruption leaves ``out`` as it was, and a rebuild leaves no file of the earlier build. A
+folder that is not an earlier ``build-store`` output is refused before any work
+(``error[stale-output]``) unless ``force``. A parser cache kept inside ``out`` (``--cache
+OUT/parser-cache.sqlite``, with its ``-wal``/``-shm`` files) is used in place and kept.
+Collections are streamed one at a time, so memory stays bounded by the largest collection
+(LongMemEval-S's 245k turns never sit in memory together).
 
 **Workers.** Parsers marked ``parallel`` (the heuristic parser) can run on several
 collections at once in worker processes (``workers``); the output is byte-identical to a
@@ -53,7 +57,7 @@ from typing import Any
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Turn
 from tiap.errors import Problem, TiapError
-from tiap.io import atomic_dir, atomic_write, sha256_file
+from tiap.io import atomic_write, check_output_folder, output_folder, sha256_file
 from tiap.memory.parsers import Parser, make_parser, parser_factory
 from tiap.memory.store import RAW_KIND, Item, check_store_name
 from tiap.provenance import manifest_header
@@ -240,14 +244,17 @@ def build_store(
     progress: ProgressFn | None = None,
     command: str = "build-store",
     store: str | None = None,
+    force: bool = False,
 ) -> BuildResult:
-    """Write ``items.jsonl`` and ``manifest.json`` for ``dataset`` into ``out`` (atomically).
+    """Write ``items.jsonl`` and ``manifest.json`` for ``dataset`` into ``out``, replacing it
+    whole (module docstring).
 
     Args:
         dataset: a loaded dataset (:func:`tiap.datasets.load`).
         parser: a parser (:func:`~tiap.memory.parsers.make_parser`) or a registered name,
             built with ``parser_args`` (and ``seed``, when its factory takes one).
-        out: output folder; other files in it are left alone.
+        out: output folder. An earlier output of ``command`` is replaced whole (a parser
+            cache inside it is kept); any other non-empty folder is refused unless ``force``.
         seed: recorded in the manifest and given to parsers that take one (the LLM request's
             ``seed``); the heuristic and native parsers use no randomness.
         collections: only these collection ids (all by default); an id the dataset does not
@@ -258,6 +265,8 @@ def build_store(
         progress: wraps the per-collection iteration, ``progress(iterable, label, total)``
             (the CLI passes a rich progress bar).
         store: the store's name, written on every item (default: the name of ``out``).
+        force: replace ``out`` even if it is not a store built by ``command`` (what it holds
+            is deleted, except a parser cache).
     """
     if isinstance(parser, str):
         args = dict(parser_args or {})
@@ -275,10 +284,12 @@ def build_store(
     name = check_store_name(store if store is not None else Path(out).resolve().name,
                             "store name (pass one with --name)" if store is None
                             else "store name")
+    keep = cache_entries(getattr(parser, "cache_path", None), out)
+    check_output_folder(out, command, force=force, keep=keep)  # before any work
     started = time.monotonic()
     try:
         parser.prepare(dataset)
-        with atomic_dir(out) as tmp:
+        with output_folder(out, command, force=force, keep=keep) as tmp:
             counts, digest, size = _write_items(dataset, parser, tmp / ITEMS_FILE, wanted,
                                                 workers, progress, name)
             parser.finish()
@@ -292,6 +303,23 @@ def build_store(
     finally:
         parser.close()
     return BuildResult(Path(out), counts, man)
+
+
+def cache_entries(path: str | Path | None, out: str | Path) -> tuple[str, ...]:
+    """The entries of ``out`` holding a parser's cache ``path`` (a SQLite file and its
+    ``-wal``, ``-shm`` and ``-journal`` files, or the folder holding it), when it lies inside
+    ``out``: used in place during the build and kept across the swap."""
+    if path is None:
+        return ()
+    root = Path(out).resolve()
+    try:
+        rel = Path(path).resolve().relative_to(root)
+    except ValueError:
+        return ()
+    top = rel.parts[0]
+    if len(rel.parts) > 1:
+        return (top,)
+    return (top, *(f"{top}{suffix}" for suffix in ("-wal", "-shm", "-journal")))
 
 
 def _write_items(

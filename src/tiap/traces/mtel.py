@@ -97,7 +97,7 @@ from tiap.datasets.locomo import LoCoMo
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import atomic_dir, iter_jsonl, sha256_file
+from tiap.io import iter_jsonl, sha256_file
 from tiap.memory.store import RAW_KIND, Item, Placeholder, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import (
@@ -1349,12 +1349,15 @@ def _build_report(
 
 
 def write_mtel_import(imp: MtelImport, out: str | Path, *,
-                      extra_files: Mapping[str, str] | None = None) -> dict[str, int]:
+                      extra_files: Mapping[str, str] | None = None,
+                      force: bool | None = None) -> dict[str, int]:
     """Write an import as ``items.jsonl``, ``queries.jsonl`` and ``run.jsonl`` into ``out``.
 
     Also written: ``mtel_report.json`` (the :class:`MtelReport`) and ``manifest.json`` (schema
-    version, the trace and LoCoMo files with their sha256, TIAP's version, the counts). The
-    folder's content is built aside and moved into place only when complete. ``run.jsonl``
+    version, the trace and LoCoMo files with their sha256, TIAP's version, the counts, the
+    outputs). The folder is built aside and swapped in whole when complete
+    (:func:`tiap.traces.importers.import_folder`): no file of an earlier import survives,
+    and a folder that is not an import's output is refused unless ``force``. ``run.jsonl``
     rows are ``{"query_id", "system", "benchmark", "ranking", "scores"}`` (``scores`` left out
     where the trace gives none, as for MemoryOS).
 
@@ -1363,8 +1366,10 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
     Returns:
         The number of lines written per file.
     """
+    from tiap.traces.importers import import_folder
+
     counts: dict[str, int] = {}
-    with atomic_dir(out) as tmp:
+    with import_folder(out, "import mtel-trace", force=force) as tmp:
         for name, text in (extra_files or {}).items():
             (tmp / name).write_text(text, encoding="utf-8")
         counts["items"] = write_items(tmp / "items.jsonl", imp.items, store=imp.report.system)
@@ -1374,12 +1379,14 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
         (tmp / "mtel_report.json").write_text(
             json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-        man = manifest_header("import_mtel_trace", SCHEMA_VERSION)
+        man = manifest_header("import mtel-trace", SCHEMA_VERSION)
         man["system"] = report.system
         man["store"] = report.system
         man["format"] = report.format
         man["inputs"] = [input_entry(report.trace), input_entry(report.locomo)]
         man["counts"] = {**counts, "report": report.counts()}
         man["warnings"] = warnings_json(imp.run.warnings)
+        man["outputs"] = [*(extra_files or {}), "items.jsonl", "queries.jsonl", "run.jsonl",
+                          "mtel_report.json"]
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return counts

@@ -11,7 +11,12 @@ into place only when complete):
 - ``lineage_coverage.json``: items with no recoverable source (counted and listed), items
   with partial lineage (counted and listed), ranked ids that are not items, evidence units no
   item certainly reaches, and the importer's own findings;
-- ``manifest.json``: the inputs with their sha256 and TIAP's version.
+- ``manifest.json``: the inputs with their sha256, TIAP's version and the list of outputs.
+
+``DIR`` is replaced whole (:func:`import_folder`): it then holds exactly one import, never
+files of an earlier one beside the new ones; a folder that is not the output of a ``tiap
+import`` command is refused (``error[stale-output]``) unless forced (``--force``,
+``force=True``, or :func:`forced` around an importer that does not take ``force``).
 
 One module per system; each is registered by name below as ``"module:function"`` and imported
 only when used, so a registered module that is absent from an installation gives a clear
@@ -20,12 +25,14 @@ error instead of breaking ``tiap``. The formats are documented in ``docs/import.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +40,7 @@ from typing import Any
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import atomic_dir, atomic_write
+from tiap.io import atomic_write, output_folder, output_step
 from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import Run, warnings_json, write_jsonl_run
@@ -46,6 +53,8 @@ __all__ = [
     "LineageCoverage",
     "check_units",
     "coverage_of_folder",
+    "forced",
+    "import_folder",
     "dataset_units",
     "get_importer",
     "importer_names",
@@ -298,11 +307,53 @@ def write_coverage(path: str | Path, cov: LineageCoverage) -> None:
         fh.write(coverage_json(cov))
 
 
-def write_import(result: ImportResult, out: str | Path) -> LineageCoverage:
+#: Whether the import being run may replace a folder that is not an import's output (set
+#: by :func:`forced`, read by every import writer whose ``force`` is not given).
+_FORCE: ContextVar[bool] = ContextVar("tiap_import_force", default=False)
+#: What an import folder may hold beside its manifest's outputs: the coverage report that
+#: ``tiap import`` adds for an importer that does not write one.
+IMPORT_KNOWN = (COVERAGE_FILE,)
+
+
+@contextlib.contextmanager
+def forced(force: bool = True) -> Iterator[None]:
+    """Run importers (``fn(path, out_dir, ...)``) with ``force`` as their default: the
+    CLI's ``--force`` reaches every registered importer, whatever its signature."""
+    token = _FORCE.set(force)
+    try:
+        yield
+    finally:
+        _FORCE.reset(token)
+
+
+def is_import_step(step: str | None) -> bool:
+    """Whether a manifest's ``command`` is one of ``tiap import``'s (any system)."""
+    return isinstance(step, str) and step.startswith("import")
+
+
+@contextlib.contextmanager
+def import_folder(out: str | Path, step: str, *, force: bool | None = None,
+                  known: Iterable[str] = (), keep: Iterable[str] = ()) -> Iterator[Path]:
+    """:func:`tiap.io.output_folder` for the output of ``step`` (``import <system>``): the
+    folder is built aside and swapped in whole. An earlier output of any ``tiap import``
+    command (another system's too) is replaced; anything else is refused with
+    ``error[stale-output]`` unless ``force`` (default: :func:`forced`'s)."""
+    force = _FORCE.get() if force is None else force
+    found = None if force else output_step(out)
+    if is_import_step(found) and is_import_step(step):
+        step = found  # type: ignore[assignment]  # one command, whatever the system
+    with output_folder(out, step, force=force, known=(*IMPORT_KNOWN, *known),
+                       keep=keep) as tmp:
+        yield tmp
+
+
+def write_import(result: ImportResult, out: str | Path, *,
+                 force: bool | None = None) -> LineageCoverage:
     """Write ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``, ``lineage_coverage.json`` and
-    ``manifest.json`` into ``out`` (built aside, moved into place when complete)."""
+    ``manifest.json`` into ``out``, replacing it whole (:func:`import_folder`; ``force``:
+    replace a folder that is not an import's output too)."""
     cov = lineage_coverage(result.items, result.queries, [result.run], result.findings)
-    with atomic_dir(out) as tmp:
+    with import_folder(out, f"import {result.format}", force=force) as tmp:
         counts = {
             "items": write_items(tmp / "items.jsonl", result.items, store=result.system),
             "queries": write_queries(tmp / "queries.jsonl", result.queries),
@@ -316,6 +367,7 @@ def write_import(result: ImportResult, out: str | Path) -> LineageCoverage:
         man["inputs"] = [input_entry(p) for p in result.inputs]
         man["counts"] = counts
         man["warnings"] = warnings_json(result.run.warnings)
+        man["outputs"] = ["items.jsonl", "queries.jsonl", "run.jsonl", COVERAGE_FILE]
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return cov
 

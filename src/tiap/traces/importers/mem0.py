@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,13 +62,15 @@ from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems
-from tiap.io import atomic_dir, iter_jsonl, open_text, read_json
+from tiap.io import iter_jsonl, open_text, output_folder, read_json
 from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.importers import (
     COVERAGE_FILE,
+    IMPORT_KNOWN,
     check_units,
     coverage_json,
+    import_folder,
     lineage_coverage,
     require_queries,
 )
@@ -526,18 +528,33 @@ def read_mem0_import(
     return Mem0Import(tuple(items), tuple(out_queries), run, report)
 
 
+#: The manifest ``command`` of ``tiap import mem0``.
+IMPORT_STEP = "import mem0"
+
+
 def write_mem0_import(imp: Mem0Import, out: str | Path, *,
-                      manifest_extra: Mapping[str, Any] | None = None) -> dict[str, int]:
+                      manifest_extra: Mapping[str, Any] | None = None,
+                      force: bool | None = None, step: str | None = None,
+                      keep: Sequence[str] = ()) -> dict[str, int]:
     """Write ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``, ``mem0_report.json``,
-    ``lineage_coverage.json`` and ``manifest.json`` into ``out``; built aside and moved into
-    place only when complete.
+    ``lineage_coverage.json`` and ``manifest.json`` into ``out``, built aside and swapped in
+    whole when complete: no file of an earlier import survives, and a folder that is not an
+    import's output is refused (``error[stale-output]``) unless ``force``
+    (:func:`tiap.traces.importers.import_folder`).
+
+    ``step`` (default ``import mem0``) is the manifest's ``command``; a step of its own (the
+    harness's ``mem0-run``) replaces only its own earlier output. ``keep`` names entries of
+    ``out`` that survive the swap (the harness's resumable Mem0 stores); they are listed
+    among the outputs.
 
     Returns:
         The number of lines written per file.
     """
     counts: dict[str, int] = {}
     rep = imp.report
-    with atomic_dir(out) as tmp:
+    folder = (import_folder(out, IMPORT_STEP, force=force) if step is None else
+              output_folder(out, step, force=bool(force), known=IMPORT_KNOWN, keep=keep))
+    with folder as tmp:
         counts["items"] = write_items(tmp / "items.jsonl", imp.items, store=rep.system)
         counts["queries"] = write_queries(tmp / "queries.jsonl", imp.queries)
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
@@ -545,7 +562,7 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
             json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         cov = lineage_coverage(imp.items, imp.queries, [imp.run], rep.counts())
         (tmp / COVERAGE_FILE).write_text(coverage_json(cov), encoding="utf-8")
-        man = manifest_header("import_mem0_results", SCHEMA_VERSION)
+        man = manifest_header(step or IMPORT_STEP, SCHEMA_VERSION)
         man["system"] = rep.system
         man["store"] = rep.system
         inputs = [input_entry(rep.results_file)]
@@ -554,6 +571,8 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
         man["inputs"] = inputs
         man["counts"] = {**counts, "report": rep.counts()}
         man["warnings"] = warnings_json(imp.run.warnings)
+        man["outputs"] = ["items.jsonl", "queries.jsonl", "run.jsonl", "mem0_report.json",
+                          COVERAGE_FILE, *keep]
         if manifest_extra:
             man.update(manifest_extra)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",
@@ -574,11 +593,16 @@ def import_mem0_results(
     default_kind: str = DEFAULT_KIND,
     window_key: str = DEFAULT_WINDOW_KEY,
     manifest_extra: Mapping[str, Any] | None = None,
+    force: bool | None = None,
+    step: str | None = None,
+    keep: Sequence[str] = (),
 ) -> Mem0Import:
-    """:func:`read_mem0_import`, then :func:`write_mem0_import` into ``out_dir`` (unless None)."""
+    """:func:`read_mem0_import`, then :func:`write_mem0_import` into ``out_dir`` (unless None;
+    ``force``, ``step`` and ``keep`` are its)."""
     imp = read_mem0_import(path, memories=memories, queries=queries, units=units, system=system,
                            sources_key=sources_key, kind_key=kind_key, default_kind=default_kind,
                            window_key=window_key)
     if out_dir is not None:
-        write_mem0_import(imp, out_dir, manifest_extra=manifest_extra)
+        write_mem0_import(imp, out_dir, manifest_extra=manifest_extra, force=force, step=step,
+                          keep=keep)
     return imp

@@ -37,7 +37,12 @@ Resuming. Each collection is built in its own folder ``<out>/mem0_store/<cid>/``
 with ``done.json`` (settings fingerprint, counts, seconds). A rerun skips finished
 collections; an unfinished one is deleted and rebuilt from an empty Mem0 store, so an
 interruption never duplicates memories. Per-collection results are written atomically; the
-final files are written by the importer through :func:`tiap.io.atomic_dir`.
+final files are written by the importer into a folder built beside ``out`` and swapped in
+whole (:func:`tiap.io.output_folder`, step ``mem0-run``): ``mem0_store/`` and the saved
+answers gathered from it (``mem0_results.jsonl``, ``mem0_memories.jsonl``) are resumable
+state, kept in place across the swap; every other file is this run's. A folder that is not
+an earlier ``mem0-run`` output (nor empty, nor holding only that state) is refused before
+any work with ``error[stale-output]``, unless ``force``.
 """
 
 from __future__ import annotations
@@ -59,8 +64,9 @@ from typing import Any
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problem, TiapError, require
-from tiap.io import atomic_write, iter_jsonl, write_jsonl
+from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
 from tiap.provenance import input_entry
+from tiap.traces.importers import IMPORT_KNOWN
 from tiap.traces.importers.mem0 import (
     DEFAULT_KIND_KEY,
     DEFAULT_SOURCES_KEY,
@@ -76,6 +82,10 @@ STORE_DIR = "mem0_store"
 RESULTS_FILE = "mem0_results.jsonl"
 MEMORIES_FILE = "mem0_memories.jsonl"
 DONE_FILE = "done.json"
+#: The manifest ``command`` of the harness's output folder.
+STEP = "mem0-run"
+#: Entries of ``out`` kept across the swap: the resumable Mem0 stores and what they answered.
+KEEP = (STORE_DIR, RESULTS_FILE, MEMORIES_FILE)
 EMBEDDING_DIMS = 384
 #: Where Mem0's OpenAI client points when no LLM may be called (nothing listens there).
 NO_LLM_URL = "http://127.0.0.1:9/v1"
@@ -351,6 +361,7 @@ def run_mem0(
     collections: Sequence[str] | None = None,
     progress: ProgressFn | None = None,
     fresh: bool = False,
+    force: bool = False,
 ) -> Mem0RunResult:
     """Feed ``dataset`` to Mem0 collection by collection, search its queries, import the trace.
 
@@ -363,6 +374,8 @@ def run_mem0(
         collections: collection ids to run (default: all), in the dataset's order.
         progress: wraps iterables with a progress bar (the CLI passes a rich bar).
         fresh: delete the Mem0 stores of an earlier run in ``out`` first.
+        force: replace ``out`` even if it is not an earlier ``mem0-run`` output (its content
+            is deleted, except the Mem0 stores); without it such a folder is refused.
 
     Raises:
         TiapError: unknown collections; ``out`` holding finished collections made with other
@@ -375,6 +388,7 @@ def run_mem0(
     if cfg.infer and os.environ.get("OPENROUTER_API_KEY"):
         raise TiapError("OPENROUTER_API_KEY is set: Mem0's openai provider would send the turns "
                         "to OpenRouter instead of --llm-base-url; unset it for this run")
+    check_output_folder(out, STEP, force=force, known=IMPORT_KNOWN, keep=KEEP)  # before work
     store = out / STORE_DIR
     if fresh:
         shutil.rmtree(store, ignore_errors=True)
@@ -458,7 +472,8 @@ def run_mem0(
         },
     }
     imp = import_mem0_results(results_path, out, memories=memories_path, queries=queries,
-                              units=units, system=cfg.system, manifest_extra=extra)
+                              units=units, system=cfg.system, manifest_extra=extra,
+                              force=force, step=STEP, keep=KEEP)
     return Mem0RunResult(out, imp, tuple(dones), tuple(skipped))
 
 
