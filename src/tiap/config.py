@@ -34,16 +34,19 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
 
 from tiap.errors import Problem, TiapError
 
-__all__ = ["Invalid", "Schema", "Seq", "did_you_mean", "key_path", "read_toml", "toml_value",
-           "validate", "validate_value"]
+__all__ = ["Invalid", "Schema", "Seq", "Settings", "active_options", "check_nested",
+           "command_options",
+           "did_you_mean", "key_path", "read_toml", "toml_value", "validate", "validate_value"]
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -122,7 +125,7 @@ def read_toml(path: str | Path, what: str = "config") -> tuple[dict[str, Any], s
 
 def validate(model: type[M], data: Any, *, file: str | Path | None = None,
              text: str | None = None, options: Mapping[str, str] | None = None,
-             context: Any = None) -> M:
+             context: Any = None, what: str | None = None) -> M:
     """``model`` validated from ``data``, or ONE ``TiapError`` listing every problem.
 
     Args:
@@ -130,12 +133,93 @@ def validate(model: type[M], data: Any, *, file: str | Path | None = None,
         text: the file's text, to find the line of a wrong key (cheap scan; optional).
         options: top-level keys that came from command options, ``{key: "--option"}``: a
             problem under one of them names the option (code ``usage``) instead of the file.
+            Default: the options of the enclosing :func:`command_options` block, if any.
         context: passed to the model's validators (``info.context``).
+        what: what the settings configure (``parser 'llm'``), named before each key.
     """
     try:
-        return model.model_validate(data, context=context)
+        return _validate_raw(model, data, context)
     except ValidationError as exc:
-        raise to_error(exc, model, file=file, text=text, options=options) from None
+        raise to_error(exc, model, file=file, text=text, options=options, what=what) from None
+
+
+#: The :class:`Settings` class validated by :func:`_validate_raw` right now: its
+#: ``__init__`` (which pydantic calls from ``model_validate``) lets ValidationError through.
+_RAW: ContextVar[type | None] = ContextVar("tiap_raw_validation", default=None)
+
+
+def _validate_raw(model: type[M], data: Any, context: Any) -> M:
+    token = _RAW.set(model)
+    try:
+        return model.model_validate(data, context=context)
+    finally:
+        _RAW.reset(token)
+
+
+_OPTIONS: ContextVar[Mapping[str, str] | None] = ContextVar("tiap_command_options",
+                                                             default=None)
+
+
+@contextmanager
+def command_options(options: Mapping[str, str], *, replace: bool = False) -> Iterator[None]:
+    """Inside the block, the settings keys in ``options`` (``{"timeout": "--timeout"}``)
+    came from command options: a problem with one of them is ``error[usage]: option
+    --timeout: ...`` instead of ``error[config]: ... key timeout: ...``.
+
+    Factories and settings objects speak their argument names only; the command layer,
+    which knows its options, names them here around the call that builds the settings::
+
+        with command_options({"max_facts": "--max-facts"}):
+            parser = make_parser("heuristic", max_facts=max_facts)
+
+    Blocks nest (the inner adds to the outer's options; ``replace``: only its own).
+    """
+    token = _OPTIONS.set(dict(options) if replace else {**(_OPTIONS.get() or {}), **options})
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+def active_options() -> dict[str, str]:
+    """The options of the enclosing :func:`command_options` blocks (``{}`` outside)."""
+    return dict(_OPTIONS.get() or {})
+
+
+class Settings(Schema):
+    """A settings object built from keyword arguments: ``Timeouts(timeout="60")`` raises ONE
+    :class:`~tiap.errors.TiapError` (code ``config``, one problem per key, prefixed by
+    :attr:`subject`), or ``usage`` naming the option for keys of :func:`command_options`,
+    never a pydantic ``ValidationError`` or a ``TypeError``.
+
+    Validation from a mapping inside another schema's validator goes through
+    :func:`check_nested`, which keeps the keys' paths.
+    """
+
+    #: what the settings configure, named in every problem (``parser 'llm'``)
+    subject: ClassVar[str] = ""
+
+    def __init__(self, **data: Any) -> None:
+        raw = _RAW.get() is type(self)  # called by model_validate in validate()/check_nested
+        token = _RAW.set(None)  # settings built by this one's validators raise TiapError
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            if raw:
+                raise
+            raise to_error(exc, type(self), what=type(self).subject or None) from None
+        finally:
+            _RAW.reset(token)
+
+
+def check_nested(model: type[M], data: Any, context: Any = None) -> M:
+    """For a validator of another schema: ``model`` from ``data``, or an :class:`Invalid`
+    with one problem per key, at its path relative to ``data`` (so the outer schema
+    reports ``stores[1].max_facts`` with its line)."""
+    try:
+        return _validate_raw(model, data, context)
+    except ValidationError as exc:
+        raise Invalid(problems=_entries(exc, model)) from None
 
 
 def validate_value(hint: Any, value: Any) -> str | None:
@@ -147,10 +231,8 @@ def validate_value(hint: Any, value: Any) -> str | None:
     return None
 
 
-def to_error(exc: ValidationError, model: type[BaseModel] | None = None, *,
-             file: str | Path | None = None, text: str | None = None,
-             options: Mapping[str, str] | None = None) -> TiapError:
-    """One ``TiapError`` with one problem per error of ``exc`` (code ``config``)."""
+def _entries(exc: ValidationError, model: type[BaseModel] | None) -> list[tuple[Loc, str]]:
+    """``(key path, message)`` for every error of ``exc``."""
     entries: list[tuple[Loc, str]] = []
     errors = exc.errors(include_url=False)
     failed = [tuple(e["loc"]) for e in errors]
@@ -163,6 +245,18 @@ def to_error(exc: ValidationError, model: type[BaseModel] | None = None, *,
             entries.extend((loc + at, msg) for at, msg in err.problems)
             continue
         entries.append((loc, _message(e, model, loc)))
+    return entries
+
+
+def to_error(exc: ValidationError, model: type[BaseModel] | None = None, *,
+             file: str | Path | None = None, text: str | None = None,
+             options: Mapping[str, str] | None = None, what: str | None = None) -> TiapError:
+    """One ``TiapError`` with one problem per error of ``exc`` (code ``config``; ``usage``
+    for keys of ``options``, by default those of the enclosing :func:`command_options`)."""
+    entries = _entries(exc, model)
+    if options is None:
+        options = _OPTIONS.get()
+    prefix = f"{what}: " if what else ""
     lines = _toml_lines(text) if text else {}
     problems: list[Problem] = []
     seen: set[tuple[Loc, str]] = set()
@@ -176,8 +270,8 @@ def to_error(exc: ValidationError, model: type[BaseModel] | None = None, *,
             problems.append(Problem(f"option {options[top]}: {msg}", code="usage"))
             continue
         line = _line_of(lines, loc) if lines else None
-        what = f"key {key_path(loc)}: " if loc else ""
-        problems.append(Problem(what + msg, file=None if file is None else str(file),
+        key = f"key {key_path(loc)}: " if loc else ""
+        problems.append(Problem(prefix + key + msg, file=None if file is None else str(file),
                                 line=line, code="config"))
     problems.sort(key=lambda p: (p.line is None, p.line or 0))  # stable: file order first
     codes = {p.code for p in problems}
