@@ -72,7 +72,6 @@ import functools
 import hashlib
 import inspect
 import json
-import re
 import time
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -82,7 +81,16 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from tiap.config import Invalid, Schema, Seq, did_you_mean, read_toml, toml_value, validate
+from tiap.config import (
+    Invalid,
+    Schema,
+    Seq,
+    check_nested,
+    did_you_mean,
+    read_toml,
+    toml_value,
+    validate,
+)
 from tiap.config import validate_value as check_type
 from tiap.errors import TiapError
 from tiap.io import atomic_write
@@ -125,7 +133,7 @@ class StoreSpec(Schema):
 
     @model_validator(mode="after")
     def _args(self) -> StoreSpec:
-        from tiap.memory.parsers import make_parser, parser_factory
+        from tiap.memory.parsers import make_parser, parser_factory, parser_schema
 
         factory = parser_factory(self.parser)
         params = inspect.signature(factory).parameters
@@ -142,21 +150,14 @@ class StoreSpec(Schema):
                 problems.append(((key,), wrong))
         if problems:
             raise Invalid(problems=problems)
-        try:  # the factory's own checks (ranges, required arguments), nothing is run
+        schema = parser_schema(self.parser)
+        if schema is not None:  # the declared schema: ranges, required keys, at their keys
+            check_nested(schema, self.args)
+        try:  # the factory's own checks beyond its schema, nothing is run
             make_parser(self.parser, **self.args).close()
         except TiapError as exc:
-            raise Invalid(problems=[((), f"parser {self.parser!r}: {_keys_for(p.message, params)}")
-                                    for p in exc.problems]) from None
+            raise Invalid(problems=[((), p.message) for p in exc.problems]) from None
         return self
-
-
-def _keys_for(message: str, params: typing.Iterable[str]) -> str:
-    """A factory's message with its command options (``--base-url``) named as the config's
-    keys (``base_url``)."""
-    keys = set(params)
-    return re.sub(r"--([a-z][a-z0-9-]*)",
-                  lambda m: (m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keys
-                             else m.group(0)), message)
 
 
 class PipelineConfig(Schema):

@@ -110,10 +110,10 @@ def test_inline_stores_each_key_located(tmp_path: Path, capsys) -> None:
 
 
 def test_a_parsers_own_checks_are_config_errors(tmp_path: Path, capsys) -> None:
-    text = HEAD + STORES + "max_facts = 0\n"  # the store table starts on line 4
-    _expect(tmp_path, text, capsys, [
-        "error[config]: FILE:4: key stores[0]: parser 'heuristic': max_facts must be a whole "
-        "number of at least 1, got 0"])
+    text = HEAD + STORES + "max_facts = 0\n"  # the key is on line 7
+    _expect(tmp_path, text, capsys, [  # the parser's declared schema locates the key
+        "error[config]: FILE:7: key stores[0].max_facts: expected a value >= 1, got 0 "
+        "(an integer)"])
 
 
 def test_missing_required_keys(tmp_path: Path, capsys) -> None:

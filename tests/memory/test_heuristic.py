@@ -291,8 +291,8 @@ def test_deterministic_and_bad_cap() -> None:
     assert len(runs) == 1
     with pytest.raises(TiapError):
         extract_facts(text, "Caroline", "Melanie", MAY_8, 0)
-    for bad in (0, -1, True, 2.5):
-        with pytest.raises(TiapError, match="max-facts"):
+    for bad in (0, -1, True, 2.5):  # the factory speaks its argument's name
+        with pytest.raises(TiapError, match="parser 'heuristic': key max_facts: expected"):
             make_parser("heuristic", max_facts=bad)
 
 

@@ -65,6 +65,9 @@ from collections.abc import Iterator
 from datetime import date
 from typing import NamedTuple
 
+from pydantic import Field
+
+from tiap.config import Settings
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
 from tiap.memory.dates import anchor_text
@@ -580,7 +583,8 @@ _VP_EMBEDDED = frozenset(
 )
 _VP_SPLIT = re.compile(r"(?:,\s*|\s+)(?:and then|and|but|then|plus)\s+(?=[a-z])")
 _SUB_SPLIT = re.compile(
-    r"(?:,\s*|\s+)(?:even though|even if|even when|because|since|when|whenever|while|after|before|until|although|though|"
+    r"(?:,\s*|\s+)(?:even though|even if|even when|because|since|when|whenever|while|"
+    r"after|before|until|although|though|"
     r"once|cause|as soon as|so that)\s+"
     r"(?=(?:I|I'm|I've|I'd|I'll|we|we're|we've|you|you're|he|he's|she|she's|they|they're)\b"
     r"|[A-Z][a-z]+\s)"  # a subject pronoun or a name: "after my goals" is no clause
@@ -866,9 +870,15 @@ class HeuristicParser(Parser):
                            collection=ctx.turn.collection_id)
 
 
-@register_parser("heuristic")
+class HeuristicSettings(Settings):
+    """The arguments of the ``heuristic`` parser."""
+
+    subject = "parser 'heuristic'"
+
+    max_facts: int = Field(5, ge=1)
+
+
+@register_parser("heuristic", schema=HeuristicSettings)
 def heuristic(max_facts: int = 5) -> HeuristicParser:
     """Deterministic extractive facts: at most ``max_facts`` per turn (densities 1, 5, 8)."""
-    if not isinstance(max_facts, int) or isinstance(max_facts, bool) or max_facts < 1:
-        raise TiapError(f"--max-facts must be a whole number of at least 1, got {max_facts!r}")
-    return HeuristicParser(max_facts)
+    return HeuristicParser(HeuristicSettings(max_facts=max_facts).max_facts)

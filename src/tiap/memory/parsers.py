@@ -15,6 +15,16 @@ Built-in parsers (their modules register them on first use of the registry):
 - ``native`` (:mod:`tiap.memory.native`): the derived memories a dataset ships (LoCoMo);
 - ``llm`` (:mod:`tiap.memory.llm`): facts from any OpenAI-compatible chat endpoint.
 
+A factory's arguments are a declared schema (:class:`tiap.config.Settings`, registered with
+the factory: ``register_parser("llm", schema=LlmSettings)``): the factory validates them
+before it builds anything, so a wrong type, a value out of range or an unknown key is ONE
+:class:`~tiap.errors.TiapError` naming the parser and the key (``parser 'heuristic': key
+max_facts: expected a value >= 1, got 0 (an integer)``, code ``config``), never a
+``TypeError``. Factories speak their argument names only; a command that passes its options
+as arguments names them with :func:`tiap.config.command_options` (then the problem is
+``error[usage]: option --max-facts: ...``), and a config file's keys are located by its
+schema (:class:`tiap.pipeline.StoreSpec`, through :func:`parser_schema`).
+
 A parser sees one collection at a time (:meth:`Parser.derive` takes a
 :class:`~tiap.datasets.Bundle`) and yields derived :class:`~tiap.memory.store.Item` records
 whose ``sources`` are the turns' unit ids; the builder adds the raw items.
@@ -31,13 +41,13 @@ from typing import Any, TypeVar
 
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Turn
-from tiap.errors import TiapError
+from tiap.errors import Problem, TiapError
 from tiap.memory.dates import parse_session_date
 from tiap.memory.store import Item
 
 __all__ = [
     "FACT_KIND", "Parser", "ParserSpec", "TurnContext", "display_name", "make_parser",
-    "parser_factory", "parser_names", "register_parser", "turn_contexts",
+    "parser_factory", "parser_names", "parser_schema", "register_parser", "turn_contexts",
 ]
 
 FACT_KIND = "fact"
@@ -45,6 +55,7 @@ ROLES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
 
 _BUILTIN_MODULES = ("tiap.memory.heuristic", "tiap.memory.native", "tiap.memory.llm")
 _REGISTRY: dict[str, Callable[..., Parser]] = {}
+_SCHEMAS: dict[str, type[Any]] = {}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,11 +107,17 @@ class Parser:
         """Release connections, caches and thread pools."""
 
 
-def register_parser(name: str) -> Callable[[F], F]:
-    """Register a parser factory under ``name`` (a decorator)."""
+def register_parser(name: str, *, schema: type[Any] | None = None) -> Callable[[F], F]:
+    """Register a parser factory under ``name`` (a decorator); ``schema``: the declared
+    schema of its arguments (a :class:`tiap.config.Settings` whose fields are the factory's
+    parameters, with the same defaults)."""
 
     def deco(factory: F) -> F:
         _REGISTRY[name] = factory
+        if schema is not None:
+            _SCHEMAS[name] = schema
+        else:
+            _SCHEMAS.pop(name, None)
         return factory
 
     return deco
@@ -126,19 +143,35 @@ def parser_factory(name: str) -> Callable[..., Parser]:
     return _REGISTRY[key]
 
 
+def parser_schema(name: str) -> type[Any] | None:
+    """The declared schema of the arguments of the parser ``name`` (``None``: none declared;
+    its factory's signature is all there is)."""
+    parser_factory(name)
+    return _SCHEMAS.get(name.strip().lower())
+
+
 def make_parser(name: str, /, **args: Any) -> Parser:
     """Build the parser registered under ``name`` and record its arguments in ``spec``.
 
-    Unknown names and arguments the factory does not take are :class:`TiapError`.
+    Unknown names and arguments the factory does not take are :class:`TiapError` (an
+    unknown argument with a did-you-mean); the factory checks the values (module docstring).
     """
     factory = parser_factory(name)
     key = name.strip().lower()
     sig = inspect.signature(factory)
+    unknown = [a for a in args if a not in sig.parameters]
+    if unknown:
+        from tiap.config import did_you_mean
+
+        takes = ", ".join(sig.parameters) or "no arguments"
+        raise TiapError(problems=[Problem(
+            f"parser {key!r}: key {a}: unknown key{did_you_mean(a, sig.parameters)}; it takes: "
+            f"{takes}", code="config") for a in unknown], code="config")
     try:
         bound = sig.bind(**args)
     except TypeError as exc:
         takes = ", ".join(sig.parameters) or "no arguments"
-        raise TiapError(f"parser {key!r}: {exc}; it takes: {takes}") from exc
+        raise TiapError(f"parser {key!r}: {exc}; it takes: {takes}", code="config") from exc
     bound.apply_defaults()
     parser = factory(*bound.args, **bound.kwargs)
     parser.spec = ParserSpec(key, dict(bound.arguments))
