@@ -15,7 +15,11 @@ transport and its retry rules live here:
   down), so no thread sleeps through a Ctrl-C.
 
 The client is thread-safe (one ``httpx.Client`` shared by all threads). Needs the ``llm``
-extra (``httpx``).
+extra (``httpx``). Its settings are a declared schema (:class:`ClientSettings`, through
+:mod:`tiap.config`): ``timeout="60"`` or ``max_retries=True`` is ``error[config]`` naming the
+key and the type expected, never a ``TypeError``; the value types shared by every endpoint
+user (:data:`BaseUrl`, :data:`EnvName`, :data:`Seconds`, :data:`Wait`, :data:`Share`) are
+declared here once.
 
 Three rules every endpoint user here shares:
 
@@ -49,8 +53,11 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+from pydantic import AfterValidator, Field
+
+from tiap.config import Invalid, Settings
 from tiap.errors import Problem, TiapError, require
 
 #: Statuses worth another attempt besides 5xx.
@@ -131,6 +138,53 @@ def body_start(text: str, limit: int = 200) -> str:
     """The first ``limit`` characters of a reply, on one line and redacted (for messages)."""
     one = " ".join(redact(text).split())
     return repr(one if len(one) <= limit else one[:limit] + " ...")
+
+
+# -- settings --------------------------------------------------------------------------------
+
+_URL = re.compile(r"https?://[^\s/]\S*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _base_url(v: str) -> str:
+    if not _URL.fullmatch(v.strip()):
+        raise Invalid(f"expected an http:// or https:// URL (the API root, e.g. "
+                      f"http://127.0.0.1:11434/v1), got {endpoint_id(v)!r}")
+    return v.strip()
+
+
+def _env_name(v: str) -> str:
+    if not _ENV_NAME.fullmatch(v):
+        # never echoed: a key pasted here by mistake must not reach a message
+        raise Invalid("expected the NAME of an environment variable (letters, digits and _, "
+                      "not starting with a digit), not the key itself; the value given is not "
+                      "repeated here")
+    return v
+
+
+#: An endpoint's API root: an http(s) URL (a password in it is never echoed).
+BaseUrl = Annotated[str, AfterValidator(_base_url)]
+#: The name of the environment variable holding a key (never the key).
+EnvName = Annotated[str, AfterValidator(_env_name)]
+#: A finite number of seconds > 0 (a timeout).
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: A finite number of seconds >= 0 (a wait).
+Wait = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: A finite share in [0, 1].
+Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class ClientSettings(Settings):
+    """The transport settings of :class:`ChatClient` (module docstring)."""
+
+    subject = "endpoint client"
+
+    base_url: BaseUrl
+    api_key_env: EnvName | None = "OPENAI_API_KEY"
+    timeout: Seconds = 60.0
+    max_retries: int = Field(3, ge=0)
+    backoff: Wait = 1.0
+    max_backoff: Wait = 30.0
 
 
 # -- invalid replies -------------------------------------------------------------------------
@@ -301,18 +355,20 @@ class ChatClient:
         max_backoff: float = 30.0,
         stop: threading.Event | None = None,
     ) -> None:
+        s = ClientSettings(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
+                           max_retries=max_retries, backoff=backoff, max_backoff=max_backoff)
         self.httpx = require("httpx", "llm")
-        self.base_url = base_url.rstrip("/")
+        self.base_url = s.base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
-        self.api_key_env = api_key_env
-        secret_from_env(api_key_env)  # registered for redact() before any reply comes
+        self.api_key_env = s.api_key_env
+        secret_from_env(s.api_key_env)  # registered for redact() before any reply comes
         m = _USERINFO.search(self.base_url)
         if m:  # a password in the URL is a secret too
             add_secret(self.base_url[m.end(1):m.end() - 1])
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
+        self.timeout = s.timeout
+        self.max_retries = s.max_retries
+        self.backoff = s.backoff
+        self.max_backoff = s.max_backoff
         self.stop = stop
         self._client: Any = None
         self._lock = threading.Lock()

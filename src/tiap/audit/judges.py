@@ -63,6 +63,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from pydantic import Field, model_validator
+
 from tiap.audit.labels import (
     DOES_NOT_SUPPORT,
     PARTIAL,
@@ -71,6 +73,7 @@ from tiap.audit.labels import (
     Verdict,
     canonical_json,
 )
+from tiap.config import Invalid, Settings, active_options, command_options, did_you_mean
 from tiap.errors import TiapError
 from tiap.llm import MAX_INVALID
 
@@ -118,6 +121,9 @@ class Judge(ABC):
     """
 
     factory: ClassVar[str] = ""
+    #: the declared schema of the factory's settings (:class:`tiap.config.Settings`), which
+    #: :func:`make_judge` checks a spec's keys against; ``None``: the factory's signature
+    schema: ClassVar[type[Settings] | None] = None
     name: str = ""
     concurrency: int = 1
     batch_size: int | None = None
@@ -239,22 +245,37 @@ def parse_judge_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def make_judge(spec: str | tuple[str, Mapping[str, Any]], defaults: Mapping[str, Any] = {},
                ) -> Judge:
     """Build a judge from a spec; ``defaults`` fill the arguments the spec does not give
-    (only those the factory accepts: ``--model`` reaches ``openai``, not ``lexical``)."""
+    (only those the factory accepts: ``--model`` reaches ``openai``, not ``lexical``).
+
+    The factory's declared schema (:attr:`Judge.schema`) checks every value: a wrong type or
+    range is ``error[config]`` naming the judge and the key (``judge 'openai': key timeout:
+    expected a number, got "60" (a string)``). Inside :func:`tiap.config.command_options`, a
+    problem with a value of ``defaults`` names its option (``error[usage]``); a value the
+    spec gives is the spec's, never the option's. An unknown key names the keys the judge
+    takes, with a did-you-mean.
+    """
     name, kwargs = parse_judge_spec(spec) if isinstance(spec, str) else (spec[0], dict(spec[1]))
     factory = _factory(name)
     params = inspect.signature(factory).parameters
+    schema = getattr(factory, "schema", None)
+    if isinstance(schema, type) and issubclass(schema, Settings):
+        takes = [k for k in params if k in schema.model_fields]
+    else:
+        takes = [p for p in params if p != "self"]
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    unknown = [k for k in kwargs if k not in params and not accepts_any]
+    unknown = [k for k in kwargs if k not in takes and not accepts_any]
     if unknown:
-        allowed = [p for p in params if p != "self"]
-        raise TiapError(f"judge {name!r} takes no argument {', '.join(map(repr, unknown))}; "
-                        f"it takes {', '.join(allowed)}")
+        hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
+        raise TiapError(f"judge {name!r} takes no argument {', '.join(map(repr, unknown))}"
+                        f"{hint}; it takes {', '.join(takes)}", code="config")
     merged = {k: v for k, v in defaults.items() if v is not None and k in params}
     merged.update(kwargs)
+    options = {k: o for k, o in active_options().items() if k not in kwargs}
     try:
-        return factory(**merged)
+        with command_options(options, replace=True):
+            return factory(**merged)
     except TypeError as exc:
-        raise TiapError(f"judge {name!r}: {exc}") from None
+        raise TiapError(f"judge {name!r}: {exc}", code="config") from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -305,26 +326,56 @@ def _threshold(value: float, supports: float, partial: float) -> str:
     return DOES_NOT_SUPPORT
 
 
-def _check_thresholds(name: str, supports: float, partial: float, lo: float, hi: float) -> None:
-    for k, v in (("supports", supports), ("partial", partial)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
-            raise TiapError(f"judge {name!r}: {k} must be a number in [{lo}, {hi}], got {v!r}")
-    if partial > supports:
-        raise TiapError(f"judge {name!r}: partial ({partial}) must not exceed supports "
-                        f"({supports})")
+class _Thresholds(Settings):
+    """``supports`` and ``partial`` thresholds, ``partial <= supports``; a non-blank name."""
+
+    supports: float
+    partial: float
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _order(self) -> _Thresholds:
+        if self.partial > self.supports:
+            raise Invalid(f"partial ({self.partial:g}) must not exceed supports "
+                          f"({self.supports:g})", at=("partial",))
+        if self.name is not None and not self.name.strip():
+            raise Invalid("expected a judge name, got an empty string", at=("name",))
+        return self
+
+
+class LexicalSettings(_Thresholds):
+    """The ``lexical`` judge's settings: coverage thresholds in [0, 1]."""
+
+    subject = "judge 'lexical'"
+
+    supports: float = Field(0.75, ge=0, le=1, allow_inf_nan=False)
+    partial: float = Field(0.1, ge=0, le=1, allow_inf_nan=False)
+
+
+class EmbeddingSettings(_Thresholds):
+    """The ``embedding`` judge's settings: cosine thresholds in [-1, 1], the model, the
+    batch size."""
+
+    subject = "judge 'embedding'"
+
+    supports: float = Field(0.7, ge=-1, le=1, allow_inf_nan=False)
+    partial: float = Field(0.45, ge=-1, le=1, allow_inf_nan=False)
+    model: str | None = Field(None, min_length=1)
+    batch_size: int = Field(64, ge=1)
 
 
 class LexicalJudge(Judge):
     """Coverage of the reference answer's content tokens (module docstring)."""
 
     factory = "lexical"
+    schema = LexicalSettings
     VERSION = "tiap-lexical-v1"
 
     def __init__(self, supports: float = 0.75, partial: float = 0.1, name: str | None = None):
-        _check_thresholds("lexical", supports, partial, 0.0, 1.0)
-        self.supports = float(supports)
-        self.partial = float(partial)
-        self.name = name or "lexical"
+        s = LexicalSettings(supports=supports, partial=partial, name=name)
+        self.supports = s.supports
+        self.partial = s.partial
+        self.name = s.name or "lexical"
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -360,18 +411,23 @@ class EmbeddingJudge(Judge):
     """Cosine between the item's text and question + answer (module docstring)."""
 
     factory = "embedding"
+    schema = EmbeddingSettings
     VERSION = "tiap-embedding-v1"
     DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
     def __init__(self, supports: float = 0.7, partial: float = 0.45, model: str | None = None,
                  batch_size: int = 64, name: str | None = None,
                  encoder: Callable[[list[str]], Any] | None = None):
-        _check_thresholds("embedding", supports, partial, -1.0, 1.0)
-        self.supports = float(supports)
-        self.partial = float(partial)
-        self.model = model or self.DEFAULT_MODEL
-        self.batch_size = int(batch_size)
-        self.name = name or "embedding"
+        s = EmbeddingSettings(supports=supports, partial=partial, model=model,
+                              batch_size=batch_size, name=name)
+        if encoder is not None and not callable(encoder):
+            raise TiapError("judge 'embedding': key encoder: expected a function from a list "
+                            f"of texts to vectors, got {type(encoder).__name__}", code="config")
+        self.supports = s.supports
+        self.partial = s.partial
+        self.model = s.model or self.DEFAULT_MODEL
+        self.batch_size = s.batch_size
+        self.name = s.name or "embedding"
         self._encoder = encoder
         self._st: Any = None
 

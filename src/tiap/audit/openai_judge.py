@@ -35,14 +35,23 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
   ``max_tokens``, and ``seed`` / ``response_format`` when set. Timeouts, retries,
   concurrency, the key's variable and the judge's name are not part of it.
 
+- **Settings** are a declared schema (:class:`OpenAISettings`, through :mod:`tiap.config`):
+  ``timeout="60"``, ``max_retries=True`` or ``concurrency=0`` is ``error[config]`` naming
+  the key and what it expects (``error[usage]`` naming the option when a command option gave
+  it), an unknown key names the known ones with a did-you-mean, and a ``user_template``
+  with a placeholder the rubric does not fill is refused before any request.
+
 Needs the ``llm`` extra (``httpx``).
 """
 
 from __future__ import annotations
 
 import os
+import string
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import Field, field_validator, model_validator
 
 from tiap.audit.judges import Judge, Request
 from tiap.audit.labels import UNSCORED, Verdict
@@ -54,13 +63,79 @@ from tiap.audit.rubric import (
     parse_verdict,
     render_messages,
 )
+from tiap.config import Invalid, Settings
 from tiap.errors import TiapError
-from tiap.llm import MAX_INVALID, ChatClient, ChatReply, body_start, check_max_invalid, endpoint_id
+from tiap.llm import (
+    MAX_INVALID,
+    BaseUrl,
+    ChatClient,
+    ChatReply,
+    EnvName,
+    Seconds,
+    Share,
+    Wait,
+    body_start,
+    endpoint_id,
+)
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIJudge"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIJudge", "OpenAISettings"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CASE_ERRORS = frozenset({400, 413, 422})
+#: The fields :func:`~tiap.audit.rubric.render_messages` fills into the user template.
+TEMPLATE_FIELDS = ("question", "answer", "item_text", "item_kind", "raw_support_text")
+
+
+class OpenAISettings(Settings):
+    """The ``openai`` judge's settings (the arguments of :class:`OpenAIJudge`)."""
+
+    subject = "judge 'openai'"
+
+    model: str | None = None
+    base_url: BaseUrl | None = None
+    api_key_env: EnvName | None = "OPENAI_API_KEY"
+    temperature: float = Field(0.0, ge=0, allow_inf_nan=False)
+    max_tokens: int = Field(400, ge=1)
+    seed: int | None = None
+    json_mode: bool = False
+    timeout: Seconds = 60.0
+    max_retries: int = Field(4, ge=0)
+    backoff: Wait = 1.0
+    max_backoff: Wait = 30.0
+    concurrency: int = Field(4, ge=1)
+    max_invalid: Share = MAX_INVALID
+    name: str | None = None
+    system_template: str = SYSTEM_TEMPLATE
+    user_template: str = USER_TEMPLATE
+    rubric_version: str = RUBRIC_VERSION
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise Invalid("expected a judge name, got an empty string")
+        return v
+
+    @field_validator("user_template")
+    @classmethod
+    def _template(cls, v: str) -> str:
+        try:
+            names = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
+        except ValueError as exc:
+            raise Invalid(f"not a format template ({exc}); write {{{{ and }}}} for literal "
+                          "braces") from None
+        unknown = sorted(n for n in names if n not in TEMPLATE_FIELDS)
+        if unknown:
+            raise Invalid(f"unknown placeholder {', '.join('{' + n + '}' for n in unknown)}; "
+                          f"the template is filled with {', '.join(TEMPLATE_FIELDS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _needs_a_model(self) -> OpenAISettings:
+        if not self.model or not self.model.strip():
+            raise Invalid("the openai judge needs a model: openai(model=\"NAME\"), or --model "
+                          "NAME on the command line", at=("model",))
+        return self
 
 
 class OpenAIJudge(Judge):
@@ -87,6 +162,7 @@ class OpenAIJudge(Judge):
     """
 
     factory = "openai"
+    schema = OpenAISettings
 
     def __init__(
         self,
@@ -108,35 +184,30 @@ class OpenAIJudge(Judge):
         user_template: str = USER_TEMPLATE,
         rubric_version: str = RUBRIC_VERSION,
     ) -> None:
-        if not model:
-            raise TiapError("the openai judge needs a model: --model NAME or "
-                            "openai(model=\"NAME\")")
-        for k, v, lo in (("max_retries", max_retries, 0), ("concurrency", concurrency, 1),
-                         ("max_tokens", max_tokens, 1)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise TiapError(f"openai judge: {k} must be an integer >= {lo}, got {v!r}")
-        for k, f in (("timeout", timeout), ("backoff", backoff), ("max_backoff", max_backoff),
-                     ("temperature", temperature)):
-            if isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0:
-                raise TiapError(f"openai judge: {k} must be a non-negative number, got {f!r}")
-        self.model = str(model)
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
-                         or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_env = api_key_env
-        self.temperature = float(temperature)
-        self.max_tokens = int(max_tokens)
-        self.seed = seed
-        self.json_mode = bool(json_mode)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
-        self.concurrency = int(concurrency)
-        self.max_invalid = check_max_invalid(max_invalid, "openai judge: max_invalid")
-        self.name = name or f"openai/{self.model}"
-        self.system_template = system_template
-        self.user_template = user_template
-        self.rubric_version = rubric_version
+        s = OpenAISettings(
+            model=model, base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens, seed=seed,
+            json_mode=json_mode, timeout=timeout, max_retries=max_retries, backoff=backoff,
+            max_backoff=max_backoff, concurrency=concurrency, max_invalid=max_invalid,
+            name=name, system_template=system_template, user_template=user_template,
+            rubric_version=rubric_version)
+        self.model = str(s.model)
+        self.base_url = (s.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key_env = s.api_key_env
+        self.temperature = s.temperature
+        self.max_tokens = s.max_tokens
+        self.seed = s.seed
+        self.json_mode = s.json_mode
+        self.timeout = s.timeout
+        self.max_retries = s.max_retries
+        self.backoff = s.backoff
+        self.max_backoff = s.max_backoff
+        self.concurrency = s.concurrency
+        self.max_invalid = s.max_invalid
+        self.name = s.name or f"openai/{self.model}"
+        self.system_template = s.system_template
+        self.user_template = s.user_template
+        self.rubric_version = s.rubric_version
         self.http = ChatClient(self.base_url, api_key_env=api_key_env, timeout=self.timeout,
                                max_retries=self.max_retries, backoff=self.backoff,
                                max_backoff=self.max_backoff)

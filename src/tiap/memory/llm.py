@@ -42,6 +42,11 @@ server and hosted APIs: ``POST {base_url}/chat/completions``.
   (:func:`tiap.llm.redact`) before it is parsed, so an endpoint echoing the key cannot put
   it in a fact, the cache or a message.
 
+- **Settings**: the factory's arguments are a declared schema (:class:`LlmSettings`, through
+  :mod:`tiap.config`), checked before anything is built: ``timeout="60"`` or ``seed=1.5``
+  is ``error[config]`` naming the key and the type expected (``error[usage]`` naming the
+  option when a command option gave it), a missing ``base_url`` or ``model`` names the key.
+
 Needs the ``llm`` extra (``httpx``).
 """
 
@@ -59,15 +64,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator, model_validator
+
+from tiap.config import Invalid, Settings
 from tiap.datasets.base import Bundle
-from tiap.errors import Problem, TiapError
+from tiap.errors import TiapError
 from tiap.llm import (
     MAX_INVALID,
+    BaseUrl,
     ChatClient,
+    EnvName,
     Interrupted,
     InvalidReplies,
+    Seconds,
+    Share,
+    Wait,
     body_start,
-    check_max_invalid,
     endpoint_id,
     redact,
 )
@@ -553,7 +565,50 @@ class LlmParser(Parser):
         return {} if w is None else {"invalid_reply": w}
 
 
-@register_parser("llm")
+class LlmSettings(Settings):
+    """The arguments of the ``llm`` parser (module docstring)."""
+
+    subject = "parser 'llm'"
+
+    base_url: BaseUrl | None = None
+    model: str | None = None
+    max_facts: int = Field(5, ge=1)
+    api_key_env: EnvName | None = "OPENAI_API_KEY"
+    temperature: float = Field(0.0, ge=0, allow_inf_nan=False)
+    seed: int | None = 1337
+    timeout: Seconds = 60.0
+    max_retries: int = Field(5, ge=0)
+    json_retries: int = Field(1, ge=0)
+    backoff: Wait = 1.0
+    concurrency: int = Field(4, ge=1)
+    context_turns: int = Field(3, ge=0)
+    context_chars: int = Field(400, ge=1)
+    max_turn_chars: int = Field(6000, ge=1)
+    cache: str | Path | None = None
+    max_invalid: Share = MAX_INVALID
+
+    @field_validator("cache")
+    @classmethod
+    def _cache(cls, v: str | Path | None) -> str | Path | None:
+        if v is not None and not str(v).strip():
+            raise Invalid("expected the path of the SQLite cache, got an empty string")
+        return v
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> LlmSettings:
+        problems: list[tuple[tuple[str], str]] = []
+        if self.base_url is None:
+            problems.append((("base_url",), "missing: the llm parser needs the endpoint's API "
+                                            "root, e.g. http://127.0.0.1:11434/v1"))
+        if self.model is None or not self.model.strip():
+            problems.append((("model",), "missing: the llm parser needs the endpoint's model "
+                                         "name"))
+        if problems:
+            raise Invalid(problems=problems)
+        return self
+
+
+@register_parser("llm", schema=LlmSettings)
 def llm(
     base_url: str | None = None,
     model: str | None = None,
@@ -573,31 +628,10 @@ def llm(
     max_invalid: float = MAX_INVALID,
 ) -> LlmParser:
     """Facts from an OpenAI-compatible endpoint: at most ``max_facts`` per turn."""
-    problems = []
-    if not base_url:
-        problems.append("the llm parser needs --base-url (e.g. http://127.0.0.1:11434/v1)")
-    elif not re.match(r"https?://", base_url):
-        problems.append(f"--base-url must start with http:// or https://, got {base_url!r}")
-    if not model:
-        problems.append("the llm parser needs --model (the endpoint's model name)")
-    if not isinstance(max_facts, int) or isinstance(max_facts, bool) or max_facts < 1:
-        problems.append(f"--max-facts must be a whole number of at least 1, got {max_facts!r}")
-    if concurrency < 1:
-        problems.append(f"--concurrency must be at least 1, got {concurrency}")
-    if max_retries < 0 or json_retries < 0:
-        problems.append("retry counts cannot be negative")
-    if timeout <= 0:
-        problems.append(f"--timeout must be positive, got {timeout}")
-    try:
-        check_max_invalid(max_invalid, "--max-invalid")
-    except TiapError as exc:
-        problems.append(exc.problems[0].message)
-    if problems:
-        raise TiapError(problems=[Problem(p) for p in problems])
-    return LlmParser(
-        base_url=str(base_url), model=str(model), max_facts=max_facts, api_key_env=api_key_env,
+    s = LlmSettings(
+        base_url=base_url, model=model, max_facts=max_facts, api_key_env=api_key_env,
         temperature=temperature, seed=seed, timeout=timeout, max_retries=max_retries,
         json_retries=json_retries, backoff=backoff, concurrency=concurrency,
         context_turns=context_turns, context_chars=context_chars,
-        max_turn_chars=max_turn_chars, cache=cache, max_invalid=float(max_invalid),
-    )
+        max_turn_chars=max_turn_chars, cache=cache, max_invalid=max_invalid)
+    return LlmParser(**s.model_dump())  # type: ignore[arg-type]  # base_url, model: set
