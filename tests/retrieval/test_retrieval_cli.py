@@ -47,7 +47,8 @@ def test_system_and_rrf_options_reach_the_header(args: list[str], tmp_path: Path
     ("extra", "message"),
     [
         (["--retriever", "splade"], "unknown retriever 'splade'; choose one of bm25, dense, hybrid"),
-        (["--retriever", "bm25", "--model", "x"], "--model and --ollama-url apply to the dense"),
+        (["--retriever", "bm25", "--model", "x"],
+         "model: applies to the dense and hybrid retrievers only, not to 'bm25'"),
         (["--retriever", "dense", "--model", "nope"], "unknown embedding model 'nope'"),
         (["--retriever", "bm25", "--k", "0"], "Invalid value for '--k'"),
         (["--retriever", "hybrid", "--rrf-k", "-1"], "Invalid value for '--rrf-k'"),

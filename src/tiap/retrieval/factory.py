@@ -4,11 +4,66 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiap.errors import TiapError
+from pydantic import Field, field_validator, model_validator
+
+from tiap.config import Invalid, Settings, did_you_mean, validate
+from tiap.llm import BaseUrl
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import DEFAULT_RRF_K
 
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
+
+
+class RetrieverSettings(Settings):
+    """The arguments of :func:`make_retriever`, declared (strict types, ranges, the settings
+    that apply to each retriever)."""
+
+    subject = "retriever"
+
+    name: str
+    model: str | None = Field(None, min_length=1)
+    ollama_url: BaseUrl | None = None
+    batch_size: int | None = Field(None, ge=1)
+    cache_dir: str | Path | None = None
+    use_cache: bool = True
+    rrf_k: float = Field(DEFAULT_RRF_K, ge=0, allow_inf_nan=False)
+    fusion_depth: int | None = Field(None, ge=1)
+    k1: float = Field(1.5, ge=0, allow_inf_nan=False)
+    b: float = Field(0.75, ge=0, le=1, allow_inf_nan=False)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        key = v.strip().lower()
+        if key not in RETRIEVERS:
+            raise Invalid(f"unknown retriever {v!r}{did_you_mean(key, RETRIEVERS)}; choose one "
+                          f"of {', '.join(RETRIEVERS)}")
+        return key
+
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir(cls, v: str | Path | None) -> str | Path | None:
+        if v is not None and not str(v).strip():
+            raise Invalid("expected a folder, got an empty string")
+        return v
+
+    @model_validator(mode="after")
+    def _applies(self) -> RetrieverSettings:
+        """A setting the retriever would ignore is an error, not silently dropped."""
+        given = {"model": self.model, "ollama_url": self.ollama_url,
+                 "batch_size": self.batch_size, "cache_dir": self.cache_dir}
+        problems = []
+        if self.name == "bm25":
+            problems += [((k,), f"applies to the dense and hybrid retrievers only, not to "
+                                f"{self.name!r}") for k, v in given.items() if v is not None]
+        if self.name != "hybrid" and self.fusion_depth is not None:
+            problems.append((("fusion_depth",), f"applies to the hybrid retriever only, not to "
+                                                f"{self.name!r}"))
+        if self.cache_dir is not None and not self.use_cache:
+            problems.append((("cache_dir",), "cache_dir and use_cache=False exclude each other"))
+        if problems:
+            raise Invalid(problems=problems)
+        return self
 
 
 def make_retriever(
@@ -39,20 +94,20 @@ def make_retriever(
         k1, b: BM25 parameters.
 
     Raises:
-        TiapError: an unknown name, a setting that does not apply, a missing extra
+        TiapError: a setting of the wrong type or out of range, an unknown name, a setting
+            that does not apply to the retriever (:class:`RetrieverSettings`: code
+            ``config``, or ``usage`` naming the option inside
+            :func:`tiap.config.command_options`), a missing extra
             (:class:`~tiap.errors.MissingExtraError` naming ``bm25``, ``dense`` or ``llm``).
     """
-    key = name.strip().lower()
-    if key not in RETRIEVERS:
-        raise TiapError(f"unknown retriever {name!r}; choose one of {', '.join(RETRIEVERS)}")
-    if key == "bm25" and (model is not None or ollama_url is not None):
-        raise TiapError("--model and --ollama-url apply to the dense and hybrid retrievers")
-    if rrf_k < 0:
-        raise TiapError(f"the RRF constant must be >= 0, got {rrf_k}")
-    if fusion_depth is not None and fusion_depth < 1:
-        raise TiapError(f"the fusion depth must be at least 1, got {fusion_depth}")
-    if k1 < 0 or not 0 <= b <= 1:
-        raise TiapError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+    key = name.strip().lower() if isinstance(name, str) else name
+    s = validate(RetrieverSettings, {
+        "name": name, "model": model, "ollama_url": ollama_url, "batch_size": batch_size,
+        "cache_dir": cache_dir, "use_cache": use_cache, "rrf_k": rrf_k,
+        "fusion_depth": fusion_depth, "k1": k1, "b": b},
+        what=f"retriever {key!r}" if key in RETRIEVERS else "retriever")
+    key, model, ollama_url, batch_size = s.name, s.model, s.ollama_url, s.batch_size
+    rrf_k, fusion_depth, k1, b = s.rrf_k, s.fusion_depth, s.k1, s.b
 
     from tiap.retrieval.bm25 import BM25Retriever
 
