@@ -216,16 +216,17 @@ def test_rerun_skips_finished_and_rebuilds_unfinished_without_duplicates(tmp_pat
         run_mem0(ds, out, Mem0RunConfig(limit=5))
 
 
-@pytest.mark.parametrize(("cfg", "message"), [
-    (Mem0RunConfig(infer=True), "infer=True needs an LLM"),
-    (Mem0RunConfig(llm_model="x"), "apply with --infer only"),
-    (Mem0RunConfig(limit=0), "search limit must be at least 1"),
-    (Mem0RunConfig(threshold=2.0), "threshold must lie in [0, 1]"),
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"infer": True}, "key llm_base_url: missing: infer=True needs an LLM"),
+    ({"llm_model": "x"}, "key llm_model: applies with infer=True only"),
+    ({"limit": 0}, "key limit: expected a value >= 1, got 0 (an integer)"),
+    ({"threshold": 2.0}, "key threshold: expected a value <= 1.0, got 2.0 (a float)"),
 ])
-def test_bad_settings(tmp_path: Path, cfg: Mem0RunConfig, message: str) -> None:
+def test_bad_settings(tmp_path: Path, kwargs: dict, message: str) -> None:
+    # the settings are a declared schema: refused when built, before run_mem0 reads anything
     with pytest.raises(TiapError) as exc:
-        run_mem0(inline_dataset(TURNS, QUERIES), tmp_path / "out", cfg)
-    assert message in str(exc.value)
+        run_mem0(inline_dataset(TURNS, QUERIES), tmp_path / "out", Mem0RunConfig(**kwargs))
+    assert message in str(exc.value) and exc.value.code == "config"
     assert not (tmp_path / "out").exists()
 
 

@@ -57,14 +57,18 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from pydantic import Field, field_validator, model_validator
+
+from tiap.config import Invalid, Settings, validate
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Query, Turn
-from tiap.errors import Problem, TiapError, require
+from tiap.errors import TiapError, require
 from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
+from tiap.llm import BaseUrl
 from tiap.provenance import input_entry
 from tiap.traces.importers import IMPORT_KNOWN
 from tiap.traces.importers.mem0 import (
@@ -98,9 +102,15 @@ def _no_progress(items: Iterable[Any], description: str, total: int | None = Non
     return items
 
 
-@dataclass(frozen=True)
-class Mem0RunConfig:
+class Mem0RunConfig(Settings):
     """Everything that can change what Mem0 stores or returns (recorded, fingerprinted).
+
+    A declared schema (:class:`tiap.config.Settings`): a value of the wrong type
+    (``limit="60"``, ``infer="yes"``), out of range (``limit=0``, ``threshold=2.0``), an
+    unknown key (with a did-you-mean) or settings that do not go together (``infer=True``
+    without an LLM) make the constructor raise ONE :class:`~tiap.errors.TiapError` naming
+    every key (code ``config``; ``usage`` naming the option inside
+    :func:`tiap.config.command_options`), before any data is read.
 
     Args:
         infer: let Mem0's LLM derive memories (``True``) or store turns verbatim (``False``).
@@ -114,35 +124,45 @@ class Mem0RunConfig:
         system: the run's system name.
     """
 
+    subject: ClassVar[str] = "mem0 run"
+
     infer: bool = False
-    window: int = 2
-    limit: int = 60
-    threshold: float = 0.0
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    max_sessions: int | None = None
+    window: int = Field(2, ge=1)
+    limit: int = Field(60, ge=1)
+    threshold: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
+    llm_base_url: BaseUrl | None = None
+    llm_model: str | None = Field(None, min_length=1)
+    max_sessions: int | None = Field(None, ge=1)
     system: str = "mem0"
 
-    def check(self) -> None:
+    @field_validator("system")
+    @classmethod
+    def _system(cls, v: str) -> str:
+        if not v or any(c.isspace() for c in v):
+            raise Invalid(f"expected a system name, non-empty and without whitespace (the "
+                          f"run's TREC tag), got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _llm(self) -> Mem0RunConfig:
         problems = []
-        if self.limit < 1:
-            problems.append(f"search limit must be at least 1, got {self.limit}")
-        if self.window < 1:
-            problems.append(f"window must be at least 1 turn, got {self.window}")
-        if not 0.0 <= self.threshold <= 1.0:
-            problems.append(f"threshold must lie in [0, 1], got {self.threshold}")
-        if self.max_sessions is not None and self.max_sessions < 1:
-            problems.append(f"max sessions must be at least 1, got {self.max_sessions}")
-        if self.infer and not (self.llm_base_url and self.llm_model):
-            problems.append("infer=True needs an LLM: give --llm-base-url and --llm-model "
-                            "(an OpenAI-compatible endpoint)")
-        if not self.infer and (self.llm_base_url or self.llm_model):
-            problems.append("--llm-base-url/--llm-model apply with --infer only")
+        if self.infer:
+            problems += [((k,), "missing: infer=True needs an LLM (an OpenAI-compatible "
+                                "endpoint: llm_base_url and llm_model)")
+                         for k in ("llm_base_url", "llm_model") if getattr(self, k) is None]
+        else:
+            problems += [((k,), "applies with infer=True only")
+                         for k in ("llm_base_url", "llm_model") if getattr(self, k) is not None]
         if problems:
-            raise TiapError(problems=[Problem(p) for p in problems])
+            raise Invalid(problems=problems)
+        return self
+
+    def check(self) -> None:
+        """Validate again (a config built with ``model_construct`` skipped validation)."""
+        validate(type(self), self.model_dump(), what=self.subject)
 
     def spec(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = self.model_dump()
         if not self.infer:
             d.pop("window")
         return d
