@@ -220,26 +220,33 @@ def test_cli_graded_refuses_store_less_labels_with_two_stores(tmp_path: Path, ca
 
 
 def test_stale_graded_qrels_are_removed(tmp_path: Path) -> None:
-    """Qrels an earlier run wrote and this one does not are removed (unless edited since):
-    the old pooled layout, or the store of an earlier audit."""
+    """The folder is replaced whole: qrels an earlier run wrote and this one does not (the
+    old pooled layout, the store of an earlier audit, an edited file) do not survive; a file
+    in qrels/ that the earlier manifest does not list is the user's, and refused."""
     out = tmp_path / "g"
     (out / "qrels").mkdir(parents=True)
     (out / "qrels" / "source.graded.qrels").write_text("q1 0 f1 2\n")  # pooled, schema 1
-    (out / "qrels" / "mine.qrels").write_text("q1 0 f1 1\n")  # not TIAP's: kept
     (out / "manifest.json").write_text(json.dumps({
         "command": "audit graded", "schema_version": 1,
         "outputs": ["graded_per_query.csv", "graded_summary.csv", "qrels/"]}))
     write_graded(graded_rescore(runs(), QUERIES, STORES, {}, k=5), out)
     assert sorted(p.name for p in (out / "qrels").iterdir()) == [
-        "mine.qrels", "toy.canonical.graded.qrels", "toy.source.graded.qrels"]
+        "toy.canonical.graded.qrels", "toy.source.graded.qrels"]
     man = json.loads((out / "manifest.json").read_text())
     assert man["outputs"]["qrels/toy.source.graded.qrels"]["store"] == "toy"
     (out / "qrels" / "toy.canonical.graded.qrels").write_text("edited\n")
     write_graded(graded_rescore(runs(), QUERIES, {None: Store("b", TOY.items)}, {}, k=5), out)
     assert sorted(p.name for p in (out / "qrels").iterdir()) == [
-        "b.canonical.graded.qrels", "b.source.graded.qrels", "mine.qrels",
-        "toy.canonical.graded.qrels"]  # the edited file is kept
-    assert (out / "qrels" / "toy.canonical.graded.qrels").read_text() == "edited\n"
+        "b.canonical.graded.qrels", "b.source.graded.qrels"]
+    (out / "qrels" / "mine.qrels").write_text("q1 0 f1 1\n")  # not TIAP's
+    before = sorted(p.name for p in (out / "qrels").iterdir())
+    with pytest.raises(TiapError) as err:
+        write_graded(graded_rescore(runs(), QUERIES, STORES, {}, k=5), out)
+    assert err.value.problems[0].code == "stale-output" and "'mine.qrels'" in str(err.value)
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == before
+    write_graded(graded_rescore(runs(), QUERIES, STORES, {}, k=5), out, force=True)
+    assert sorted(p.name for p in (out / "qrels").iterdir()) == [
+        "toy.canonical.graded.qrels", "toy.source.graded.qrels"]
 
 
 def test_partial_lineage_leaves_a_query_ungraded() -> None:

@@ -502,14 +502,23 @@ def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[
             w.writerow(["" if r.get(c) is None else r[c] for c in columns])
 
 
+#: The manifest ``command`` of ``tiap audit agreement``.
+AGREEMENT_COMMAND = "audit agreement"
+
+
 def write_agreement(report: AgreementReport, out: str | Path, *,
-                    inputs: Mapping[str, str | Path] = {}) -> dict[str, Any]:
+                    inputs: Mapping[str, str | Path] = {},
+                    force: bool = False) -> dict[str, Any]:
     """Write ``agreement.json``, ``pairwise.csv``, ``distribution.csv``, ``majority.jsonl``,
-    ``human.csv`` and ``confusion.csv`` (with human labels) and ``manifest.json``."""
-    from tiap.io import atomic_dir
+    ``human.csv`` and ``confusion.csv`` (with human labels) and ``manifest.json``.
+
+    ``out`` is replaced whole (:func:`tiap.io.output_folder`): no ``human.csv`` of an
+    earlier run with human labels survives; a folder that is not an earlier agreement's
+    output is refused (``error[stale-output]``) unless ``force``."""
+    from tiap.io import output_folder
     from tiap.provenance import input_entry, manifest_header
 
-    with atomic_dir(out) as tmp:
+    with output_folder(out, AGREEMENT_COMMAND, force=force) as tmp:
         (tmp / "agreement.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
                                             encoding="utf-8")
         _write_csv(tmp / "pairwise.csv", report.pairwise,
@@ -528,7 +537,7 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
             _write_csv(tmp / "confusion.csv", report.confusion,
                        ("human", "rater", "human_label", "rater_label", "count"))
             outputs += ["human.csv", "confusion.csv"]
-        man = manifest_header("audit agreement", 1)
+        man = manifest_header(AGREEMENT_COMMAND, 1)
         man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
         man["options"] = {"tie_rule": report.tie_rule, "raters": list(report.raters)}
         man["outputs"] = outputs

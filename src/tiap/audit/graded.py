@@ -295,6 +295,28 @@ GRADED_COMMAND = "audit graded"
 GRADED_SCHEMA_VERSION = 2  # 2: qrels per store, manifest stores/systems, outputs with sha256
 
 
+def check_graded_folder(out: str | Path, *, force: bool = False) -> None:
+    """:func:`tiap.io.check_output_folder` for ``audit graded``, which also looks into
+    ``qrels/``: a file there that the earlier run's manifest does not list (schema 2 lists
+    every qrels file; schema 1 wrote ``*.graded.qrels``) is a file of the user's, and the
+    folder is refused (``error[stale-output]``) unless ``force``."""
+    from tiap.io import check_output_folder
+
+    real = check_output_folder(out, GRADED_COMMAND, force=force)
+    if force or not (real / "qrels").is_dir():
+        return
+    earlier = _earlier_qrels(real)
+    foreign = sorted(p.name for p in (real / "qrels").iterdir()
+                     if f"qrels/{p.name}" not in earlier)
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise TiapError("the qrels/ folder of this `tiap audit graded` output holds files "
+                        f"its manifest does not list ({', '.join(map(repr, foreign[:3]))}"
+                        f"{more}): they may be files of yours; refusing to write there: pass "
+                        "an empty or new --out, or --force to replace the folder whole",
+                        file=out, code="stale-output")
+
+
 def _earlier_qrels(out: Path) -> dict[str, str | None]:
     """Graded qrels an earlier ``tiap audit graded`` run wrote into ``out``: relative path
     -> the sha256 it wrote (``None`` for a schema-1 run, which pooled the stores into
@@ -316,18 +338,20 @@ def _earlier_qrels(out: Path) -> dict[str, str | None]:
 
 def write_graded(result: GradedResult, out: str | Path, *,
                  inputs: Mapping[str, str | Path] = {},
-                 options: Mapping[str, Any] = {}) -> dict[str, Any]:
+                 options: Mapping[str, Any] = {}, force: bool = False) -> dict[str, Any]:
     """Write ``graded_per_query.csv``, ``graded_summary.csv``, graded TREC qrels per store
     and target (``qrels/<store>.<target>.graded.qrels``) and ``manifest.json``, whose
     ``stores`` and ``systems`` say which systems use which store and its qrels files, and
     whose ``outputs`` list every file with its sha256 (a qrels file also with its store,
     target and systems).
 
-    The folder is written atomically. Graded qrels that an earlier run in ``out`` wrote and
-    this one does not (a pooled file of the old layout, the qrels of a store no longer
-    audited) are then removed, unless they were edited since: a stale file must not be
-    scored by mistake."""
-    from tiap.io import atomic_dir, sha256_file
+    ``out`` is replaced whole (:func:`tiap.io.output_folder`): graded qrels that an earlier
+    run wrote and this one does not (a pooled file of the old layout, the qrels of a store no
+    longer audited) do not survive, so a stale file cannot be scored by mistake. A folder
+    that is not an earlier ``audit graded`` output, or whose ``qrels/`` holds files that
+    output's manifest does not list (files of yours), is refused (``error[stale-output]``)
+    unless ``force``."""
+    from tiap.io import output_folder, sha256_file
     from tiap.provenance import input_entry, manifest_header
 
     def fmt(v: Any) -> Any:
@@ -336,8 +360,8 @@ def write_graded(result: GradedResult, out: str | Path, *,
         return "" if v is None else (repr(v) if isinstance(v, float) else v)
 
     out = Path(out)
-    earlier = _earlier_qrels(out)
-    with atomic_dir(out) as tmp:
+    check_graded_folder(out, force=force)
+    with output_folder(out, GRADED_COMMAND, force=force) as tmp:
         outputs: dict[str, dict[str, Any]] = {}
         for name, cols, rows in (("graded_per_query.csv", ROW_COLUMNS, result.rows),
                                  ("graded_summary.csv", SUMMARY_COLUMNS, result.summary)):
@@ -373,9 +397,5 @@ def write_graded(result: GradedResult, out: str | Path, *,
                           for s, n in result.systems.items()}
         man["outputs"] = outputs
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    for rel_path, digest in earlier.items():
-        old = out / rel_path
-        if rel_path not in outputs and old.is_file() and (
-                digest is None or sha256_file(old) == digest):
-            old.unlink()
+        check_graded_folder(out, force=force)  # again before the swap
     return man

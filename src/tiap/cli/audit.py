@@ -12,18 +12,24 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import console, err_console
+from tiap.cli.common import (
+    ForceOption,
+    console,
+    err_console,
+    finite,
+    print_warnings,
+    split_names,
+)
 from tiap.errors import TiapError
+
+#: The manifest ``command`` of ``tiap audit judge``.
+JUDGE_COMMAND = "audit judge"
 
 app = typer.Typer(
     help="Semantic audit of contested credits: cases, judges, agreement, graded targets.",
     no_args_is_help=True,
     rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
 )
-
-
-def _split(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _named(value: str) -> tuple[str | None, Path]:
@@ -112,7 +118,7 @@ def cases_cmd(
     stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
                                                    runs=run or [])
     values = rd.values(m)
-    tlist = _split(targets)
+    tlist = split_names(targets, "--targets", what="target names")
     found = contested_cases(runs, qs, stores, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=k, credit=rd.credit,
                             values=values, measure=m, dataset=dataset, each=each)
@@ -158,25 +164,36 @@ def judge_cmd(
         "--api-key-env", help="Environment variable holding the API key (default: "
         "OPENAI_API_KEY); the key is never written.", show_default=False)] = None,
     concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", help="Requests in flight per openai judge (default: 4).",
+        "--concurrency", min=1, help="Requests in flight per openai judge (default: 4).",
         show_default=False)] = None,
     max_retries: Annotated[int | None, typer.Option(
-        "--max-retries", help="Retries on 429 / 5xx / timeouts (default: 4).",
+        "--max-retries", min=0, help="Retries on 429 / 5xx / timeouts (default: 4).",
         show_default=False)] = None,
     timeout: Annotated[float | None, typer.Option(
-        "--timeout", help="Seconds per request (default: 60).", show_default=False)] = None,
+        "--timeout", help="Seconds per request (default: 60).", show_default=False,
+        callback=finite("--timeout", low=0, low_open=True))] = None,
     backoff: Annotated[float | None, typer.Option(
         "--backoff", help="First retry wait in seconds, doubled each retry (default: 1).",
-        show_default=False)] = None,
+        show_default=False, callback=finite("--backoff", low=0))] = None,
+    max_invalid: Annotated[float | None, typer.Option(
+        "--max-invalid", help="Stop (error[endpoint]) when more than this share of an "
+        "openai judge's replies are invalid (default 0.5; 1: never). Invalid replies are "
+        "never cached: a rerun asks for them again.", show_default=False,
+        callback=finite("--max-invalid", low=0, high=1))] = None,
     cache: Annotated[Path | None, typer.Option(
-        "--cache", help="Verdict cache (default: OUT/cache.sqlite). Rerunning the command "
-        "asks only for verdicts it does not hold.", show_default=False)] = None,
+        "--cache", help="Verdict cache (default: OUT/cache.sqlite, kept when OUT is "
+        "replaced). Rerunning the command asks only for verdicts it does not hold.",
+        show_default=False)] = None,
     retry_unscored: Annotated[bool, typer.Option(
-        "--retry-unscored", help="Ask again for cached unscored verdicts.")] = False,
+        "--retry-unscored", help="Ask offline judges (lexical, embedding) again for the "
+        "unscored verdicts they cached. Endpoint judges need no flag: their unscored "
+        "verdicts (invalid replies) are never cached and always asked again.")] = False,
     limit: Annotated[int | None, typer.Option(
-        "--limit", help="Judge only the first N cases.")] = None,
+        "--limit", min=1, help="Judge only the first N cases.")] = None,
+    force: ForceOption = False,
 ) -> None:
-    """Judge every case with every judge; writes OUT/labels.jsonl. Safe to kill and rerun:
+    """Judge every case with every judge; writes OUT/labels.jsonl and OUT/manifest.json
+    (OUT is replaced whole; the verdict cache in it is kept). Safe to kill and rerun:
     finished verdicts are kept in the cache and never asked for again."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -184,19 +201,27 @@ def judge_cmd(
     from tiap.audit.judges import make_judge
     from tiap.audit.labels import LABELS_SCHEMA_VERSION, write_labels
     from tiap.audit.run import VerdictCache, run_judges
-    from tiap.io import atomic_write
+    from tiap.io import check_output_folder, output_folder
+    from tiap.memory.build import cache_entries
     from tiap.provenance import input_entry, manifest_header
 
+    cache_path = cache or out / "cache.sqlite"
+    keep = cache_entries(cache_path, out)  # used in place, kept across the swap
+    check_output_folder(out, JUDGE_COMMAND, force=force, keep=keep)  # before any request
     all_cases = read_cases(cases)
     if limit is not None:
         all_cases = all_cases[:limit]
     defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
-                "backoff": backoff}
+                "backoff": backoff, "max_invalid": max_invalid}
     judges = [make_judge(spec, defaults) for spec in judge]
-    out.mkdir(parents=True, exist_ok=True)
+    if max_invalid is not None and not any(j.endpoint for j in judges):
+        for j in judges:
+            j.close()
+        raise TiapError("--max-invalid is for judges that call an endpoint (openai); none of "
+                        f"{', '.join(j.name for j in judges)} does", code="usage")
     try:
-        with VerdictCache(cache or out / "cache.sqlite") as vc, Progress(
+        with VerdictCache(cache_path) as vc, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=err_console, transient=True,
             disable=not err_console.is_terminal,
@@ -213,16 +238,16 @@ def judge_cmd(
     finally:
         for j in judges:
             j.close()
-    write_labels(out / "labels.jsonl", result.records)
-    man = manifest_header("audit judge", LABELS_SCHEMA_VERSION)
+    man = manifest_header(JUDGE_COMMAND, LABELS_SCHEMA_VERSION)
     man["inputs"] = {"cases": input_entry(cases)}
     man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
-                      "cache": str(cache or out / "cache.sqlite")}
+                      "cache": str(cache_path)}
     man["judges"] = list(result.judges)
     man["counts"] = [s.to_json() for s in result.stats]
     man["outputs"] = ["labels.jsonl"]
-    with atomic_write(out / "manifest.json") as fh:
-        fh.write(json.dumps(man, indent=2) + "\n")
+    with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
+        write_labels(tmp / "labels.jsonl", result.records)
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     t = Table(title=f"verdicts on {len(all_cases):,} cases", title_justify="left")
     for c in ("judge", "requests", "from cache", "asked", "supports", "partial",
               "does_not_support", "unscored"):
@@ -238,6 +263,8 @@ def judge_cmd(
         for reason, n in s.unscored_reasons.items():
             err_console.print(f"[yellow]unscored[/]: {s.judge}: {n:,} x {reason}",
                               highlight=False)
+    for entry in man["counts"]:  # as the manifest counts them (redacted)
+        print_warnings(entry.get("warnings"), out / "manifest.json", who=entry["judge"])
     err_console.print(f"wrote {out / 'labels.jsonl'}")
 
 
@@ -254,13 +281,17 @@ def agreement_cmd(
         "support) or none (no majority).")] = "conservative",
     judges: Annotated[str | None, typer.Option(
         "--judges", help="Only these judges (comma-separated), in this order.")] = None,
+    force: ForceOption = False,
 ) -> None:
     """Agreement between judges: Fleiss' and Cohen's kappa, Krippendorff's alpha, percent
     agreement (3 classes and binary), majority vote, distributions, and human labels."""
-    from tiap.audit.agreement import agreement, write_agreement
+    from tiap.audit.agreement import AGREEMENT_COMMAND, agreement, write_agreement
     from tiap.audit.human import read_human_labels
     from tiap.audit.labels import read_labels
+    from tiap.io import check_output_folder
 
+    raters = None if judges is None else split_names(judges, "--judges", what="judge names")
+    check_output_folder(out, AGREEMENT_COMMAND, force=force)  # before anything is read
     recs = read_labels(labels)
     hum = []
     inputs: dict[str, Path] = {f"labels:{i}": p for i, p in enumerate(labels)}
@@ -269,8 +300,8 @@ def agreement_cmd(
         hum.extend(read_human_labels(path, name))
         inputs[f"human:{name or path.name}"] = path
     rep = agreement(recs, human=hum, tie_rule=tie_rule,  # type: ignore[arg-type]
-                    raters=_split(judges) if judges else None)
-    write_agreement(rep, out, inputs=inputs)
+                    raters=raters)
+    write_agreement(rep, out, inputs=inputs, force=force)
     s = rep.summary
     console.print(f"{len(rep.raters)} raters, {rep.n_cases:,} cases, {rep.n_complete:,} "
                   "labelled by every rater", highlight=False)
@@ -321,8 +352,8 @@ def graded_cmd(
         "--targets", help="Relaxed targets.")] = "source,canonical",
     raw: Annotated[str, typer.Option("--raw", help="The strict target.")] = "raw",
     k: Annotated[int | None, typer.Option(
-        "--k", help="nDCG cutoff (default: the cutoff of the rescoring's first nDCG measure).",
-        show_default=False)] = None,
+        "--k", min=1, help="nDCG cutoff, at least 1 (default: the cutoff of the rescoring's "
+        "first nDCG measure).", show_default=False)] = None,
     unjudged: Annotated[str, typer.Option(
         "--unjudged", help="Relevance of unjudged derived members: keep (2), partial (1), "
         "drop (0).")] = "keep",
@@ -331,14 +362,23 @@ def graded_cmd(
     tie_rule: Annotated[str, typer.Option(
         "--tie-rule", help="Combining several labels of one item: conservative or lenient.")
         ] = "conservative",
+    force: ForceOption = False,
 ) -> None:
     """Graded targets: audit labels as relevance (supports 2, partial 1, does_not_support 0);
     how much of each relaxed target's nDCG gain over Raw survives them."""
     from tiap.audit.cases import RescoreDir, load_rescore_inputs, measure_cutoff
-    from tiap.audit.graded import graded_rescore, item_relevance, write_graded
+    from tiap.audit.graded import (
+        check_graded_folder,
+        graded_rescore,
+        item_relevance,
+        write_graded,
+    )
     from tiap.audit.labels import read_labels
     from tiap.scoring.rescore import store_lineages
 
+    tlist = split_names(targets, "--targets", what="target names")  # before anything is read
+    jlist = None if judges is None else split_names(judges, "--judges", what="judge names")
+    check_graded_folder(out, force=force)
     rd = RescoreDir.open(rescore_dir)
     cut = (_option_measure("--k", f"nDCG@{k}").cutoff if k is not None
            else measure_cutoff(rd.default_measure()))
@@ -351,8 +391,7 @@ def graded_cmd(
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH")
     names = {name for name, _ in store_lineages(runs, stores).values()}
     rel = item_relevance(read_labels(labels), tie_rule=tie_rule,  # type: ignore[arg-type]
-                         judges=_split(judges) if judges else None, stores=names)
-    tlist = _split(targets)
+                         judges=jlist, stores=names)
     result = graded_rescore(runs, qs, stores, rel, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=cut,
                             unjudged=unjudged)  # type: ignore[arg-type]
@@ -363,7 +402,7 @@ def graded_cmd(
                        options={"targets": tlist, "raw": raw, "judges": judges,
                                 "tie_rule": tie_rule, "labelled_items": per_store,
                                 "labelled_items_of_other_stores": len(rel) - sum(
-                                    per_store.values())})
+                                    per_store.values())}, force=force)
     t = Table(title=f"nDCG@{cut}, set credit: gain over Raw that survives the labels",
               title_justify="left")
     for c in ("system", "store", "target", "n", "raw", "binary", "retained", "survival",

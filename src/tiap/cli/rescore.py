@@ -9,7 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from tiap.cli.common import ForceOption, console, err_console, one_of, split_names
+from tiap.cli.common import (
+    ForceOption,
+    console,
+    err_console,
+    one_of,
+    print_warnings,
+    split_names,
+)
 from tiap.cli.targets import split_targets
 from tiap.errors import Problem, TiapError
 
@@ -143,8 +150,9 @@ def rescore_cmd(
         if given:
             raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
                             "(each qrels file is a target)")
-        result, inputs = _rescore_qrels(run, qrels, measures=measures, credit=credit,
-                                        missing=missing, dedup=dedup, depth=depth)
+        result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
+                                                      credit=credit, missing=missing,
+                                                      dedup=dedup, depth=depth)
         judged: dict[str, None] = {}
         for s in result.systems:
             judged.update(dict.fromkeys(result.query_ids[s]))
@@ -154,21 +162,42 @@ def rescore_cmd(
         if missing_opts:
             raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
                             "and a queries file (--items, --queries), or qrels files (--qrels)")
-        result, inputs, query_rows = _rescore_lineage(
+        result, inputs, query_rows, run_warnings = _rescore_lineage(
             run, items or [], queries,  # type: ignore[arg-type]
             tlist or ["raw", "source", "canonical"],
             measures=measures, credit=credit, missing=missing, dedup=dedup, depth=depth)
     if shared:
         _check_shared(result)
-    for rep in result.reports.values():
-        for w in rep.warnings():
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False, soft_wrap=True)
-        for n in rep.run_notes:
-            err_console.print(f"note: {rep.system}: {n}", highlight=False, soft_wrap=True)
     write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
                   options={"missing": missing, "dedup": dedup, "depth": depth}, force=force)
+    _print_findings(result, run_warnings, out)
     print_summary(result, shared)
     err_console.print(f"wrote {out}")
+
+
+def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> None:
+    """What rescoring found, on stderr: each run reader's counted warnings as
+    ``warning[code]: SYSTEM: ...`` lines (:func:`tiap.cli.common.print_warnings`; they are in
+    the manifest's ``systems.SYSTEM.run_warnings``), then the rescoring's own findings and
+    the readers' notes."""
+    manifest = out / "manifest.json"
+    for rep in result.reports.values():
+        print_warnings(run_warnings.get(rep.system), manifest, who=rep.system)
+        own = set(f"{rep.system}: {w}" for w in rep.run_warnings)
+        for w in rep.warnings():
+            if w not in own:
+                err_console.print(f"[yellow]warning[/]: {w}", highlight=False, soft_wrap=True)
+        for n in rep.run_notes:
+            err_console.print(f"note: {rep.system}: {n}", highlight=False, soft_wrap=True)
+
+
+def _warnings_of(runs: Any) -> dict[str, Any]:
+    """system -> the manifest entries of its run reader's warnings (notes left out)."""
+    from tiap.scoring.rescore import _NOTE_CODES
+    from tiap.traces.runs import warnings_json
+
+    return {r.system: warnings_json(w for w in r.warnings if w.code not in _NOTE_CODES)
+            for r in runs}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +261,7 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         for r in got:
             inputs[f"run:{r.system}"] = parse_named(spec)[1]
     result = rescore(runs, qs, stores, targets=targets, **opts)
-    return result, inputs, qs
+    return result, inputs, qs, _warnings_of(runs)
 
 
 def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
@@ -259,7 +288,7 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     for spec in run:
         name, path = parse_named(spec)
         inputs[f"run:{name or path.name}"] = path
-    return rescore_qrels(runs, judgments, **opts), inputs
+    return rescore_qrels(runs, judgments, **opts), inputs, _warnings_of(runs)
 
 
 def _check_stores(runs: list[str], qrels: list[str]) -> None:

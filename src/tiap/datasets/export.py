@@ -3,9 +3,11 @@
 Also written: ``memories.jsonl`` (derived memories the dataset ships, with lineage),
 ``problems.jsonl`` (every evidence problem) and ``manifest.json`` (schema version, the input
 files with the sha256 of the bytes actually read and whether they matched their pin, TIAP's
-version). Everything is written into a temporary folder first and moved into place only
-when complete: a bad record, or a unit, query or memory id met twice, is an error and
-leaves nothing behind.
+version, the list of outputs). Everything is written into a temporary folder first and
+swapped in whole only when complete (:func:`tiap.io.output_folder`): a bad record, or a
+unit, query or memory id met twice, is an error and leaves nothing behind, and a rerun
+leaves no file of an earlier export. A folder that is not an earlier export is refused
+before anything is read (``error[stale-output]``) unless ``force``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, TypeVar
 from tiap.datasets.base import Dataset
 from tiap.datasets.files import manifest
 from tiap.errors import Problems
-from tiap.io import atomic_dir, sha256_file, write_jsonl
+from tiap.io import check_output_folder, output_folder, sha256_file, write_jsonl
 from tiap.provenance import manifest_header
 
 SCHEMA_VERSION = 1
@@ -41,11 +43,19 @@ def _unique(rows: Iterable[T], key: str, what: str, file: str,
         yield row
 
 
-def export_dataset(ds: Dataset, out: str | Path) -> dict[str, Any]:
+#: The manifest ``command`` of an export.
+COMMAND = "datasets export"
+OUTPUTS = ("turns.jsonl", "queries.jsonl", "memories.jsonl", "problems.jsonl")
+
+
+def export_dataset(ds: Dataset, out: str | Path, *, force: bool = False) -> dict[str, Any]:
+    """Export ``ds`` into ``out`` (module docstring); returns the counts. ``force``: replace
+    ``out`` even if it is not an earlier export (what it holds is deleted)."""
+    check_output_folder(out, COMMAND, force=force)  # before anything is read
     counts = {"turns": 0, "queries": 0, "memories": 0, "problems": 0}
     pinned = manifest(ds.folder) if ds.folder else {}
     problems = Problems()
-    with atomic_dir(out) as tmp:
+    with output_folder(out, COMMAND, force=force) as tmp:
         counts["turns"] = write_jsonl(
             tmp / "turns.jsonl",
             (t.to_json() for t in _unique(ds.turns_iter(), "unit_id", "unit id",
@@ -66,7 +76,7 @@ def export_dataset(ds: Dataset, out: str | Path) -> dict[str, Any]:
         problems.raise_if_any()  # inside the temporary folder: nothing is moved into place
         counts["problems"] = write_jsonl(tmp / "problems.jsonl",
                                          (p.to_json() for p in ds.problems()))
-        man = manifest_header("datasets export", SCHEMA_VERSION)
+        man = manifest_header(COMMAND, SCHEMA_VERSION)
         man["dataset"] = ds.dataset_id
         inputs = []
         for p in ds.file_paths():
@@ -79,5 +89,6 @@ def export_dataset(ds: Dataset, out: str | Path) -> dict[str, Any]:
         man["inputs"] = inputs
         man["verified"] = bool(getattr(ds.source, "check", True))
         man["counts"] = counts
+        man["outputs"] = list(OUTPUTS)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return counts
