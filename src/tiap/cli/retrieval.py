@@ -66,9 +66,15 @@ def retrieve_cmd(
 
     if cache_dir is not None and no_cache:
         raise TiapError("--cache-dir and --no-cache exclude each other")
-    ret = make_retriever(retriever, model=model, ollama_url=ollama_url, batch_size=batch_size,
-                         cache_dir=cache_dir, use_cache=not no_cache, rrf_k=rrf_k,
-                         k1=bm25_k1, b=bm25_b)
+    from tiap.config import command_options
+
+    with command_options({"model": "--model", "ollama_url": "--ollama-url",
+                          "batch_size": "--batch-size", "cache_dir": "--cache-dir",
+                          "use_cache": "--no-cache", "rrf_k": "--rrf-k", "k1": "--bm25-k1",
+                          "b": "--bm25-b", "name": "--retriever"}):
+        ret = make_retriever(retriever, model=model, ollama_url=ollama_url,
+                             batch_size=batch_size, cache_dir=cache_dir, use_cache=not no_cache,
+                             rrf_k=rrf_k, k1=bm25_k1, b=bm25_b)
     start = time.perf_counter()
     try:
         result = _run_with_progress(ret, store, queries, out, k, system, work)
