@@ -292,7 +292,7 @@ def output_step(path: str | Path) -> str | None:
 
 
 def _listed(path: Path) -> set[str] | None:
-    """The top-level names the folder's manifest lists as outputs (``None``: no list)."""
+    """The relative paths the folder's manifest lists as outputs (``None``: no list)."""
     try:
         man = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -300,7 +300,31 @@ def _listed(path: Path) -> set[str] | None:
     outputs = man.get("outputs") if isinstance(man, dict) else None
     if not isinstance(outputs, list | dict):
         return None
-    return {rel.replace("\\", "/").split("/", 1)[0] for rel in outputs if isinstance(rel, str)}
+    return {rel.replace("\\", "/").strip("/") for rel in outputs if isinstance(rel, str)}
+
+
+def _foreign(real: Path, listed: set[str], keep: tuple[str, ...],
+             patterns: tuple[str, ...]) -> list[str]:
+    """The files below ``real`` (at any depth) that are neither listed, below a listed
+    folder, kept, nor matching a pattern: files of the user's, which a swap would delete."""
+    out = []
+    for f in sorted(real.rglob("*")):
+        if f.is_dir() and not f.is_symlink():
+            continue
+        rel = f.relative_to(real).as_posix()
+        top = rel.split("/", 1)[0]
+        if top == MANIFEST_FILE or top in keep:
+            continue
+        if rel in listed or any(rel.startswith(entry + "/") for entry in listed):
+            continue
+        # a pattern names top-level files (``*.csv``); a file in a subfolder must be listed
+        # (or match a pattern with a folder, ``qrels/*.qrels``): a name alone cannot tell a
+        # file of yours in ``qrels/`` from one TIAP wrote
+        if any(fnmatch.fnmatchcase(rel, pat) for pat in patterns
+               if ("/" in pat) == ("/" in rel)):
+            continue
+        out.append(rel)
+    return out
 
 
 def _refuse(path: Path, what: str) -> TiapError:
@@ -343,10 +367,7 @@ def check_output_folder(path: str | Path, step: str, *, force: bool = False,
                          f"`tiap {step}`")
     listed = _listed(real)
     if listed is not None:
-        allowed = {MANIFEST_FILE, *listed, *keep}
-        patterns = tuple(known)
-        foreign = [n for n in names if n not in allowed
-                   and not any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
+        foreign = _foreign(real, listed, keep, tuple(known))
         if foreign:
             more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
             raise _refuse(p, f"the output folder of `tiap {step}` holds entries its manifest "

@@ -242,7 +242,7 @@ def test_stale_graded_qrels_are_removed(tmp_path: Path) -> None:
     before = sorted(p.name for p in (out / "qrels").iterdir())
     with pytest.raises(TiapError) as err:
         write_graded(graded_rescore(runs(), QUERIES, STORES, {}, k=5), out)
-    assert err.value.problems[0].code == "stale-output" and "'mine.qrels'" in str(err.value)
+    assert err.value.problems[0].code == "stale-output" and "'qrels/mine.qrels'" in str(err.value)
     assert sorted(p.name for p in (out / "qrels").iterdir()) == before
     write_graded(graded_rescore(runs(), QUERIES, STORES, {}, k=5), out, force=True)
     assert sorted(p.name for p in (out / "qrels").iterdir()) == [

@@ -456,3 +456,19 @@ def test_a_cache_made_in_place_during_the_first_run_is_kept(tmp_path: Path) -> N
     assert _tree(out) == {"cache.sqlite": b"verdicts\n",
                           "manifest.json": b'{"command": "step"}'}
     assert _hidden(tmp_path) == []
+
+
+def test_a_file_of_the_users_inside_a_listed_subfolder_is_refused(inputs, tmp_path: Path,
+                                                                   capsys) -> None:
+    """The swap replaces the whole tree: a file of yours in qrels/ (which the manifest lists
+    file by file) would be deleted with it, so the folder is refused, left byte-identical."""
+    out = tmp_path / "t"
+    assert _targets(inputs, out, "raw") == 0
+    (out / "qrels" / "mine.qrels").write_text("q1 0 f9 1\n")
+    before = _tree(out)
+    capsys.readouterr()
+    assert _targets(inputs, out, "raw") == 2
+    assert "'qrels/mine.qrels'" in _refused(capsys, out)
+    assert _tree(out) == before
+    assert _targets(inputs, out, "raw", "--force") == 0
+    assert not (out / "qrels" / "mine.qrels").exists()

@@ -295,47 +295,6 @@ GRADED_COMMAND = "audit graded"
 GRADED_SCHEMA_VERSION = 2  # 2: qrels per store, manifest stores/systems, outputs with sha256
 
 
-def check_graded_folder(out: str | Path, *, force: bool = False) -> None:
-    """:func:`tiap.io.check_output_folder` for ``audit graded``, which also looks into
-    ``qrels/``: a file there that the earlier run's manifest does not list (schema 2 lists
-    every qrels file; schema 1 wrote ``*.graded.qrels``) is a file of the user's, and the
-    folder is refused (``error[stale-output]``) unless ``force``."""
-    from tiap.io import check_output_folder
-
-    real = check_output_folder(out, GRADED_COMMAND, force=force)
-    if force or not (real / "qrels").is_dir():
-        return
-    earlier = _earlier_qrels(real)
-    foreign = sorted(p.name for p in (real / "qrels").iterdir()
-                     if f"qrels/{p.name}" not in earlier)
-    if foreign:
-        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        raise TiapError("the qrels/ folder of this `tiap audit graded` output holds files "
-                        f"its manifest does not list ({', '.join(map(repr, foreign[:3]))}"
-                        f"{more}): they may be files of yours; refusing to write there: pass "
-                        "an empty or new --out, or --force to replace the folder whole",
-                        file=out, code="stale-output")
-
-
-def _earlier_qrels(out: Path) -> dict[str, str | None]:
-    """Graded qrels an earlier ``tiap audit graded`` run wrote into ``out``: relative path
-    -> the sha256 it wrote (``None`` for a schema-1 run, which pooled the stores into
-    ``qrels/<target>.graded.qrels`` and recorded no digests)."""
-    try:
-        man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(man, dict) or man.get("command") != GRADED_COMMAND:
-        return {}
-    outputs = man.get("outputs")
-    if isinstance(outputs, dict):
-        return {k: v["sha256"] for k, v in outputs.items() if k.startswith("qrels/")
-                and isinstance(v, dict) and isinstance(v.get("sha256"), str)}
-    if isinstance(outputs, list) and "qrels/" in outputs:
-        return {f"qrels/{p.name}": None for p in (out / "qrels").glob("*.graded.qrels")}
-    return {}
-
-
 def write_graded(result: GradedResult, out: str | Path, *,
                  inputs: Mapping[str, str | Path] = {},
                  options: Mapping[str, Any] = {}, force: bool = False) -> dict[str, Any]:
@@ -348,9 +307,9 @@ def write_graded(result: GradedResult, out: str | Path, *,
     ``out`` is replaced whole (:func:`tiap.io.output_folder`): graded qrels that an earlier
     run wrote and this one does not (a pooled file of the old layout, the qrels of a store no
     longer audited) do not survive, so a stale file cannot be scored by mistake. A folder
-    that is not an earlier ``audit graded`` output, or whose ``qrels/`` holds files that
-    output's manifest does not list (files of yours), is refused (``error[stale-output]``)
-    unless ``force``."""
+    that is not an earlier ``audit graded`` output, or that holds a file (in ``qrels/`` too)
+    that output's manifest does not list (a file of yours), is refused
+    (``error[stale-output]``) unless ``force``."""
     from tiap.io import output_folder, sha256_file
     from tiap.provenance import input_entry, manifest_header
 
@@ -360,7 +319,6 @@ def write_graded(result: GradedResult, out: str | Path, *,
         return "" if v is None else (repr(v) if isinstance(v, float) else v)
 
     out = Path(out)
-    check_graded_folder(out, force=force)
     with output_folder(out, GRADED_COMMAND, force=force) as tmp:
         outputs: dict[str, dict[str, Any]] = {}
         for name, cols, rows in (("graded_per_query.csv", ROW_COLUMNS, result.rows),
@@ -397,5 +355,4 @@ def write_graded(result: GradedResult, out: str | Path, *,
                           for s, n in result.systems.items()}
         man["outputs"] = outputs
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-        check_graded_folder(out, force=force)  # again before the swap
     return man

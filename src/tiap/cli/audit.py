@@ -367,18 +367,14 @@ def graded_cmd(
     """Graded targets: audit labels as relevance (supports 2, partial 1, does_not_support 0);
     how much of each relaxed target's nDCG gain over Raw survives them."""
     from tiap.audit.cases import RescoreDir, load_rescore_inputs, measure_cutoff
-    from tiap.audit.graded import (
-        check_graded_folder,
-        graded_rescore,
-        item_relevance,
-        write_graded,
-    )
+    from tiap.audit.graded import GRADED_COMMAND, graded_rescore, item_relevance, write_graded
     from tiap.audit.labels import read_labels
+    from tiap.io import check_output_folder
     from tiap.scoring.rescore import store_lineages
 
     tlist = split_names(targets, "--targets", what="target names")  # before anything is read
     jlist = None if judges is None else split_names(judges, "--judges", what="judge names")
-    check_graded_folder(out, force=force)
+    check_output_folder(out, GRADED_COMMAND, force=force)
     rd = RescoreDir.open(rescore_dir)
     cut = (_option_measure("--k", f"nDCG@{k}").cutoff if k is not None
            else measure_cutoff(rd.default_measure()))
