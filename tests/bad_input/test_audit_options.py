@@ -139,3 +139,21 @@ def test_judge_max_invalid_reaches_the_endpoint_judge(one_bad_reply: Faults, tmp
                           "--max-invalid", "0"), capsys)
     assert rc == 2 and err.startswith("error[endpoint]: "), err
     assert "a share of 0 of its replies" in err and not (out / "labels.jsonl").exists()
+
+
+def test_judge_of_an_empty_cases_file_is_an_error(tmp_path: Path, capsys) -> None:
+    """It used to exit 0 with an empty labels.jsonl."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n")
+    out = tmp_path / "judged"
+    rc, err = _run(_judge(cases, out, "--judge", "lexical"), capsys)
+    assert rc == 2
+    assert err.startswith(f"error[input]: {cases}: no cases in the file: nothing to judge")
+    assert not out.exists()
+
+
+def test_judge_names_the_option_a_bad_default_came_from(tmp_path: Path, capsys) -> None:
+    rc, err = _run(_judge(_cases(tmp_path / "c.jsonl", 2), tmp_path / "o", "--judge",
+                          "openai", "--model", "m", "--base-url", "127.0.0.1:9/v1"), capsys)
+    assert rc == 2 and err.startswith("error[usage]: option --base-url: expected an http")
+    assert not (tmp_path / "o").exists()

@@ -303,7 +303,7 @@ def test_graded_refuses_a_folder_of_the_users_before_reading(tmp_path: Path, cap
     assert _tree(out) == before
 
 
-# -- datasets export (Python: the CLI has no --force yet) ------------------------------------
+# -- datasets export ---------------------------------------------------------------------------
 
 
 def test_export_rerun_holds_only_the_second_export(tmp_path: Path, capsys) -> None:
@@ -331,6 +331,13 @@ def test_export_rerun_holds_only_the_second_export(tmp_path: Path, capsys) -> No
     with pytest.raises(TiapError):
         export_dataset(ds, mine)
     assert _tree(mine) == before
+    # the command: refused before anything is read, replaced with --force
+    args = ["datasets", "export", "locomo", "--data", str(root), "--no-verify", "--out",
+            str(mine)]
+    assert "no manifest of `tiap datasets export`" in _refused(capsys, mine, main(args))
+    assert _tree(mine) == before
+    assert main([*args, "--force"]) == 0
+    assert set(_tree(mine)) == set(_tree(out))
 
 
 # -- mem0-run --------------------------------------------------------------------------------

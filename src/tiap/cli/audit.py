@@ -209,12 +209,18 @@ def judge_cmd(
     keep = cache_entries(cache_path, out)  # used in place, kept across the swap
     check_output_folder(out, JUDGE_COMMAND, force=force, keep=keep)  # before any request
     all_cases = read_cases(cases)
+    if not all_cases:
+        raise TiapError("no cases in the file: nothing to judge (did `tiap audit cases` find "
+                        "no contested credit?)", file=cases)
     if limit is not None:
         all_cases = all_cases[:limit]
     defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
                 "backoff": backoff, "max_invalid": max_invalid}
-    judges = [make_judge(spec, defaults) for spec in judge]
+    from tiap.config import command_options
+
+    with command_options({k: "--" + k.replace("_", "-") for k in defaults}):
+        judges = [make_judge(spec, defaults) for spec in judge]
     if max_invalid is not None and not any(j.endpoint for j in judges):
         for j in judges:
             j.close()

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tiap.cli.common import DataOption, NoVerifyOption, console, err_console, track
+from tiap.cli.common import (
+    DataOption,
+    ForceOption,
+    NoVerifyOption,
+    console,
+    err_console,
+    track,
+)
 from tiap.datasets import DataSource, dataset_ids, load
 from tiap.datasets.records import DatasetStats
 
@@ -95,13 +102,17 @@ def export_cmd(
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
+    force: ForceOption = False,
 ) -> None:
-    """Write turns.jsonl, queries.jsonl, memories.jsonl, problems.jsonl and a manifest."""
-    from tiap.datasets.export import export_dataset
+    """Write turns.jsonl, queries.jsonl, memories.jsonl, problems.jsonl and a manifest
+    (the folder is replaced whole; one that is not an earlier export needs --force)."""
+    from tiap.datasets.export import COMMAND, export_dataset
+    from tiap.io import check_output_folder
 
+    check_output_folder(out, COMMAND, force=force)  # before anything is read
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
     ds.verify()
-    counts = export_dataset(ds, out)
+    counts = export_dataset(ds, out, force=force)
     err_console.print(
         f"wrote {out}: {counts['turns']:,} turns, {counts['queries']:,} queries, "
         f"{counts['memories']:,} derived memories, {counts['problems']:,} evidence problems"

@@ -58,13 +58,17 @@ def mem0_run_cmd(
     items.jsonl (lineage from each memory's metadata), queries.jsonl, run.jsonl and a manifest.
     Finished collections are skipped on a rerun (their Mem0 stores in OUT/mem0_store are
     kept; every other file of OUT is replaced by this run's)."""
+    from tiap.config import command_options
     from tiap.datasets import DataSource, load
     from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
 
-    cfg = Mem0RunConfig(infer=infer, window=window, limit=limit, threshold=threshold,
-                        llm_base_url=llm_base_url, llm_model=llm_model, max_sessions=sessions,
-                        system=system)
-    cfg.check()  # before any data is read
+    with command_options({"infer": "--infer", "window": "--window", "limit": "--limit",
+                          "threshold": "--threshold", "llm_base_url": "--llm-base-url",
+                          "llm_model": "--llm-model", "max_sessions": "--sessions",
+                          "system": "--system"}):
+        cfg = Mem0RunConfig(infer=infer, window=window, limit=limit, threshold=threshold,
+                            llm_base_url=llm_base_url, llm_model=llm_model,
+                            max_sessions=sessions, system=system)  # checked: before any data
     wanted = (None if collections is None
               else split_names(collections, "--collections", what="collection ids"))
     ds = load(dataset, source=DataSource(data, verify=not no_verify))

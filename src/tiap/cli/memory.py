@@ -110,7 +110,10 @@ def build_store_cmd(
                                                           what="collection ids")
     # a foreign --out is refused before the parser opens its cache (which may lie in it)
     check_output_folder(out, "build-store", force=force, keep=cache_entries(cache, out))
-    made = make_parser(pname, **args)  # checks the arguments before any data is read
+    from tiap.config import command_options
+
+    with command_options({k: "--" + k.replace("_", "-") for k in args}):
+        made = make_parser(pname, **args)  # checks the arguments before any data is read
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
     result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
                          progress=track, store=name, force=force)
