@@ -223,6 +223,10 @@ def test_split_names_by_hand() -> None:
     assert texts == ["--x 'a,,b,zz': item 2 is empty (expected names separated by ',')",
                      "--x: unknown name 'zz' (did you mean 'zzz'?); known: a, b, zzz"]
     assert {p.code for p in err.value.problems} == {"invalid-value"}
+    with pytest.raises(TiapError) as err:
+        split_names("conv-26, conv-30,conv-26", "--collections")
+    assert [p.message for p in err.value.problems] == [
+        "--collections 'conv-26, conv-30,conv-26': item 3 ('conv-26') repeats item 1"]
 
 
 def test_finite_and_one_of_by_hand() -> None:
@@ -250,10 +254,11 @@ def test_split_names_is_the_reference_split_or_an_error(value: str) -> None:
     try:
         got = split_names(value, "--x")
     except TiapError as exc:
-        assert not all(reference), value  # refused only for an empty item
+        # refused only for an empty item or an item given twice
+        assert not all(reference) or len(set(reference)) < len(reference), value
         assert all(p.code == "invalid-value" and "--x" in p.message for p in exc.problems)
     else:
-        assert got == reference and all(got)
+        assert got == reference and all(got) and len(set(got)) == len(got)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True,

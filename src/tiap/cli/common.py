@@ -133,8 +133,8 @@ def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
                 known: Iterable[str] | None = None) -> list[str]:
     """The items of a ``sep``-separated option value, stripped.
 
-    An empty value, an empty item (``a,,b``, a trailing ``,``) and, when ``known`` is given,
-    a name it does not hold (compared without case; with a did-you-mean) are errors
+    An empty value, an empty item (``a,,b``, a trailing ``,``), an item given twice and,
+    when ``known`` is given, a name it does not hold (compared without case; with a did-you-mean) are errors
     (``invalid-value``) naming the option and what it takes, never silently dropped or
     replaced by a default.
     """
@@ -147,6 +147,12 @@ def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
     problems = [Problem(f"{option} {value!r}: item {i} is empty (expected {what} separated "
                         f"by {sep!r})", code="invalid-value")
                 for i, v in enumerate(items, start=1) if not v]
+    first: dict[str, int] = {}
+    for i, v in enumerate(items, start=1):
+        if v and v in first:  # a repeat is a slip (or a paste): never quietly merged
+            problems.append(Problem(f"{option} {value!r}: item {i} ({v!r}) repeats item "
+                                    f"{first[v]}", code="invalid-value"))
+        first.setdefault(v, i)
     if known is not None:
         names = list(known)
         lower = {k.lower() for k in names}
