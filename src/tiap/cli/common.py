@@ -134,9 +134,9 @@ def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
     """The items of a ``sep``-separated option value, stripped.
 
     An empty value, an empty item (``a,,b``, a trailing ``,``), an item given twice and,
-    when ``known`` is given, a name it does not hold (compared without case; with a did-you-mean) are errors
-    (``invalid-value``) naming the option and what it takes, never silently dropped or
-    replaced by a default.
+    when ``known`` is given, a name it does not hold (compared without case; with a
+    did-you-mean) are errors (``invalid-value``) naming the option and what it takes, never
+    silently dropped, merged or replaced by a default.
     """
     from tiap.errors import Problem, TiapError
 
