@@ -105,9 +105,9 @@ def read_toml(path: str | Path, what: str = "config") -> tuple[dict[str, Any], s
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TiapError(f"not valid UTF-8 at byte {exc.start}", file=p, line=line,
-                        code="encoding") from exc
+        from tiap.io import utf8_error
+
+        raise utf8_error(p, data, exc) from None
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -139,7 +139,8 @@ def test_empty_file(tmp_path: Path, capsys) -> None:
 def test_not_utf8(tmp_path: Path, capsys) -> None:
     # 'name = "' is 8 bytes, so the bad byte is at offset 8 of line 1
     _expect(tmp_path, b'name = "\xff"\n', capsys,
-            ["error[encoding]: FILE:1: not valid UTF-8 at byte 8"])
+            ["error[encoding]: FILE:1: not valid UTF-8: byte(s) ff at byte offset 8 (invalid "
+             "start byte); expected UTF-8 text"])
 
 
 def test_missing_file(tmp_path: Path, capsys) -> None:
