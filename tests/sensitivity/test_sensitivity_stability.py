@@ -315,8 +315,13 @@ def _wilson(k: int, n: int, z: float = Z975) -> tuple[float, float]:
 
 
 def test_wilson_interval_closed_form() -> None:
-    pytest.importorskip("statsmodels")
-    for k, n in [(0, 10), (3, 10), (10, 10), (1, 1), (392, 453), (45, 453)]:
+    proportion = pytest.importorskip("statsmodels.stats.proportion")
+    for k, n in [(0, 10), (3, 10), (10, 10), (1, 1), (392, 453), (45, 453), (0, 1),
+                 (7, 1_000_000), (999_999, 1_000_000)]:
+        for alpha in (0.05, 0.01, 0.1, 0.5):
+            lo, hi = wilson_interval(k, n, alpha)
+            ref = proportion.proportion_confint(k, n, alpha=alpha, method="wilson")
+            assert (lo, hi) == pytest.approx((max(ref[0], 0.0), min(ref[1], 1.0)), abs=1e-12)
         lo, hi = wilson_interval(k, n)
         want = _wilson(k, n)
         assert lo == pytest.approx(max(want[0], 0.0), abs=1e-12)

@@ -96,12 +96,18 @@ def normalize_answer(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    return normalize_answer(text).split()
+    return list(_tokens(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> tuple[str, ...]:
+    """:func:`tokens`, computed once per text (questions, answers and sentences recur)."""
+    return tuple(normalize_answer(text).split())
 
 
 def token_f1(prediction: str, reference: str) -> float:
     """Token F1 of the normalised strings (1.0 when both are empty)."""
-    p, r = tokens(prediction), tokens(reference)
+    p, r = _tokens(prediction), _tokens(reference)
     if not p and not r:
         return 1.0
     same = sum((Counter(p) & Counter(r)).values())
@@ -113,7 +119,7 @@ def token_f1(prediction: str, reference: str) -> float:
 
 def bleu1(prediction: str, reference: str) -> float:
     """BLEU-1: clipped unigram precision times the brevity penalty (0 for an empty answer)."""
-    p, r = tokens(prediction), tokens(reference)
+    p, r = _tokens(prediction), _tokens(reference)
     if not p:
         return 1.0 if not r else 0.0
     clipped = sum((Counter(p) & Counter(r)).values())
@@ -123,11 +129,12 @@ def bleu1(prediction: str, reference: str) -> float:
 
 def _bare(word: str) -> str:
     """Lower case without a possessive ``'s``."""
-    return re.sub(r"'s$", "", word.lower())
+    low = word.lower()
+    return low[:-2] if low.endswith("'s") else low
 
 
 def _content(text: str) -> list[str]:
-    return [w for w in tokens(text) if w not in _STOP]
+    return [w for w in _tokens(text) if w not in _STOP]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -161,7 +168,7 @@ def extract_answer(question: str, texts: Sequence[str]) -> str:
         m = _NUMBER_RE.search(best_sent)
         if m:
             return m.group(0)
-    qwords = {re.sub(r"'s$", "", w.lower()) for w in _WORD_RE.findall(question)}
+    qwords = {_bare(w) for w in _WORD_RE.findall(question)}
     words = _WORD_RE.findall(best_sent)
     if ql.startswith("who"):
         names = [w for w in words if w[:1].isupper() and _bare(w) not in qwords

@@ -20,7 +20,8 @@ and the two rankings are compared:
 ``k / n`` such as ``changed_fraction`` of the per-query change tables (Wilson 1927,
 "Probable inference, the law of succession, and statistical inference", JASA 22(158);
 recommended over the Wald interval by Brown, Cai & DasGupta 2001, Statistical Science
-16(2)): ``statsmodels.stats.proportion.proportion_confint(method="wilson")``.
+16(2)), in closed form, equal to
+``statsmodels.stats.proportion.proportion_confint(method="wilson")`` (checked by the tests).
 
 **Minimum detectable effect** (:func:`mde`, :func:`mde_of`; the ``mde_1`` / ``mde_2``
 columns of the winner-flip tables): the
@@ -36,6 +37,7 @@ nothing is random.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
@@ -273,10 +275,12 @@ def wilson_interval(count: int, n: int, alpha: float = 0.05,
         half   = z / (1 + z²/n) * sqrt(p (1 - p) / n + z² / (4 n²))
         [center - half, center + half]
 
-    computed by ``statsmodels.stats.proportion.proportion_confint(count, n, alpha,
-    method="wilson")`` and clipped to ``[0, 1]`` (against rounding at ``count = 0`` or
-    ``n``). Unlike the Wald interval it stays inside ``[0, 1]`` and does not collapse at 0 or
-    1 (Brown, Cai & DasGupta 2001). ``(None, None)`` for ``n == 0``.
+    computed by this closed form (the tests check it equals
+    ``statsmodels.stats.proportion.proportion_confint(count, n, alpha, method="wilson")``;
+    importing statsmodels, and pandas with it, would cost the Stage III step more than all
+    its tests) and clipped to ``[0, 1]`` (against rounding at ``count = 0`` or ``n``).
+    Unlike the Wald interval it stays inside ``[0, 1]`` and does not collapse at 0 or 1
+    (Brown, Cai & DasGupta 2001). ``(None, None)`` for ``n == 0``.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -284,9 +288,17 @@ def wilson_interval(count: int, n: int, alpha: float = 0.05,
         raise ValueError(f"need 0 <= count <= n, got count={count!r}, n={n!r}")
     if n == 0:
         return None, None
-    prop = require("statsmodels.stats.proportion", "stats")
-    low, high = prop.proportion_confint(count, n, alpha=alpha, method="wilson")
-    return min(max(float(low), 0.0), 1.0), min(max(float(high), 0.0), 1.0)
+    z = _z(alpha)
+    p, z2 = count / n, z * z
+    center = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return min(max(center - half, 0.0), 1.0), min(max(center + half, 0.0), 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _z(alpha: float) -> float:
+    """The standard normal quantile ``z_{1-alpha/2}``."""
+    return NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def _rate_key(count_key: str, rate_key: str | None) -> str:
