@@ -39,7 +39,8 @@ def test_native_build(data_dir: Path, tmp_path: Path) -> None:
     (["--parser", "native", "--max-facts", "5"], "--max-facts does not apply to --parser native"),
     (["--parser", "heuristic", "--model", "m"], "options for --parser llm only: --model"),
     (["--parser", "llm"], "base_url: missing: the llm parser needs the endpoint's API root"),
-    (["--parser", "heuristic", "--collections", "conv-999"], "has no collection(s) conv-999"),
+    (["--parser", "heuristic", "--collections", "conv-999"],
+     "error[invalid-value]: dataset 'locomo' has no collection(s) conv-999"),
 ])
 def test_bad_input(args: list[str], message: str, data_dir: Path, tmp_path: Path,
                    capsys: pytest.CaptureFixture[str]) -> None:

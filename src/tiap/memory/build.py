@@ -376,7 +376,8 @@ def _write_items(
     if want is not None and want - found:
         missing = [c for c in wanted or () if c not in found]
         raise TiapError(f"dataset {dataset.dataset_id!r} has no collection(s) "
-                        f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""))
+                        f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""),
+                        code="invalid-value")
     derived = sum(v for k, v in kinds.items() if k != RAW_KIND)
     counts = {
         "collections": n_coll,
