@@ -332,6 +332,23 @@ def _refuse(path: Path, what: str) -> TiapError:
                      "to replace the folder whole", file=path, code="stale-output")
 
 
+def _never_replace(p: Path, real: Path, step: str) -> None:
+    """Refuse, even with ``--force``, to replace a folder whose loss cannot be meant."""
+    here, full = Path.cwd().resolve(), real.resolve()
+    why = None
+    if full == Path(full.anchor):
+        why = "it is the root of the file system"
+    elif full == Path.home().resolve():
+        why = "it is your home folder"
+    elif here == full or full in here.parents:
+        why = "it holds the current directory"
+    elif (full / ".git").exists() and output_step(full) != step:
+        why = "it holds a .git folder (a source tree)"
+    if why:
+        raise TiapError(f"refusing to replace this folder (even with --force): {why}; pass "
+                        "a new folder with --out", file=p, code="stale-output")
+
+
 def check_output_folder(path: str | Path, step: str, *, force: bool = False,
                         known: Iterable[str] = (), keep: Iterable[str] = ()) -> Path:
     """Check that the folder ``path`` may be replaced by the output of ``step``; returns it
@@ -344,12 +361,18 @@ def check_output_folder(path: str | Path, step: str, *, force: bool = False,
     holding only them counts as empty). Anything else (a folder without a
     TIAP manifest, the output of another step, a file of the user's beside the outputs) is
     refused, code ``stale-output``, unless ``force``; ``path`` being a file is refused always.
+    Always (``force`` or not, empty or not), a folder whose replacement could not be what
+    was meant is refused: the file system's root, the home folder, a folder holding the
+    current directory (the swap would pull it from under the shell), and a folder holding a
+    ``.git`` (a source tree) that is not this step's output.
     """
     p = Path(path)
     real = p.resolve() if p.is_symlink() else p
     if real.exists() and not real.is_dir():
         raise TiapError("the output must be a folder, but this is a file: pass a folder "
                         "path with --out", file=p, code="usage")
+    if real.is_dir():
+        _never_replace(p, real, step)
     if force or not real.is_dir():
         return real
     keep = tuple(keep)

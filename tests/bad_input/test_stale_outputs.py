@@ -472,3 +472,27 @@ def test_a_file_of_the_users_inside_a_listed_subfolder_is_refused(inputs, tmp_pa
     assert _tree(out) == before
     assert _targets(inputs, out, "raw", "--force") == 0
     assert not (out / "qrels" / "mine.qrels").exists()
+
+
+def test_folders_never_replaced_even_with_force(inputs, tmp_path: Path, capsys,
+                                                monkeypatch) -> None:
+    """--force replaces a folder whole: never the current directory (or one holding it),
+    the home folder, or a source tree."""
+    tree = tmp_path / "project"
+    (tree / ".git").mkdir(parents=True)
+    (tree / "src.py").write_text("print('mine')\n")
+    before = _tree(tree)
+    for out, here, why in [(tree, tmp_path.parent, "it holds a .git folder"),
+                           (tmp_path, tree, "it holds the current directory")]:
+        monkeypatch.chdir(here)
+        for extra in ((), ("--force",)):
+            assert _rescore(inputs, out, *extra) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"error[stale-output]: {out}: refusing to replace this "
+                                  f"folder (even with --force): {why}"), err
+    assert _tree(tree) == before
+    monkeypatch.setenv("HOME", str(tree / "home"))
+    (tree / "home").mkdir()
+    monkeypatch.chdir(tmp_path.parent)
+    assert _rescore(inputs, tree / "home", "--force") == 2
+    assert "it is your home folder" in capsys.readouterr().err
