@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-
 #: Every error and warning code: code -> (what it means, what the user does). Errors are
 #: printed ``error[code]: ...`` and exit with status 2; warnings are counted in the output's
 #: manifest under their code. ``docs/errors.md`` renders this table (a test checks it).
@@ -68,6 +67,20 @@ CODES: dict[str, tuple[str, str]] = {
     "score_order": ("Scores rise along the given ranks; TIAP keeps the rank order, "
                     "trec_eval would re-sort by score.",
                     "Nothing, unless you meant the scores to define the order."),
+    "query_not_judged": ("A run ranks queries the queries file (or the qrels) does not "
+                         "hold; they are left out of every score.",
+                         "Check that the run and the queries are of the same dataset; "
+                         "nothing, if the run ranks more queries on purpose."),
+    "query_not_ranked": ("Queries of the queries file have no ranking in the run; with "
+                         "--missing skip they are left out, with zero they score 0.",
+                         "Rerun the retriever on those queries, or choose --missing."),
+    "unknown_ranked_item": ("Ranked ids are not items of the store; they earn nothing "
+                            "under every target.",
+                            "Pass the store the run ranked (--items), or fix the run's ids."),
+    "unreachable_evidence": ("Queries name evidence units that no item of the store "
+                             "reaches; no target can credit them fully.",
+                             "Nothing, if the store holds part of the dataset; else check "
+                             "the store's lineage."),
     "score_ties": ("Rankings hold tied scores; TIAP keeps the given rank order, trec_eval "
                    "breaks ties by docno.",
                    "Nothing, unless you compare against trec_eval's own ordering."),

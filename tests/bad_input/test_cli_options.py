@@ -301,3 +301,31 @@ def test_a_run_sharing_no_query_with_the_queries_is_an_error(tmp_path: Path, cap
     assert err.startswith(f"error[invalid-value]: {run}: no query of run 's' is in the ")
     assert "'zz1'" in err and "'q1'" in err
     assert not (tmp_path / "rs").exists()
+
+
+def test_rescore_findings_are_coded_warnings_counted_in_the_manifest(tmp_path: Path,
+                                                                     capsys) -> None:
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 t1 1 2.0 s\nq1 Q0 ghost 2 1.0 s\nq9 Q0 t1 1 1.0 s\n")
+    q = tmp_path / "queries.jsonl"
+    q.write_text('{"query_id": "q1", "question": "?", "evidence": ["u1"]}\n'
+                 '{"query_id": "q2", "question": "?", "evidence": ["u1"]}\n')
+    items = tmp_path / "mem" / "items.jsonl"  # the store is named by its folder
+    items.parent.mkdir()
+    items.write_text('{"item_id": "t1", "kind": "raw", "sources": ["u1"]}\n')
+    out = tmp_path / "rs"
+    assert main(["rescore", "--run", str(run), "--queries", str(q), "--items", str(items),
+                 "--out", str(out)]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("warning")]
+    where = f" (counted in {out / 'manifest.json'})"
+    assert lines == [
+        "warning[query_not_judged]: s: 1 ranked queries are not in the queries file and were "
+        "left out (e.g. q9)" + where,
+        "warning[query_not_ranked]: s: 1 queries of the queries file have no ranking in the "
+        "run and were left out (e.g. q2)" + where,
+        "warning[unknown_ranked_item]: s: 1 ranked ids in 1 queries are not in the store "
+        "mem and earn nothing (e.g. q1: ghost)" + where]
+    rep = json.loads((out / "manifest.json").read_text())["systems"]["s"]
+    assert rep["queries_not_in_queries_file"]["count"] == 1
+    assert rep["queries_not_in_run"]["count"] == 1
+    assert rep["unknown_ranked_items"]["count"] == 1

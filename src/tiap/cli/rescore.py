@@ -180,13 +180,15 @@ def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> Non
     ``warning[code]: SYSTEM: ...`` lines (:func:`tiap.cli.common.print_warnings`; they are in
     the manifest's ``systems.SYSTEM.run_warnings``), then the rescoring's own findings and
     the readers' notes."""
+    from rich.markup import escape
+
     manifest = out / "manifest.json"
     for rep in result.reports.values():
         print_warnings(run_warnings.get(rep.system), manifest, who=rep.system)
-        own = set(f"{rep.system}: {w}" for w in rep.run_warnings)
-        for w in rep.warnings():
-            if w not in own:
-                err_console.print(f"[yellow]warning[/]: {w}", highlight=False, soft_wrap=True)
+        for code, text in rep.findings():
+            err_console.print(f"[yellow]warning\\[{code}][/]: {escape(f'{rep.system}: {text}')}"
+                              f" (counted in {escape(str(manifest))})", highlight=False,
+                              soft_wrap=True)
         for n in rep.run_notes:
             err_console.print(f"note: {rep.system}: {n}", highlight=False, soft_wrap=True)
 

@@ -122,34 +122,37 @@ class SystemReport:
         }
 
     def warnings(self) -> list[str]:
-        """One sentence per finding a user should see."""
-        out: list[str] = []
+        """One sentence per finding a user should see (the rescoring's own, then the run
+        reader's)."""
+        return [f"{self.system}: {text}" for _, text in self.findings()] + [
+            f"{self.system}: {w}" for w in self.run_warnings]
+
+    def findings(self) -> list[tuple[str, str]]:
+        """The rescoring's own counted findings as ``(code, sentence)``, codes registered in
+        :data:`tiap.errors.CODES` (their counts are in :meth:`to_json`)."""
+        out: list[tuple[str, str]] = []
         if self.not_in_queries_file:
-            out.append(
-                f"{self.system}: {len(self.not_in_queries_file):,} ranked queries are not in the "
-                f"{self.universe} and were left out (e.g. "
-                f"{', '.join(self.not_in_queries_file[:3])})"
-            )
+            out.append(("query_not_judged",
+                        f"{len(self.not_in_queries_file):,} ranked queries are not in the "
+                        f"{self.universe} and were left out (e.g. "
+                        f"{', '.join(self.not_in_queries_file[:3])})"))
         if self.not_in_run:
             what = "left out" if self.missing_policy == "skip" else "scored as empty rankings"
-            out.append(
-                f"{self.system}: {len(self.not_in_run):,} queries of the {self.universe} have no "
-                f"ranking in the run and were {what} (e.g. {', '.join(self.not_in_run[:3])})"
-            )
+            out.append(("query_not_ranked",
+                        f"{len(self.not_in_run):,} queries of the {self.universe} have no "
+                        f"ranking in the run and were {what} (e.g. "
+                        f"{', '.join(self.not_in_run[:3])})"))
         if self.unknown_ranked_items:
             ex = ", ".join(f"{q}: {i}" for q, i in self.unknown_ranked_examples[:3])
-            out.append(
-                f"{self.system}: {self.unknown_ranked_items:,} ranked ids in "
-                f"{self.queries_with_unknown_items:,} queries are not in the store {self.store} "
-                f"and earn nothing (e.g. {ex})"
-            )
+            out.append(("unknown_ranked_item",
+                        f"{self.unknown_ranked_items:,} ranked ids in "
+                        f"{self.queries_with_unknown_items:,} queries are not in the store "
+                        f"{self.store} and earn nothing (e.g. {ex})"))
         if self.unknown_evidence_queries:
             q, u = self.unknown_evidence_examples[0]
-            out.append(
-                f"{self.system}: {self.unknown_evidence_queries:,} queries name evidence units "
-                f"that no item of the store reaches (e.g. {q}: {', '.join(u[:3])})"
-            )
-        out.extend(f"{self.system}: {w}" for w in self.run_warnings)
+            out.append(("unreachable_evidence",
+                        f"{self.unknown_evidence_queries:,} queries name evidence units that "
+                        f"no item of the store reaches (e.g. {q}: {', '.join(u[:3])})"))
         return out
 
 
