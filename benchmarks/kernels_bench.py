@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/kernels_bench.py [--queries 100000] [--repeats 7]
 
-Workload (IR_EVAL_NOTES.md section 4 and the scoring brief): Q queries x a ranked list of 60
+Workload: Q queries x a ranked list of 60
 distinct item codes; 3 alternative targets per query, each with 1-14 member items in 1-5
 groups (about half drawn from the run, biased to the top; items may sit in two groups);
 measures nDCG@60, R@60, RR@60 and Success@60. Throughput is (query x target) evaluations per

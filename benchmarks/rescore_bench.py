@@ -5,7 +5,7 @@
 Not collected by pytest; needs the ``bench`` extra (ranx, pytrec-eval-terrier, ir-measures,
 psutil) and pyarrow. Results and the machine are recorded in ``benchmarks/README.md``.
 
-Workload (IR_EVAL_NOTES.md section 4, kernels_bench.py): Q queries, each ranking 60 distinct
+Workload (as kernels_bench.py): Q queries, each ranking 60 distinct
 items of its collection (50 collections of 5,000 items); three targets per query, each 1-14
 distinct relevant items (about half drawn from the run, biased to the top, half from the
 collection). Files on disk: one TREC run (``qid Q0 docid rank score tag``, scores

@@ -1,4 +1,4 @@
-"""A deliberately naive, pure-Python scorer: the definitions of ARCHITECTURE.md, line by line.
+"""A deliberately naive, pure-Python scorer: the definitions of docs/targets-and-scoring.md, line by line.
 
 Used by the tests as the independent oracle for the vectorised kernels (group credit has no
 outside implementation to compare with; set credit is also checked against trec_eval).

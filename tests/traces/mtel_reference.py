@@ -1,7 +1,7 @@
 """An independent, pure-Python reference for the paper's group-credit scorer.
 
 Nothing here imports TIAP's scoring or targets code: groups are built straight from the
-imported items (``kind`` and ``sources``) as ARCHITECTURE.md defines them, and scored with the
+imported items (``kind`` and ``sources``) as docs/targets-and-scoring.md defines them, and scored with the
 paper's group credit, so the tests compare the importer against the published
 ``target_rescore*.json`` figures through code that shares nothing with the code under test.
 

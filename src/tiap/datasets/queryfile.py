@@ -1,4 +1,4 @@
-"""The ``queries.jsonl`` interchange format (ARCHITECTURE.md).
+"""The ``queries.jsonl`` interchange format (docs/datasets.md).
 
 One query a line: ``query_id``, ``question``, ``answer``, ``category``, ``evidence`` (source
 unit ids), optional ``collection``. TIAP also writes ``abstention``, ``evidence_given`` and,

@@ -73,7 +73,7 @@ class Query:
     extra: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The ``queries.jsonl`` row (ARCHITECTURE.md), plus TIAP's provenance fields."""
+        """The ``queries.jsonl`` row (docs/datasets.md), plus TIAP's provenance fields."""
         row: dict[str, Any] = {
             "query_id": self.query_id,
             "question": self.question,

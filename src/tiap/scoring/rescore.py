@@ -801,7 +801,7 @@ def rescore_qrels(
     run's order), plus, with ``missing="zero"``, the judged queries it does not rank. A
     query that one qrels file does not judge, or judges only as non-relevant, is undefined
     (NaN) under that target, with its reason; trec_eval instead drops the first kind and
-    scores the second 0 (IR_EVAL_NOTES.md section 3).
+    scores the second 0.
     """
     mode = _check_credit(credit)
     ms = parse_measures(measures)

@@ -3,7 +3,7 @@
 An item's *lineage* is the set of source units it traces back to: its own ``sources`` plus
 the lineage of each of its ``parents``, transitively (a fact derived from a fact derived from
 a turn reaches that turn). The *family* of a source unit ``u`` is every item whose lineage
-contains ``u`` (ARCHITECTURE.md, "Targets, exactly").
+contains ``u`` (docs/targets-and-scoring.md, "Targets").
 
 The computation is iterative (Kahn's topological order over the ``parents`` edges), so deep
 derived-from-derived chains never hit Python's recursion limit, and it is linear in the

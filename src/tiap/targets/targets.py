@@ -1,7 +1,7 @@
 """Targets: named predicates over item fields, applied to a source unit's family.
 
 A :class:`Target` decides which members of a family receive credit. The three built-ins
-follow ARCHITECTURE.md ("Targets, exactly"):
+follow docs/targets-and-scoring.md ("Targets"):
 
 =============  ===========================  ==========================================
 name           spec                         credits

@@ -1,4 +1,4 @@
-"""Ranked runs: records, a content-sniffing reader and atomic writers (ARCHITECTURE.md, "runs").
+"""Ranked runs: records, a content-sniffing reader and atomic writers (docs/rescore.md: run formats).
 
 A *run* is one system's saved ranked output: per query, an ordered list of stored item ids,
 optionally with scores. Three interchange formats are read, recognised by their content
@@ -24,7 +24,7 @@ optionally with scores. Three interchange formats are read, recognised by their 
 
 Everything TIAP scores follows the rank order given, so the readers never re-sort by score.
 trec_eval does the opposite: it ignores the rank column and sorts by score, breaking ties by
-docno (IR_EVAL_NOTES.md section 3). Two consequences:
+docno. Two consequences:
 
 - a ranking whose scores rise somewhere along the ranks is read as given, and counted in a
   ``score_order`` :class:`RunWarning`, because trec_eval would order it differently; one
