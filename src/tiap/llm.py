@@ -197,14 +197,6 @@ MAX_INVALID = 0.5
 MAX_EXAMPLES = 5
 
 
-def check_max_invalid(value: Any, option: str = "max_invalid") -> float:
-    """``value`` as a share in [0, 1], or a :class:`TiapError` naming ``option``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise TiapError(f"{option} must be a number in [0, 1] (the largest share of invalid "
-                        f"replies a run tolerates), got {value!r}", code="invalid-value")
-    return float(value)
-
-
 @dataclass
 class InvalidReplies:
     """The invalid replies of one run against one endpoint (see the module docstring).
