@@ -250,6 +250,8 @@ def _load_run(path: Path, system: str, dedup: str, preloaded: Mapping[Path, Any]
         if not chosen:
             raise TiapError(f"the run holds {len(got)} systems, none named {system!r}", file=path)
         r = chosen[0]
+    if r.system == system and all(x.system == system for x in r.rankings):
+        return r  # (as ``tiap audit-run`` read it: nothing to rename)
     return dataclasses.replace(r, system=system, rankings=tuple(
         dataclasses.replace(x, system=system) for x in r.rankings))
 
