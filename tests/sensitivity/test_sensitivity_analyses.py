@@ -110,6 +110,20 @@ def test_cardinality_kernels() -> None:
     assert bins["1"]["p_value"] == pytest.approx(ref.pvalue)
     assert bins["2"]["t"] is None  # one value: no test
     assert correlation(np.ones(5), np.arange(5.0))["pearson_r"] is None
+    # the closed forms equal scipy.stats on random data, weak and strong effects, small n
+    rng = np.random.default_rng(3)
+    for n in (3, 4, 9, 50, 400):
+        for slope in (0.0, 0.05, 1.0):
+            xx = rng.integers(0, 7, n).astype(float) + rng.normal(0, 1e-3, n)
+            yy = slope * xx + rng.normal(0, 1, n)
+            c = correlation(xx, yy)
+            ref = stats.pearsonr(xx, yy)
+            assert c["pearson_r"] == pytest.approx(ref.statistic, abs=1e-12)
+            assert c["p_value"] == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-300)
+            row = bin_stats(np.full(n, 2.0), yy + slope)[2]
+            ref_t = stats.ttest_1samp(yy + slope, 0.0)
+            assert row["t"] == pytest.approx(ref_t.statistic, rel=1e-12)
+            assert row["p_value"] == pytest.approx(ref_t.pvalue, rel=1e-9, abs=1e-300)
 
 
 def test_cardinality_and_depth_tables(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -201,6 +201,24 @@ def test_kendall_tau_b_and_counts_with_ties() -> None:
     assert ranking_stats([1.0], [2.0]) == dict.fromkeys(STATS)
 
 
+
+def test_kendall_tau_b_equals_scipy_with_ties() -> None:
+    """The pair-counted tau-b equals scipy.stats.kendalltau (variant b) on random rankings
+    with many ties, and None exactly where scipy's is undefined."""
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5, 12, 40):
+        for _ in range(25):
+            x = rng.integers(0, 4, n).astype(float)
+            y = rng.integers(0, 4, n).astype(float)
+            got = kendall_tau_b(x, y)
+            ref = float(stats.kendalltau(x, y, variant="b").statistic)
+            if math.isnan(ref):
+                assert got is None
+            else:
+                assert got == pytest.approx(ref, abs=1e-12)
+
+
 # ------------------------------------------------------------------------------------------
 # ranking_rows
 

@@ -6,11 +6,17 @@ Per (query, system) on the queries defined under both targets, with the base tar
     x = |T2| - |T1|        (n_members of the union of the groups, from target_sizes.csv)
     y = v(t2) - v(t1)      (the shift of the measure, nDCG by default)
 
-- Pearson ``r`` of (x, y) with its p-value (``scipy.stats.pearsonr``), ``R² = r²`` (the share
-  of the shift's variance a linear function of the size difference explains);
+- Pearson ``r`` of (x, y) with its two-sided p-value, ``R² = r²`` (the share of the shift's
+  variance a linear function of the size difference explains);
 - bins of ``x``: ``<=0``, ``1``, ``2``, ``3``, ``4``, ``5+``; per bin the mean shift, its
-  standard deviation and a one-sample t-test of ``mean y = 0``
-  (``scipy.stats.ttest_1samp``, two-sided).
+  standard deviation and a two-sided one-sample t-test of ``mean y = 0``.
+
+Both p-values are those of Student's t with ``nu`` degrees of freedom, two-sided, in closed
+form: ``p = I_{nu / (nu + t^2)}(nu / 2, 1 / 2)`` (the regularized incomplete beta function,
+``scipy.special.betainc``), with ``t = r sqrt(nu / (1 - r^2))``, ``nu = n - 2`` (so
+``nu / (nu + t^2) = 1 - r^2``) for Pearson and ``t = mean / (sd / sqrt(n))``, ``nu = n - 1``
+for the t-test. They equal ``scipy.stats.pearsonr`` and ``scipy.stats.ttest_1samp`` (checked
+by the tests); importing ``scipy.stats`` would cost the Stage III step more than this module.
 
 Rows are written per system and pooled over the systems of a dataset (``system = all``),
 and, with several datasets, pooled over all of them (``dataset = all``).
@@ -18,6 +24,7 @@ and, with several datasets, pooled over all of them (``dataset = all``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,19 +49,25 @@ def _bin_of(x: NDArray[np.float64]) -> NDArray[np.int64]:
     return np.clip(x, 0, 5).astype(np.int64)
 
 
+def _t_pvalue(x: float, df: float) -> float:
+    """The two-sided p-value ``I_x(df / 2, 1 / 2)`` of Student's t, given
+    ``x = df / (df + t^2)`` (module docstring)."""
+    special = require("scipy.special", "stats")
+    return float(special.betainc(0.5 * df, 0.5, min(max(x, 0.0), 1.0)))
+
+
 def correlation(x: NDArray[np.float64], y: NDArray[np.float64]) -> dict[str, float | None]:
     """Pearson r, R² and the two-sided p-value (None when undefined: n < 3 or constant)."""
-    stats = require("scipy.stats", "stats")
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"pearson_r": None, "r_squared": None, "p_value": None}
-    res = stats.pearsonr(x, y)
-    r = float(res.statistic)
-    return {"pearson_r": r, "r_squared": r * r, "p_value": float(res.pvalue)}
+    dx, dy = x - x.mean(), y - y.mean()
+    r = float(np.dot(dx, dy) / math.sqrt(float(np.dot(dx, dx)) * float(np.dot(dy, dy))))
+    r = min(max(r, -1.0), 1.0)
+    return {"pearson_r": r, "r_squared": r * r, "p_value": _t_pvalue(1.0 - r * r, x.size - 2)}
 
 
 def bin_stats(x: NDArray[np.float64], y: NDArray[np.float64]) -> list[dict[str, Any]]:
     """Per bin of ``x`` (:data:`BINS`): n, mean and sd of ``y``, one-sample t and p."""
-    stats = require("scipy.stats", "stats")
     b = _bin_of(x)
     out = []
     for i, label in enumerate(BINS):
@@ -64,8 +77,9 @@ def bin_stats(x: NDArray[np.float64], y: NDArray[np.float64]) -> list[dict[str, 
                                "sd_shift": float(yy.std(ddof=1)) if yy.size > 1 else None,
                                "t": None, "p_value": None}
         if yy.size > 1 and np.ptp(yy) > 0:
-            res = stats.ttest_1samp(yy, 0.0)
-            row["t"], row["p_value"] = float(res.statistic), float(res.pvalue)
+            t = row["mean_shift"] / (row["sd_shift"] / math.sqrt(yy.size))
+            df = yy.size - 1
+            row["t"], row["p_value"] = t, _t_pvalue(df / (df + t * t), df)
         out.append(row)
     return out
 

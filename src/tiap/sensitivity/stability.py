@@ -8,9 +8,11 @@ the dataset's systems are ranked by their mean under each target over one shared
 and the two rankings are compared:
 
 - Kendall's tau-b (Kendall 1945, "The treatment of ties in ranking problems", Biometrika
-  33(3); ``scipy.stats.kendalltau``), with ``C`` concordant and ``D`` discordant pairs,
-  ``n0 = N(N-1)/2`` and ``n1``, ``n2`` the pairs tied in the first and the second ranking:
-  ``tau_b = (C - D) / sqrt((n0 - n1) (n0 - n2))``;
+  33(3)), with ``C`` concordant and ``D`` discordant pairs, ``n0 = N(N-1)/2`` and ``n1``,
+  ``n2`` the pairs tied in the first and the second ranking:
+  ``tau_b = (C - D) / sqrt((n0 - n1) (n0 - n2))``, counted exactly from the pairs (equal to
+  ``scipy.stats.kendalltau(variant="b")``, checked by the tests; a ranking has tens of
+  systems, and importing ``scipy.stats`` would cost more than counting their pairs);
 - the AP correlation tau-AP (Yilmaz, Aslam & Robertson 2008, "A new rank correlation
   coefficient for information retrieval", SIGIR), which weights disagreements near the top
   more heavily (:func:`tau_ap`; asymmetric: ``target_1`` is the reference);
@@ -47,7 +49,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tiap.errors import require
 from tiap.sensitivity.load import Dataset
 
 __all__ = [
@@ -131,22 +132,24 @@ def pair_counts(reference: ArrayLike, compared: ArrayLike,
 
 def kendall_tau_b(reference: ArrayLike, compared: ArrayLike,
                   eps: float = TIE_EPS) -> float | None:
-    """Kendall's tau-b of two score vectors (``scipy.stats.kendalltau``, variant ``b``),
-    ties taken within ``eps`` (:func:`tie_levels`).
+    """Kendall's tau-b of two score vectors, ties taken within ``eps`` (:func:`tie_levels`).
 
     ``tau_b = (C - D) / sqrt((n0 - n1) (n0 - n2))``, ``n0 = N (N - 1) / 2``, ``n1`` and
-    ``n2`` the pairs tied in each vector (Kendall 1945). Symmetric. None when fewer than two
-    items or when either vector ties every item (tau-b is 0/0 there).
+    ``n2`` the pairs tied in each vector (Kendall 1945), counted over every pair (equal to
+    ``scipy.stats.kendalltau(variant="b")`` of the tie levels). Symmetric. None when fewer
+    than two items or when either vector ties every item (tau-b is 0/0 there).
     """
-    lx, ly = tie_levels(reference, eps), tie_levels(compared, eps)
-    if lx.size != ly.size:
+    sx = _signs(tie_levels(reference, eps))
+    sy = _signs(tie_levels(compared, eps))
+    if sx.size != sy.size:
         raise ValueError("the two vectors must have the same length")
-    if lx.size < 2 or lx.max() == lx.min() or ly.max() == ly.min():
+    n0 = sx.size
+    n1, n2 = int((sx == 0).sum()), int((sy == 0).sum())
+    if n0 == 0 or n1 == n0 or n2 == n0:
         return None
-    stats = require("scipy.stats", "stats")
-    res = stats.kendalltau(lx, ly, variant="b")
-    tau = float(res.statistic)
-    return None if math.isnan(tau) else tau
+    prod = sx * sy
+    c, d = int((prod > 0).sum()), int((prod < 0).sum())
+    return (c - d) / math.sqrt((n0 - n1) * (n0 - n2))
 
 
 def tau_ap(reference: ArrayLike, compared: ArrayLike, eps: float = TIE_EPS) -> float | None:
