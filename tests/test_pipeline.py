@@ -45,6 +45,23 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     # is above Raw's for every store (per query it can be lower: one item may match two groups)
     for s in systems:
         assert float(ndcg[(s, "source")]["mean"]) >= float(ndcg[(s, "raw")]["mean"])
+    # Stage III ran on what the pipeline held in memory (per-query values, queries, stores,
+    # runs); read back from the files by a cold Stage III, every table is the same, byte for
+    # byte
+    from tiap.sensitivity import analyze, write_sensitivity
+
+    cfg = load_config(ROOT / "configs" / "locomo.toml")
+    cold = analyze([(cfg.name, root / "rescore")], seed=cfg.seed, resamples=cfg.resamples,
+                   alpha=cfg.alpha, correction=cfg.correction, min_effect=cfg.min_effect,
+                   configs={f"{d}-bm25": [f"{m}-bm25" for m in ms]
+                            for d, ms in cfg.design.items()})
+    write_sensitivity(cold, tmp_path / "cold")
+    tables = sorted(p.name for p in (root / "sensitivity").glob("*.csv"))
+    assert "winner_flips.csv" in tables and "answers.csv" in tables
+    assert tables == sorted(p.name for p in (tmp_path / "cold").glob("*.csv"))
+    for name in tables:
+        assert (root / "sensitivity" / name).read_bytes() == (tmp_path / "cold" / name
+                                                               ).read_bytes(), name
     # the trace carries its provenance header
     first = json.loads((root / "runs" / "f1-bm25.jsonl").read_text().split("\n", 1)[0])
     assert first.get("tiap_trace") == 1

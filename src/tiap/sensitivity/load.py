@@ -36,7 +36,7 @@ from tiap.io import json_error, utf8_error
 from tiap.scoring.measures import Measure, parse_measure
 
 __all__ = ["Dataset", "PerQuery", "SystemScores", "iter_csv", "load_datasets", "load_rescore_dir",
-           "read_per_query"]
+           "per_query_of", "read_per_query"]
 
 csv.field_size_limit(1 << 30)
 
@@ -405,8 +405,23 @@ def read_per_query(path: str | Path, manifest: Mapping[str, Any] | None = None,
     return PerQuery(order, values)
 
 
-def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
-    """Read one rescore folder (the values stay keyed by system, target and measure)."""
+def per_query_of(result: Any) -> PerQuery:
+    """The :class:`PerQuery` that :func:`read_per_query` reads back from the
+    ``per_query.csv`` written for ``result`` (a :class:`tiap.scoring.rescore.RescoreResult`):
+    the file holds every value by ``repr``, so the two are equal bit for bit (checked by the
+    tests). For a caller that wrote the folder and still holds the result."""
+    order = {s: {q: i for i, q in enumerate(result.query_ids[s])} for s in result.systems}
+    values = {(s, t, str(m)): np.array(result.values[(s, t, m)], np.float64)
+              for s in result.systems for t in result.target_names for m in result.measures}
+    return PerQuery(order, values)
+
+
+def load_rescore_dir(path: str | Path, name: str | None = None, *,
+                     per_query: PerQuery | None = None) -> _Folder:
+    """Read one rescore folder (the values stay keyed by system, target and measure).
+
+    ``per_query``: the folder's ``per_query.csv`` as the caller that wrote it holds it
+    (:func:`per_query_of`), instead of reading the file again."""
     path = Path(path)
     if not path.is_dir():
         raise TiapError("no such folder", file=path)
@@ -414,7 +429,8 @@ def load_rescore_dir(path: str | Path, name: str | None = None) -> _Folder:
     pq = path / "per_query.csv"
     if not pq.exists():
         raise TiapError("per_query.csv is missing", file=path)
-    per_query = read_per_query(pq, man, path / "manifest.json")
+    if per_query is None:
+        per_query = read_per_query(pq, man, path / "manifest.json")
     order, values = per_query.order, per_query.values
     bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
     iv = path / "intervals.csv"
@@ -502,19 +518,23 @@ def _group_key(folder: _Folder) -> str:
     return "folder:" + str(folder.path.resolve())
 
 
-def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]]) -> list[Dataset]:
+def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *,
+                  preloaded: Mapping[Path, Any] | None = None) -> list[Dataset]:
     """Read rescore folders (``PATH`` or ``NAME=PATH``) and pool those sharing a queries file.
 
     Pooled folders must agree on the credit mode and on the spec of every target they share;
     only the targets and measures every pooled folder has are kept. A system name may occur
-    once per dataset.
+    once per dataset. ``preloaded`` maps the resolved path of a folder's ``per_query.csv`` to
+    its :class:`PerQuery` where the caller holds it (:func:`per_query_of`).
     """
     folders: list[_Folder] = []
     problems: list[Problem] = []
     for spec in specs:
         name, path = _split(spec)
+        got = (preloaded or {}).get((path / "per_query.csv").resolve())
         try:
-            folders.append(load_rescore_dir(path, name))
+            folders.append(load_rescore_dir(
+                path, name, per_query=got if isinstance(got, PerQuery) else None))
         except TiapError as exc:
             problems.extend(exc.problems)
     if problems:
