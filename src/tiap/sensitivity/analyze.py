@@ -115,8 +115,10 @@ def analyze(
         min_effect: the smallest gap (in the measure's units) that counts as a practical
             difference: a flip smaller than it is reported, never headlined.
         progress: called as ``progress(description, done, total)`` before each step.
-        preloaded: what the caller already read, by resolved file path (queries, stores,
-            runs), for the answer alignment (:func:`tiap.sensitivity.answers.answer_tables`).
+        preloaded: what the caller already holds, by resolved file path: a rescore folder's
+            ``per_query.csv`` (:func:`tiap.sensitivity.load.per_query_of`), and the queries,
+            stores and runs of the answer alignment
+            (:func:`tiap.sensitivity.answers.answer_tables`).
     """
     if correction not in CORRECTIONS:
         raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
@@ -124,7 +126,7 @@ def analyze(
     if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)) or not (
             min_effect >= 0 and math.isfinite(min_effect)):
         raise TiapError(f"--min-effect must be a non-negative number, got {min_effect!r}")
-    datasets = load_datasets(dirs)
+    datasets = load_datasets(dirs, preloaded=preloaded)
     notes: list[str] = [n for ds in datasets for n in ds.notes]
     total = (2 * len(datasets) + sum(by_category_tests and len(ds.systems) > 1
                                      for ds in datasets)
@@ -289,6 +291,13 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
 
 def fmt(v: Any) -> str:
     """A CSV cell: floats by repr, None and NaN empty, booleans ``true``/``false``."""
+    kind = type(v)  # the common cells first: a table of 10^5 rows is written cell by cell
+    if kind is float:
+        return repr(v) if v == v else ""
+    if kind is str:
+        return v  # type: ignore[no-any-return]
+    if kind is int:
+        return str(v)
     if v is None:
         return ""
     if isinstance(v, bool | np.bool_):

@@ -147,11 +147,18 @@ def _sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
 
 def extract_answer(question: str, texts: Sequence[str]) -> str:
     """A span of ``texts`` (the top items, best first) answering ``question``."""
+    return _extract(question, tuple(str(t or "") for t in texts))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _extract(question: str, texts: tuple[str, ...]) -> str:
+    """:func:`extract_answer`, computed once per question and top texts (systems over
+    similar stores often rank the same texts: about 30% of the demo's calls)."""
     q = set(_content(question))
     best: tuple[int, int, int] | None = None
     best_sent = ""
     for rank, text in enumerate(texts):
-        for j, (sent, words) in enumerate(_sentences(str(text or ""))):
+        for j, (sent, words) in enumerate(_sentences(text)):
             overlap = len(q & words)
             key = (overlap, -rank, -j)
             if best is None or key > best:
