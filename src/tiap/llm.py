@@ -14,6 +14,11 @@ transport and its retry rules live here:
 - a ``stop`` event cuts a wait short and raises :class:`Interrupted` (a build being shut
   down), so no thread sleeps through a Ctrl-C.
 
+Structured output (:class:`StructuredOutput`): a caller that wants JSON sends a JSON schema
+(``response_format: json_schema``); a server that refuses it is asked again with
+``json_object``, then with the prompt alone, and the mode that worked is kept for the run and
+recorded. A reply cut by ``max_tokens`` has :attr:`ChatReply.finish_reason` ``length``.
+
 The client is thread-safe (one ``httpx.Client`` shared by all threads). Needs the ``llm``
 extra (``httpx``). Its settings are a declared schema (:class:`ClientSettings`, through
 :mod:`tiap.config`): ``timeout="60"`` or ``max_retries=True`` is ``error[config]`` naming the
@@ -313,6 +318,16 @@ class ChatReply:
         return self.status == 200 and self.content is not None
 
     @property
+    def finish_reason(self) -> str | None:
+        """``choices[0].finish_reason`` of a chat completion (``length``: cut by
+        ``max_tokens``)."""
+        try:
+            reason = self.data["choices"][0].get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None
+        return reason if isinstance(reason, str) else None
+
+    @property
     def retryable(self) -> bool:
         """Whether the last failure was of a kind that was retried (retries ran out)."""
         return self.status is None or self.status in RETRYABLE or self.status >= 500
@@ -401,12 +416,14 @@ class ChatClient:
         elif self.stop.wait(delay):
             raise Interrupted("interrupted")
 
-    def post(self, body: dict[str, Any]) -> ChatReply:
-        """Send ``body``; retry what is worth retrying; return the last outcome."""
+    def post(self, body: dict[str, Any], *, max_retries: int | None = None) -> ChatReply:
+        """Send ``body``; retry what is worth retrying (``max_retries`` times, default the
+        client's); return the last outcome."""
         httpx = self.httpx
         client = self._http()
+        retries = self.max_retries if max_retries is None else max_retries
         reply = ChatReply(status=None, attempts=0, error="no attempt made")
-        for attempt in range(self.max_retries + 1):
+        for attempt in range(retries + 1):
             if self.stop is not None and self.stop.is_set():
                 raise Interrupted("interrupted")
             retry_after = None
@@ -429,6 +446,91 @@ class ChatClient:
                 if not reply.retryable:
                     return reply
                 retry_after = resp.headers.get("retry-after")
-            if attempt < self.max_retries:
+            if attempt < retries:
                 self._wait(attempt, retry_after)
         return reply
+
+
+# -- structured output -----------------------------------------------------------------------
+
+#: The ``response_format`` modes, strongest first: a JSON schema the server enforces
+#: (``{"type": "json_schema", ...}``), any JSON object (``{"type": "json_object"}``), or
+#: none (the prompt alone asks for JSON).
+RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+#: The statuses with which a server refuses a ``response_format`` it does not support: a
+#: bad request, or an internal error (llama-cpp-python answers ``json_schema`` with HTTP 500),
+#: tried once each, never retried.
+REFUSALS = frozenset({400, 422, 500, 501})
+
+
+def with_format(body: dict[str, Any], mode: str, name: str,
+                schema: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with the ``response_format`` of ``mode`` (:data:`RESPONSE_FORMATS`)."""
+    out = {k: v for k, v in body.items() if k != "response_format"}
+    if mode == "json_schema":
+        out["response_format"] = {"type": "json_schema",
+                                  "json_schema": {"name": name, "schema": schema,
+                                                  "strict": True}}
+    elif mode == "json_object":
+        out["response_format"] = {"type": "json_object"}
+    elif mode != "none":
+        raise ValueError(f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                         f"got {mode!r}")
+    return out
+
+
+class StructuredOutput:
+    """Posts chat bodies with the strongest ``response_format`` the server accepts.
+
+    The first requests try ``mode`` (:data:`RESPONSE_FORMATS`); when the server refuses it
+    (a status in :data:`REFUSALS`, asked once, without retries) the same request is sent with
+    the next weaker mode, down to ``none``. The first mode that gets HTTP 200 is kept for every
+    later request of the run (:attr:`used`), and each refusal is recorded
+    (:attr:`refusals`: mode, status, start of the body), so the settings say what was really
+    sent. A failure that is not a refusal (a timeout, a 429) is retried as usual and never
+    lowers the mode. Thread-safe.
+    """
+
+    def __init__(self, client: ChatClient, mode: str, name: str,
+                 schema: dict[str, Any]) -> None:
+        if mode not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                             f"got {mode!r}")
+        self.client, self.mode, self.name, self.schema = client, mode, name, schema
+        self.used: str | None = None
+        self.refusals: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def body(self, body: dict[str, Any], mode: str | None = None) -> dict[str, Any]:
+        """``body`` with the ``response_format`` of ``mode`` (default the preferred one)."""
+        return with_format(body, mode or self.mode, self.name, self.schema)
+
+    def post(self, body: dict[str, Any]) -> ChatReply:
+        with self._lock:
+            settled = self.used
+        if settled is not None:
+            return self.client.post(self.body(body, settled))
+        chain = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode):]
+        reply = ChatReply(status=None, attempts=0, error="no attempt made")
+        for i, mode in enumerate(chain):
+            last = i == len(chain) - 1
+            reply = self.client.post(self.body(body, mode), max_retries=None if last else 0)
+            if not last and reply.status in REFUSALS:
+                with self._lock:
+                    self.refusals.append({"response_format": mode, "status": reply.status,
+                                          "body": body_start(reply.text)})
+                continue
+            if not last and reply.status != 200 and reply.retryable:
+                reply = self.client.post(self.body(body, mode))  # transport: retried as usual
+            if reply.status == 200:
+                with self._lock:
+                    if self.used is None:
+                        self.used = mode
+            return reply
+        return reply
+
+    def report(self) -> dict[str, Any]:
+        """What the settings and manifests record: the mode asked for, the mode used (None:
+        no request answered yet) and the refusals."""
+        with self._lock:
+            return {"asked": self.mode, "used": self.used, "refusals": list(self.refusals)}
