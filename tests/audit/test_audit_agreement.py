@@ -14,6 +14,7 @@ from tiap.audit import (
     binary_codes,
     category_counts,
     cohen_kappa,
+    cohen_kappa_interval,
     fleiss_kappa,
     krippendorff_alpha,
     majority_vote,
@@ -65,6 +66,24 @@ def test_kernels_equal_statsmodels_on_random_tables() -> None:
         table = np.zeros((3, 3))
         np.add.at(table, (a, b), 1)
         assert cohen_kappa(a, b, 3) == pytest.approx(sm.cohens_kappa(table).kappa, abs=1e-12)
+        ref = sm.cohens_kappa(table)
+        lo, hi = cohen_kappa_interval(a, b, 3)
+        assert (lo, hi) == (pytest.approx(ref.kappa_low, abs=1e-12),
+                            pytest.approx(ref.kappa_upp, abs=1e-12))
+
+
+def test_kappa_interval_by_hand() -> None:
+    # 2x2: a = [0,0,1,1], b = [0,1,1,1]: p00 = .25, p01 = .25, p11 = .5; rows (.5, .5),
+    # cols (.25, .75); p_o = .75, p_e = .5, kappa = .5.
+    # term_a = .25 (1 - .75 * .5)^2 + .5 (1 - 1.25 * .5)^2 = .09765625 + .0703125
+    # term_b = (1 - .5)^2 * p01 (p_.0 + p_1.)^2 = .25 * .25 * (.25 + .5)^2 = .03515625
+    # term_c = (.5 - .5 * .5)^2 = .0625; var = (.16796875 + .03515625 - .0625) / .25 / 4
+    var = (0.09765625 + 0.0703125 + 0.03515625 - 0.0625) / 0.25 / 4
+    assert var == pytest.approx(0.140625)
+    lo, hi = cohen_kappa_interval([0, 0, 1, 1], [0, 1, 1, 1], 2)
+    half = 1.959963984540054 * math.sqrt(var)
+    assert (lo, hi) == (pytest.approx(0.5 - half, abs=1e-12), pytest.approx(0.5 + half, abs=1e-12))
+    assert all(math.isnan(v) for v in cohen_kappa_interval([0, 0], [0, 0], 3))
 
 
 def test_krippendorff_alpha_reference_example() -> None:
