@@ -57,8 +57,8 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, Field
 
@@ -303,7 +303,10 @@ class ChatReply:
     why); ``text`` the last answer's body (redacted, as everything here); ``data`` and
     ``content`` the parsed chat completion and its ``choices[0].message.content`` (a string:
     JSON text for a structured content, empty for a null one), set only for a 200 answer
-    that is a chat completion.
+    that is a chat completion. ``attempts`` counts every request made for the reply;
+    through :class:`StructuredOutput`, ``response_format`` is the mode of the last one
+    (:data:`RESPONSE_FORMATS`) and ``refused`` how many of them the server refused for their
+    ``response_format`` (counted in ``attempts``).
     """
 
     status: int | None
@@ -312,6 +315,8 @@ class ChatReply:
     data: Any = None
     content: str | None = None
     error: str = ""
+    response_format: str | None = None
+    refused: int = 0
 
     @property
     def ok(self) -> bool:
@@ -457,6 +462,8 @@ class ChatClient:
 #: (``{"type": "json_schema", ...}``), any JSON object (``{"type": "json_object"}``), or
 #: none (the prompt alone asks for JSON).
 RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+#: A ``response_format`` setting (:data:`RESPONSE_FORMATS`).
+ResponseFormat = Literal["json_schema", "json_object", "none"]
 #: The statuses with which a server refuses a ``response_format`` it does not support: a
 #: bad request, or an internal error (llama-cpp-python answers ``json_schema`` with HTTP 500),
 #: tried once each, never retried.
@@ -487,8 +494,10 @@ class StructuredOutput:
     the next weaker mode, down to ``none``. The first mode that gets HTTP 200 is kept for every
     later request of the run (:attr:`used`), and each refusal is recorded
     (:attr:`refusals`: mode, status, start of the body), so the settings say what was really
-    sent. A failure that is not a refusal (a timeout, a 429) is retried as usual and never
-    lowers the mode. Thread-safe.
+    sent. A failure that is not a refusal (a timeout, a 429) is retried as usual (the
+    client's ``max_retries`` in all, the first attempt included) and never lowers the mode.
+    The reply says the mode it was asked with and counts every request made for it
+    (:class:`ChatReply`). Thread-safe.
     """
 
     def __init__(self, client: ChatClient, mode: str, name: str,
@@ -509,24 +518,31 @@ class StructuredOutput:
         with self._lock:
             settled = self.used
         if settled is not None:
-            return self.client.post(self.body(body, settled))
+            return replace(self.client.post(self.body(body, settled)), response_format=settled)
         chain = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode):]
         reply = ChatReply(status=None, attempts=0, error="no attempt made")
+        attempts = refused = 0
         for i, mode in enumerate(chain):
             last = i == len(chain) - 1
             reply = self.client.post(self.body(body, mode), max_retries=None if last else 0)
+            attempts += reply.attempts
             if not last and reply.status in REFUSALS:
+                refused += reply.attempts
                 with self._lock:
                     self.refusals.append({"response_format": mode, "status": reply.status,
                                           "body": body_start(reply.text)})
                 continue
-            if not last and reply.status != 200 and reply.retryable:
-                reply = self.client.post(self.body(body, mode))  # transport: retried as usual
+            retries = self.client.max_retries
+            if not last and reply.status != 200 and reply.retryable and retries:
+                # transport: the retries still owed, after the first wait, as usual
+                self.client._wait(0, None)
+                reply = self.client.post(self.body(body, mode), max_retries=retries - 1)
+                attempts += reply.attempts
             if reply.status == 200:
                 with self._lock:
                     if self.used is None:
                         self.used = mode
-            return reply
+            return replace(reply, attempts=attempts, refused=refused, response_format=mode)
         return reply
 
     def report(self) -> dict[str, Any]:
@@ -534,3 +550,22 @@ class StructuredOutput:
         no request answered yet) and the refusals."""
         with self._lock:
             return {"asked": self.mode, "used": self.used, "refusals": list(self.refusals)}
+
+    def warning(self) -> dict[str, Any] | None:
+        """The manifest entry of the refusals (code ``response_format``), ``None`` when the
+        server refused none."""
+        rep = self.report()
+        refusals = rep["refusals"]
+        if not refusals:
+            return None
+        refused = sorted({r["response_format"] for r in refusals}, key=RESPONSE_FORMATS.index)
+        used = rep["used"]
+        then = ("no reply came" if used is None
+                else "the replies were asked with no response_format (the prompt alone asks "
+                     "for JSON)" if used == "none"
+                else f"the replies were asked with response_format {used}")
+        return {"message": f"{endpoint_id(self.client.url)} refused response_format "
+                           f"{' and '.join(refused)}: {then}",
+                "count": len(refusals),
+                "examples": [f"{r['response_format']}: HTTP {r['status']}, body {r['body']}"
+                             for r in refusals[:MAX_EXAMPLES]]}

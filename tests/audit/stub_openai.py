@@ -8,10 +8,16 @@ chat-completions protocol (``POST /v1/chat/completions`` -> ``{"choices": [{"mes
     [label=partial]   verdict label (default supports)     [serving=raw_needed]
     [429x2]           the first 2 requests answer 429      [500x1] / [500-always]
     [slow-once]       the first request sleeps ``slow`` s  [garbage] prose, no JSON
-    [badjson]         a truncated JSON object              [fence] verdict in ```json
+    [badjson]         JSON cut inside the label            [fence] verdict in ```json
     [empty]           empty content                        [notchat] an HTML body
     [badlabel]        a label outside the rubric           [401] / [400]
+    [unescaped]       a verdict whose notes hold an unescaped quote (invalid JSON)
+    [length]          a verdict cut short, ``finish_reason`` ``length``
     [echo-auth]       the verdict's notes, and the body, repeat the Authorization header
+
+``refuse`` maps a ``response_format`` type (``json_schema``, ``json_object``; ``none``: a
+request without one) to the status answered to every request asking for it, as a server
+that does not support it does (llama-cpp-python answers ``json_schema`` with 500).
 
 It counts every request per question, the successful replies, the requests in flight at
 once, and the Authorization headers it received.
@@ -23,6 +29,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -38,10 +45,18 @@ def _question(body: dict[str, Any]) -> str:
     return ""
 
 
+def format_of(body: dict[str, Any]) -> str:
+    """The ``response_format`` type a request asks for (``none``: it asks for none)."""
+    rf = body.get("response_format")
+    return rf.get("type", "?") if isinstance(rf, dict) else "none"
+
+
 class StubServer:
-    def __init__(self, *, delay: float = 0.0, slow: float = 1.0) -> None:
+    def __init__(self, *, delay: float = 0.0, slow: float = 1.0,
+                 refuse: Mapping[str, int] | None = None) -> None:
         self.delay = delay
         self.slow = slow
+        self.refuse = dict(refuse or {})
         self.lock = threading.Lock()
         self.requests: list[tuple[str, int]] = []  # (question, status), as answered
         self.arrivals: dict[str, int] = {}
@@ -106,6 +121,11 @@ class StubServer:
             with self.lock:
                 self.requests.append((q, status))
 
+        refused = self.refuse.get(format_of(body))
+        if refused is not None:
+            log(refused)
+            h._send(refused, b'{"error": "response_format is not supported"}')
+            return
         for t in tags:
             m = re.fullmatch(r"(429|500)x(\d+)", t)
             if m and seen < int(m.group(2)):
@@ -136,10 +156,16 @@ class StubServer:
         if "badlabel" in tags:
             verdict = json.dumps({"semantic_support_label": "maybe"})
         content: str | None = verdict
+        finish = "stop"
         if "garbage" in tags:
             content = "I think the memory supports the answer."
         elif "badjson" in tags:
-            content = '{"semantic_support_label": "supports", "notes": "cut'
+            content = '{"semantic_support_label": "supp'
+        elif "unescaped" in tags:
+            content = ('{"semantic_support_label": "supports", "serving_semantics_label": '
+                       '"either_ok", "notes": "she said "yes" to it"}')
+        elif "length" in tags:
+            content, finish = verdict[:60], "length"
         elif "fence" in tags:
             content = f"Here is my verdict:\n```json\n{verdict}\n```"
         elif "empty" in tags:
@@ -149,7 +175,7 @@ class StubServer:
         else:
             data = json.dumps({
                 "id": "stub-1", "object": "chat.completion", "model": body.get("model"),
-                "choices": [{"index": 0, "finish_reason": "stop",
+                "choices": [{"index": 0, "finish_reason": finish,
                              "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 **({"echo": {"headers": dict(h.headers)}} if "echo-auth" in tags else {}),

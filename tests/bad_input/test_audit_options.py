@@ -94,6 +94,22 @@ def test_judge_max_invalid_without_an_endpoint_judge_is_refused(tmp_path: Path,
                           "--max-invalid", "0.2"), capsys)
     assert rc == 2 and err.startswith("error[usage]: --max-invalid is for judges that call an "
                                       "endpoint (openai); none of lexical does"), err
+    rc, err = _run(_judge(_cases(tmp_path / "c.jsonl", 2), tmp_path / "j", "--judge", "lexical",
+                          "--max-invalid", "0.2", "--response-format", "none"), capsys)
+    assert rc == 2 and err.startswith("error[usage]: --max-invalid and --response-format are "
+                                      "for judges that call an endpoint (openai); none of "
+                                      "lexical does"), err
+
+
+def test_judge_response_format_is_checked_and_names_the_option(tmp_path: Path,
+                                                               capsys) -> None:
+    rc, err = _run(_judge(_cases(tmp_path / "c.jsonl", 2), tmp_path / "o", "--judge",
+                          "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                          "--response-format", "json"), capsys)
+    assert rc == 2 and err.startswith(
+        "error[usage]: option --response-format: expected 'json_schema', 'json_object' or "
+        "'none', got \"json\" (a string)"), err
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.fixture()

@@ -197,6 +197,12 @@ BUILD_STORE_CASES = [
     (["--parser", "llm", "--timeout", "nan"], "--timeout", "error[usage]", "a number > 0"),
     (["--parser", "llm", "--concurrency", "0"], "--concurrency", "error[usage]", _ge(1)),
     (["--parser", "llm", "--max-retries", "-1"], "--max-retries", "error[usage]", _ge(0)),
+    (["--parser", "llm", "--max-tokens", "0"], "--max-tokens", "error[usage]", _ge(1)),
+    (["--parser", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+      "--response-format", "json_list"], "option --response-format", "error[usage]",
+     "expected 'json_schema', 'json_object' or 'none', got \"json_list\""),
+    (["--parser", "heuristic", "--max-tokens", "64", "--response-format", "none"],
+     "--response-format, --max-tokens", "error[input]", "options for --parser llm only"),
 ]
 
 

@@ -550,7 +550,7 @@ def test_property_parser_turns(body: bytes) -> None:
     p = make_parser("llm", base_url="http://127.0.0.1:9/v1", model="m", max_facts=3,
                     json_retries=0)
     text, data, content = read_completion(body)
-    p.http.post = lambda payload: ChatReply(200, 1, text, data, content)  # type: ignore
+    p.http.post = lambda payload, **kw: ChatReply(200, 1, text, data, content)  # type: ignore
     res = p._turn([{"role": "user", "content": "x"}])  # never raises
     assert res.status in ("ok", "invalid")
     ref = None if content is None else _reference_facts(content, 3)

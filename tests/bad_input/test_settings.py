@@ -61,9 +61,9 @@ CASES = [
      ("config", 'judge \'openai\': key timeout: expected a number, got "60" (a string)')),
     (lambda: make_judge('openai(model="m", timout=60)'),
      ("config", "judge 'openai' takes no argument 'timout' (did you mean 'timeout'?); it "
-                "takes model, base_url, api_key_env, temperature, max_tokens, seed, json_mode, "
-                "timeout, max_retries, backoff, max_backoff, concurrency, max_invalid, name, "
-                "system_template, user_template, rubric_version")),
+                "takes model, base_url, api_key_env, temperature, max_tokens, seed, "
+                "response_format, timeout, max_retries, backoff, max_backoff, concurrency, "
+                "max_invalid, name, system_template, user_template, rubric_version")),
     (lambda: make_judge('openai(model="m", concurrency=0)'),
      ("config", "judge 'openai': key concurrency: expected a value >= 1, got 0 (an integer)")),
     (lambda: make_judge('openai(model="m", max_retries=True)'),  # True was 1 retry
@@ -106,7 +106,8 @@ CASES = [
      ("config", "parser 'llm': key timeuot: unknown key (did you mean 'timeout'?); it takes: "
                 "base_url, model, max_facts, api_key_env, temperature, seed, timeout, "
                 "max_retries, json_retries, backoff, concurrency, context_turns, "
-                "context_chars, max_turn_chars, cache, max_invalid")),
+                "context_chars, max_turn_chars, cache, max_invalid, response_format, "
+                "max_tokens")),
     (lambda: make_parser("llm", base_url="http://x/v1", model="m", context_turns=-1),
      ("config", "parser 'llm': key context_turns: expected a value >= 0, got -1 "
                 "(an integer)")),

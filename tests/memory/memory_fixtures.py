@@ -63,8 +63,30 @@ def turn_text(body: dict[str, Any]) -> str:
     return user.split(TURN_MARK, 1)[1]
 
 
-def chat_reply(content: str) -> Reply:
-    return 200, {"choices": [{"message": {"role": "assistant", "content": content}}]}, {}
+def chat_reply(content: str, finish_reason: str | None = None) -> Reply:
+    choice: dict[str, Any] = {"message": {"role": "assistant", "content": content}}
+    if finish_reason is not None:
+        choice["finish_reason"] = finish_reason
+    return 200, {"choices": [choice]}, {}
+
+
+def format_of(body: dict[str, Any]) -> str:
+    """The ``response_format`` type a request asks for (``none``: it asks for none)."""
+    rf = body.get("response_format")
+    return rf.get("type", "?") if isinstance(rf, dict) else "none"
+
+
+def refusing(statuses: dict[str, int],
+             then: Callable[[dict[str, Any], int], Reply] = lambda body, n: default_reply(body),
+             ) -> Callable[[dict[str, Any], int], Reply]:
+    """A script answering ``statuses[type]`` to every request asking for that
+    ``response_format`` type (a server that does not support it), else ``then``."""
+    def script(body: dict[str, Any], n: int) -> Reply:
+        status = statuses.get(format_of(body))
+        if status is not None:
+            return status, f"{format_of(body)} is not supported", {}
+        return then(body, n)
+    return script
 
 
 def default_reply(body: dict[str, Any]) -> Reply:

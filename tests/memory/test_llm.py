@@ -19,7 +19,9 @@ from memory_fixtures import (
     InlineDataset,
     chat_reply,
     default_reply,
+    format_of,
     read_rows,
+    refusing,
     turn_text,
 )
 
@@ -263,3 +265,128 @@ def test_kill_and_resume(fake_llm: FakeServer, data_dir: Path, tmp_path: Path) -
     assert (out / "items.jsonl").read_bytes() == (fresh / "items.jsonl").read_bytes()
     rows = read_rows(out / "items.jsonl")
     assert sum(r["kind"] == "fact" for r in rows) == 2 * 419
+
+
+# -- structured output (response_format) and max_tokens --------------------------------------
+
+FACTS_FORMAT = {"type": "json_schema", "json_schema": {"name": "facts", "strict": True,
+                                                     "schema": {
+    "type": "object",
+    "properties": {"facts": {"type": "array", "items": {"type": "string"}, "maxItems": 3}},
+    "required": ["facts"], "additionalProperties": False}}}
+
+
+def test_requests_ask_for_the_facts_schema_and_cap_the_tokens(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s")
+    assert len(fake_llm.requests) == 5
+    assert all(b["response_format"] == FACTS_FORMAT for b in fake_llm.requests)
+    assert all(b["max_tokens"] == 512 for b in fake_llm.requests)
+    st = res.manifest["parser_stats"]
+    assert st["response_format"] == {"asked": "json_schema", "used": "json_schema",
+                                     "refusals": []}
+    assert st["max_tokens"] == 512 and st["replies_cut"] == 0
+    args = res.manifest["parser"]["args"]
+    assert (args["response_format"], args["max_tokens"]) == ("json_schema", 512)
+    assert "warnings" not in res.manifest
+    fake_llm.requests.clear()
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path, max_tokens=64,
+                                           response_format="none"), tmp_path / "s2")
+    assert all("response_format" not in b and b["max_tokens"] == 64 for b in fake_llm.requests)
+
+
+def test_max_tokens_and_the_format_asked_for_are_in_the_cache_key(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    messages = [{"role": "user", "content": "x"}]
+    keys = {(rf, mt): llm_parser(fake_llm, tmp_path, response_format=rf, max_tokens=mt).key(
+        messages) for rf in ("json_schema", "json_object") for mt in (512, 100)}
+    assert len(set(keys.values())) == 4
+    assert llm_parser(fake_llm, tmp_path).key(messages) == keys[("json_schema", 512)]
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s")
+    build_store(inline_dataset, llm_parser(fake_llm, tmp_path, max_tokens=512), tmp_path / "s")
+    assert len(fake_llm.requests) == 5  # the same key: all five from the cache
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, max_tokens=100),
+                      tmp_path / "s")
+    assert len(fake_llm.requests) == 10 and res.manifest["parser_stats"]["cache_hits"] == 0
+
+
+def test_a_500_to_json_schema_falls_back_to_json_object_at_once_and_for_good(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    fake_llm.script = refusing({"json_schema": 500})
+    t = time.monotonic()
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, backoff=5.0),
+                      tmp_path / "s")  # a retry would wait 5 s
+    assert time.monotonic() - t < 2.5
+    assert [format_of(b) for b in fake_llm.requests] == ["json_schema"] + ["json_object"] * 5
+    first, again = fake_llm.requests[:2]  # the same request, asked again as json_object
+    assert first["messages"] == again["messages"] and again["response_format"] == {
+        "type": "json_object"}
+    assert res.counts["by_kind"]["fact"] == 10
+    st = res.manifest["parser_stats"]
+    assert (st["requests"], st["http_retries"], st["turns_invalid"]) == (6, 0, 0)
+    assert st["response_format"] == {
+        "asked": "json_schema", "used": "json_object",
+        "refusals": [{"response_format": "json_schema", "status": 500,
+                      "body": "'json_schema is not supported'"}]}
+    w = res.manifest["warnings"]["response_format"]
+    assert w["count"] == 1 and w["message"] == (
+        f"{fake_llm.url}/chat/completions refused response_format json_schema: the replies "
+        "were asked with response_format json_object")
+
+
+def test_a_server_refusing_both_formats_is_asked_without_one(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    fake_llm.script = refusing({"json_schema": 400, "json_object": 422})
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s")
+    assert [format_of(b) for b in fake_llm.requests] == ["json_schema", "json_object",
+                                                         *["none"] * 5]
+    assert res.counts["by_kind"]["fact"] == 10
+    st = res.manifest["parser_stats"]
+    assert st["requests"] == 7 and st["http_retries"] == 0
+    rf = st["response_format"]
+    assert rf["used"] == "none" and [(r["response_format"], r["status"])
+                                     for r in rf["refusals"]] == [("json_schema", 400),
+                                                                  ("json_object", 422)]
+    assert res.manifest["warnings"]["response_format"]["count"] == 2
+
+
+def test_a_reply_cut_at_max_tokens_is_an_invalid_turn(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    def script(body: dict[str, Any], n: int):  # type: ignore[no-untyped-def]
+        if "support group" in turn_text(body):  # valid JSON, but the cap cut the reply
+            return chat_reply(json.dumps({"facts": ["A.", "B."]}), finish_reason="length")
+        return default_reply(body)
+
+    fake_llm.script = script
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, max_tokens=40),
+                      tmp_path / "s")
+    st = res.manifest["parser_stats"]
+    assert (st["turns_invalid"], st["json_retries"], st["replies_cut"]) == (1, 1, 2)
+    assert st["invalid_reasons"] == {"cut at max_tokens=40": 1}
+    assert res.manifest["warnings"]["invalid_reply"]["examples"] == [
+        "record c1:D1:3: cut at max_tokens=40"]
+    rows = read_rows(tmp_path / "s" / "items.jsonl")
+    assert not [r for r in rows if r["kind"] == "fact" and r["sources"] == ["c1:D1:3"]]
+    assert res.counts["by_kind"]["fact"] == 8
+    retry = [b for b in fake_llm.requests if "support group" in turn_text(b)][1]
+    assert "cut at max_tokens=40" in retry["messages"][3]["content"]
+
+
+def test_cli_response_format_and_max_tokens_reach_the_requests(
+        fake_llm: FakeServer, data_dir: Path, tmp_path: Path) -> None:
+    from tiap.cli.main import main
+
+    out = tmp_path / "store"
+    assert main(["build-store", "locomo", "--parser", "llm", "--collections", "conv-26",
+                 "--base-url", fake_llm.url, "--model", "fake-model", "--max-facts", "2",
+                 "--concurrency", "4", "--cache", str(tmp_path / "c.sqlite"), "--data",
+                 str(data_dir), "--response-format", "json_object", "--max-tokens", "64",
+                 "--out", str(out)]) == 0
+    assert len(fake_llm.requests) == 419
+    assert all(b["response_format"] == {"type": "json_object"} and b["max_tokens"] == 64
+               for b in fake_llm.requests)
+    man = json.loads((out / "manifest.json").read_text())
+    assert (man["parser"]["args"]["response_format"], man["parser"]["args"]["max_tokens"]) == (
+        "json_object", 64)
+    assert man["parser_stats"]["response_format"] == {"asked": "json_object",
+                                                      "used": "json_object", "refusals": []}

@@ -75,7 +75,7 @@ from tiap.audit.labels import (
 )
 from tiap.config import Invalid, Settings, active_options, command_options, did_you_mean
 from tiap.errors import TiapError
-from tiap.llm import MAX_INVALID
+from tiap.llm import MAX_INVALID, StructuredOutput
 
 Request = dict[str, Any]
 
@@ -118,6 +118,9 @@ class Judge(ABC):
             of a judge with an endpoint are watched by :class:`tiap.llm.InvalidReplies`: a
             run where more than ``max_invalid`` of them are not :meth:`reusable` stops with
             ``error[endpoint]``.
+        structured: how a network judge asks for structured output
+            (:class:`tiap.llm.StructuredOutput`; ``None``: it does not); its report is
+            recorded in the run's manifest.
     """
 
     factory: ClassVar[str] = ""
@@ -129,6 +132,7 @@ class Judge(ABC):
     batch_size: int | None = None
     endpoint: str | None = None
     max_invalid: float = MAX_INVALID
+    structured: StructuredOutput | None = None
 
     @abstractmethod
     def settings(self) -> dict[str, Any]:

@@ -145,7 +145,8 @@ class Verdict:
     Attributes:
         label: a semantic label, or ``unscored``.
         serving_label: a serving label, or ``None`` when the judge gives none.
-        reason: why the verdict is ``unscored`` (``None`` otherwise).
+        reason: why the verdict is ``unscored``; for a scored one, how its label was read
+            when not as usual (``label recovered from invalid JSON: ...``), else ``None``.
         notes: the judge's own explanation, when it gives one.
         raw_response: the judge's reply exactly as received (LLM judges), else ``None``.
         score: the statistic an offline judge thresholds (coverage, cosine), else ``None``.

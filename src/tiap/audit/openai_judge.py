@@ -9,13 +9,27 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
 - **Retries**: HTTP 429 and 5xx answers, timeouts and connection errors are retried up to
   ``max_retries`` times, waiting ``backoff * 2**attempt`` seconds (at most ``max_backoff``)
   or the server's ``Retry-After``. When they are exhausted the case is ``unscored`` with
-  the reason (``HTTP 500 after 4 attempts``); the run goes on.
+  the reason (``HTTP 500 after 5 attempts``); the run goes on. (Until a mode of structured
+  output got a reply, a 400, 422, 500 or 501 is a refusal of the mode, below, not retried.)
 - **Bad requests for one case** (HTTP 400, 413, 422) make that case ``unscored``.
   **Configuration errors** (401, 403, 404 and other 4xx) stop the run with a
   :class:`~tiap.errors.TiapError` naming the status: every case would fail the same way.
+- **Structured output** (``response_format``, default ``json_schema``): the request asks
+  for the rubric's verdict as a JSON schema (:data:`tiap.audit.rubric.VERDICT_SCHEMA`), or
+  any JSON object (``json_object``), or neither (``none``: the rubric's text alone asks for
+  JSON). A server that refuses the mode (HTTP 400, 422, 500, 501: llama-cpp-python answers
+  ``json_schema`` with 500) is asked the same request at once with the next weaker mode, and
+  the mode that worked is kept for the run (:class:`tiap.llm.StructuredOutput`). The verdict's
+  ``response`` names the mode its reply was asked with; the settings name the mode asked
+  for; the run's manifest records both and the refusals (``counts[].response_format``, and
+  ``warnings.response_format`` when the server refused one).
+- **Length**: ``max_tokens`` (default 400) caps every reply; a reply the cap cut
+  (``finish_reason`` ``length``) is ``unscored`` (``cut at max_tokens=400``).
 - **Unparseable replies** (not JSON, no label, a label outside the rubric, an empty reply,
   a body that is not a chat completion) are ``unscored`` with the reason; the reply is kept
-  in ``raw_response``.
+  in ``raw_response``. Invalid JSON whose label pairs can still be read (an unescaped quote
+  in the notes) gives the label, without notes, and says so in the reason
+  (:func:`tiap.audit.rubric.parse_verdict`).
 - **Only valid replies are cached** (:meth:`OpenAIJudge.reusable`: scored verdicts): an
   unscored verdict (an unparseable reply, an error status after the retries) is written to
   ``labels.jsonl`` and counted (``warnings.invalid_reply``), never cached, so the next run
@@ -32,14 +46,17 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
 - **Request** (:meth:`OpenAIJudge.request`, the verdict's key): ``{"base_url": ..., "body":
   ...}`` with the endpoint (:func:`tiap.llm.endpoint_id`: a password in the URL redacted)
   and the exact body POSTed: ``model``, the rendered ``messages``, ``temperature``,
-  ``max_tokens``, and ``seed`` / ``response_format`` when set. Timeouts, retries,
-  concurrency, the key's variable and the judge's name are not part of it.
+  ``max_tokens``, ``seed`` when set, and the ``response_format`` of the mode asked for
+  (none for ``none``; the key stays the same when the server makes the judge fall back to
+  a weaker mode). Timeouts, retries, concurrency, the key's variable and the judge's name
+  are not part of it.
 
 - **Settings** are a declared schema (:class:`OpenAISettings`, through :mod:`tiap.config`):
-  ``timeout="60"``, ``max_retries=True`` or ``concurrency=0`` is ``error[config]`` naming
-  the key and what it expects (``error[usage]`` naming the option when a command option gave
-  it), an unknown key names the known ones with a did-you-mean, and a ``user_template``
-  with a placeholder the rubric does not fill is refused before any request.
+  ``timeout="60"``, ``max_retries=True``, ``concurrency=0`` or ``response_format="json"`` is
+  ``error[config]`` naming the key and what it expects (``error[usage]`` naming the option
+  when a command option gave it), an unknown key names the known ones with a did-you-mean,
+  and a ``user_template`` with a placeholder the rubric does not fill is refused before any
+  request.
 
 Needs the ``llm`` extra (``httpx``).
 """
@@ -56,10 +73,13 @@ from pydantic import Field, field_validator, model_validator
 from tiap.audit.judges import Judge, Request
 from tiap.audit.labels import UNSCORED, Verdict
 from tiap.audit.rubric import (
+    LABEL_PAIR_PATTERN,
     PARSE_PATTERN,
     RUBRIC_VERSION,
     SYSTEM_TEMPLATE,
     USER_TEMPLATE,
+    VERDICT_SCHEMA,
+    VERDICT_SCHEMA_NAME,
     parse_verdict,
     render_messages,
 )
@@ -71,8 +91,10 @@ from tiap.llm import (
     ChatClient,
     ChatReply,
     EnvName,
+    ResponseFormat,
     Seconds,
     Share,
+    StructuredOutput,
     Wait,
     body_start,
     endpoint_id,
@@ -97,7 +119,7 @@ class OpenAISettings(Settings):
     temperature: float = Field(0.0, ge=0, allow_inf_nan=False)
     max_tokens: int = Field(400, ge=1)
     seed: int | None = None
-    json_mode: bool = False
+    response_format: ResponseFormat = "json_schema"
     timeout: Seconds = 60.0
     max_retries: int = Field(4, ge=0)
     backoff: Wait = 1.0
@@ -147,9 +169,10 @@ class OpenAIJudge(Judge):
         api_key_env: the environment variable holding the key (it may be unset for local
             servers).
         temperature: sampling temperature (0: the paper's setting).
-        max_tokens: the reply's length limit.
+        max_tokens: the reply's length limit (a reply it cuts is ``unscored``).
         seed: sent when given (servers that honour it make replies reproducible).
-        json_mode: send ``response_format={"type": "json_object"}``.
+        response_format: ``json_schema`` (the verdict's schema), ``json_object`` or
+            ``none``; a server that refuses it gets the next weaker (module docstring).
         timeout: seconds per request.
         max_retries: retries after the first attempt, on 429 / 5xx / timeouts.
         backoff, max_backoff: the retry waits, in seconds.
@@ -172,7 +195,7 @@ class OpenAIJudge(Judge):
         temperature: float = 0.0,
         max_tokens: int = 400,
         seed: int | None = None,
-        json_mode: bool = False,
+        response_format: str = "json_schema",
         timeout: float = 60.0,
         max_retries: int = 4,
         backoff: float = 1.0,
@@ -187,17 +210,17 @@ class OpenAIJudge(Judge):
         s = OpenAISettings(
             model=model, base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
             api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens, seed=seed,
-            json_mode=json_mode, timeout=timeout, max_retries=max_retries, backoff=backoff,
-            max_backoff=max_backoff, concurrency=concurrency, max_invalid=max_invalid,
-            name=name, system_template=system_template, user_template=user_template,
-            rubric_version=rubric_version)
+            response_format=response_format, timeout=timeout, max_retries=max_retries,
+            backoff=backoff, max_backoff=max_backoff, concurrency=concurrency,
+            max_invalid=max_invalid, name=name, system_template=system_template,
+            user_template=user_template, rubric_version=rubric_version)
         self.model = str(s.model)
         self.base_url = (s.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = s.api_key_env
         self.temperature = s.temperature
         self.max_tokens = s.max_tokens
         self.seed = s.seed
-        self.json_mode = s.json_mode
+        self.response_format = s.response_format
         self.timeout = s.timeout
         self.max_retries = s.max_retries
         self.backoff = s.backoff
@@ -211,6 +234,8 @@ class OpenAIJudge(Judge):
         self.http = ChatClient(self.base_url, api_key_env=api_key_env, timeout=self.timeout,
                                max_retries=self.max_retries, backoff=self.backoff,
                                max_backoff=self.max_backoff)
+        self.structured = StructuredOutput(self.http, self.response_format,
+                                           VERDICT_SCHEMA_NAME, VERDICT_SCHEMA)
         self.endpoint = endpoint_id(self.http.url)
 
     def settings(self) -> dict[str, Any]:
@@ -223,11 +248,12 @@ class OpenAIJudge(Judge):
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
-            "json_mode": self.json_mode,
+            "response_format": self.response_format,
             "max_invalid": self.max_invalid,
             "rubric_version": self.rubric_version,
             "template": {"system": self.system_template, "user": self.user_template},
             "parse_pattern": PARSE_PATTERN,
+            "label_pair_pattern": LABEL_PAIR_PATTERN,
         }
 
     # -- transport --------------------------------------------------------------------------
@@ -246,9 +272,7 @@ class OpenAIJudge(Judge):
         }
         if self.seed is not None:
             body["seed"] = self.seed
-        if self.json_mode:
-            body["response_format"] = {"type": "json_object"}
-        return body
+        return self.structured.body(body)  # the response_format of the mode asked for
 
     def request(self, case: Any) -> Request:
         """The endpoint and the exact body POSTed for ``case``."""
@@ -262,7 +286,7 @@ class OpenAIJudge(Judge):
         if request.get("base_url") != endpoint_id(self.base_url):
             raise TiapError(f"this openai judge posts to {endpoint_id(self.base_url)}, not to "
                             f"{request.get('base_url')!r}")
-        reply = self.http.post(request["body"])
+        reply = self.structured.post(request["body"])
         if reply.status == 200:
             return self._verdict(reply)
         if reply.status is None or reply.retryable:
@@ -272,13 +296,15 @@ class OpenAIJudge(Judge):
         if reply.status in _CASE_ERRORS:
             return Verdict(label=UNSCORED, reason=f"HTTP {reply.status}: {text}",
                            raw_response=reply.text, attempts=reply.attempts,
-                           response={"status": reply.status})
+                           response={"status": reply.status,
+                                     "response_format": reply.response_format})
         raise TiapError(f"the endpoint {self.endpoint} answered HTTP {reply.status} (body "
                         f"{body_start(reply.text)}); check --base-url, --model and the API key "
                         f"variable {self.api_key_env}", code="endpoint")
 
     def _verdict(self, reply: ChatReply) -> Verdict:
-        meta: dict[str, Any] = {"status": reply.status}
+        meta: dict[str, Any] = {"status": reply.status,
+                                "response_format": reply.response_format}
         attempts = reply.attempts
         data, content = reply.data, reply.content
         if content is None:
@@ -292,6 +318,9 @@ class OpenAIJudge(Judge):
                 meta["usage"] = dict(data["usage"])
             if choice.get("finish_reason"):
                 meta["finish_reason"] = choice["finish_reason"]
+        if reply.finish_reason == "length":  # the JSON is cut, or the model was looping
+            return Verdict(label=UNSCORED, reason=f"cut at max_tokens={self.max_tokens}",
+                           raw_response=content, attempts=attempts, response=meta)
         try:
             v = parse_verdict(content)
         except RecursionError:  # json.loads of a reply nested thousands deep

@@ -27,6 +27,10 @@ recorded. A run started again with the same cache asks only for what is not in i
   more than ``judge.max_invalid`` of its replies are invalid (:class:`tiap.llm.InvalidReplies`:
   checked from the 10th reply on, and at the end with the verdicts reused from the cache
   counted as valid); the valid verdicts are in the cache, no label is written;
+- a judge asking for structured output (``judge.structured``) records what it asked for,
+  what it used and what the server refused (:meth:`tiap.llm.StructuredOutput.report`) in
+  :attr:`JudgeStats.response_format`, and the refusals in :attr:`JudgeStats.warnings`
+  (``response_format``);
 - every row written to the cache is redacted (:func:`tiap.llm.redact`).
 
 Network judges run ``judge.concurrency`` cases at once in threads; only the calling thread
@@ -208,17 +212,24 @@ class JudgeStats:
     unscored: int = 0
     seconds: float = 0.0
     unscored_reasons: dict[str, int] = field(default_factory=dict)
-    #: counted warnings by code (``invalid_reply``: the endpoint's unusable replies)
+    #: counted warnings by code (``invalid_reply``: the endpoint's unusable replies;
+    #: ``response_format``: the structured output modes the endpoint refused)
     warnings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the judge's structured output: ``{asked, used, refusals}``
+    #: (:meth:`tiap.llm.StructuredOutput.report`); ``None`` for a judge that asks for none
+    response_format: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"judge": self.judge, "cases": self.cases, "requests": self.requests,
-                "from_cache": self.cached,
-                "asked": self.asked, "reused_within_run": self.reused,
-                "scored": self.scored, "unscored": self.unscored,
-                "unscored_reasons": dict(sorted(self.unscored_reasons.items())),
-                "warnings": redact(self.warnings),
-                "seconds": round(self.seconds, 3)}
+        out = {"judge": self.judge, "cases": self.cases, "requests": self.requests,
+               "from_cache": self.cached,
+               "asked": self.asked, "reused_within_run": self.reused,
+               "scored": self.scored, "unscored": self.unscored,
+               "unscored_reasons": dict(sorted(self.unscored_reasons.items())),
+               "warnings": redact(self.warnings),
+               "seconds": round(self.seconds, 3)}
+        if self.response_format is not None:
+            out["response_format"] = redact(self.response_format)
+        return out
 
 
 @dataclass(frozen=True)
@@ -341,6 +352,11 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         w = guard.warning()
         if w is not None:
             st.warnings["invalid_reply"] = w
+    if judge.structured is not None:
+        st.response_format = judge.structured.report()
+        w = judge.structured.warning()
+        if w is not None:
+            st.warnings["response_format"] = w
     st.asked = total
     st.requests = len(done)
 

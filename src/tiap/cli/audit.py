@@ -180,6 +180,11 @@ def judge_cmd(
         "openai judge's replies are invalid (default 0.5; 1: never). Invalid replies are "
         "never cached: a rerun asks for them again.", show_default=False,
         callback=finite("--max-invalid", low=0, high=1))] = None,
+    response_format: Annotated[str | None, typer.Option(
+        "--response-format", help="Structured output openai judges ask for: json_schema (the "
+        "default: the server holds the reply to the verdict's JSON schema), json_object (any "
+        "JSON object) or none (the rubric's text alone). A server that refuses one is asked "
+        "with the next; the manifest records what was used.", show_default=False)] = None,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="Verdict cache (default: OUT/cache.sqlite, kept when OUT is "
         "replaced). Rerunning the command asks only for verdicts it does not hold.",
@@ -216,16 +221,21 @@ def judge_cmd(
         all_cases = all_cases[:limit]
     defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
-                "backoff": backoff, "max_invalid": max_invalid}
+                "backoff": backoff, "max_invalid": max_invalid,
+                "response_format": response_format}
     from tiap.config import command_options
 
     with command_options({k: "--" + k.replace("_", "-") for k in defaults}):
         judges = [make_judge(spec, defaults) for spec in judge]
-    if max_invalid is not None and not any(j.endpoint for j in judges):
+    endpoint_only = [f for f, v in (("--max-invalid", max_invalid),
+                                     ("--response-format", response_format)) if v is not None]
+    if endpoint_only and not any(j.endpoint for j in judges):
         for j in judges:
             j.close()
-        raise TiapError("--max-invalid is for judges that call an endpoint (openai); none of "
-                        f"{', '.join(j.name for j in judges)} does", code="usage")
+        raise TiapError(f"{' and '.join(endpoint_only)} "
+                        f"{'are' if len(endpoint_only) > 1 else 'is'} for judges that call an "
+                        f"endpoint (openai); none of {', '.join(j.name for j in judges)} does",
+                        code="usage")
     try:
         with VerdictCache(cache_path) as vc, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

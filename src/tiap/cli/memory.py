@@ -71,6 +71,16 @@ def build_store_cmd(
         "endpoint's replies are invalid (default 0.5; 1: never). Invalid replies are never "
         "cached. " + LLM_ONLY, show_default=False,
         callback=finite("--max-invalid", low=0, high=1))] = None,
+    response_format: Annotated[str | None, typer.Option(
+        "--response-format", help="Structured output asked of the endpoint: json_schema (the "
+        "default: the server holds the reply to the facts' JSON schema), json_object (any "
+        "JSON object) or none (the prompt alone). A server that refuses one is asked with the "
+        "next, and the manifest records what was used. " + LLM_ONLY,
+        show_default=False)] = None,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", min=1, help="Longest reply, in tokens (default 512): a reply cut "
+        "there is invalid, so a model that loops on a turn stops. " + LLM_ONLY,
+        show_default=False)] = None,
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
     force: ForceOption = False,
@@ -87,6 +97,7 @@ def build_store_cmd(
         "base_url": base_url, "model": model, "api_key_env": api_key_env,
         "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
         "cache": None if cache is None else str(cache), "max_invalid": max_invalid,
+        "response_format": response_format, "max_tokens": max_tokens,
     }
     given = {k: v for k, v in llm_opts.items() if v is not None}
     problems: list[Problem] = []

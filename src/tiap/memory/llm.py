@@ -1,13 +1,25 @@
 """The ``llm`` parser: facts from any OpenAI-compatible chat-completions endpoint.
 
 For each turn the model gets the speakers' names, the session date, a few preceding turns
-of the session (to resolve references) and the turn itself, and is asked for a JSON list of
-at most ``max_facts`` self-contained facts (:data:`SYSTEM_PROMPT`, version
-:data:`PROMPT_VERSION`). Works with Ollama (``http://127.0.0.1:11434/v1``), vLLM, llama.cpp's
-server and hosted APIs: ``POST {base_url}/chat/completions``.
+of the session (to resolve references) and the turn itself, and is asked for a JSON object
+``{"facts": [...]}`` of at most ``max_facts`` self-contained facts (:data:`SYSTEM_PROMPT`,
+version :data:`PROMPT_VERSION`). Works with Ollama (``http://127.0.0.1:11434/v1``), vLLM,
+llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
 
-- **Output checking**: the reply must be a JSON list of strings (``{"facts": [...]}`` and a
-  fenced code block are accepted too); facts beyond ``max_facts`` are dropped (counted). An
+- **Structured output** (``response_format``, default ``json_schema``): the request asks for
+  that object as a JSON schema (:func:`facts_schema`: ``facts``, an array of at most
+  ``max_facts`` strings), or any JSON object (``json_object``), or neither (``none``: the
+  prompt alone asks for JSON). A server that refuses the mode (HTTP 400, 422, 500, 501:
+  llama-cpp-python answers ``json_schema`` with 500) is asked the same request at once with
+  the next weaker mode, and the mode that worked is kept for the build
+  (:class:`tiap.llm.StructuredOutput`); the manifest records it (``parser_stats.
+  response_format``: asked, used, refusals; ``warnings.response_format`` when the server
+  refused one).
+- **Length**: every request sends ``max_tokens`` (default 512), so a model that loops on a
+  turn stops; a reply the cap cut (``finish_reason`` ``length``) is invalid
+  (``cut at max_tokens=512``), asked again and counted as below.
+- **Output checking**: the reply must be JSON: ``{"facts": [...]}`` or a list of strings (a
+  fenced code block is accepted too); facts beyond ``max_facts`` are dropped (counted). An
   invalid reply is asked again (``json_retries`` times, telling the model what was wrong; a
   body that is not a chat completion, such as an HTML page answered with HTTP 200, is asked
   again as it was); then the turn yields no fact, is counted as ``turns_invalid`` (with its
@@ -21,16 +33,18 @@ server and hosted APIs: ``POST {base_url}/chat/completions``.
   backoff (``backoff * 2**attempt`` seconds, at most 30, or the server's ``Retry-After``),
   up to ``max_retries`` times; then the build stops with an error (nothing is written, and
   the cache keeps every finished turn). Other 4xx answers (a wrong model name, a missing
-  key) stop the build at once.
+  key) stop the build at once. (Until a mode of structured output got a reply, a 400, 422,
+  500 or 501 is a refusal of the mode, above, not retried.)
 - **Concurrency**: up to ``concurrency`` requests in flight (threads); the facts are put
   back in turn order, so the store does not depend on which reply came first.
 - **Cache**: every turn with a valid reply is committed to an SQLite database in WAL mode
   (``cache``; default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the
   endpoint (its base URL, :func:`tiap.llm.endpoint_id`), the model, the prompt version, the
-  seed, the temperature and the full messages (which hold the turn's text, its context, the
-  speakers and the date); never the API key. A build that is interrupted and run again asks
-  the endpoint only for the turns it had not finished; another endpoint or model asks
-  again. An invalid reply is only noted (table ``failures``: the request's key, the turn,
+  seed, the temperature, ``max_tokens``, the ``response_format`` mode asked for (not the
+  one a refusal fell back to) and the full messages (which hold the turn's text, its
+  context, the speakers and the date); never the API key. A build that is interrupted and
+  run again asks the endpoint only for the turns it had not finished; another endpoint or
+  model asks again. An invalid reply is only noted (table ``failures``: the request's key, the turn,
   the reason and the start of the body, redacted), never served; a valid reply later
   removes the note. The cache's schema is versioned (``PRAGMA user_version`` 2): a cache written by
   TIAP before endpoint keys (its keys leave out the base URL, and it holds invalid replies
@@ -43,9 +57,10 @@ server and hosted APIs: ``POST {base_url}/chat/completions``.
   it in a fact, the cache or a message.
 
 - **Settings**: the factory's arguments are a declared schema (:class:`LlmSettings`, through
-  :mod:`tiap.config`), checked before anything is built: ``timeout="60"`` or ``seed=1.5``
-  is ``error[config]`` naming the key and the type expected (``error[usage]`` naming the
-  option when a command option gave it), a missing ``base_url`` or ``model`` names the key.
+  :mod:`tiap.config`), checked before anything is built: ``timeout="60"``, ``seed=1.5`` or
+  ``response_format="json"`` is ``error[config]`` naming the key and the type expected
+  (``error[usage]`` naming the option when a command option gave it), a missing
+  ``base_url`` or ``model`` names the key.
 
 Needs the ``llm`` extra (``httpx``).
 """
@@ -76,8 +91,10 @@ from tiap.llm import (
     EnvName,
     Interrupted,
     InvalidReplies,
+    ResponseFormat,
     Seconds,
     Share,
+    StructuredOutput,
     Wait,
     body_start,
     endpoint_id,
@@ -95,11 +112,11 @@ from tiap.memory.parsers import (
 from tiap.memory.store import Item
 
 __all__ = [
-    "PROMPT_VERSION", "SYSTEM_PROMPT", "LlmCache", "LlmParser", "build_messages", "llm",
-    "parse_facts",
+    "PROMPT_VERSION", "SYSTEM_PROMPT", "LlmCache", "LlmParser", "build_messages", "facts_schema",
+    "llm", "parse_facts",
 ]
 
-PROMPT_VERSION = "tiap-facts-v1"
+PROMPT_VERSION = "tiap-facts-v2"
 
 SYSTEM_PROMPT = """\
 You extract long-term memory facts from one turn of a conversation.
@@ -110,11 +127,16 @@ places, numbers and dates exactly as stated; when the turn uses a relative time 
 Extract only what this turn states. The preceding turns are context for resolving \
 references; do not extract facts from them.
 Skip greetings, thanks, small talk, questions and generic advice. If the turn states \
-nothing worth remembering, return [].
-Reply with a JSON list of at most {max_facts} strings and nothing else."""
+nothing worth remembering, return {{"facts": []}}.
+Reply with one JSON object {{"facts": [...]}} holding a list of at most {max_facts} strings, \
+and nothing else."""
 
-RETRY_PROMPT = ("Your reply was not usable ({reason}). Reply with only a JSON list of at most "
-                "{max_facts} strings, for example [\"Caroline adopted a dog.\"], or [].")
+RETRY_PROMPT = ("Your reply was not usable ({reason}). Reply with only a JSON object holding a "
+                "list of at most {max_facts} strings, for example "
+                "{{\"facts\": [\"Caroline adopted a dog.\"]}}, or {{\"facts\": []}}.")
+
+#: The schema's name in the request (``response_format.json_schema.name``).
+FACTS_SCHEMA_NAME = "facts"
 
 MAX_BACKOFF = 30.0
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -159,6 +181,18 @@ def _label(name: str | None) -> str:
     if not name:
         return "?"
     return name[0].upper() + name[1:]
+
+
+def facts_schema(max_facts: int) -> dict[str, Any]:
+    """The JSON schema of a reply (sent with ``response_format`` ``json_schema``):
+    ``{"facts": [...]}``, at most ``max_facts`` strings, no other key."""
+    return {
+        "type": "object",
+        "properties": {"facts": {"type": "array", "items": {"type": "string"},
+                                 "maxItems": max_facts}},
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
 
 
 def parse_facts(content: str, max_facts: int) -> tuple[list[str], int]:
@@ -332,6 +366,7 @@ class _TurnResult:
     http_retries: int = 0
     json_retries: int = 0
     dropped: int = 0
+    cut: int = 0  # replies cut at max_tokens
 
 
 class _Unavailable(Exception):
@@ -347,6 +382,7 @@ class _Stats:
     json_retries: int = 0
     turns_invalid: int = 0
     facts_dropped_over_cap: int = 0
+    replies_cut: int = 0
 
 
 class LlmParser(Parser):
@@ -373,6 +409,8 @@ class LlmParser(Parser):
         max_turn_chars: int,
         cache: str | Path | None,
         max_invalid: float = MAX_INVALID,
+        response_format: str = "json_schema",
+        max_tokens: int = 512,
     ) -> None:
         self._stop = threading.Event()
         self.http = ChatClient(base_url, api_key_env=api_key_env, timeout=timeout,
@@ -381,6 +419,10 @@ class LlmParser(Parser):
         self.url = self.http.url
         self.model = model
         self.max_facts = max_facts
+        self.response_format = response_format
+        self.max_tokens = max_tokens
+        self.structured = StructuredOutput(self.http, response_format, FACTS_SCHEMA_NAME,
+                                           facts_schema(max_facts))
         self.api_key_env = api_key_env
         self.temperature = temperature
         self.seed = seed
@@ -426,35 +468,40 @@ class LlmParser(Parser):
 
     # -- one request ----------------------------------------------------------------------
     def key(self, messages: list[dict[str, str]]) -> str:
-        """The cache key of a turn's request: the endpoint, the model and what is sent."""
+        """The cache key of a turn's request: the endpoint, the model and what is sent (the
+        ``response_format`` mode asked for, whatever mode a refusal fell back to)."""
         blob = json.dumps(
             {"endpoint": endpoint_id(self.http.base_url), "model": self.model,
              "prompt_version": PROMPT_VERSION, "seed": self.seed,
-             "temperature": self.temperature, "messages": messages},
+             "temperature": self.temperature, "max_tokens": self.max_tokens,
+             "response_format": self.response_format, "messages": messages},
             sort_keys=True, ensure_ascii=False,
         )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """The body of one request (its ``response_format`` is set when it is sent)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages,
-                                "temperature": self.temperature}
+                                "temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.seed is not None:
             body["seed"] = self.seed
         return body
 
-    def _chat(self, messages: list[dict[str, str]], res: _TurnResult) -> str | None:
-        """One completion's text (after the client's retries), ``None`` for a 200 answer
-        that is not a chat completion; raises _Unavailable."""
+    def _chat(self, messages: list[dict[str, str]],
+              res: _TurnResult) -> tuple[str | None, bool]:
+        """One completion's text (after the client's retries; ``None`` for a 200 answer
+        that is not a chat completion) and whether ``max_tokens`` cut it; raises
+        _Unavailable."""
         try:
-            reply = self.http.post(self._payload(messages))
+            reply = self.structured.post(self._payload(messages))
         except Interrupted as exc:
             raise _Unavailable("interrupted") from exc
         res.requests += reply.attempts
-        res.http_retries += max(0, reply.attempts - 1)
+        res.http_retries += max(0, reply.attempts - 1 - reply.refused)
         if reply.status == 200:
             if reply.content is None:
                 res.body = reply.text
-            return reply.content
+            return reply.content, reply.finish_reason == "length"
         last = reply.error
         if reply.status is not None:
             last += ": " + body_start(reply.text)
@@ -472,12 +519,15 @@ class LlmParser(Parser):
         for attempt in range(self.json_retries + 1):
             if attempt:
                 res.json_retries += 1
-            content = self._chat(convo, res)
+            content, cut = self._chat(convo, res)
             if content is None:  # not a chat completion: ask again as it was
                 reason = "HTTP 200 but the body is not a chat completion"
                 convo = list(messages)
                 continue
             try:
+                if cut:  # a cut list, or a model that loops: never read as facts
+                    res.cut += 1
+                    raise ValueError(f"cut at max_tokens={self.max_tokens}")
                 res.facts, res.dropped = parse_facts(content, self.max_facts)
                 return res
             except ValueError as exc:
@@ -525,6 +575,7 @@ class LlmParser(Parser):
                     self.s.http_retries += res.http_retries
                     self.s.json_retries += res.json_retries
                     self.s.facts_dropped_over_cap += res.dropped
+                    self.s.replies_cut += res.cut
                     results[i] = res.facts
                     if res.status != "ok":  # counted, never cached: the next run asks again
                         self.s.turns_invalid += 1
@@ -553,16 +604,26 @@ class LlmParser(Parser):
             "turns": s.turns, "cache_hits": s.cache_hits, "requests": s.requests,
             "http_retries": s.http_retries, "json_retries": s.json_retries,
             "turns_invalid": s.turns_invalid, "facts_dropped_over_cap": s.facts_dropped_over_cap,
+            "replies_cut": s.replies_cut,
             "invalid_reasons": dict(sorted(self.invalid.reasons.items())),
             "max_invalid": self.max_invalid,
+            "max_tokens": self.max_tokens,
+            "response_format": redact(self.structured.report()),
             "cache": str(self.cache_path), "cache_schema": LlmCache.SCHEMA,
             "prompt_version": PROMPT_VERSION,
         }
 
     def warnings(self) -> dict[str, dict[str, Any]]:
-        """The manifest's ``warnings``: ``invalid_reply`` when some turns had no valid reply."""
+        """The manifest's ``warnings``: ``invalid_reply`` when some turns had no valid reply,
+        ``response_format`` when the server refused a structured output mode."""
+        out: dict[str, dict[str, Any]] = {}
         w = self.invalid.warning()
-        return {} if w is None else {"invalid_reply": w}
+        if w is not None:
+            out["invalid_reply"] = w
+        w = self.structured.warning()
+        if w is not None:
+            out["response_format"] = w
+        return out
 
 
 class LlmSettings(Settings):
@@ -586,6 +647,8 @@ class LlmSettings(Settings):
     max_turn_chars: int = Field(6000, ge=1)
     cache: str | Path | None = None
     max_invalid: Share = MAX_INVALID
+    response_format: ResponseFormat = "json_schema"
+    max_tokens: int = Field(512, ge=1)
 
     @field_validator("cache")
     @classmethod
@@ -626,6 +689,8 @@ def llm(
     max_turn_chars: int = 6000,
     cache: str | None = None,
     max_invalid: float = MAX_INVALID,
+    response_format: str = "json_schema",
+    max_tokens: int = 512,
 ) -> LlmParser:
     """Facts from an OpenAI-compatible endpoint: at most ``max_facts`` per turn."""
     s = LlmSettings(
@@ -633,5 +698,6 @@ def llm(
         temperature=temperature, seed=seed, timeout=timeout, max_retries=max_retries,
         json_retries=json_retries, backoff=backoff, concurrency=concurrency,
         context_turns=context_turns, context_chars=context_chars,
-        max_turn_chars=max_turn_chars, cache=cache, max_invalid=max_invalid)
+        max_turn_chars=max_turn_chars, cache=cache, max_invalid=max_invalid,
+        response_format=response_format, max_tokens=max_tokens)
     return LlmParser(**s.model_dump())  # type: ignore[arg-type]  # base_url, model: set
