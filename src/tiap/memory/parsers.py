@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -72,7 +73,9 @@ class ParserSpec:
         return f"{self.name}({inner})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "args": dict(self.args)}
+        """The spec as JSON values (a path given from Python, ``cache=Path(...)``, as text)."""
+        return {"name": self.name, "args": {k: os.fspath(v) if isinstance(v, os.PathLike)
+                                            else v for k, v in self.args.items()}}
 
 
 class Parser:
