@@ -67,3 +67,39 @@ def test_the_llm_parser_on_real_turns(local_llm, data_dir: Path, tmp_path: Path)
     assert stats["requests"] >= 4 and stats["turns_invalid"] <= 1
     # the cache given from Python as a Path is recorded as text
     assert res.manifest["parser"]["args"]["cache"] == str(tmp_path / "llm.sqlite")
+
+
+def test_audit_judge_serves_a_local_model_itself(data_dir: Path, tmp_path: Path, capsys) -> None:
+    import socket
+
+    from tiap.audit.cases import write_cases
+    from tiap.cli.main import main
+
+    cases = read_paper_cases(data_dir / "mtel-mem" / "semantic_audit" / "judged_cases.csv")[:2]
+    write_cases(tmp_path / "cases.jsonl", cases)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["audit", "judge", str(tmp_path / "cases.jsonl"), "--judge", "openai",
+            "--local-model", "smollm2-135m", "--local-port", str(port), "--out",
+            str(tmp_path / "judged")]
+    assert main(args) == 0
+    man = json.loads((tmp_path / "judged" / "manifest.json").read_text())
+    assert man["options"]["local_model"]["model"] == "smollm2-135m"
+    (judge,) = man["judges"]
+    assert judge["model"] == "smollm2-135m"
+    assert judge["base_url"] == f"http://127.0.0.1:{port}/v1"
+    labels = [json.loads(line) for line in
+              (tmp_path / "judged" / "labels.jsonl").read_text().splitlines() if line.strip()]
+    scored = sum(1 for r in labels if r["label"] != "unscored")
+    capsys.readouterr()
+    # a rerun asks only for what was not scored (unscored verdicts are never cached): the
+    # fixed port keeps the verdict cache's keys, which name the endpoint
+    assert main(args) == 0
+    man2 = json.loads((tmp_path / "judged" / "manifest.json").read_text())
+    assert man2["counts"][0]["asked"] == 2 - scored
+    assert man2["counts"][0]["from_cache"] == scored
+    # --local-model and --base-url are two endpoints
+    assert main([*args[:-2], "--base-url", "http://127.0.0.1:9/v1", "--out",
+                 str(tmp_path / "x")]) == 2
+    assert "give --base-url or --local-model, not both" in capsys.readouterr().err

@@ -5,11 +5,13 @@ Thin wrappers over :mod:`tiap.audit`; see docs/audit.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from tiap.cli.common import (
@@ -185,6 +187,15 @@ def judge_cmd(
         "default: the server holds the reply to the verdict's JSON schema), json_object (any "
         "JSON object) or none (the rubric's text alone). A server that refuses one is asked "
         "with the next; the manifest records what was used.", show_default=False)] = None,
+    local_model: Annotated[str | None, typer.Option(
+        "--local-model", help="Serve this local model (see `tiap llm models`) on "
+        "127.0.0.1 for the run and give it to openai judges that name no model and no "
+        "--base-url; defaults then fit a one-slot CPU server: --concurrency 1, --timeout "
+        "600.", show_default=False)] = None,
+    local_port: Annotated[int, typer.Option(
+        "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed, so "
+        "that the verdict cache's keys, which name the endpoint, hold across runs).")
+    ] = 8089,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="Verdict cache (default: OUT/cache.sqlite, kept when OUT is "
         "replaced). Rerunning the command asks only for verdicts it does not hold.",
@@ -200,15 +211,9 @@ def judge_cmd(
     """Judge every case with every judge; writes OUT/labels.jsonl and OUT/manifest.json
     (OUT is replaced whole; the verdict cache in it is kept). Safe to kill and rerun:
     finished verdicts are kept in the cache and never asked for again."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from tiap.audit.cases import read_cases
-    from tiap.audit.judges import make_judge
-    from tiap.audit.labels import LABELS_SCHEMA_VERSION, write_labels
-    from tiap.audit.run import VerdictCache, run_judges
-    from tiap.io import check_output_folder, output_folder
+    from tiap.io import check_output_folder
     from tiap.memory.build import cache_entries
-    from tiap.provenance import input_entry, manifest_header
 
     cache_path = cache or out / "cache.sqlite"
     keep = cache_entries(cache_path, out)  # used in place, kept across the swap
@@ -219,11 +224,42 @@ def judge_cmd(
                         "no contested credit?)", file=cases)
     if limit is not None:
         all_cases = all_cases[:limit]
+    if local_model is not None and base_url is not None:
+        raise TiapError("--local-model serves its own endpoint: give --base-url or "
+                        "--local-model, not both", code="usage")
+    stack = contextlib.ExitStack()
+    local: dict[str, Any] | None = None
+    if local_model is not None:
+        from tiap.local_llm import LocalServer
+
+        srv = stack.enter_context(LocalServer(local_model, port=local_port,
+                                              log=lambda m: err_console.print(escape(m))))
+        local = srv.settings()
+        base_url, model = srv.base_url, model or srv.model
+        concurrency = concurrency or 1
+        timeout = timeout or 600.0
     defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
                 "backoff": backoff, "max_invalid": max_invalid,
                 "response_format": response_format}
+    with stack:
+        _judge_run(cases, out, judge, defaults, all_cases, cache_path, keep, retry_unscored,
+                   limit, force, local, max_invalid, response_format)
+
+
+def _judge_run(cases: Path, out: Path, judge: list[str], defaults: dict[str, Any],
+               all_cases: list[Any], cache_path: Path, keep: Any, retry_unscored: bool,
+               limit: int | None, force: bool, local: dict[str, Any] | None,
+               max_invalid: float | None, response_format: str | None) -> None:
+    """The judging of :func:`judge_cmd`, with the endpoints up."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tiap.audit.judges import make_judge
+    from tiap.audit.labels import LABELS_SCHEMA_VERSION, write_labels
+    from tiap.audit.run import VerdictCache, run_judges
     from tiap.config import command_options
+    from tiap.io import output_folder
+    from tiap.provenance import input_entry, manifest_header
 
     with command_options({k: "--" + k.replace("_", "-") for k in defaults}):
         judges = [make_judge(spec, defaults) for spec in judge]
@@ -257,7 +293,7 @@ def judge_cmd(
     man = manifest_header(JUDGE_COMMAND, LABELS_SCHEMA_VERSION)
     man["inputs"] = {"cases": input_entry(cases)}
     man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
-                      "cache": str(cache_path)}
+                      "cache": str(cache_path), "local_model": local}
     man["judges"] = list(result.judges)
     man["counts"] = [s.to_json() for s in result.stats]
     man["outputs"] = ["labels.jsonl"]
