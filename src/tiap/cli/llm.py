@@ -49,7 +49,9 @@ def models_cmd(
 @app.command("serve")
 def serve_cmd(
     model: ModelOption = "qwen2.5-coder-1.5b",
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    port: Annotated[int, typer.Option(
+        "--port", help="Port on 127.0.0.1 (0: a free one). Keep it fixed across runs: verdict "
+        "and parser caches key requests by the endpoint.")] = 8089,
     ctx: Annotated[int, typer.Option(
         "--ctx", help="Context per slot, in tokens: what the longest request needs (the judge "
         "and the parser about 1,000; `mem0-run --infer` 16,384).")] = 4096,
