@@ -84,6 +84,9 @@ def test_kappa_interval_by_hand() -> None:
     half = 1.959963984540054 * math.sqrt(var)
     assert (lo, hi) == (pytest.approx(0.5 - half, abs=1e-12), pytest.approx(0.5 + half, abs=1e-12))
     assert all(math.isnan(v) for v in cohen_kappa_interval([0, 0], [0, 0], 3))
+    # one rater gives one label only: kappa is 0 and the variance 0, no interval
+    assert cohen_kappa([0, 1, 1, 0], [1, 1, 1, 1], 2) == 0.0
+    assert all(math.isnan(v) for v in cohen_kappa_interval([0, 1, 1, 0], [1, 1, 1, 1], 2))
 
 
 def test_krippendorff_alpha_reference_example() -> None:

@@ -18,7 +18,8 @@ Kernels (pure functions, no I/O):
   (1 - κ))² + (1 - κ)² Σ_{i≠j} p_ij (p_.i + p_j.)² - (κ - p_e (1 - κ))²`` (the ``kappa_low``
   / ``kappa_upp`` of ``statsmodels.stats.inter_rater.cohens_kappa``; the tests hold them
   equal). Every ``cohen_kappa`` column of the report has its ``cohen_kappa_low`` /
-  ``cohen_kappa_high`` at 95%. With n = 120 judgments it is about ±0.1 wide.
+  ``cohen_kappa_high`` at 95%. With n = 120 judgments it is about ±0.1 wide. None when a
+  rater gives one label only (κ is 0 there and the variance degenerates to 0).
 - :func:`fleiss_kappa` (Fleiss 1971), from per-case category counts ``n_ic`` with ``m``
   raters per case: ``P_i = (Σ_c n_ic² - m) / (m (m - 1))``, ``P̄ = mean P_i``,
   ``p_c = Σ_i n_ic / (N m)``, ``P_e = Σ_c p_c²``, ``κ = (P̄ - P_e) / (1 - P_e)``. The report
@@ -142,7 +143,9 @@ def cohen_kappa_interval(a: ArrayLike, b: ArrayLike, n_categories: int | None = 
 
     x, y = _codes(a), _codes(b)
     kappa = cohen_kappa(x, y, n_categories)
-    if math.isnan(kappa) or x.size < 2:
+    if math.isnan(kappa) or x.size < 2 or np.unique(x).size < 2 or np.unique(y).size < 2:
+        # a rater who gives one label only: κ = 0 exactly, and the large-sample variance
+        # degenerates to 0 ([0, 0] would look certain); no interval
         return math.nan, math.nan
     k = n_categories or int(max(x.max(), y.max())) + 1
     p = np.zeros((k, k))
