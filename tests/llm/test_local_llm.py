@@ -157,7 +157,8 @@ def test_cli_models_and_bad_options(capsys) -> None:
 
 
 def test_cli_serve_check_answers(capsys) -> None:
-    assert main(["llm", "serve", "--model", "smollm2-135m", "--ctx", "512", "--check"]) == 0
+    assert main(["llm", "serve", "--model", "smollm2-135m", "--ctx", "512", "--port", "0",
+                 "--check"]) == 0
     out = capsys.readouterr().out
     assert "base_url = http://127.0.0.1:" in out and "model = smollm2-135m" in out
     assert "reply (" in out
