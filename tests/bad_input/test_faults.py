@@ -101,6 +101,11 @@ def test_other_os_errors_are_one_located_line(tmp_path, capsys) -> None:
     assert "Traceback" not in err and str(missing) in err and err.startswith("error[")
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGINT"), reason="needs SIGINT")
 def test_ctrl_c_says_what_was_kept_and_resumes(tmp_path) -> None:
     pytest.importorskip("httpx")
@@ -111,15 +116,19 @@ def test_ctrl_c_says_what_was_kept_and_resumes(tmp_path) -> None:
     env = {**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONUNBUFFERED": "1"}
     with StubServer(delay=0.2) as server:
         run = [*cmd, "--base-url", server.base_url]
+        # the child gets Ctrl-C as a terminal would deliver it: SIGINT at its default and
+        # unblocked, whatever the test worker's own state (this test once failed in the full
+        # suite only, the child finishing every case as if SIGINT never came)
+        worker = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
         proc = subprocess.Popen(run, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, preexec_fn=_default_sigint)
         deadline = time.monotonic() + 60
         while len(server.completed) < 3 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130, err
+        assert proc.returncode == 130, f"worker SIGINT {worker}: {err}"
         assert "Traceback" not in err
         assert "error[interrupted]: interrupted: every verdict received so far is in the " \
                "verdict cache; rerun the same command to resume (tiap audit judge ...)" in err
