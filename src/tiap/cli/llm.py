@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from tiap.cli.common import console, err_console
+from tiap.errors import TiapError
+
+if TYPE_CHECKING:
+    from tiap.local_llm import LocalServer
 
 app = typer.Typer(help="Real small LLMs served locally (llama.cpp on 127.0.0.1).",
                   no_args_is_help=True, rich_markup_mode="markdown")
@@ -82,36 +85,33 @@ def serve_cmd(
             _check(srv)
             return
         err_console.print("serving until Ctrl-C")
-        stop = threading.Event()
         try:
-            while not stop.wait(1.0):
-                if srv.proc is None or srv.proc.poll() is not None:
-                    raise _died(srv)
+            while srv.proc is not None and srv.proc.poll() is None:
+                time.sleep(1.0)
         except KeyboardInterrupt:
             err_console.print("stopping")
+            return
+        raise TiapError("the local server stopped on its own", file=srv.log_file,
+                        code="endpoint")
 
 
-def _died(srv: object) -> Exception:
-    from tiap.errors import TiapError
+def _check(srv: LocalServer) -> None:
+    """One question through TIAP's own client (:class:`tiap.llm.ChatClient`)."""
+    from tiap.llm import ChatClient
 
-    return TiapError("the local server stopped on its own", file=getattr(srv, "log_file", None),
-                     code="endpoint")
-
-
-def _check(srv: object) -> None:
-    import httpx
-
-    from tiap.local_llm import LocalServer
-
-    assert isinstance(srv, LocalServer)
     body = {"model": srv.model, "temperature": 0, "max_tokens": 32,
             "messages": [{"role": "user", "content": "Name the capital of France in one word."}]}
+    client = ChatClient(srv.base_url, api_key_env=None, timeout=300, max_retries=0)
     t0 = time.monotonic()
-    resp = httpx.post(f"{srv.base_url}/chat/completions", json=body, timeout=300)
+    try:
+        reply = client.post(body)
+    finally:
+        client.close()
     took = time.monotonic() - t0
-    resp.raise_for_status()
-    data = resp.json()
-    text = data["choices"][0]["message"]["content"]
-    usage = data.get("usage") or {}
+    if not reply.ok:
+        why = reply.error or f"HTTP {reply.status}"
+        raise TiapError(f"the local server did not answer the check: {why}",
+                        file=srv.log_file, code="endpoint")
+    usage = (reply.data or {}).get("usage") or {}
     console.print(f"reply ({took:.1f} s, {usage.get('completion_tokens', '?')} tokens): "
-                  f"{escape(str(text).strip())}")
+                  f"{escape(str(reply.content).strip())}")
