@@ -103,3 +103,7 @@ def test_audit_judge_serves_a_local_model_itself(data_dir: Path, tmp_path: Path,
     assert main([*args[:-2], "--base-url", "http://127.0.0.1:9/v1", "--out",
                  str(tmp_path / "x")]) == 2
     assert "give --base-url or --local-model, not both" in capsys.readouterr().err
+    # a local model for judges that call no endpoint is refused before any server starts
+    assert main(["audit", "judge", str(tmp_path / "cases.jsonl"), "--judge", "lexical",
+                 "--local-model", "smollm2-135m", "--out", str(tmp_path / "y")]) == 2
+    assert "--local-model is for openai judges" in capsys.readouterr().err

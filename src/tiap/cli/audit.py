@@ -230,7 +230,12 @@ def judge_cmd(
     stack = contextlib.ExitStack()
     local: dict[str, Any] | None = None
     if local_model is not None:
+        from tiap.audit.judges import parse_judge_spec
         from tiap.local_llm import LocalServer
+
+        if not any(parse_judge_spec(j)[0] == "openai" for j in judge):
+            raise TiapError("--local-model is for openai judges; none of the --judge "
+                            "specs is one", code="usage")
 
         srv = stack.enter_context(LocalServer(local_model, port=local_port,
                                               log=lambda m: err_console.print(escape(m))))
