@@ -51,7 +51,8 @@ from typing import Any
 from tiap.errors import TiapError
 from tiap.io import atomic_write
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "LocalModel", "LocalServer", "model_file", "read_gguf_meta"]
+__all__ = ["CLIENT_DEFAULTS", "DEFAULT_MODEL", "DEFAULT_PORT", "MODELS", "LocalModel",
+           "LocalServer", "local_base_url", "model_file", "read_gguf_meta"]
 
 #: The pinned ``xllamacpp`` release (the ``llm-local`` extra).
 XLLAMACPP = "xllamacpp==2026.10.11549"
@@ -103,6 +104,16 @@ MODELS: dict[str, LocalModel] = {
     ),
 }
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+#: The port a local model is served on for a run: fixed, because the caches' keys name the
+#: endpoint (a free port each time would ask every finished request again)
+DEFAULT_PORT = 8089
+#: Client settings that fit a one-slot CPU server: one request at a time, minutes each
+CLIENT_DEFAULTS: dict[str, Any] = {"concurrency": 1, "timeout": 600.0}
+
+
+def local_base_url(port: int = DEFAULT_PORT) -> str:
+    """The ``base_url`` of a :class:`LocalServer` on ``port``."""
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def get_model(name: str) -> LocalModel:

@@ -22,6 +22,12 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     [design]                          # optional: configurations compared in Stage III
     density = ["f1", "f5", "f8"]
 
+    collections = ["conv-26"]         # optional: only these collections (default: all)
+    sessions = 5                      # optional: the first N sessions of each collection
+    local_model = "qwen2.5-coder-1.5b"  # optional: serve it for the llm stores (below)
+    local_port = 8089
+    local_threads = 1                 # llama.cpp threads (2 on an otherwise idle 2-core machine)
+
     sensitivity = true                # Stage III and the HTML report (default true)
     seed = 0                          # seed of the sign-flip tests
     resamples = 10000                 # random sign vectors per shared subset
@@ -50,12 +56,25 @@ credit         group or set
 design         every group names at least 2 of the stores above
 collections    ids, none twice, none empty (``--collections``); each must exist in the
                dataset (checked before the first step writes)
+sessions       >= 1: the first N sessions of each collection (by position) are stored,
+               and the queries whose evidence lies wholly in them are asked
+local_model    a model of ``tiap llm models``; at least one store uses parser ``llm``,
+               and none names another ``base_url`` or ``model``
+local_port     1-65535 (default 8089)
+local_threads  >= 1 (default 1)
 seed           >= 0
 resamples      >= 1 (``--resamples``)
 alpha          a finite number with 0 < alpha < 1
 correction     holm, bh or none (any case)
 min_effect     a finite number >= 0
 =============  =====================================================================
+
+With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
+(:class:`tiap.local_llm.LocalServer`) while the ``llm`` stores are built, and only then (a
+rerun whose stores are up to date starts no server); each ``llm`` store gets its
+``base_url`` and ``model``, and ``concurrency = 1`` and ``timeout = 600`` unless it sets
+them. The port is fixed so that the parser cache's keys, which name the endpoint, hold
+across runs.
 
 A bad value given by an option is reported as ``error[usage]: option --resamples: ...``.
 
@@ -176,6 +195,10 @@ class PipelineConfig(Schema):
     credit: str = "group"
     design: dict[str, Seq[str]] = Field(default_factory=dict)
     collections: Seq[str] = ()  # empty: all
+    sessions: int | None = Field(None, ge=1)  # None: all
+    local_model: str | None = None
+    local_port: int = Field(8089, ge=1, le=65535)
+    local_threads: int = Field(1, ge=1)
     sensitivity: bool = True
     seed: int = Field(0, ge=0)
     resamples: int = Field(10_000, ge=1)
@@ -311,11 +334,72 @@ class PipelineConfig(Schema):
             raise Invalid(f"expected one of {', '.join(CORRECTIONS)}, got {toml_value(v)}")
         return v.lower()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _local_endpoint(cls, data: Any) -> Any:
+        """With ``local_model``, an ``llm`` store that names no endpoint is given the local
+        server's (and the client settings that fit a one-slot CPU server), before the store's
+        arguments are checked."""
+        if not isinstance(data, dict) or not isinstance(data.get("local_model"), str):
+            return data
+        from tiap.local_llm import CLIENT_DEFAULTS, local_base_url
+
+        port = data.get("local_port", 8089)
+        if not isinstance(port, int) or isinstance(port, bool):
+            return data  # reported by the field's own check
+        stores = data.get("stores")
+        if not isinstance(stores, list | tuple):
+            return data
+        fixed = []
+        for s in stores:
+            if isinstance(s, dict) and s.get("parser") == "llm" and isinstance(
+                    s.get("args", {}), dict):
+                args = dict(s.get("args", {}))
+                args.setdefault("base_url", local_base_url(port))
+                args.setdefault("model", data["local_model"])
+                for k, v in CLIENT_DEFAULTS.items():
+                    args.setdefault(k, v)
+                s = {**s, "args": args}
+            fixed.append(s)
+        return {**data, "stores": fixed}
+
+    @field_validator("local_model")
+    @classmethod
+    def _local_model(cls, v: str | None) -> str | None:
+        from tiap.local_llm import MODELS
+
+        if v is not None and v not in MODELS:
+            raise Invalid(f"unknown local model {v!r}{did_you_mean(v, list(MODELS))}; known: "
+                          f"{', '.join(MODELS)} (see `tiap llm models`)")
+        return v
+
+    def llm_stores(self) -> list[StoreSpec]:
+        """The stores the local model's server is for (``local_model`` set)."""
+        if self.local_model is None:
+            return []
+        return [s for s in self.stores if s.parser == "llm"]
+
     @model_validator(mode="after")
     def _across_keys(self) -> PipelineConfig:
         from tiap.scoring.measures import parse_measure
 
         problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.local_model is not None:
+            from tiap.local_llm import local_base_url
+
+            mine = {"base_url": local_base_url(self.local_port), "model": self.local_model}
+            for i, s in enumerate(self.stores):
+                if s.parser != "llm":
+                    continue
+                for key, want in mine.items():
+                    if str(s.args.get(key, "")).rstrip("/") != want:
+                        problems.append((("stores", i, key),
+                                         f"local_model gives the llm stores {key} {want!r}; "
+                                         f"this store names {s.args.get(key)!r}: remove it, "
+                                         "or remove local_model"))
+            if not self.llm_stores():
+                problems.append((("local_model",), "no store uses parser 'llm': the local "
+                                                   "model would serve nothing"))
         try:
             _once([s.name for s in self.stores], "store name")
         except Invalid as exc:
@@ -479,6 +563,10 @@ def run_pipeline(
     skipped: list[str] = []
     ds = load(cfg.dataset, source=DataSource(data))
     ds.verify()  # before anything is written: a bad --data leaves --out untouched
+    if cfg.sessions is not None:
+        from tiap.datasets.base import SessionSlice
+
+        ds = SessionSlice(ds, cfg.sessions)
     pinned = manifest(ds.folder)
     ds_sha = _fingerprint({p: pinned[p].stored_sha256 for p in ds.file_paths()})
 
@@ -516,18 +604,34 @@ def run_pipeline(
             raise TiapError(f"dataset {cfg.dataset} has no queries", code="invalid-value")
         write_queries(qpath, qs)
 
-    step("queries", {"dataset": cfg.dataset, "files": ds_sha, "collections": sorted(wanted)},
-         [qpath], write_q)
+    step("queries", {"dataset": cfg.dataset, "files": ds_sha, "collections": sorted(wanted),
+                     "sessions": cfg.sessions}, [qpath], write_q)
 
-    # 2. stores
-    for s in cfg.stores:
-        sdir = root / "stores" / s.name
-        spec = {"dataset": cfg.dataset, "parser": s.parser, "args": s.args,
-                "collections": sorted(wanted)}
-        step(f"store-{s.name}", spec, [sdir / "items.jsonl"],
-             lambda s=s, sdir=sdir: build_store(
-                 ds, s.parser, sdir, parser_args=dict(s.args),
-                 collections=list(cfg.collections) or None, progress=progress, store=s.name))
+    # 2. stores; the local model is served only while an llm store is being built
+    with contextlib.ExitStack() as server:
+        local: list[Any] = []
+
+        def serve() -> None:
+            if cfg.local_model is None or local:
+                return
+            from tiap.local_llm import LocalServer
+
+            local.append(server.enter_context(LocalServer(
+                cfg.local_model, port=cfg.local_port, threads=cfg.local_threads, log=log)))
+
+        for s in cfg.stores:
+            sdir = root / "stores" / s.name
+            spec = {"dataset": cfg.dataset, "parser": s.parser, "args": s.args,
+                    "collections": sorted(wanted), "sessions": cfg.sessions}
+
+            def build(s: StoreSpec = s, sdir: Path = sdir) -> None:
+                if s in cfg.llm_stores():
+                    serve()
+                build_store(ds, s.parser, sdir, parser_args=dict(s.args),
+                            collections=list(cfg.collections) or None, progress=progress,
+                            store=s.name)
+
+            step(f"store-{s.name}", spec, [sdir / "items.jsonl"], build)
 
     # 3. retrieval
     for system, s, r in cfg.systems():

@@ -429,3 +429,46 @@ def test_property_any_bytes_load_or_raise_tiap_error(tmp_path: Path, data: bytes
     f = tmp_path / "c.toml"
     f.write_bytes(data)
     _check(f)
+
+
+# -- a local model for the llm stores, and a session slice -----------------------------------
+
+LLM_STORE = '\n[[stores]]\nname = "q"\nparser = "llm"\nmax_facts = 1\n'
+
+
+def test_local_model_gives_the_llm_stores_its_endpoint(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text(HEAD + 'local_model = "smollm2-135m"\nlocal_port = 9123\nsessions = 2\n'
+                 + STORES + LLM_STORE + 'timeout = 30.0\n', encoding="utf-8")
+    cfg = load_config(p)
+    heuristic, llm = cfg.stores
+    assert heuristic.args == {}  # only llm stores are given an endpoint
+    assert llm.args == {"max_facts": 1, "base_url": "http://127.0.0.1:9123/v1",
+                        "model": "smollm2-135m", "concurrency": 1, "timeout": 30.0}
+    assert cfg.llm_stores() == [llm] and cfg.sessions == 2 and cfg.local_threads == 1
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # line 3 is the body's first line; the llm store's table starts at line 9
+    ('local_model = "smollm2"\n',
+     ["error[config]: FILE:3: key local_model: unknown local model 'smollm2' (did you mean "
+      "'smollm2-135m'?); known: qwen2.5-coder-1.5b, smollm2-135m (see `tiap llm models`)"]),
+    ('local_model = "smollm2-135m"\n' + LLM_STORE + 'base_url = "http://127.0.0.1:11434/v1"\n',
+     ["error[config]: FILE:13: key stores[1].base_url: local_model gives the llm stores "
+      "base_url 'http://127.0.0.1:8089/v1'; this store names 'http://127.0.0.1:11434/v1': "
+      "remove it, or remove local_model"]),
+    ('local_model = "smollm2-135m"\n' + LLM_STORE + 'model = "qwen2.5"\n',
+     ["error[config]: FILE:13: key stores[1].model: local_model gives the llm stores model "
+      "'smollm2-135m'; this store names 'qwen2.5': remove it, or remove local_model"]),
+    ('local_model = "smollm2-135m"\n',
+     ["error[config]: FILE:3: key local_model: no store uses parser 'llm': the local model "
+      "would serve nothing"]),
+    ("sessions = 0\n", ["error[config]: FILE:3: key sessions: expected a value >= 1, got 0 "
+                        "(an integer)"]),
+    ("local_threads = 0\n", ["error[config]: FILE:3: key local_threads: expected a value >= 1, "
+                             "got 0 (an integer)"]),
+])
+def test_local_model_and_sessions_errors(tmp_path: Path, capsys, body: str,
+                                         expected: list[str]) -> None:
+    head, _, rest = body.partition("\n")
+    _expect(tmp_path, HEAD + head + "\n" + STORES + rest, capsys, expected)

@@ -107,3 +107,17 @@ def test_audit_judge_serves_a_local_model_itself(data_dir: Path, tmp_path: Path,
     assert main(["audit", "judge", str(tmp_path / "cases.jsonl"), "--judge", "lexical",
                  "--local-model", "smollm2-135m", "--out", str(tmp_path / "y")]) == 2
     assert "--local-model is for openai judges" in capsys.readouterr().err
+
+
+def test_mem0_run_local_model_usage_errors(tmp_path: Path, capsys) -> None:
+    from tiap.cli.main import main
+
+    base = ["mem0-run", "locomo", "--out", str(tmp_path / "m"), "--local-model", "smollm2-135m"]
+    assert main(base) == 2  # no --infer: nothing would call the model
+    assert "--local-model serves the LLM of --infer; add --infer" in capsys.readouterr().err
+    assert main([*base, "--infer", "--llm-base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "give --llm-base-url and --llm-model, or --local-model, not both" in (
+        capsys.readouterr().err)
+    assert main([*base[:-1], "smol", "--infer"]) == 2  # an unknown model, before any data
+    assert "unknown local model 'smol'" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()

@@ -3,6 +3,7 @@ search results saved by any harness, is in :mod:`tiap.cli.imports`)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,11 @@ from tiap.cli.common import (
     split_names,
     track,
 )
+
+#: The context of a --local-model server: Mem0's extraction request (its fixed additive
+#: extraction prompt, the existing memories, the last messages and the window) is about
+#: 8,000 tokens, and the reply needs room after it
+MEM0_CTX = 16384
 
 
 def mem0_run_cmd(
@@ -48,6 +54,13 @@ def mem0_run_cmd(
         "--sessions", help="Feed only the first N sessions of each collection and search the "
         "queries whose evidence lies in them.", show_default=False)] = None,
     system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
+    local_model: Annotated[str | None, typer.Option(
+        "--local-model", help="Serve this local model (see `tiap llm models`) on 127.0.0.1 "
+        "for the run, with the 16k-token context Mem0's extraction request needs (--infer "
+        "only; instead of --llm-base-url and --llm-model).", show_default=False)] = None,
+    local_port: Annotated[int, typer.Option(
+        "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed: the "
+        "run's fingerprint names the endpoint, so finished collections are reused).")] = 8089,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Discard the Mem0 stores of an earlier run in --out.")] = False,
     data: DataOption = None,
@@ -60,8 +73,19 @@ def mem0_run_cmd(
     kept; every other file of OUT is replaced by this run's)."""
     from tiap.config import command_options
     from tiap.datasets import DataSource, load
+    from tiap.errors import TiapError
     from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
 
+    if local_model is not None:
+        from tiap.local_llm import get_model, local_base_url
+
+        if not infer:
+            raise TiapError("--local-model serves the LLM of --infer; add --infer",
+                            code="usage")
+        if llm_base_url is not None or llm_model is not None:
+            raise TiapError("--local-model serves its own endpoint: give --llm-base-url and "
+                            "--llm-model, or --local-model, not both", code="usage")
+        llm_base_url, llm_model = local_base_url(local_port), get_model(local_model).name
     with command_options({"infer": "--infer", "window": "--window", "limit": "--limit",
                           "threshold": "--threshold", "llm_base_url": "--llm-base-url",
                           "llm_model": "--llm-model", "max_sessions": "--sessions",
@@ -72,7 +96,18 @@ def mem0_run_cmd(
     wanted = (None if collections is None
               else split_names(collections, "--collections", what="collection ids"))
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    res = run_mem0(ds, out, cfg, collections=wanted, progress=track, fresh=fresh, force=force)
+    with contextlib.ExitStack() as stack:
+        served = None
+        if local_model is not None:
+            from rich.markup import escape
+
+            from tiap.local_llm import LocalServer
+
+            served = stack.enter_context(LocalServer(
+                local_model, port=local_port, ctx=MEM0_CTX,
+                log=lambda m: err_console.print(escape(m)))).settings()
+        res = run_mem0(ds, out, cfg, collections=wanted, progress=track, fresh=fresh,
+                       force=force, served=served)
     t = Table(title=f"Mem0 on {dataset} ({'infer' if infer else 'no infer'})",
               title_justify="left")
     for col in ("collection", "turns fed", "add calls", "memories", "queries", "add s",

@@ -6,7 +6,7 @@
 ('conv-26:D1:3',)
 """
 
-from tiap.datasets.base import Bundle, Dataset, InlineDataset
+from tiap.datasets.base import Bundle, Dataset, InlineDataset, SessionSlice, first_sessions
 from tiap.datasets.files import DataFile, DataSource
 from tiap.datasets.records import (
     Collection,
@@ -21,6 +21,6 @@ from tiap.datasets.registry import REGISTRY, dataset_ids, load
 
 __all__ = [
     "Bundle", "Collection", "DataFile", "DataSource", "Dataset", "DatasetStats", "DerivedMemory",
-    "EvidenceProblem", "InlineDataset", "Query", "REGISTRY", "Session", "Turn", "dataset_ids",
-    "load",
+    "EvidenceProblem", "InlineDataset", "Query", "REGISTRY", "Session", "SessionSlice", "Turn",
+    "dataset_ids", "first_sessions", "load",
 ]

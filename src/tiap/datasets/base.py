@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tiap.datasets.files import DataSource
@@ -164,6 +164,71 @@ class InlineDataset(Dataset):
 
     def expected_collections(self) -> int:
         return len(self._bundles)
+
+
+def first_sessions(bundle: Bundle, n: int) -> Bundle:
+    """The first ``n`` sessions of a collection (by position) as a bundle of their own.
+
+    Kept: those sessions and their turns; the queries whose evidence is non-empty and lies
+    wholly in the kept turns (a query citing a later turn, or none, cannot be answered from
+    the slice and is dropped); the dataset's memories whose session is kept or, for one with
+    no session, whose every source turn is kept; the evidence problems of kept queries.
+    """
+    _check_sessions(n)
+    keep = {s.session_id for s in sorted(bundle.sessions, key=lambda s: s.position)[:n]}
+    turns = tuple(t for t in bundle.turns if t.session_id in keep)
+    units = {t.unit_id for t in turns}
+    queries = tuple(q for q in bundle.queries
+                    if q.evidence and all(e in units for e in q.evidence))
+    qids = {q.query_id for q in queries}
+    memories = tuple(m for m in bundle.memories
+                     if (m.session_id in keep if m.session_id is not None
+                         else bool(m.sources) and all(u in units for u in m.sources)))
+    sessions = tuple(s for s in bundle.sessions if s.session_id in keep)
+    return Bundle(collection=replace(bundle.collection, n_sessions=len(sessions),
+                                     n_turns=len(turns)),
+                  sessions=sessions,
+                  turns=turns, queries=queries, memories=memories,
+                  problems=tuple(p for p in bundle.problems if p.query_id in qids),
+                  notes=bundle.notes)
+
+
+def _check_sessions(n: object) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise TiapError(f"sessions must be a whole number of at least 1, got {n!r}",
+                        code="invalid-value")
+
+
+class SessionSlice(Dataset):
+    """A dataset cut to the first ``n`` sessions of every collection (:func:`first_sessions`):
+    the same files, checksums and id, so stores, queries and traces built on it are the
+    dataset's own records, fewer of them."""
+
+    def __init__(self, dataset: Dataset, n: int) -> None:
+        super().__init__(dataset.source)
+        _check_sessions(n)
+        self.base, self.n = dataset, n
+        self.dataset_id = dataset.dataset_id
+        self.description = f"{dataset.description} (first {n} sessions of each collection)"
+        self.folder = dataset.folder
+
+    def file_paths(self) -> list[str]:
+        return self.base.file_paths()
+
+    def verify(self) -> list[Path]:
+        return self.base.verify()
+
+    def bundles(self) -> Iterator[Bundle]:
+        for b in self.base.bundles():
+            yield first_sessions(b, self.n)
+
+    def dataset_notes(self) -> tuple[str, ...]:
+        return (*self.base.dataset_notes(),
+                f"first {self.n} sessions of each collection; queries whose evidence lies "
+                "wholly in them")
+
+    def expected_collections(self) -> int | None:
+        return self.base.expected_collections()
 
 
 def stream_checked(

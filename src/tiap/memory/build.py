@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.base import Bundle, Dataset, SessionSlice
 from tiap.datasets.records import Turn
 from tiap.errors import Problem, TiapError
 from tiap.io import atomic_write, check_output_folder, output_folder, sha256_file
@@ -409,6 +409,7 @@ def _manifest(
         "id": dataset.dataset_id,
         "description": dataset.description,
         "collections": wanted,  # null: all
+        "sessions": dataset.n if isinstance(dataset, SessionSlice) else None,  # first N
         "files": _dataset_inputs(dataset),
     }
     man["parser"] = parser.spec.to_json()

@@ -269,14 +269,10 @@ def _content(turn: Turn) -> str:
 
 def _slice(bundle: Bundle, max_sessions: int | None) -> tuple[list[Turn], list[Query]]:
     """The turns to feed and the queries to search (all, or a session slice)."""
-    if max_sessions is None:
-        return list(bundle.turns), [q for q in bundle.queries if q.question.strip()]
-    keep = {s.session_id for s in sorted(bundle.sessions, key=lambda s: s.position)[:max_sessions]}
-    turns = [t for t in bundle.turns if t.session_id in keep]
-    units = {t.unit_id for t in turns}
-    queries = [q for q in bundle.queries
-               if q.question.strip() and q.evidence and all(e in units for e in q.evidence)]
-    return turns, queries
+    from tiap.datasets.base import first_sessions
+
+    b = bundle if max_sessions is None else first_sessions(bundle, max_sessions)
+    return list(b.turns), [q for q in b.queries if q.question.strip()]
 
 
 def _windows(turns: Sequence[Turn], size: int) -> Iterator[list[Turn]]:
@@ -382,6 +378,7 @@ def run_mem0(
     progress: ProgressFn | None = None,
     fresh: bool = False,
     force: bool = False,
+    served: dict[str, Any] | None = None,
 ) -> Mem0RunResult:
     """Feed ``dataset`` to Mem0 collection by collection, search its queries, import the trace.
 
@@ -396,6 +393,8 @@ def run_mem0(
         fresh: delete the Mem0 stores of an earlier run in ``out`` first.
         force: replace ``out`` even if it is not an earlier ``mem0-run`` output (its content
             is deleted, except the Mem0 stores); without it such a folder is refused.
+        served: what the manifest records about a local model server TIAP started for
+            the run (:meth:`tiap.local_llm.LocalServer.settings`), if one did.
 
     Raises:
         TiapError: unknown collections; ``out`` holding finished collections made with other
@@ -487,6 +486,7 @@ def run_mem0(
                             "derived memory comes from one or more turns of its window "
                             "(metadata source_window; source_ids for a call of one turn)"),
             },
+            "local_model": served,
             "per_collection": dones, "skipped_finished": skipped,
             "seconds": round(time.perf_counter() - started, 2),
         },
