@@ -115,6 +115,7 @@ from tiap.config import (
 from tiap.config import validate_value as check_type
 from tiap.errors import TiapError
 from tiap.io import atomic_write
+from tiap.local_llm import DEFAULT_PORT
 
 Progress = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
 Log = Callable[[str], None]
@@ -197,7 +198,7 @@ class PipelineConfig(Schema):
     collections: Seq[str] = ()  # empty: all
     sessions: int | None = Field(None, ge=1)  # None: all
     local_model: str | None = None
-    local_port: int = Field(8089, ge=1, le=65535)
+    local_port: int = Field(DEFAULT_PORT, ge=1, le=65535)
     local_threads: int = Field(1, ge=1)
     sensitivity: bool = True
     seed: int = Field(0, ge=0)
@@ -344,7 +345,7 @@ class PipelineConfig(Schema):
             return data
         from tiap.local_llm import CLIENT_DEFAULTS, local_base_url
 
-        port = data.get("local_port", 8089)
+        port = data.get("local_port", DEFAULT_PORT)
         if not isinstance(port, int) or isinstance(port, bool):
             return data  # reported by the field's own check
         stores = data.get("stores")
@@ -602,6 +603,15 @@ def run_pipeline(
                             code="invalid-value")
         if not qs:
             raise TiapError(f"dataset {cfg.dataset} has no queries", code="invalid-value")
+        if cfg.sessions is not None:  # the slice leaves queries out: say how many
+            from tiap.datasets.base import SessionSlice
+
+            assert isinstance(ds, SessionSlice)
+            total = sum(1 for q in ds.base.queries_iter()
+                        if not wanted or q.collection_id in wanted)
+            log(f"sessions = {cfg.sessions}: {len(qs):,} of {total:,} queries have their "
+                f"evidence wholly in the first {cfg.sessions} sessions; the other "
+                f"{total - len(qs):,} are left out")
         write_queries(qpath, qs)
 
     step("queries", {"dataset": cfg.dataset, "files": ds_sha, "collections": sorted(wanted),

@@ -231,7 +231,7 @@ def judge_cmd(
     local: dict[str, Any] | None = None
     if local_model is not None:
         from tiap.audit.judges import parse_judge_spec
-        from tiap.local_llm import LocalServer
+        from tiap.local_llm import CLIENT_DEFAULTS, LocalServer
 
         if not any(parse_judge_spec(j)[0] == "openai" for j in judge):
             raise TiapError("--local-model is for openai judges; none of the --judge "
@@ -241,8 +241,8 @@ def judge_cmd(
                                               log=lambda m: err_console.print(escape(m))))
         local = srv.settings()
         base_url, model = srv.base_url, model or srv.model
-        concurrency = concurrency or 1
-        timeout = timeout or 600.0
+        concurrency = concurrency or CLIENT_DEFAULTS["concurrency"]
+        timeout = timeout or CLIENT_DEFAULTS["timeout"]
     defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
                 "backoff": backoff, "max_invalid": max_invalid,
