@@ -26,7 +26,9 @@ server in a child process (``python -m tiap.local_llm``) bound to ``127.0.0.1`` 
 free port unless one is given, with one llama.cpp thread and one slot by default (on two
 cores, two threads collapse under load, and a one-slot CPU server answers one request at a
 time: callers should send one at a time), waits until ``/health`` answers, and stops it
-(SIGTERM, then SIGKILL). The server never downloads anything (``offline``). Its log goes to
+(SIGTERM, on which the child ends at once even mid-request; SIGKILL if it does not). The
+kernel kills the child when the thread that started it ends (Linux), so a parent killed
+outright leaves no server behind. The server never downloads anything (``offline``). Its log goes to
 a file; when the server fails to start, the error quotes the log's end.
 """
 
@@ -380,6 +382,9 @@ class LocalServer:
             raise TiapError(f"the local server needs the Python package 'xllamacpp'; install "
                             f"it with pip install 'tiap[llm-local]' (or {XLLAMACPP})",
                             code="missing-extra")
+        if self.port and not _port_free(self.port):
+            raise TiapError(f"port {self.port} on 127.0.0.1 is in use (another local server? "
+                            "give another port, or 0 for a free one)", code="endpoint")
         self.path = model_file(self.model, log=self.log)
         if self.log_file is None:
             fd, name = tempfile.mkstemp(prefix=f"tiap-llm-{self.model}-", suffix=".log")
@@ -390,7 +395,8 @@ class LocalServer:
                "--threads", str(self.threads), "--parallel", str(self.parallel)]
         with open(self.log_file, "w", encoding="utf-8") as err:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent())
         line: list[str] = []
         reader = threading.Thread(target=lambda: line.append(
             self.proc.stdout.readline() if self.proc and self.proc.stdout else ""), daemon=True)
@@ -450,6 +456,34 @@ class LocalServer:
         self.url = None
 
 
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the child runs before ``exec`` so that the kernel kills it (SIGKILL) when the
+    thread that started it ends, however that happens: a parent killed with SIGKILL never
+    runs :meth:`LocalServer.stop`, and a server left behind holds a core and a port. Linux
+    only (``prctl(PR_SET_PDEATHSIG)``); elsewhere None. Resolved here, in the parent, so
+    that the forked child imports nothing."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+
+
 # -- the child process -------------------------------------------------------------------------
 
 
@@ -484,8 +518,12 @@ def _serve(argv: Sequence[str] | None = None) -> int:
     print(json.dumps({"url": server.listening_address}), flush=True)
     while not stop.wait(0.5):
         pass
-    del server
-    return 0
+    # Deleting the server waits, holding the GIL, for the request in progress to finish (a
+    # long generation takes minutes). Nothing it holds needs a clean shutdown (the socket
+    # closes with the process), so the process ends at once instead.
+    sys.stderr.write("tiap.local_llm: stopping\n")
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover - run as the server's child process

@@ -173,3 +173,103 @@ def test_a_server_that_cannot_load_its_model_says_why(tmp_path, monkeypatch) -> 
     assert "the local llama.cpp server for fake did not" in str(err.value)
     assert "its log ends:" in str(err.value)
     assert srv.proc is None  # nothing left running
+
+
+def _gone(pid: int, wait: float = 30.0) -> bool:
+    """True once ``pid`` has exited (a zombie nobody reaped counts as exited)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def test_a_request_in_progress_does_not_hold_up_the_stop() -> None:
+    import threading
+
+    srv = LocalServer("smollm2-135m", ctx=1024)
+    srv.start()
+    proc = srv.proc
+    body = {"model": srv.model, "max_tokens": 900, "temperature": 0.8,
+            "messages": [{"role": "user", "content": "Tell a very long story about a cat."}]}
+    asking = threading.Thread(target=lambda: _ignore(
+        lambda: httpx.post(f"{srv.base_url}/chat/completions", json=body, timeout=300)),
+        daemon=True)
+    asking.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the slot is generating
+        slots = httpx.get(f"{srv.url}/slots", timeout=10).json()
+        if any(s.get("is_processing") for s in slots):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the request never started")
+    srv.stop()
+    # the child ended itself on SIGTERM (status 0) mid-generation; it was not killed (-9)
+    assert proc.returncode == 0
+
+
+def _ignore(fn) -> None:
+    try:
+        fn()
+    except httpx.HTTPError:
+        pass
+
+
+def test_a_parent_killed_outright_takes_its_server_with_it(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import time\nfrom tiap.local_llm import LocalServer\n"
+            "s = LocalServer('smollm2-135m', ctx=512)\ns.start()\n"
+            "print(s.proc.pid, flush=True)\ntime.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert not _gone(child, wait=0.5)
+        parent.send_signal(signal.SIGKILL)  # no stop() runs, no handler runs
+        parent.wait(30)
+        assert _gone(child), f"the server {child} outlived its parent"
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def test_sigterm_unwinds_a_command_and_stops_its_server(monkeypatch, capsys) -> None:
+    import signal
+
+    from tiap.cli import llm as cli_llm
+
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    seen: dict[str, int] = {}
+
+    def terminated_while_serving(srv) -> None:
+        seen["child"] = srv.proc.pid
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises before this ends
+        pytest.fail("SIGTERM did not interrupt the command")
+
+    monkeypatch.setattr(cli_llm, "_check", terminated_while_serving)
+    assert main(["llm", "serve", "--model", "smollm2-135m", "--ctx", "512", "--port", "0",
+                 "--check"]) == 143
+    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    assert _gone(seen["child"], wait=0.0)  # stopped by the with block, before main returned
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is taken back
+
+
+def test_a_port_in_use_is_named() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(TiapError, match=f"port {port} on 127.0.0.1 is in use"):
+            LocalServer("smollm2-135m", port=port).start()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Callable
 
 import typer
 
@@ -146,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     from typer.exceptions import TyperException
 
     args = sys.argv[1:] if argv is None else list(argv)
+    terminated: list[int] = []
+    restore = _unwind_on_sigterm(terminated)
     try:
         rc = app(args=args, prog_name="tiap", standalone_mode=False)
     except TiapError as exc:
@@ -153,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             _error(p.code, str(p))
         return 2
     except KeyboardInterrupt:
+        if terminated:
+            _error("interrupted", f"terminated (SIGTERM): {_kept(args)}")
+            return 128 + signal.SIGTERM
         _error("interrupted", f"interrupted: {_kept(args)}")
         return 130
     except typer.Exit as exc:
@@ -175,9 +183,31 @@ def main(argv: list[str] | None = None) -> int:
             _error("io", str(exc))
             return 2
         raise
+    finally:
+        restore()
     if rc == 130:  # typer turns a KeyboardInterrupt in a command into exit status 130
+        if terminated:
+            _error("interrupted", f"terminated (SIGTERM): {_kept(args)}")
+            return 128 + signal.SIGTERM
         _error("interrupted", f"interrupted: {_kept(args)}")
     return rc if isinstance(rc, int) else 0
+
+
+def _unwind_on_sigterm(terminated: list[int]) -> Callable[[], None]:
+    """Make SIGTERM unwind the command as Ctrl-C does (``with`` blocks exit: a local model
+    server is stopped, temporary files are removed) instead of ending the process on the
+    spot; returns what restores the previous handler. Only the main thread can set it, and
+    a handler someone else set is left alone."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        return lambda: None
+
+    def unwind(signum: int, frame: object) -> None:
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, unwind)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 if __name__ == "__main__":
