@@ -36,9 +36,10 @@ from tiap.traces.runs import read_run
 SESSIONS = ("session_1", "session_2")
 
 
-def _locomo_slice(data_dir: Path) -> tuple[dict[str, str], set[str]]:
-    """conv-26's first two sessions straight from the file: unit id -> "Speaker: text", and
-    the ids of the questions whose evidence (plain D<s>:<t> ids) all lies there."""
+def _locomo_slice(data_dir: Path) -> tuple[dict[str, str], set[str], int]:
+    """conv-26's first two sessions straight from the file: unit id -> "Speaker: text", the
+    ids of the questions whose evidence (plain D<s>:<t> ids) all lies there, and how many
+    questions conv-26 has."""
     raw = json.loads((data_dir / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
     conv = next(c for c in raw if c["sample_id"] == "conv-26")
     turns = {f"conv-26:{t['dia_id']}": f"{t['speaker']}: {t['text']}"
@@ -48,17 +49,20 @@ def _locomo_slice(data_dir: Path) -> tuple[dict[str, str], set[str]]:
         ev = q.get("evidence") or []
         if ev and all(re.fullmatch(r"D[12]:\d+", e) and f"conv-26:{e}" in turns for e in ev):
             queries.add(f"conv-26:q{i}")
-    return turns, queries
+    return turns, queries, len(conv["qa"])
 
 
-def test_locomo_slice_no_infer_then_rescore(data_dir: Path, tmp_path: Path) -> None:
-    turns, query_ids = _locomo_slice(data_dir)
+def test_locomo_slice_no_infer_then_rescore(data_dir: Path, tmp_path: Path, capsys) -> None:
+    turns, query_ids, n_questions = _locomo_slice(data_dir)
     out = tmp_path / "mem0"
     with no_network() as attempts:
         rc = main(["mem0-run", "locomo", "--collections", "conv-26", "--sessions", "2",
                    "--out", str(out), "--data", str(data_dir)])
     assert rc == 0
     assert attempts == []  # Mem0 tried to reach nothing outside this machine
+    # the questions the slice cannot answer are counted, not silently left out
+    assert (f"conv-26: {n_questions - len(query_ids):,} queries not searched: their evidence "
+            "lies beyond the first 2 session(s)") in " ".join(capsys.readouterr().err.split())
 
     items = read_items(out / "items.jsonl")
     # every turn fed became exactly one raw memory whose lineage is that turn

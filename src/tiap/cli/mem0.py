@@ -118,6 +118,15 @@ def mem0_run_cmd(
                   f"{d['turns_fed']:,}", f"{d['add_calls']:,}", f"{d['memories']:,}",
                   f"{d['queries']:,}", f"{d['seconds_add']:.1f}", f"{d['seconds_search']:.1f}")
     console.print(t)
+    for d in res.collections:  # queries not searched are counted, never silently gone
+        out_ = d.get("queries_left_out") or {}
+        if out_.get("outside_slice"):
+            err_console.print(f"{d['collection']}: {out_['outside_slice']:,} queries not "
+                              f"searched: their evidence lies beyond the first {sessions} "
+                              "session(s) (--sessions)")
+        if out_.get("blank"):
+            err_console.print(f"[yellow]warning[/]: {d['collection']}: {out_['blank']:,} "
+                              "queries not searched: no question text")
     print_mem0_report(res.imported.report.counts(), out)
     print_manifest_warnings(out)
     err_console.print(f"wrote {out}")

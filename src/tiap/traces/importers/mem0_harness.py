@@ -267,12 +267,17 @@ def _content(turn: Turn) -> str:
     return f"{turn.speaker}: {turn.text}"
 
 
-def _slice(bundle: Bundle, max_sessions: int | None) -> tuple[list[Turn], list[Query]]:
-    """The turns to feed and the queries to search (all, or a session slice)."""
+def _slice(bundle: Bundle, max_sessions: int | None
+           ) -> tuple[list[Turn], list[Query], dict[str, int]]:
+    """The turns to feed and the queries to search (all, or a session slice), and how many
+    queries are not searched: ``outside_slice`` (evidence beyond the first sessions) and
+    ``blank`` (no question text, nothing to search with)."""
     from tiap.datasets.base import first_sessions
 
     b = bundle if max_sessions is None else first_sessions(bundle, max_sessions)
-    return list(b.turns), [q for q in b.queries if q.question.strip()]
+    queries = [q for q in b.queries if q.question.strip()]
+    return list(b.turns), queries, {"outside_slice": len(bundle.queries) - len(b.queries),
+                                    "blank": len(b.queries) - len(queries)}
 
 
 def _windows(turns: Sequence[Turn], size: int) -> Iterator[list[Turn]]:
@@ -298,7 +303,7 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
         raise TiapError(f"collection id {cid!r} cannot be a Mem0 user_id (empty or whitespace)")
     shutil.rmtree(work, ignore_errors=True)  # an unfinished earlier attempt: start empty
     work.mkdir(parents=True)
-    turns, queries = _slice(bundle, cfg.max_sessions)
+    turns, queries, left_out = _slice(bundle, cfg.max_sessions)
     dates = _dates(bundle)
     started = time.perf_counter()
     memory = mem0.Memory.from_config(_mem0_config(work, cid, cfg))
@@ -350,7 +355,8 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
     done = {
         "collection": cid, "fingerprint": fp, "turns_fed": len(turns),
         "add_calls": len(adds), "memories": len(stored), "queries": len(queries),
-        "seconds_add": round(added - started, 2), "seconds_search": round(searched - added, 2),
+        "queries_left_out": left_out, "seconds_add": round(added - started, 2),
+        "seconds_search": round(searched - added, 2),
     }
     with atomic_write(work / DONE_FILE) as fh:  # written last: marks the collection finished
         fh.write(json.dumps(done, indent=1) + "\n")
@@ -458,7 +464,7 @@ def run_mem0(
     queries: list[Query] = []
     units: list[str] = []
     for b in bundles:
-        turns, qs = _slice(b, cfg.max_sessions)
+        turns, qs, _ = _slice(b, cfg.max_sessions)
         queries.extend(qs)
         units.extend(t.unit_id for t in turns)
     _concat(results_path, [store / _safe_name(b.collection.collection_id) / "results.jsonl"
