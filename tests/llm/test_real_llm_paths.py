@@ -4,6 +4,7 @@ turns. A small slice, run every time; the full runs are documented in docs/local
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -121,3 +122,48 @@ def test_mem0_run_local_model_usage_errors(tmp_path: Path, capsys) -> None:
     assert main([*base[:-1], "smol", "--infer"]) == 2  # an unknown model, before any data
     assert "unknown local model 'smol'" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+
+
+def test_audit_run_builds_an_llm_store_with_the_local_model(data_dir: Path, tmp_path: Path,
+                                                            capsys) -> None:
+    """The main job with a real model: audit-run serves SmolLM2 itself for the llm store of
+    conv-26's first session (18 turns), retrieves, rescores under all three targets, and
+    stops the server; a rerun starts no server."""
+    import socket
+
+    from tiap.cli.main import main
+
+    with socket.socket() as sock:  # a free port (the default one may be serving already)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = tmp_path / "llm-slice.toml"
+    cfg.write_text(
+        'name = "llm-slice"\ndataset = "locomo"\ncollections = ["conv-26"]\nsessions = 1\n'
+        f'local_model = "smollm2-135m"\nlocal_port = {port}\nretrievers = ["bm25"]\nk = 20\n'
+        'targets = ["raw", "source", "canonical"]\nmeasures = ["nDCG@20"]\n'
+        '[[stores]]\nname = "h5"\nparser = "heuristic"\nmax_facts = 5\n'
+        '[[stores]]\nname = "s5"\nparser = "llm"\nmax_facts = 5\nmax_tokens = 64\n'
+        f'max_invalid = 1.0\ncache = "{tmp_path / "llm.sqlite"}"\n', encoding="utf-8")
+    args = ["audit-run", str(cfg), "--out", str(tmp_path / "out"), "--data", str(data_dir)]
+    assert main(args) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "local model smollm2-135m served at http://127.0.0.1:" in err
+    root = tmp_path / "out" / "llm-slice"
+    man = json.loads((root / "stores" / "s5" / "manifest.json").read_text())
+    stats = man["parser_stats"]
+    assert stats["turns"] == 18 and stats["max_tokens"] == 64
+    assert man["dataset"]["sessions"] == 1
+    items = read_store(root / "stores" / "s5" / "items.jsonl").items
+    raw = {i.item_id for i in items if i.kind == "raw"}
+    assert len(raw) == 18 and all(u.startswith("conv-26:D1:") for u in raw)
+    # every fact the model produced is tied to one turn of the slice
+    assert all(len(i.sources) == 1 and i.sources[0] in raw for i in items if i.kind != "raw")
+    with open(root / "rescore" / "summary.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["measure"] == "nDCG@20"]
+    assert {(r["system"], r["target"]) for r in rows} == {
+        (s, t) for s in ("h5-bm25", "s5-bm25") for t in ("raw", "source", "canonical")}
+    n = {r["n"] for r in rows if r["target"] == "raw"}
+    assert len(n) == 1 and int(n.pop()) > 0
+    # a rerun: every step is up to date, so no server is started
+    assert main(args) == 0
+    assert "served at" not in capsys.readouterr().err
