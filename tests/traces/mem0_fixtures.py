@@ -6,8 +6,10 @@ this server: Mem0's own ``openai`` provider (the real OpenAI client) over real H
 127.0.0.1. Mem0 3 sends one extraction request per ``add()`` call; its user prompt holds the
 call's messages, one ``<role>: <content>`` line each, under ``## New Messages``. The stand-in
 answers ``{"memory": [{"id": "<i>", "text": "Noted: <content>"}, ...]}``, one fact per
-message line, skipping lines containing ``[nofact]``: so each derived memory names the turn
-it was made from in its text, and the test can check its lineage by hand.
+message line, skipping lines containing ``[nofact]`` (a call with a ``[cut]`` line gets
+half of that JSON, ``finish_reason`` "length", as a ``max_tokens`` cap would leave it): so
+each derived memory names the turn it was made from in its text, and the test can check its
+lineage by hand.
 """
 
 from __future__ import annotations
@@ -68,16 +70,19 @@ class Mem0StandIn:
                 with stand_in.lock:
                     stand_in.requests.append(body)
                 facts: list[dict[str, str]] = []
-                for line in new_messages(body):
+                lines = new_messages(body)
+                for line in lines:
                     content = line.split(": ", 1)[1]
                     if "[nofact]" not in content:
                         facts.append({"id": str(len(facts)), "text": f"Noted: {content}"})
+                reply, finish = json.dumps({"memory": facts}), "stop"
+                if any("[cut]" in line for line in lines):  # a reply the max_tokens cap cut
+                    reply, finish = reply[:len(reply) // 2], "length"
                 data = json.dumps({
                     "id": "standin-1", "object": "chat.completion", "created": 0,
                     "model": body.get("model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant",
-                                             "content": json.dumps({"memory": facts})}}],
+                    "choices": [{"index": 0, "finish_reason": finish,
+                                 "message": {"role": "assistant", "content": reply}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }).encode()
                 self._send(200, data)

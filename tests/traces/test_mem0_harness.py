@@ -199,6 +199,26 @@ def test_infer_window_1_is_exact(tmp_path: Path) -> None:
     assert res.imported.report.partial_lineage_items == ()
 
 
+def test_a_reply_cut_by_the_cap_is_counted_not_taken_for_no_facts(tmp_path: Path) -> None:
+    """Mem0 stores nothing when it cannot parse the reply, and returns as if the turn held
+    no fact; the run tells the two apart and names the turn."""
+    turns = [TURNS[0], ("Melanie", "I ran a charity race. [cut]"), TURNS[2]]
+    ds = inline_dataset(turns, QUERIES[:1])
+    with Mem0StandIn() as server, no_network():
+        res = run_mem0(ds, tmp_path / "out", Mem0RunConfig(
+            infer=True, window=1, llm_base_url=server.base_url, llm_model="stand-in",
+            max_tokens=200))
+    assert [r["max_tokens"] for r in server.requests] == [200, 200, 200]
+    [done] = res.collections
+    # turn 2's reply was cut; turn 3 truly has no fact and is not counted
+    assert done["adds_unparsed"] == [["c1:D1:2"]]
+    assert {i.sources for i in res.imported.items} == {("c1:D1:1",)}
+    adds = [json.loads(line) for line in (tmp_path / "out" / "mem0_store" / "tiap_c1" /
+                                          "adds.jsonl").read_text().splitlines()]
+    assert [bool(a.get("unparsed")) for a in adds] == [False, True, False]
+    assert "Error parsing extraction response" in adds[1]["unparsed"][0]
+
+
 def test_rerun_skips_finished_and_rebuilds_unfinished_without_duplicates(tmp_path: Path) -> None:
     ds = inline_dataset(TURNS[:3], QUERIES[:1])
     out = tmp_path / "out"

@@ -46,6 +46,10 @@ def mem0_run_cmd(
     window: Annotated[int, typer.Option(
         "--window", help="Turns per add() call with --infer (a derived memory comes from one "
         "or more of them: partial lineage, bounded; 1 gives exact per-turn lineage).")] = 2,
+    max_tokens: Annotated[int, typer.Option(
+        "--max-tokens", help="Cap on each extraction reply (--infer; a reply the cap cuts "
+        "is not valid JSON: Mem0 stores nothing for that call, and the run counts it).")
+    ] = 512,
     limit: Annotated[int, typer.Option("--limit", help="Results per search (trace depth).")] = 60,
     threshold: Annotated[float, typer.Option(
         "--threshold", help="Mem0's minimum semantic score (Mem0's default 0.1 can cut lists "
@@ -89,10 +93,11 @@ def mem0_run_cmd(
     with command_options({"infer": "--infer", "window": "--window", "limit": "--limit",
                           "threshold": "--threshold", "llm_base_url": "--llm-base-url",
                           "llm_model": "--llm-model", "max_sessions": "--sessions",
-                          "system": "--system"}):
+                          "system": "--system", "max_tokens": "--max-tokens"}):
         cfg = Mem0RunConfig(infer=infer, window=window, limit=limit, threshold=threshold,
                             llm_base_url=llm_base_url, llm_model=llm_model,
-                            max_sessions=sessions, system=system)  # checked: before any data
+                            max_tokens=max_tokens, max_sessions=sessions,
+                            system=system)  # checked: before any data
     wanted = (None if collections is None
               else split_names(collections, "--collections", what="collection ids"))
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
@@ -124,6 +129,14 @@ def mem0_run_cmd(
             err_console.print(f"{d['collection']}: {out_['outside_slice']:,} queries not "
                               f"searched: their evidence lies beyond the first {sessions} "
                               "session(s) (--sessions)")
+        if d.get("adds_unparsed"):
+            bad = d["adds_unparsed"]
+            err_console.print(
+                f"[yellow]warning[/]: {d['collection']}: {len(bad):,} of {d['add_calls']:,} "
+                "add() calls stored nothing because Mem0 could not parse the model's reply "
+                "(cut by --max-tokens, or not JSON): turns "
+                f"{', '.join(','.join(b) for b in bad[:5])}{', ...' if len(bad) > 5 else ''}"
+                " (all in adds.jsonl)")
         if out_.get("blank"):
             err_console.print(f"[yellow]warning[/]: {d['collection']}: {out_['blank']:,} "
                               "queries not searched: no question text")

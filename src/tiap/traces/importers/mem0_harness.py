@@ -119,6 +119,9 @@ class Mem0RunConfig(Settings):
         threshold: Mem0's minimum semantic score (Mem0's own default is 0.1, which can cut a
             list short of ``limit``; 0.0 keeps every candidate with a non-negative cosine).
         llm_base_url / llm_model: the OpenAI-compatible endpoint for ``infer=True``.
+        max_tokens: the cap on each extraction reply (``infer=True``). Without one a small
+            model can loop for many minutes on one turn; a reply cut by the cap is not valid
+            JSON, Mem0 then stores nothing for that call, and the run counts it (``unparsed``).
         max_sessions: feed only the first N sessions of each collection, and search only the
             queries whose evidence lies wholly in them (a slice, for quick runs and tests).
         system: the run's system name.
@@ -132,6 +135,7 @@ class Mem0RunConfig(Settings):
     threshold: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
     llm_base_url: BaseUrl | None = None
     llm_model: str | None = Field(None, min_length=1)
+    max_tokens: int = Field(512, ge=16)
     max_sessions: int | None = Field(None, ge=1)
     system: str = "mem0"
 
@@ -165,6 +169,7 @@ class Mem0RunConfig(Settings):
         d = self.model_dump()
         if not self.infer:
             d.pop("window")
+            d.pop("max_tokens")
         return d
 
     def fingerprint(self, dataset_id: str) -> str:
@@ -232,7 +237,8 @@ def _mem0_config(work: Path, cid: str, cfg: Mem0RunConfig) -> dict[str, Any]:
         api_key = os.environ.get("OPENAI_API_KEY") or "not-needed"
         llm = {"provider": "openai",
                "config": {"model": cfg.llm_model, "openai_base_url": cfg.llm_base_url,
-                          "api_key": api_key, "temperature": 0.0}}
+                          "api_key": api_key, "temperature": 0.0,
+                          "max_tokens": cfg.max_tokens}}
     else:
         llm = {"provider": "openai",
                "config": {"model": "none", "openai_base_url": NO_LLM_URL, "api_key": "none"}}
@@ -257,6 +263,29 @@ def _safe_name(cid: str) -> str:
 # --------------------------------------------------------------------------------------------
 # Feeding and searching one collection
 # --------------------------------------------------------------------------------------------
+
+
+class _UnparsedReplies(logging.Handler):
+    """While active, collects Mem0's "Error parsing extraction response" log records: Mem0
+    then stores nothing for the add() call and returns normally, so without this a reply the
+    model broke (or the ``max_tokens`` cap cut) would look like a turn with no facts."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+        self.logger = logging.getLogger("mem0")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if "parsing extraction response" in msg:
+            self.messages.append(msg[:300])
+
+    def __enter__(self) -> _UnparsedReplies:
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self)
 
 
 def _role(turn: Turn) -> str:
@@ -321,14 +350,16 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
             if not cfg.infer:
                 meta[DEFAULT_KIND_KEY] = "raw"
             messages = [{"role": _role(t), "content": _content(t)} for t in group]
-            try:
-                got = memory.add(messages, user_id=cid, metadata=meta, infer=cfg.infer)
-            except Exception as exc:  # Mem0 raises its own types (LLMError, VectorStoreError)
-                raise TiapError(f"Mem0 add() failed ({type(exc).__name__}: {exc})",
-                                record=",".join(t.unit_id for t in group)) from exc
+            with _UnparsedReplies() as unparsed:
+                try:
+                    got = memory.add(messages, user_id=cid, metadata=meta, infer=cfg.infer)
+                except Exception as exc:  # Mem0's own types (LLMError, VectorStoreError)
+                    raise TiapError(f"Mem0 add() failed ({type(exc).__name__}: {exc})",
+                                    record=",".join(t.unit_id for t in group)) from exc
             adds.append({"sources": meta[key],
                          "memories": [r.get("id") for r in got.get("results", [])
-                                      if r.get("event") == "ADD"]})
+                                      if r.get("event") == "ADD"],
+                         **({"unparsed": unparsed.messages} if unparsed.messages else {})})
         added = time.perf_counter()
         stored = memory.get_all(filters={"user_id": cid}, top_k=GET_ALL_LIMIT)["results"]
         results: list[dict[str, Any]] = []
@@ -355,7 +386,9 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
     done = {
         "collection": cid, "fingerprint": fp, "turns_fed": len(turns),
         "add_calls": len(adds), "memories": len(stored), "queries": len(queries),
-        "queries_left_out": left_out, "seconds_add": round(added - started, 2),
+        "queries_left_out": left_out,
+        "adds_unparsed": [a["sources"] for a in adds if a.get("unparsed")],
+        "seconds_add": round(added - started, 2),
         "seconds_search": round(searched - added, 2),
     }
     with atomic_write(work / DONE_FILE) as fh:  # written last: marks the collection finished
