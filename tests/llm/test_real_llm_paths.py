@@ -108,6 +108,19 @@ def test_audit_judge_serves_a_local_model_itself(data_dir: Path, tmp_path: Path,
     assert main(["audit", "judge", str(tmp_path / "cases.jsonl"), "--judge", "lexical",
                  "--local-model", "smollm2-135m", "--out", str(tmp_path / "y")]) == 2
     assert "--local-model is for openai judges" in capsys.readouterr().err
+    # an openai judge aimed at another endpoint or model would not judge with the local one
+    base = ["audit", "judge", str(tmp_path / "cases.jsonl"), "--local-model", "smollm2-135m",
+            "--out", str(tmp_path / "z")]
+    for extra, says in (
+            (["--judge", 'openai(base_url="http://127.0.0.1:9/v1")'],
+             "names its own base_url, so it would not use the --local-model server"),
+            (["--judge", 'openai(model="gpt-4o")'],
+             "asks for model 'gpt-4o', but --local-model serves 'smollm2-135m'"),
+            (["--judge", "openai", "--model", "qwen2.5-coder-1.5b"],
+             "--model 'qwen2.5-coder-1.5b' is not the model --local-model serves")):
+        assert main([*base, *extra]) == 2
+        assert says in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "z").exists()
 
 
 def test_mem0_run_local_model_usage_errors(tmp_path: Path, capsys) -> None:

@@ -231,11 +231,26 @@ def judge_cmd(
     local: dict[str, Any] | None = None
     if local_model is not None:
         from tiap.audit.judges import parse_judge_spec
-        from tiap.local_llm import CLIENT_DEFAULTS, LocalServer
+        from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, get_model
 
         if not any(parse_judge_spec(j)[0] == "openai" for j in judge):
             raise TiapError("--local-model is for openai judges; none of the --judge "
                             "specs is one", code="usage")
+        served = get_model(local_model).name
+        for spec in judge:  # an openai judge aimed elsewhere would not judge with the model
+            name, kw = parse_judge_spec(spec)
+            if name != "openai":
+                continue
+            if "base_url" in kw:
+                raise TiapError(f"judge {spec!r} names its own base_url, so it would not use "
+                                f"the --local-model server: drop one of the two",
+                                code="usage")
+            if kw.get("model", served) != served:
+                raise TiapError(f"judge {spec!r} asks for model {kw['model']!r}, but "
+                                f"--local-model serves {served!r}", code="usage")
+        if model is not None and model != served:
+            raise TiapError(f"--model {model!r} is not the model --local-model serves "
+                            f"({served!r})", code="usage")
 
         srv = stack.enter_context(LocalServer(local_model, port=local_port,
                                               log=lambda m: err_console.print(escape(m))))
