@@ -180,3 +180,40 @@ def test_audit_run_builds_an_llm_store_with_the_local_model(data_dir: Path, tmp_
     # a rerun: every step is up to date, so no server is started
     assert main(args) == 0
     assert "served at" not in capsys.readouterr().err
+
+
+def test_build_store_serves_a_local_model_for_a_session_slice(data_dir: Path, tmp_path: Path,
+                                                              capsys) -> None:
+    import socket
+
+    from tiap.cli.main import main
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "store"
+    base = ["build-store", "locomo", "--parser", "llm", "--out", str(out), "--data",
+            str(data_dir), "--collections", "conv-26", "--sessions", "1"]
+    assert main([*base, "--local-model", "smollm2-135m", "--local-port", str(port),
+                 "--max-facts", "3", "--max-tokens", "64", "--max-invalid", "1",
+                 "--cache", str(tmp_path / "llm.sqlite")]) == 0
+    assert "local model smollm2-135m served at" in capsys.readouterr().err
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["dataset"]["sessions"] == 1 and man["parser_stats"]["turns"] == 18
+    args = man["parser"]["args"]
+    assert args["base_url"] == f"http://127.0.0.1:{port}/v1"
+    assert (args["model"], args["concurrency"], args["timeout"]) == ("smollm2-135m", 1, 600.0)
+    raw = [i for i in read_store(out / "items.jsonl").items if i.kind == "raw"]
+    assert len(raw) == 18 and all(i.item_id.startswith("conv-26:D1:") for i in raw)
+    # usage errors, before any server starts or any data is read
+    for extra, says in (
+            (["--local-model", "smollm2-135m", "--model", "x"],
+             "give --base-url and --model, or --local-model, not both"),
+            (["--local-model", "smollm2"], "unknown local model 'smollm2'")):
+        assert main(["build-store", "locomo", "--parser", "llm", "--out", str(tmp_path / "x"),
+                     *extra]) == 2
+        assert says in " ".join(capsys.readouterr().err.split())
+    assert main(["build-store", "locomo", "--parser", "heuristic", "--out",
+                 str(tmp_path / "h"), "--local-model", "smollm2-135m"]) == 2
+    assert "--local-model serves the model of --parser llm only" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "h").exists()

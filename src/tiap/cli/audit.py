@@ -189,9 +189,9 @@ def judge_cmd(
         "with the next; the manifest records what was used.", show_default=False)] = None,
     local_model: Annotated[str | None, typer.Option(
         "--local-model", help="Serve this local model (see `tiap llm models`) on "
-        "127.0.0.1 for the run and give it to openai judges that name no model and no "
-        "--base-url; defaults then fit a one-slot CPU server: --concurrency 1, --timeout "
-        "600.", show_default=False)] = None,
+        "127.0.0.1 for the run and give it to the openai judges (a judge naming another "
+        "base_url or model is refused); defaults then fit a one-slot CPU server: "
+        "--concurrency 1, --timeout 600.", show_default=False)] = None,
     local_port: Annotated[int, typer.Option(
         "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed, so "
         "that the verdict cache's keys, which name the endpoint, hold across runs).")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from tiap.cli.common import (
@@ -81,13 +82,29 @@ def build_store_cmd(
         "--max-tokens", min=1, help="Longest reply, in tokens (default 512): a reply cut "
         "there is invalid, so a model that loops on a turn stops. " + LLM_ONLY,
         show_default=False)] = None,
+    local_model: Annotated[str | None, typer.Option(
+        "--local-model", help="Serve this local model (see `tiap llm models`) on 127.0.0.1 "
+        "while the store is built, instead of --base-url and --model; defaults then fit a "
+        "one-slot CPU server: --concurrency 1, --timeout 600. " + LLM_ONLY,
+        show_default=False)] = None,
+    local_port: Annotated[int, typer.Option(
+        "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed, so "
+        "that the cache's keys, which name the endpoint, hold across runs).")] = 8089,
+    local_threads: Annotated[int, typer.Option(
+        "--local-threads", min=1, help="llama.cpp threads of the --local-model server (on 2 "
+        "cores keep 1 when anything else runs).")] = 1,
+    sessions: Annotated[int | None, typer.Option(
+        "--sessions", min=1, help="Only the first N sessions of each collection (by "
+        "position), for a quick real slice.", show_default=False)] = None,
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
     force: ForceOption = False,
 ) -> None:
     """Build a memory store: one raw item per turn plus derived items with lineage. --out is
     replaced whole by the new store (a --cache inside it is kept)."""
-    from tiap.datasets import DataSource, load
+    import contextlib
+
+    from tiap.datasets import DataSource, SessionSlice, load
     from tiap.io import check_output_folder
     from tiap.memory import build_store, make_parser
     from tiap.memory.build import cache_entries
@@ -104,6 +121,12 @@ def build_store_cmd(
     if pname != "llm" and given:
         flags = ", ".join("--" + k.replace("_", "-") for k in given)
         problems.append(Problem(f"options for --parser llm only: {flags}"))
+    if local_model is not None:
+        if pname != "llm":
+            problems.append(Problem("--local-model serves the model of --parser llm only"))
+        elif base_url is not None or model is not None:
+            problems.append(Problem("--local-model serves its own endpoint: give --base-url "
+                                    "and --model, or --local-model, not both"))
     if pname == "native" and max_facts is not None:
         problems.append(Problem("--max-facts does not apply to --parser native "
                                 "(it stores the memories the dataset ships)"))
@@ -112,9 +135,19 @@ def build_store_cmd(
     args: dict[str, Any] = {}
     if pname in ("heuristic", "llm"):
         args["max_facts"] = 5 if max_facts is None else max_facts
+    served: Any = None
     if pname == "llm":
         args.update(given)
         args["seed"] = seed
+        if local_model is not None:
+            from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, get_model, local_base_url
+
+            spec = get_model(local_model)  # an unknown name fails here, before any data
+            args["base_url"], args["model"] = local_base_url(local_port), spec.name
+            for k, v in CLIENT_DEFAULTS.items():
+                args.setdefault(k, v)
+            served = LocalServer(spec.name, port=local_port, threads=local_threads,
+                                 log=lambda m: err_console.print(escape(m)))
     elif max_facts is not None and pname not in ("heuristic", "native"):
         args["max_facts"] = max_facts
     wanted = None if collections is None else split_names(collections, "--collections",
@@ -126,8 +159,11 @@ def build_store_cmd(
     with command_options({k: "--" + k.replace("_", "-") for k in args}):
         made = make_parser(pname, **args)  # checks the arguments before any data is read
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
-                         progress=track, store=name, force=force)
+    if sessions is not None:
+        ds = SessionSlice(ds, sessions)
+    with served if served is not None else contextlib.nullcontext():
+        result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
+                             progress=track, store=name, force=force)
     _print_summary(result.counts, result.manifest, out)
     print_warnings(result.manifest.get("warnings"), out / "manifest.json")
 
