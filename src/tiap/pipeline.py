@@ -635,11 +635,13 @@ def run_pipeline(
                     "collections": sorted(wanted), "sessions": cfg.sessions}
 
             def build(s: StoreSpec = s, sdir: Path = sdir) -> None:
+                served = None
                 if s in cfg.llm_stores():
                     serve()
+                    served = local[0].settings() if local else None
                 build_store(ds, s.parser, sdir, parser_args=dict(s.args),
                             collections=list(cfg.collections) or None, progress=progress,
-                            store=s.name)
+                            store=s.name, served=served)
 
             step(f"store-{s.name}", spec, [sdir / "items.jsonl"], build)
 

@@ -15,6 +15,7 @@ from tiap.audit.paper import read_paper_cases
 from tiap.audit.run import VerdictCache, run_judges
 from tiap.datasets import load
 from tiap.datasets.base import Bundle, InlineDataset
+from tiap.local_llm import MODELS
 from tiap.memory import build_store
 from tiap.memory.store import read_store
 
@@ -165,6 +166,7 @@ def test_audit_run_builds_an_llm_store_with_the_local_model(data_dir: Path, tmp_
     man = json.loads((root / "stores" / "s5" / "manifest.json").read_text())
     stats = man["parser_stats"]
     assert stats["turns"] == 18 and stats["max_tokens"] == 64
+    assert man["local_model"]["sha256"] == MODELS["smollm2-135m"].sha256
     assert man["dataset"]["sessions"] == 1
     items = read_store(root / "stores" / "s5" / "items.jsonl").items
     raw = {i.item_id for i in items if i.kind == "raw"}
@@ -200,6 +202,8 @@ def test_build_store_serves_a_local_model_for_a_session_slice(data_dir: Path, tm
     assert "local model smollm2-135m served at" in capsys.readouterr().err
     man = json.loads((out / "manifest.json").read_text())
     assert man["dataset"]["sessions"] == 1 and man["parser_stats"]["turns"] == 18
+    assert man["local_model"]["model"] == "smollm2-135m"
+    assert man["local_model"]["sha256"] == MODELS["smollm2-135m"].sha256
     args = man["parser"]["args"]
     assert args["base_url"] == f"http://127.0.0.1:{port}/v1"
     assert (args["model"], args["concurrency"], args["timeout"]) == ("smollm2-135m", 1, 600.0)

@@ -163,7 +163,8 @@ def build_store_cmd(
         ds = SessionSlice(ds, sessions)
     with served if served is not None else contextlib.nullcontext():
         result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
-                             progress=track, store=name, force=force)
+                             progress=track, store=name, force=force,
+                             served=None if served is None else served.settings())
     _print_summary(result.counts, result.manifest, out)
     print_warnings(result.manifest.get("warnings"), out / "manifest.json")
 

@@ -245,6 +245,7 @@ def build_store(
     command: str = "build-store",
     store: str | None = None,
     force: bool = False,
+    served: dict[str, Any] | None = None,
 ) -> BuildResult:
     """Write ``items.jsonl`` and ``manifest.json`` for ``dataset`` into ``out``, replacing it
     whole (module docstring).
@@ -267,6 +268,9 @@ def build_store(
         store: the store's name, written on every item (default: the name of ``out``).
         force: replace ``out`` even if it is not a store built by ``command`` (what it holds
             is deleted, except a parser cache).
+        served: the local model server the parser talked to
+            (:meth:`tiap.local_llm.LocalServer.settings`: model, pinned sha256, threads),
+            recorded in the manifest as ``local_model``.
     """
     if isinstance(parser, str):
         args = dict(parser_args or {})
@@ -295,6 +299,8 @@ def build_store(
             parser.finish()
             man = _manifest(dataset, parser, seed, wanted, counts, digest, size, command)
             man["store"] = name
+            if served is not None:
+                man["local_model"] = served
             man["elapsed_seconds"] = round(time.monotonic() - started, 3)
             text = json.dumps(man, ensure_ascii=False, indent=2) + "\n"
             man = json.loads(text)  # the result holds exactly what the file says
