@@ -145,7 +145,11 @@ CASES = [
      ("config", 'mem0 run: key limit: expected an integer, got "60" (a string)')),
     (lambda: Mem0RunConfig(limt=60),
      ("config", "mem0 run: key limt: unknown key (did you mean 'limit'?); known: infer, "
-                "limit, llm_base_url, llm_model, max_sessions, system, threshold, window")),
+                "limit, llm_base_url, llm_model, max_sessions, max_tokens, system, "
+                "threshold, window")),
+    (lambda: Mem0RunConfig(infer=True, llm_base_url="http://127.0.0.1:9/v1", llm_model="m",
+                           max_tokens=8),
+     ("config", "mem0 run: key max_tokens: expected a value >= 16, got 8 (an integer)")),
     (lambda: Mem0RunConfig(max_sessions=0),
      ("config", "mem0 run: key max_sessions: expected a value >= 1, got 0 (an integer)")),
     (lambda: Mem0RunConfig(infer="yes"),  # a non-empty string was true
