@@ -23,7 +23,7 @@ import pytest
 if importlib.util.find_spec("mem0") is None:
     pytest.skip("needs the mem0 extra (pip install 'tiap[mem0]')", allow_module_level=True)
 
-from mem0_fixtures import Mem0StandIn, inline_dataset, no_network
+from mem0_fixtures import Mem0StandIn, inline_dataset, new_messages, no_network
 
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
@@ -257,3 +257,113 @@ def test_bad_settings(tmp_path: Path, kwargs: dict, message: str) -> None:
 def test_unknown_collection(tmp_path: Path) -> None:
     with pytest.raises(TiapError, match="unknown collection"):
         run_mem0(inline_dataset(TURNS, QUERIES), tmp_path / "out", collections=["nope"])
+
+
+class _StopAt:
+    """A progress wrapper that raises KeyboardInterrupt (Ctrl-C) before the add() call with
+    0-based index ``call`` of this attempt, i.e. after ``call`` calls finished."""
+
+    def __init__(self, call: int) -> None:
+        self.call = call
+
+    def __call__(self, items, description, total=None):
+        for i, x in enumerate(items):
+            if description.endswith(": add") and i == self.call:
+                raise KeyboardInterrupt
+            yield x
+
+
+def _facts(out: Path) -> Counter:
+    return Counter((i.text, i.sources) for i in read_items(out / "items.jsonl"))
+
+
+def test_an_interrupted_infer_run_resumes_after_its_last_finished_call(tmp_path: Path) -> None:
+    """Ctrl-C after 3 of 5 calls: the rerun sends only the 2 calls left and ends with the
+    memories of a run never interrupted, each once."""
+    ds = inline_dataset(TURNS, QUERIES)
+    cfg = dict(infer=True, window=1, llm_model="stand-in")
+    with Mem0StandIn() as server, no_network():
+        whole = run_mem0(ds, tmp_path / "whole", Mem0RunConfig(
+            llm_base_url=server.base_url, **cfg))
+        assert len(server.requests) == 5
+        out = tmp_path / "out"
+        with pytest.raises(KeyboardInterrupt):
+            run_mem0(ds, out, Mem0RunConfig(llm_base_url=server.base_url, **cfg),
+                     progress=_StopAt(3))
+        assert len(server.requests) == 5 + 3
+        work = out / "mem0_store" / "tiap_c1"
+        assert [p.name for p in work.glob("checkpoint-*")] == ["checkpoint-000003"]
+        # the run's fingerprint names the endpoint, so the same server resumes it
+        res = run_mem0(ds, out, Mem0RunConfig(llm_base_url=server.base_url, **cfg))
+    assert len(server.requests) == 5 + 3 + 2
+    # only the last 2 turns were sent again
+    assert [new_messages(r) for r in server.requests[-2:]] == [
+        [f"user: {s}: {t}"] for s, t in TURNS[3:]]
+    assert _facts(out) == _facts(tmp_path / "whole")
+    assert max(_facts(out).values()) == 1 and len(_facts(out)) == 4  # TURNS[2] has no fact
+    [done] = res.collections
+    assert done["resumed_after_calls"] == [3] and done["add_calls"] == 5
+    assert whole.collections[0]["resumed_after_calls"] == []
+    assert not list(work.glob("checkpoint-*"))  # finished: dropped
+
+
+def test_a_call_interrupted_after_mem0_stored_its_memories_is_rolled_back(
+        tmp_path: Path, monkeypatch) -> None:
+    """Mem0 wrote call 4's memories (and saved its messages), then the run stopped before the
+    checkpoint: the rerun drops them with the state past checkpoint 3, and calls again."""
+    from tiap.traces.importers import mem0_harness
+
+    ds = inline_dataset(TURNS, QUERIES)
+    save = mem0_harness._save_checkpoint
+
+    def save_or_stop(work: Path, adds: list, meta: dict) -> None:
+        if len(adds) == 4:
+            raise KeyboardInterrupt
+        save(work, adds, meta)
+
+    with Mem0StandIn() as server, no_network():
+        cfg = Mem0RunConfig(infer=True, window=1, llm_base_url=server.base_url,
+                            llm_model="stand-in")
+        monkeypatch.setattr(mem0_harness, "_save_checkpoint", save_or_stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_mem0(ds, tmp_path / "out", cfg)
+        monkeypatch.setattr(mem0_harness, "_save_checkpoint", save)
+        res = run_mem0(ds, tmp_path / "out", cfg)
+        # calls 1-4, then calls 4-5
+        assert [new_messages(r)[0].split(": ", 1)[1] for r in server.requests] == [
+            f"{s}: {t}" for s, t in TURNS[:4] + TURNS[3:]]
+        # the repeated call was shown the same earlier messages as the first time: the
+        # messages Mem0 saved for the rolled-back call are gone
+        assert server.requests[3]["messages"] == server.requests[4]["messages"]
+    got = Counter(i.sources for i in res.imported.items)
+    assert got == {("c1:D1:1",): 1, ("c1:D1:2",): 1, ("c1:D1:4",): 1, ("c1:D1:5",): 1}
+    assert res.collections[0]["resumed_after_calls"] == [3]
+
+
+def test_an_unfinished_run_with_other_settings_is_refused_not_discarded(tmp_path: Path) -> None:
+    ds = inline_dataset(TURNS, QUERIES)
+    with Mem0StandIn() as server, no_network():
+        with pytest.raises(KeyboardInterrupt):
+            run_mem0(ds, tmp_path / "out", Mem0RunConfig(
+                infer=True, window=1, llm_base_url=server.base_url, llm_model="stand-in"),
+                progress=_StopAt(2))
+        with pytest.raises(TiapError, match=r"unfinished Mem0 run of c1 \(2 add\(\) calls "
+                                            "saved\\) made with other settings") as exc:
+            run_mem0(ds, tmp_path / "out", Mem0RunConfig(
+                infer=True, window=1, llm_base_url=server.base_url, llm_model="other"))
+    assert exc.value.problems[0].file.endswith("checkpoint-000002/meta.json")
+    assert (tmp_path / "out" / "mem0_store" / "tiap_c1" / "checkpoint-000002").is_dir()
+
+
+def test_without_infer_the_state_is_saved_by_time(tmp_path: Path, monkeypatch) -> None:
+    """infer=False saves at most every CHECKPOINT_SECONDS (0 here: after every call)."""
+    from tiap.traces.importers import mem0_harness
+
+    monkeypatch.setattr(mem0_harness, "CHECKPOINT_SECONDS", 0.0)
+    ds = inline_dataset(TURNS, QUERIES)
+    with pytest.raises(KeyboardInterrupt):
+        run_mem0(ds, tmp_path / "out", progress=_StopAt(4))
+    res = run_mem0(ds, tmp_path / "out")
+    assert res.collections[0]["resumed_after_calls"] == [4]
+    assert Counter(i.sources for i in res.imported.items) == {
+        (f"c1:D1:{k}",): 1 for k in range(1, 6)}

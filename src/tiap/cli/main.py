@@ -72,7 +72,8 @@ _KEPT = {
     "retrieve": "every finished collection is in the work folder, every embedding in the "
                 "embedding cache",
     "audit-run": "every finished step and every cached reply or embedding",
-    "mem0-run": "every finished conversation",
+    "mem0-run": "every finished collection, and of an unfinished one every finished "
+                "add() call (with --infer; without, at most 30 s of calls are redone)",
 }
 
 

@@ -74,7 +74,8 @@ def mem0_run_cmd(
     """Run a real Mem0 (local Qdrant, local MiniLM, telemetry off) over a dataset and write
     items.jsonl (lineage from each memory's metadata), queries.jsonl, run.jsonl and a manifest.
     Finished collections are skipped on a rerun (their Mem0 stores in OUT/mem0_store are
-    kept; every other file of OUT is replaced by this run's)."""
+    kept; every other file of OUT is replaced by this run's), and an interrupted one resumes
+    after its last saved add() call (saved after every call with --infer)."""
     from tiap.config import command_options
     from tiap.datasets import DataSource, load
     from tiap.errors import TiapError

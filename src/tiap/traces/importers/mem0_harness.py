@@ -35,8 +35,16 @@ partial lineage (``sources: []``, ``uncertain: {"possible_sources": [...], "requ
 
 Resuming. Each collection is built in its own folder ``<out>/mem0_store/<cid>/`` and ends
 with ``done.json`` (settings fingerprint, counts, seconds). A rerun skips finished
-collections; an unfinished one is deleted and rebuilt from an empty Mem0 store, so an
-interruption never duplicates memories. Per-collection results are written atomically; the
+collections. Within a collection, Mem0's state (Qdrant folder, ``history.db``) is saved as a
+checkpoint beside it after every ``add()`` call with ``infer=True`` (a call costs an LLM
+request) and at most every ``CHECKPOINT_SECONDS`` without: ``checkpoint-N/`` holds the state
+after N calls and their records, and is complete before it is renamed into place. A rerun
+puts the newest checkpoint back (dropping whatever an interrupted call had written past it:
+memories, history, saved messages) and goes on with call N + 1, so an interruption neither
+loses a finished LLM call nor duplicates a memory; without a checkpoint the collection starts
+from an empty store. A checkpoint made with other settings is refused, not discarded.
+``done.json`` records the calls after which the run was resumed (``resumed_after_calls``)
+and the add() seconds of all attempts. Per-collection results are written atomically; the
 final files are written by the importer into a folder built beside ``out`` and swapped in
 whole (:func:`tiap.io.output_folder`, step ``mem0-run``): ``mem0_store/`` and the saved
 answers gathered from it (``mem0_results.jsonl``, ``mem0_memories.jsonl``) are resumable
@@ -94,6 +102,13 @@ EMBEDDING_DIMS = 384
 #: Where Mem0's OpenAI client points when no LLM may be called (nothing listens there).
 NO_LLM_URL = "http://127.0.0.1:9/v1"
 GET_ALL_LIMIT = 1_000_000
+#: Mem0's on-disk state in a collection's folder, and the checkpoints of it (``checkpoint-N``:
+#: the state after N finished add() calls, their records and ``meta.json``)
+STATE = ("qdrant", "history.db")
+CHECKPOINT = "checkpoint-"
+#: With ``infer=False`` (no LLM: a call takes milliseconds) the state is saved at most this
+#: often; with ``infer=True`` after every call
+CHECKPOINT_SECONDS = 30.0
 
 ProgressFn = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
 
@@ -325,41 +340,132 @@ def _dates(bundle: Bundle) -> dict[str, str | None]:
     return {s.session_id: s.date for s in bundle.sessions}
 
 
+def _groups(turns: Sequence[Turn], cfg: Mem0RunConfig) -> list[list[Turn]]:
+    """The turns of each ``add()`` call, in order."""
+    return [[t] for t in turns] if not cfg.infer else list(_windows(turns, cfg.window))
+
+
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(16) == b"SQLite format 3\x00"
+
+
+def _copy_state(src: Path, dst: Path) -> None:
+    """Copy Mem0's on-disk state (the Qdrant folder and ``history.db``) from ``src`` into
+    ``dst``. SQLite files are copied through SQLite's backup API, so the copy is a consistent
+    database even while Mem0 holds the original open."""
+    import sqlite3
+
+    for name in STATE:
+        top = src / name
+        files = ([top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+                 if top.is_dir() else [])
+        for f in files:
+            target = dst / f.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if _is_sqlite(f):
+                with contextlib.closing(sqlite3.connect(f)) as a, \
+                        contextlib.closing(sqlite3.connect(target)) as b:
+                    a.backup(b)
+            else:
+                shutil.copy2(f, target)
+
+
+def _checkpoint(work: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The newest complete checkpoint of an unfinished collection (its ``meta.json`` is
+    written last, and its folder renamed into place after that), if any."""
+    found = []
+    for d in work.glob(CHECKPOINT + "*"):
+        meta = None if d.suffix == ".tmp" else _read_done(d / "meta.json")
+        if meta is not None and isinstance(meta.get("calls"), int):
+            found.append((meta["calls"], d, meta))
+    if not found:
+        return None
+    _, d, meta = max(found, key=lambda x: x[0])
+    return d, meta
+
+
+def _save_checkpoint(work: Path, adds: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    """Save Mem0's state after the ``len(adds)`` finished calls, with their records, beside
+    the live state; then drop the older checkpoints. An interruption at any point leaves
+    the previous checkpoint or this one complete, never a half-written one in use."""
+    name = f"{CHECKPOINT}{len(adds):06d}"
+    tmp = work / (name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    _copy_state(work, tmp)
+    write_jsonl(tmp / "adds.jsonl", adds)
+    (tmp / "meta.json").write_text(json.dumps({**meta, "calls": len(adds)}, indent=1) + "\n",
+                                   encoding="utf-8")
+    tmp.rename(work / name)
+    for old in work.glob(CHECKPOINT + "*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _resume(work: Path, fp: str, groups: Sequence[Sequence[Turn]]
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Put ``work`` in the state of its newest checkpoint (or empty, without one) and return
+    the records of the calls it holds and its meta (``seconds_add``, ``resumed``)."""
+    ck = _checkpoint(work)
+    if ck is None:
+        shutil.rmtree(work, ignore_errors=True)  # an unfinished attempt without a checkpoint
+        work.mkdir(parents=True)
+        return [], {"fingerprint": fp, "seconds_add": 0.0, "resumed": []}
+    path, meta = ck
+    for child in work.iterdir():  # the live state may be past the checkpoint: drop it
+        if child != path:
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+    _copy_state(path, work)
+    adds = [obj for _, obj in iter_jsonl(path / "adds.jsonl")]
+    if meta.get("fingerprint") != fp or len(adds) != meta["calls"] or len(adds) > len(groups) \
+            or any(a.get("sources") != [t.unit_id for t in g] for a, g in zip(adds, groups)):
+        raise TiapError("this checkpoint of an unfinished Mem0 run does not match the "
+                        "collection's turns and settings; use another --out, or --fresh to "
+                        "discard it", file=path / "meta.json")
+    return adds, {**meta, "resumed": [*meta.get("resumed", []), len(adds)]}
+
+
 def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, fp: str,
                     progress: ProgressFn) -> dict[str, Any]:
     cid = bundle.collection.collection_id
     if any(c.isspace() for c in cid) or not cid:
         raise TiapError(f"collection id {cid!r} cannot be a Mem0 user_id (empty or whitespace)")
-    shutil.rmtree(work, ignore_errors=True)  # an unfinished earlier attempt: start empty
-    work.mkdir(parents=True)
     turns, queries, left_out = _slice(bundle, cfg.max_sessions)
+    groups = _groups(turns, cfg)
+    adds, meta = _resume(work, fp, groups)
     dates = _dates(bundle)
-    started = time.perf_counter()
+    started = last_saved = time.perf_counter()
     memory = mem0.Memory.from_config(_mem0_config(work, cid, cfg))
     try:
-        adds: list[dict[str, Any]] = []
-        units = (([t] for t in turns) if not cfg.infer else _windows(turns, cfg.window))
-        n_calls = len(turns) if not cfg.infer else sum(1 for _ in _windows(turns, cfg.window))
-        for group in progress(units, f"{cid}: add", n_calls):
+        done_before = len(adds)
+        what = f"{cid}: add" + (f" (resumed after {done_before:,} of {len(groups):,} calls)"
+                                if done_before else "")
+        for group in progress(groups[done_before:], what, len(groups) - done_before):
             # one turn: the memories' lineage is that turn; several: one or more of them
             key = DEFAULT_SOURCES_KEY if len(group) == 1 else DEFAULT_WINDOW_KEY
-            meta: dict[str, Any] = {key: [t.unit_id for t in group],
-                                    "session_id": group[0].session_id}
+            meta_: dict[str, Any] = {key: [t.unit_id for t in group],
+                                     "session_id": group[0].session_id}
             if dates.get(group[0].session_id):
-                meta["date"] = dates[group[0].session_id]
+                meta_["date"] = dates[group[0].session_id]
             if not cfg.infer:
-                meta[DEFAULT_KIND_KEY] = "raw"
+                meta_[DEFAULT_KIND_KEY] = "raw"
             messages = [{"role": _role(t), "content": _content(t)} for t in group]
             with _UnparsedReplies() as unparsed:
                 try:
-                    got = memory.add(messages, user_id=cid, metadata=meta, infer=cfg.infer)
+                    got = memory.add(messages, user_id=cid, metadata=meta_, infer=cfg.infer)
                 except Exception as exc:  # Mem0's own types (LLMError, VectorStoreError)
                     raise TiapError(f"Mem0 add() failed ({type(exc).__name__}: {exc})",
                                     record=",".join(t.unit_id for t in group)) from exc
-            adds.append({"sources": meta[key],
+            adds.append({"sources": meta_[key],
                          "memories": [r.get("id") for r in got.get("results", [])
                                       if r.get("event") == "ADD"],
                          **({"unparsed": unparsed.messages} if unparsed.messages else {})})
+            now = time.perf_counter()
+            if cfg.infer or now - last_saved >= CHECKPOINT_SECONDS:
+                _save_checkpoint(work, adds, {**meta, "seconds_add": round(
+                    meta["seconds_add"] + now - started, 2)})
+                last_saved = time.perf_counter()
         added = time.perf_counter()
         stored = memory.get_all(filters={"user_id": cid}, top_k=GET_ALL_LIMIT)["results"]
         results: list[dict[str, Any]] = []
@@ -388,11 +494,14 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
         "add_calls": len(adds), "memories": len(stored), "queries": len(queries),
         "queries_left_out": left_out,
         "adds_unparsed": [a["sources"] for a in adds if a.get("unparsed")],
-        "seconds_add": round(added - started, 2),
+        "seconds_add": round(meta["seconds_add"] + added - started, 2),
         "seconds_search": round(searched - added, 2),
+        "resumed_after_calls": meta["resumed"],
     }
     with atomic_write(work / DONE_FILE) as fh:  # written last: marks the collection finished
         fh.write(json.dumps(done, indent=1) + "\n")
+    for old in work.glob(CHECKPOINT + "*"):  # finished: the checkpoints are not needed
+        shutil.rmtree(old, ignore_errors=True)
     return done
 
 
@@ -463,11 +572,19 @@ def run_mem0(
         raise TiapError(f"dataset {dataset.dataset_id} has no collections to run")
     # check every finished collection's settings before doing any work
     for b in bundles:
-        done = _read_done(store / _safe_name(b.collection.collection_id) / DONE_FILE)
+        work = store / _safe_name(b.collection.collection_id)
+        done = _read_done(work / DONE_FILE)
+        ck = _checkpoint(work) if done is None else None
         if done is not None and done.get("fingerprint") != fp:
             raise TiapError(f"{out} holds a Mem0 run of {b.collection.collection_id} made with "
                             "other settings; use another --out, or --fresh to discard it",
-                            file=store / _safe_name(b.collection.collection_id) / DONE_FILE)
+                            file=work / DONE_FILE)
+        if ck is not None and ck[1].get("fingerprint") != fp:
+            raise TiapError(f"{out} holds an unfinished Mem0 run of "
+                            f"{b.collection.collection_id} ({ck[1]['calls']:,} add() calls "
+                            "saved) made with other settings; rerun it with its settings to "
+                            "finish it, use another --out, or --fresh to discard it",
+                            file=ck[0] / "meta.json")
 
     mem0: Any = None
     log = logging.getLogger("mem0")
