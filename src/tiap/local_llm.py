@@ -54,7 +54,7 @@ from tiap.errors import TiapError
 from tiap.io import atomic_write
 
 __all__ = ["CLIENT_DEFAULTS", "DEFAULT_MODEL", "DEFAULT_PORT", "MODELS", "LocalModel",
-           "LocalServer", "local_base_url", "model_file", "read_gguf_meta"]
+           "LocalServer", "local_base_url", "local_endpoint", "model_file", "read_gguf_meta"]
 
 #: The pinned ``xllamacpp`` release (the ``llm-local`` extra).
 XLLAMACPP = "xllamacpp==2026.10.11549"
@@ -116,6 +116,23 @@ CLIENT_DEFAULTS: dict[str, Any] = {"concurrency": 1, "timeout": 600.0}
 def local_base_url(port: int = DEFAULT_PORT) -> str:
     """The ``base_url`` of a :class:`LocalServer` on ``port``."""
     return f"http://127.0.0.1:{port}/v1"
+
+
+def local_endpoint(name: str, port: int = DEFAULT_PORT, *, base_url: str | None = None,
+                   model: str | None = None, flags: tuple[str, str] = ("--base-url", "--model")
+                   ) -> tuple[str, str]:
+    """The endpoint and model name ``--local-model NAME`` serves on ``port``, for a command
+    that also takes an endpoint of its own (``flags``: its two options). Both at once is a
+    usage error (the run would not use the served model), and so is a model name other than
+    the one served; an unknown ``name`` is ``invalid-value``. Checked before any data."""
+    served = get_model(name).name
+    if base_url is not None:
+        raise TiapError(f"--local-model serves its own endpoint: give {flags[0]} or "
+                        "--local-model, not both", code="usage")
+    if model is not None and model != served:
+        raise TiapError(f"{flags[1]} {model!r} is not the model --local-model serves "
+                        f"({served!r})", code="usage")
+    return local_base_url(port), served
 
 
 def get_model(name: str) -> LocalModel:

@@ -131,8 +131,10 @@ def test_mem0_run_local_model_usage_errors(tmp_path: Path, capsys) -> None:
     assert main(base) == 2  # no --infer: nothing would call the model
     assert "--local-model serves the LLM of --infer; add --infer" in capsys.readouterr().err
     assert main([*base, "--infer", "--llm-base-url", "http://127.0.0.1:9/v1"]) == 2
-    assert "give --llm-base-url and --llm-model, or --local-model, not both" in (
-        capsys.readouterr().err)
+    assert "give --llm-base-url or --local-model, not both" in capsys.readouterr().err
+    assert main([*base, "--infer", "--llm-model", "qwen2.5-coder-1.5b"]) == 2
+    assert ("--llm-model 'qwen2.5-coder-1.5b' is not the model --local-model serves "
+            "('smollm2-135m')") in " ".join(capsys.readouterr().err.split())
     assert main([*base[:-1], "smol", "--infer"]) == 2  # an unknown model, before any data
     assert "unknown local model 'smol'" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
@@ -212,7 +214,9 @@ def test_build_store_serves_a_local_model_for_a_session_slice(data_dir: Path, tm
     # usage errors, before any server starts or any data is read
     for extra, says in (
             (["--local-model", "smollm2-135m", "--model", "x"],
-             "give --base-url and --model, or --local-model, not both"),
+             "--model 'x' is not the model --local-model serves ('smollm2-135m')"),
+            (["--local-model", "smollm2-135m", "--base-url", "http://127.0.0.1:9/v1"],
+             "give --base-url or --local-model, not both"),
             (["--local-model", "smollm2"], "unknown local model 'smollm2'")):
         assert main(["build-store", "locomo", "--parser", "llm", "--out", str(tmp_path / "x"),
                      *extra]) == 2

@@ -224,19 +224,16 @@ def judge_cmd(
                         "no contested credit?)", file=cases)
     if limit is not None:
         all_cases = all_cases[:limit]
-    if local_model is not None and base_url is not None:
-        raise TiapError("--local-model serves its own endpoint: give --base-url or "
-                        "--local-model, not both", code="usage")
     stack = contextlib.ExitStack()
     local: dict[str, Any] | None = None
     if local_model is not None:
         from tiap.audit.judges import parse_judge_spec
-        from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, get_model
+        from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, local_endpoint
 
+        _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
         if not any(parse_judge_spec(j)[0] == "openai" for j in judge):
             raise TiapError("--local-model is for openai judges; none of the --judge "
                             "specs is one", code="usage")
-        served = get_model(local_model).name
         for spec in judge:  # an openai judge aimed elsewhere would not judge with the model
             name, kw = parse_judge_spec(spec)
             if name != "openai":
@@ -248,9 +245,6 @@ def judge_cmd(
             if kw.get("model", served) != served:
                 raise TiapError(f"judge {spec!r} asks for model {kw['model']!r}, but "
                                 f"--local-model serves {served!r}", code="usage")
-        if model is not None and model != served:
-            raise TiapError(f"--model {model!r} is not the model --local-model serves "
-                            f"({served!r})", code="usage")
 
         srv = stack.enter_context(LocalServer(local_model, port=local_port,
                                               log=lambda m: err_console.print(escape(m))))

@@ -82,15 +82,14 @@ def mem0_run_cmd(
     from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
 
     if local_model is not None:
-        from tiap.local_llm import get_model, local_base_url
+        from tiap.local_llm import local_endpoint
 
         if not infer:
             raise TiapError("--local-model serves the LLM of --infer; add --infer",
                             code="usage")
-        if llm_base_url is not None or llm_model is not None:
-            raise TiapError("--local-model serves its own endpoint: give --llm-base-url and "
-                            "--llm-model, or --local-model, not both", code="usage")
-        llm_base_url, llm_model = local_base_url(local_port), get_model(local_model).name
+        llm_base_url, llm_model = local_endpoint(local_model, local_port, base_url=llm_base_url,
+                                                 model=llm_model,
+                                                 flags=("--llm-base-url", "--llm-model"))
     with command_options({"infer": "--infer", "window": "--window", "limit": "--limit",
                           "threshold": "--threshold", "llm_base_url": "--llm-base-url",
                           "llm_model": "--llm-model", "max_sessions": "--sessions",

@@ -124,9 +124,13 @@ def build_store_cmd(
     if local_model is not None:
         if pname != "llm":
             problems.append(Problem("--local-model serves the model of --parser llm only"))
-        elif base_url is not None or model is not None:
-            problems.append(Problem("--local-model serves its own endpoint: give --base-url "
-                                    "and --model, or --local-model, not both"))
+        else:
+            from tiap.local_llm import local_endpoint
+
+            try:
+                local_endpoint(local_model, local_port, base_url=base_url, model=model)
+            except TiapError as exc:
+                problems.extend(exc.problems)
     if pname == "native" and max_facts is not None:
         problems.append(Problem("--max-facts does not apply to --parser native "
                                 "(it stores the memories the dataset ships)"))
@@ -140,13 +144,12 @@ def build_store_cmd(
         args.update(given)
         args["seed"] = seed
         if local_model is not None:
-            from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, get_model, local_base_url
+            from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, local_endpoint
 
-            spec = get_model(local_model)  # an unknown name fails here, before any data
-            args["base_url"], args["model"] = local_base_url(local_port), spec.name
+            args["base_url"], args["model"] = local_endpoint(local_model, local_port)
             for k, v in CLIENT_DEFAULTS.items():
                 args.setdefault(k, v)
-            served = LocalServer(spec.name, port=local_port, threads=local_threads,
+            served = LocalServer(args["model"], port=local_port, threads=local_threads,
                                  log=lambda m: err_console.print(escape(m)))
     elif max_facts is not None and pname not in ("heuristic", "native"):
         args["max_facts"] = max_facts
