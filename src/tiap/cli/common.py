@@ -50,13 +50,46 @@ def progress_bar() -> Progress:
     )
 
 
+#: Where stderr is not a terminal (a log file), a long loop prints a progress line this often.
+LOG_EVERY = 60.0
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def progress_line(description: str, done: int, total: int | None, elapsed: float) -> str:
+    """``conv-26: add: 37/419 (8.8%), 41:02 elapsed, about 7:03:38 left``"""
+    if not total:
+        return f"{description}: {done:,} done, {_duration(elapsed)} elapsed"
+    left = elapsed / done * (total - done) if done else None
+    return (f"{description}: {done:,}/{total:,} ({100 * done / total:.1f}%), "
+            f"{_duration(elapsed)} elapsed"
+            + (f", about {_duration(left)} left" if left is not None and done < total else ""))
+
+
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
-    """Iterate with a progress bar on stderr (hidden when stderr is not a terminal)."""
+    """Iterate with a progress bar on stderr; where stderr is not a terminal (a log), with a
+    plain progress line every ``LOG_EVERY`` seconds instead (none for a short loop)."""
+    import time
+
+    from rich.markup import escape
+
+    logged = not err_console.is_terminal
+    started = last = time.monotonic()
+    done = 0
     with progress_bar() as progress:
         task = progress.add_task(description, total=total)
         for item in items:
             yield item
             progress.advance(task)
+            done += 1
+            if logged and time.monotonic() - last >= LOG_EVERY:
+                last = time.monotonic()
+                err_console.print(escape(progress_line(description, done, total,
+                                                       last - started)))
 
 NoVerifyOption = Annotated[
     bool,
