@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 from tiap.cli.main import main
@@ -65,9 +66,22 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     # the trace carries its provenance header
     first = json.loads((root / "runs" / "f1-bm25.jsonl").read_text().split("\n", 1)[0])
     assert first.get("tiap_trace") == 1
-    # a rerun skips every finished step
+    # a rerun skips every finished step, rescoring, Stage III and the report included, and
+    # prints the same tables (the summary read back from summary.csv)
+    report_built = (root / "report" / "index.html").exists()
+    assert main(args) == 0
+    again = capsys.readouterr()
+    assert again.err.count("up to date, skipped") == 1 + 4 + 4 + 2 + report_built
+    for name in ("rescore", "sensitivity"):
+        assert f"  {name}: up to date, skipped" in again.err
+    assert again.out == printed.out
+    assert "every step was up to date, nothing was recomputed" in again.err
+    # a changed run (retrieved again, or edited) makes rescoring and what follows run again
+    run = root / "runs" / "f5-bm25.jsonl"
+    os.utime(run, ns=(run.stat().st_atime_ns, run.stat().st_mtime_ns + 10**9))
     assert main(args) == 0
     err = capsys.readouterr().err
+    assert "rescore: up to date" not in err and "sensitivity: up to date" not in err
     assert err.count("up to date, skipped") == 1 + 4 + 4
     # changed code (a parser being developed) makes the steps run again
     from tiap import pipeline

@@ -82,7 +82,10 @@ Every step writes into ``OUT/<name>/`` and records a fingerprint of what it was 
 (``.steps/<step>.json``: the step's spec, TIAP's version and a hash of its source files); a
 rerun skips a step whose fingerprint and outputs are unchanged, so an interrupted run
 resumes without repeating finished work (the steps themselves write atomically, and
-retrieval also resumes inside a step, collection by collection).
+retrieval also resumes inside a step, collection by collection). The steps: ``queries``,
+``store-<name>``, ``retrieve-<system>``, ``rescore`` (its spec names every store, run and
+the queries file by size and mtime), ``sensitivity`` (the rescoring's files) and ``report``
+(Stage III's manifest); a rerun with nothing changed recomputes nothing and says so.
 """
 
 from __future__ import annotations
@@ -533,7 +536,7 @@ class PipelineResult:
     rescore_dir: Path
     timings: dict[str, float]
     skipped: list[str]
-    result: Any = None  # the RescoreResult
+    result: Any = None  # the RescoreResult, or the Summary read back when rescoring was up to date
     sensitivity_dir: Path | None = None
     report_dir: Path | None = None
 
@@ -554,7 +557,7 @@ def run_pipeline(
     from tiap.memory import build_store
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
-    from tiap.scoring.output import write_rescore
+    from tiap.scoring.output import read_summary, write_rescore
     from tiap.scoring.rescore import rescore
     from tiap.traces.runs import read_run
 
@@ -663,65 +666,84 @@ def run_pipeline(
 
         step(f"retrieve-{system}", spec, [trace], run_retrieval)
 
-    # 4. rescoring, every run under every target
+    # 4. rescoring, every run under every target (a step like the others: a rerun with the
+    # same stores, runs, queries and settings reads the summary back instead)
     rdir = root / "rescore"
-    qs = read_queries(qpath)
-    stores = {}
-    runs = []
-    loaded: dict[str, Any] = {}
-    preloaded: dict[Path, Any] = {qpath.resolve(): qs}  # for Stage III's answer alignment
+    inputs: dict[str, Path] = {"queries": qpath}
     for system, s, _ in cfg.systems():
-        ipath, rpath = root / "stores" / s.name / "items.jsonl", root / "runs" / f"{system}.jsonl"
-        if s.name not in loaded:
-            loaded[s.name] = read_store(ipath)
-            preloaded[ipath.resolve()] = loaded[s.name]
-        stores[system] = loaded[s.name]
-        got = read_run(rpath, system=system)
-        preloaded[rpath.resolve()] = got
-        runs.extend(got)
-    # What was just read lives until the end. Frozen out of the collector's generations, it
-    # is not traversed again by each of the hundreds of cyclic collections that rescoring's
-    # and Stage III's many small rows trigger (about 0.4 s of the demo's Stage III).
-    with _gc_frozen():
-        t0 = time.monotonic()
+        inputs[f"items:{system}"] = root / "stores" / s.name / "items.jsonl"
+        inputs[f"run:{system}"] = root / "runs" / f"{system}.jsonl"
+    rescore_spec = {"inputs": {k: _fingerprint_file(v) for k, v in inputs.items()},
+                    "targets": list(cfg.targets), "measures": list(cfg.measures),
+                    "credit": cfg.credit, "pipeline": cfg.source,
+                    "design": {k: list(v) for k, v in cfg.design.items()}}
+    preloaded: dict[Path, Any] = {}  # what was read here, for Stage III's answer alignment
+    held: dict[str, Any] = {}
+
+    def run_rescore() -> None:
+        qs = read_queries(qpath)
+        preloaded[qpath.resolve()] = qs
+        stores, runs, loaded = {}, [], {}
+        for system, s, _ in cfg.systems():
+            ipath, rpath = inputs[f"items:{system}"], inputs[f"run:{system}"]
+            if s.name not in loaded:
+                loaded[s.name] = read_store(ipath)
+                preloaded[ipath.resolve()] = loaded[s.name]
+            stores[system] = loaded[s.name]
+            got = read_run(rpath, system=system)
+            preloaded[rpath.resolve()] = got
+            runs.extend(got)
+        gc.freeze()  # what was just read: see below
         result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
                          credit=cfg.credit)
-        inputs: dict[str, Path] = {"queries": qpath}
-        for system, s, _ in cfg.systems():
-            inputs[f"items:{system}"] = root / "stores" / s.name / "items.jsonl"
-            inputs[f"run:{system}"] = root / "runs" / f"{system}.jsonl"
         write_rescore(result, rdir, queries=qs, inputs=inputs,
                       options={"pipeline": cfg.source,
                                "design": {k: list(v) for k, v in cfg.design.items()}})
-        timings["rescore"] = time.monotonic() - t0
-        log(f"rescore: {timings['rescore']:.1f} s")
+        held["result"] = result
+
+    # What is read here lives until the end. Frozen out of the collector's generations, it
+    # is not traversed again by each of the hundreds of cyclic collections that rescoring's
+    # and Stage III's many small rows trigger (about 0.4 s of the demo's Stage III).
+    with _gc_frozen():
+        step("rescore", rescore_spec, [rdir / "per_query.csv", rdir / "summary.csv",
+                                       rdir / "manifest.json"], run_rescore)
+        result = held.get("result") or read_summary(rdir)
 
         # 5. Stage III and the report (plots need the `report` extra)
         sdir, report_dir = root / "sensitivity", root / "report"
         if cfg.sensitivity:
+            from tiap.errors import MissingExtraError
             from tiap.sensitivity import analyze, write_sensitivity
             from tiap.sensitivity.load import per_query_of
 
-            t0 = time.monotonic()
-            # the values just written, as Stage III would read them back (bit for bit)
-            preloaded[(rdir / "per_query.csv").resolve()] = per_query_of(result)
             configs = {f"{d}-{r}": [f"{m}-{r}" for m in members]
                        for d, members in cfg.design.items() for r in cfg.retrievers}
-            sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
-                           alpha=cfg.alpha, correction=cfg.correction, min_effect=cfg.min_effect,
-                           configs=configs or None, preloaded=preloaded)
-            write_sensitivity(sens, sdir)
-            timings["sensitivity"] = time.monotonic() - t0
-            log(f"sensitivity: {timings['sensitivity']:.1f} s")
-            from tiap.errors import MissingExtraError
+            sens_spec = {"rescore": {f: _fingerprint_file(rdir / f)
+                                     for f in ("per_query.csv", "manifest.json")},
+                         "name": cfg.name, "seed": cfg.seed, "resamples": cfg.resamples,
+                         "alpha": cfg.alpha, "correction": cfg.correction,
+                         "min_effect": cfg.min_effect, "configs": configs}
 
-            t0 = time.monotonic()
-            try:
+            def run_sensitivity() -> None:
+                if "result" in held:  # the values just written, as Stage III would read them
+                    preloaded[(rdir / "per_query.csv").resolve()] = per_query_of(held["result"])
+                sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
+                               alpha=cfg.alpha, correction=cfg.correction,
+                               min_effect=cfg.min_effect, configs=configs or None,
+                               preloaded=preloaded)
+                write_sensitivity(sens, sdir)
+
+            step("sensitivity", sens_spec, [sdir / "manifest.json", sdir / "winner_flips.csv"],
+                 run_sensitivity)
+
+            def run_report() -> None:
                 from tiap.report import build_report
 
                 build_report([sdir], report_dir)
-                timings["report"] = time.monotonic() - t0
-                log(f"report: {timings['report']:.1f} s -> {report_dir / 'index.html'}")
+
+            try:
+                step("report", {"sensitivity": _fingerprint_file(sdir / "manifest.json")},
+                     [report_dir / "index.html"], run_report)
             except MissingExtraError as exc:
                 log(f"report skipped: {exc}")
         return PipelineResult(root, rdir, timings, skipped, result,

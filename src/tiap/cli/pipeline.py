@@ -43,7 +43,11 @@ def audit_run_cmd(
     print_summary(res.result, shared=False)
     if res.sensitivity_dir is not None:
         print_flips(res.sensitivity_dir)
-    err_console.print(f"wrote {res.out}")
+    if res.timings:
+        err_console.print(f"wrote {res.out}")
+    else:
+        err_console.print(f"{res.out}: every step was up to date, nothing was recomputed "
+                          "(--force runs them all again)")
     if res.report_dir is not None:
         err_console.print(f"report: {res.report_dir / 'index.html'} "
                           f"(target card: {res.report_dir / 'target_card.md'})")

@@ -189,3 +189,37 @@ def _write_parquet(path: Path, result: RescoreResult) -> None:
         "value": pa.chunked_array(arrays, pa.float64()),
     })
     pq.write_table(table, path)
+
+
+class Summary:
+    """A rescoring folder's ``summary.csv`` read back: what the CLI's summary table prints
+    (``summary_rows()``, ``systems``, ``target_names``, ``measures``, ``credit``,
+    ``bounded``), for a run that reuses a finished rescoring instead of computing it."""
+
+    def __init__(self, rows: list[dict[str, Any]], credit: str) -> None:
+        self._rows = rows
+        self.credit = credit
+        self.systems = list(dict.fromkeys(r["system"] for r in rows))
+        self.target_names = list(dict.fromkeys(r["target"] for r in rows))
+        self.measures = list(dict.fromkeys(r["measure"] for r in rows))
+        self.bounded = any(r["n_exact"] < r["n"] for r in rows)
+
+    def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
+        if shared:
+            raise ValueError("summary.csv holds the means over each target's own queries; "
+                             "the shared subset needs the per-query values")
+        return self._rows
+
+
+def read_summary(folder: str | Path) -> Summary:
+    """``summary.csv`` and the credit mode of a rescoring folder written by
+    :func:`write_rescore`."""
+    folder = Path(folder)
+    rows = []
+    with (folder / "summary.csv").open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            rows.append({**r, **{k: int(r[k]) for k in ("n", "n_exact", "n_possibly_empty")},
+                         **{k: float(r[k]) if r[k] != "" else None
+                            for k in ("mean", "lower", "upper")}})
+    man = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return Summary(rows, man["options"]["credit"])
