@@ -23,18 +23,21 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 ## demo: the main job on the real data: the full LoCoMo audit (stores f1/f5/f8/native,
 ## BM25 traces, Raw/Source/Canonical rescoring, sensitivity, HTML report in out/locomo/report).
-## `make demo RETRIEVER=dense` uses MiniLM embeddings instead (about 3 minutes the first time on 2 cores).
+## `make demo RETRIEVER=dense` uses MiniLM embeddings instead, in out/dense/locomo (about 3 minutes
+## the first time on 2 cores).
 ## `make demo LLM=local` then audits a stratified sample of the contested credits (48 cases)
 ## with a real local model served on 127.0.0.1 (LOCAL_MODEL, default Qwen2.5-Coder-1.5B:
 ## about 10 minutes on 2 cores) beside the offline lexical judge, and their agreement.
 RETRIEVER ?= bm25
 LLM ?=
 LOCAL_MODEL ?= qwen2.5-coder-1.5b
-AUDIT := out/locomo/audit-$(RETRIEVER)
+# BM25 writes out/locomo, another retriever out/<retriever>/locomo: they never overwrite
+DEMO_OUT := out$(if $(filter-out bm25,$(RETRIEVER)),/$(RETRIEVER))
+AUDIT := $(DEMO_OUT)/locomo/audit
 demo: $(VENV)/.installed-demo $(if $(filter local,$(LLM)),$(VENV)/.installed-llm-local)
-	$(BIN)/tiap audit-run configs/locomo.toml --out out --retriever $(RETRIEVER)
+	$(BIN)/tiap audit-run configs/locomo.toml --out $(DEMO_OUT) --retriever $(RETRIEVER)
 ifeq ($(LLM),local)
-	$(BIN)/tiap audit cases out/locomo/rescore --out $(AUDIT)/cases.jsonl \
+	$(BIN)/tiap audit cases $(DEMO_OUT)/locomo/rescore --out $(AUDIT)/cases.jsonl \
 	    --sample stratified --per-stratum 3 --seed 1
 	$(BIN)/tiap audit judge $(AUDIT)/cases.jsonl --judge lexical --judge openai \
 	    --local-model $(LOCAL_MODEL) --out $(AUDIT)/judged

@@ -218,8 +218,13 @@ class MissingExtraError(TiapError):
     def __init__(self, module: str, extra: str) -> None:
         super().__init__(
             f"this feature needs the Python package {module!r}; install it with "
-            f"pip install 'tiap[{extra}]'"
+            f"{install_hint(extra)}"
         )
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of TIAP's extras (TIAP is installed from its checkout)."""
+    return f"pip install -e '.[{extra}]' (in TIAP's folder; .venv/bin/pip after make)"
 
 
 def require(module: str, extra: str):  # type: ignore[no-untyped-def]

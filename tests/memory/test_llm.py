@@ -203,7 +203,7 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(TiapError, match="key max_facts: expected a value >= 1"):
         make_parser("llm", base_url="http://x/v1", model="m", max_facts=0)
     monkeypatch.setitem(sys.modules, "httpx", None)  # as if the extra were not installed
-    with pytest.raises(MissingExtraError, match=r"tiap\[llm\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[llm\]'"):
         make_parser("llm", base_url="http://x/v1", model="m")
 
 

@@ -101,5 +101,5 @@ def test_spec_records_every_setting() -> None:
 
 def test_missing_bm25s_names_the_bm25_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "bm25s", None)  # makes the module unimportable
-    with pytest.raises(MissingExtraError, match=r"tiap\[bm25\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[bm25\]'"):
         BM25Retriever()

@@ -201,7 +201,7 @@ def test_unknown_model_and_missing_extra(monkeypatch: pytest.MonkeyPatch, tmp_pa
     with pytest.raises(TiapError, match="unknown embedding model 'no-such-model'"):
         make_retriever("dense", model="no-such-model", cache_dir=tmp_path)
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(MissingExtraError, match=r"tiap\[dense\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[dense\]'"):
         make_retriever("dense", cache_dir=tmp_path)
-    with pytest.raises(MissingExtraError, match=r"tiap\[dense\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[dense\]'"):
         make_retriever("hybrid", cache_dir=tmp_path)

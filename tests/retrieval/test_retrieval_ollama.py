@@ -160,5 +160,5 @@ def test_the_cli_with_an_ollama_model(stub: Stub, tmp_path: Path, capsys) -> Non
 
 def test_missing_httpx_names_the_llm_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "httpx", None)
-    with pytest.raises(MissingExtraError, match=r"tiap\[llm\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[llm\]'"):
         OllamaEncoder(MODEL)

@@ -21,7 +21,7 @@ import pytest
 
 # Not imported here: the harness imports mem0 itself, after switching its telemetry off.
 if importlib.util.find_spec("mem0") is None:
-    pytest.skip("needs the mem0 extra (pip install 'tiap[mem0]')", allow_module_level=True)
+    pytest.skip("needs the mem0 extra (pip install -e '.[mem0]')", allow_module_level=True)
 
 from mem0_fixtures import Mem0StandIn, inline_dataset, new_messages, no_network
 

@@ -1,6 +1,6 @@
 """Figures of the report, drawn with matplotlib (Agg backend) and returned as PNG bytes.
 
-Needs the ``report`` extra (``pip install 'tiap[report]'``). Labels are data (system names,
+Needs the ``report`` extra (``pip install -e '.[report]'``). Labels are data (system names,
 targets, categories): ``$`` is escaped so matplotlib never reads them as mathtext.
 """
 
