@@ -63,6 +63,16 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     for name in tables:
         assert (root / "sensitivity" / name).read_bytes() == (tmp_path / "cold" / name
                                                                ).read_bytes(), name
+    # the report highlights exactly the flips significant after correction (conv-26 has
+    # both kinds on nDCG@60, so this can fail either way)
+    flips = [r for r in csv.DictReader((root / "sensitivity" / "winner_flips.csv").open())
+             if r["measure"] == "nDCG@60"]
+    assert {r["significant_flip"] for r in flips} == {"true", "false"}
+    text = (root / "report" / "tables" / "locomo_winner_flips.md").read_text()
+    assert "system gaps on nDCG@60 under" in text
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ")][1:]
+    assert [ln.startswith("| **") for ln in rows] == [
+        r["significant_flip"] == "true" for r in flips]
     # the trace carries its provenance header
     first = json.loads((root / "runs" / "f1-bm25.jsonl").read_text().split("\n", 1)[0])
     assert first.get("tiap_trace") == 1

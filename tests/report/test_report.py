@@ -213,3 +213,18 @@ def test_interval_digits_never_hide_a_bound_off_zero() -> None:
     assert ci(-0.0014, -0.00042) == "[-0.0014, -0.0004]"
     assert ci(-0.0014, 0.0) == "[-0.001, +0.000]"  # a bound of exactly 0 stays 0
     assert ci(None, 0.1) == "–"
+
+
+def test_p_values_at_the_resampling_floor_are_bounds() -> None:
+    from tiap.report.render import p_cell
+
+    # 10,000 resamples: the floor is 1/10,001 = 9.999e-05; Holm x36 gives 0.0036
+    row = {"p_1": 1 / 10001, "p_1_adjusted": 36 / 10001, "p_2": 6 / 10001,
+           "p_2_adjusted": 0.006}
+    assert p_cell(row, "p_1", 10000) == "≤ 1.0e-04"
+    assert p_cell(row, "p_1_adjusted", 10000) == "≤ 0.0036"
+    assert p_cell(row, "p_2", 10000) == "0.0006"  # 6 sign vectors as large: an estimate
+    assert p_cell(row, "p_2_adjusted", 10000) == "0.0060"
+    assert p_cell(row, "p_1", None) == "1.0e-04"  # resamples unknown: no claim
+    assert p_cell({"p": None}, "p", 10000) == "–"
+

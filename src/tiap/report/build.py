@@ -33,11 +33,13 @@ from tiap.report.procedure import (
     number,
 )
 from tiap.report.render import (
+    FLOOR_NOTE,
     ReportTable,
     ci,
     esc,
     f4,
     mean_text,
+    p_cell,
     pct,
     pct_ci,
     pval,
@@ -358,7 +360,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                                              "flip"],
                         caption="Gap = A minus B on the shared subset; CI: paired bootstrap "
                         "percentile interval; p: uncorrected sign-flip p-value; highlighted: "
-                        "winner flips.")
+                        f"significant flips; {FLOOR_NOTE}.")
     else:
         t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under "
                         "pairs of targets", ["A vs B", "targets", "n shared", "gap 1", "CI 1",
@@ -371,12 +373,14 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         cells = [f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
                  r["n_shared"], gap_text(r, 1), _ci(r, 1, legacy)]
         if legacy:
-            cells += [pval(r["p_1"]), gap_text(r, 2), _ci(r, 2, legacy), pval(r["p_2"])]
+            cells += [p_cell(r, "p_1", opts.get("resamples")), gap_text(r, 2), _ci(r, 2, legacy),
+                      p_cell(r, "p_2", opts.get("resamples"))]
         else:
-            cells += [pval(r.get("p_1_adjusted")), gap_text(r, 2), _ci(r, 2, legacy),
-                      pval(r.get("p_2_adjusted")), effect_pair(r), _mde_pair(r)]
+            res = opts.get("resamples")
+            cells += [p_cell(r, "p_1_adjusted", res), gap_text(r, 2), _ci(r, 2, legacy),
+                      p_cell(r, "p_2_adjusted", res), effect_pair(r), _mde_pair(r)]
         t.add([*cells, f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}", flip_status(r)],
-              mark=flip)
+              mark=flip and _significant(r))
     page.table(t)
     seen: set[tuple[str, str]] = set()
     unbounded = 0
@@ -419,9 +423,9 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                    f"{r['target_1']} → {r['target_2']}", r["n_shared"],
                    f"{gap_text(r, 1)} {_ci(r, 1, legacy)}",
                    f"{gap_text(r, 2)} {_ci(r, 2, legacy)}",
-                   *([] if legacy else [_p_pair(r), effect_pair(r)]),
+                   *([] if legacy else [_p_pair(r, opts), effect_pair(r)]),
                    ("yes" if truth(r["significant_flip"]) else "no") if legacy
-                   else flip_status(r)], mark=True)
+                   else flip_status(r)], mark=_significant(r))
         page.table(t)
     _ranking_section(page, sd, name, label, slug, primary)
 
@@ -441,8 +445,15 @@ def _ci(r: dict[str, str], side: int | str, legacy: bool) -> str:
     return ci(lo, hi, open_ends=tested)
 
 
-def _p_pair(r: dict[str, str]) -> str:
-    return f"{pval(r.get('p_1_adjusted'))} / {pval(r.get('p_2_adjusted'))}"
+def _p_pair(r: dict[str, str], opts: dict[str, Any]) -> str:
+    res = opts.get("resamples")
+    return f"{p_cell(r, 'p_1_adjusted', res)} / {p_cell(r, 'p_2_adjusted', res)}"
+
+
+def _significant(r: dict[str, str]) -> bool:
+    """What the tables highlight: a flip whose two gaps are both significant after the
+    correction (``significant_flip``)."""
+    return truth(r.get("significant_flip"))
 
 
 def _mde_pair(r: dict[str, str]) -> str:
@@ -466,7 +477,7 @@ def _flip_caption(opts: dict[str, Any]) -> str:
             f"each target; MDE: the gap detectable with 80% power at alpha {alpha}. Flip: "
             f"headline (significant {corr} at alpha {alpha} and both gaps at least the minimum "
             f"effect {me} from 0), significant, below min effect, yes (not significant) or no; "
-            "highlighted: winner flips.")
+            f"highlighted: flips significant {corr}; {FLOOR_NOTE}.")
 
 
 def _ranking_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
@@ -528,7 +539,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         eff = num(r.get("effect"))
         t.add([r["group"], comp, r["target"], signed(r["gap"]),
                ci(r["ci_low"], r["ci_high"], open_ends=tested),
-               pval(r["p"] if legacy else r.get("p_adjusted")),
+               p_cell(r, "p" if legacy else "p_adjusted", opts.get("resamples")),
                *([] if legacy else ["–" if eff is None else f"{eff:+.2f}", pct(r.get("moved"))]),
                r["preferred"] + (" *" if truth(r["significant"]) else ""),
                "yes" if changed else "no"], mark=changed)
@@ -542,7 +553,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
                + ("" if none else " Family: every pair of configurations and target of the "
                   "group under one measure.")
                + " d_z: paired effect size; moved: share of the matched queries whose "
-               "difference is not 0.", "note")
+               f"difference is not 0. {FLOOR_NOTE}.", "note")
     means = sd.rows("design_means", name, measure=primary)
     for g in groups:
         configs = unique(r["config"] for r in means if r["group"] == g)
@@ -605,8 +616,8 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
             if legacy:
                 cells.append("yes" if truth(r["significant_flip"]) else "no")
             else:
-                cells += [_p_pair(r), _mde_pair(r), flip_status(r)]
-            t.add(cells, mark=True)
+                cells += [_p_pair(r, opts), _mde_pair(r), flip_status(r)]
+            t.add(cells, mark=_significant(r))
         page.table(t)
 
 

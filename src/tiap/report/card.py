@@ -24,7 +24,7 @@ from tiap.report.procedure import (
     number,
     statistics,
 )
-from tiap.report.render import ci, f4, md_escape, pval
+from tiap.report.render import FLOOR_NOTE, ci, f4, md_escape, p_cell
 from tiap.sensitivity.flips import gap_text
 
 __all__ = ["CREDIT_MODES", "card_json", "card_markdown"]
@@ -146,6 +146,7 @@ def _statistics_md(st: dict[str, Any]) -> list[str]:
 
 def card_markdown(card: dict[str, Any]) -> str:
     st = card["statistics"]
+    res = st.get("resamples")
     out = ["# Target card", "",
            "Which stored forms received retrieval credit, how many queries each target covers, "
            "on which shared subsets systems were compared, and where the winner depends on "
@@ -206,15 +207,15 @@ def card_markdown(card: dict[str, Any]) -> str:
                     f"{md_escape(f['system_b'])} | {md_escape(f['target_1'])} → "
                     f"{md_escape(f['target_2'])} | {f['n_shared']} | {gap_text(f, 1)} "
                     f"{ci(f['ci_1_low'], f['ci_1_high'])} | {gap_text(f, 2)} "
-                    f"{ci(f['ci_2_low'], f['ci_2_high'])} | {pval(f['p_1'])} | "
-                    f"{pval(f['p_2'])} | {'yes' if f['significant_flip'] else 'no'} |")
+                    f"{ci(f['ci_2_low'], f['ci_2_high'])} | {p_cell(f, 'p_1', res)} | "
+                    f"{p_cell(f, 'p_2', res)} | {'yes' if f['significant_flip'] else 'no'} |")
         else:
             n_sig = sum(1 for f in ds["winner_flips"] if f["significant_flip"])
             n_head = sum(1 for f in ds["winner_flips"] if f.get("headline"))
             out += [f"{len(ds['winner_flips'])} winner flips, {n_sig} significant "
                     f"{md_escape(after_correction(st))} at alpha {number(st['alpha'])}, "
                     f"{n_head} headline (minimum effect {number(st['min_effect'])}). p adj: "
-                    "adjusted p-values; d_z: paired effect size of each gap.", "",
+                    f"adjusted p-values; d_z: paired effect size of each gap. {FLOOR_NOTE}.", "",
                     "| measure | A vs B | targets | n | gap 1 [CI] | gap 2 [CI] | p adj 1 | "
                     "p adj 2 | d_z 1 / 2 | significant | headline |",
                     "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -225,8 +226,9 @@ def card_markdown(card: dict[str, Any]) -> str:
                     f"| {md_escape(f['measure'])} | {md_escape(f['system_a'])} vs "
                     f"{md_escape(f['system_b'])} | {md_escape(f['target_1'])} → "
                     f"{md_escape(f['target_2'])} | {f['n_shared']} | {gap_text(f, 1)} "
-                    f"{_ci(f, 1)} | {gap_text(f, 2)} {_ci(f, 2)} | {pval(f['p_1_adjusted'])} | "
-                    f"{pval(f['p_2_adjusted'])} | {effect_pair(f)} | "
+                    f"{_ci(f, 1)} | {gap_text(f, 2)} {_ci(f, 2)} | "
+                    f"{p_cell(f, 'p_1_adjusted', res)} | "
+                    f"{p_cell(f, 'p_2_adjusted', res)} | {effect_pair(f)} | "
                     f"{'yes' if f['significant_flip'] else 'no'} | {head} |")
         if ds["design_changes"]:
             out += ["", "### Design recommendations that change with the target", "",

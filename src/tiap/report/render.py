@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tiap.report.load import num
 
@@ -77,6 +78,23 @@ def pval(x: object) -> str:
     if v is None:
         return "–"
     return f"{v:.4f}" if v >= 1e-4 else f"{v:.1e}"
+
+
+#: What a ``≤`` before a p-value means (said once under each table that can show one).
+FLOOR_NOTE = ("≤: the sign-flip p-value is at its resolution floor, 1/(resamples + 1) (no "
+              "resampled sign vector gave a gap as large), so the value is an upper bound; "
+              "more resamples could show a smaller one")
+
+
+def p_cell(r: Mapping[str, Any], key: str, resamples: object) -> str:
+    """A sign-flip p-value of a row (``p_1``, ``p_1_adjusted``, ``p``, ``p_adjusted``):
+    ``≤ x`` where the raw p-value is the Monte-Carlo floor ``1 / (resamples + 1)``, which
+    bounds the p-value rather than estimating it (an adjusted value is then bounded too)."""
+    text = pval(r.get(key))
+    raw, b = num(r.get(key.removesuffix("_adjusted"))), num(resamples)
+    if text != "–" and raw is not None and b and raw <= (1 + 1e-9) / (b + 1):
+        return "≤ " + text
+    return text
 
 
 def pct_ci(x: object, lo: object, hi: object, digits: int = 1) -> str:
