@@ -81,21 +81,25 @@ def print_flips(sdir: Path) -> None:
     for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
                 "p adj ", "headline"):
         t.add_column(col, justify="right" if col.startswith(("gap", "p ")) else "left")
+    import json
+
+    from tiap.report.render import p_cell
+
+    res = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"].get(
+        "resamples")
+    floor = False
     for r in rows[:20]:
-        t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1),
-                  _p(r.get("p_1_adjusted")), r["target_2"], gap_text(r, 2),
-                  _p(r.get("p_2_adjusted")), _verdict(r))
+        p1, p2 = p_cell(r, "p_1_adjusted", res), p_cell(r, "p_2_adjusted", res)
+        floor |= "≤" in p1 + p2
+        t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1), p1,
+                  r["target_2"], gap_text(r, 2), p2, _verdict(r))
     console.print(t)
     if len(rows) > 20:
         console.print(f"... and {len(rows) - 20} more")
+    if floor:
+        console.print(f"≤: the raw p-value is the floor of {res:,} resamples, 1/{res + 1:,}: "
+                      "an upper bound")
     console.print(f"all winner flips, with intervals and p-values: {path}")
-
-
-def _p(v: str | None) -> str:
-    if v in (None, ""):
-        return "-"
-    x = float(v)
-    return f"{x:.1e}" if x < 1e-3 else f"{x:.3f}"
 
 
 def _verdict(r: dict[str, str]) -> str:
