@@ -4,6 +4,7 @@ still have the sha256 that step's manifest records (:func:`verify_input`)."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import sys
 from collections.abc import Iterable, Mapping
@@ -18,9 +19,33 @@ from tiap.io import sha256_file
 _PACKAGES = ("numpy", "scipy", "statsmodels", "pandas", "pyarrow", "bm25s", "sentence-transformers")
 
 
+#: The command line of the running ``tiap`` command (set by the CLI), recorded in manifests.
+command_line: list[str] | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def source_commit() -> str:
+    """The git commit of TIAP's source tree (``<sha>`` or ``<sha>+dirty`` when tracked files
+    differ from it), or ``not a git checkout`` (an installed wheel)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return "not a git checkout"
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (git failed)"
+    return sha + ("+dirty" if dirty else "")
+
+
 def versions() -> dict[str, str]:
-    out = {"tiap": _version("tiap"), "python": sys.version.split()[0],
-           "platform": platform.platform()}
+    out = {"tiap": _version("tiap"), "tiap_commit": source_commit(),
+           "python": sys.version.split()[0], "platform": platform.platform()}
     for p in _PACKAGES:
         v = _version(p)
         if v != "not installed":
@@ -41,12 +66,15 @@ def input_entry(path: str | Path) -> dict[str, Any]:
 
 
 def manifest_header(command: str, schema_version: int) -> dict[str, Any]:
-    return {
+    out = {
         "schema_version": schema_version,
         "command": command,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": versions(),
     }
+    if command_line is not None:
+        out["command_line"] = list(command_line)
+    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -221,10 +221,30 @@ def test_p_values_at_the_resampling_floor_are_bounds() -> None:
     # 10,000 resamples: the floor is 1/10,001 = 9.999e-05; Holm x36 gives 0.0036
     row = {"p_1": 1 / 10001, "p_1_adjusted": 36 / 10001, "p_2": 6 / 10001,
            "p_2_adjusted": 0.006}
-    assert p_cell(row, "p_1", 10000) == "≤ 1.0e-04"
-    assert p_cell(row, "p_1_adjusted", 10000) == "≤ 0.0036"
+    assert p_cell(row, "p_1", 10000) == "≤\u00a01.0e-04"
+    assert p_cell(row, "p_1_adjusted", 10000) == "≤\u00a00.0036"
     assert p_cell(row, "p_2", 10000) == "0.0006"  # 6 sign vectors as large: an estimate
     assert p_cell(row, "p_2_adjusted", 10000) == "0.0060"
     assert p_cell(row, "p_1", None) == "1.0e-04"  # resamples unknown: no claim
     assert p_cell({"p": None}, "p", 10000) == "–"
 
+
+
+def test_target_card_carries_its_provenance(report: Path) -> None:
+    import hashlib
+
+    card = json.loads((report / "target_card.json").read_text())
+    prov = card["provenance"]
+    assert prov["report"]["tiap"] and prov["report"]["tiap_commit"]
+    [src] = prov["sources"]
+    assert src["command_line"][:2] == ["tiap", "sensitivity"]
+    assert (src["seed"], src["resamples"]) == (0, 500)
+    [resc] = src["rescorings"]
+    assert resc["command_line"][:2] == ["tiap", "rescore"]
+    assert "queries" in resc["inputs"] and len(resc["inputs"]) >= 3  # queries, items, runs
+    for e in resc["inputs"].values():  # each hash is the file's own
+        assert hashlib.sha256(Path(e["path"]).read_bytes()).hexdigest() == e["sha256"]
+    md = (report / "target_card.md").read_text()
+    assert "## Provenance" in md and "tiap rescore --items" in md
+    html = (report / "index.html").read_text()
+    assert 'id="provenance"' in html and resc["inputs"]["queries"]["sha256"] in html

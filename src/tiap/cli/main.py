@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     from typer.exceptions import TyperException
 
     args = sys.argv[1:] if argv is None else list(argv)
+    from tiap import provenance
+
+    provenance.command_line = ["tiap", *args]
     terminated: list[int] = []
     restore = _unwind_on_sigterm(terminated)
     try:

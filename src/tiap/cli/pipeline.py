@@ -90,6 +90,7 @@ def print_flips(sdir: Path) -> None:
     floor = False
     for r in rows[:20]:
         p1, p2 = p_cell(r, "p_1_adjusted", res), p_cell(r, "p_2_adjusted", res)
+        p1, p2 = p1.replace("\u00a0", " "), p2.replace("\u00a0", " ")
         floor |= "≤" in p1 + p2
         t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1), p1,
                   r["target_2"], gap_text(r, 2), p2, _verdict(r))

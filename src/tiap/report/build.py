@@ -204,7 +204,7 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
         "earn credit for an evidence turn). On fixed outputs, every difference below comes "
         "from the target alone. Gaps are compared on <i>shared subsets</i> (queries defined "
         "under every compared target for every compared system). Highlighted rows are flips "
-        "or changed recommendations.</p>",
+        "significant after the correction, or changed recommendations.</p>",
         f'<p id="procedure">{esc(intro_text(opts))}</p>']
     stat = [", ".join(f"{k} {sd.manifest.get('options', {}).get(k, '–')}" for k in _STAT_KEYS)
             for sd in sds]
@@ -219,13 +219,41 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
         '<li><a href="#card">Target card</a></li><li><a href="#notes">Notes and provenance'
         "</a></li></ul></nav>"]
     card_html = _card_html(card)
-    foot = ['<h2 id="notes">Notes and provenance</h2><ul class="note">']
-    foot += [f"<li>{esc(n)}</li>" for n in notes] or ["<li>none</li>"]
-    foot.append("</ul><p class=\"note\">Sources: " + esc(", ".join(str(sd.path) for sd in sds))
+    foot = ['<h2 id="notes">Notes and provenance</h2>']
+    if notes:
+        foot += ['<ul class="note">', *(f"<li>{esc(n)}</li>" for n in notes), "</ul>"]
+    else:
+        foot.append('<p class="note">The analyses recorded no notes.</p>')
+    foot.append(_provenance_html(card.get("provenance")))
+    foot.append("<p class=\"note\">Sources: " + esc(", ".join(str(sd.path) for sd in sds))
                 + ". Files: tables/*.md and *.tex (one per table), tables.md, tables.tex, "
                 "target_card.md, target_card.json.</p>")
     return "\n".join([head, *intro, *toc, *page.parts, card_html, *foot,
                       "</main></body></html>\n"])
+
+
+def _provenance_html(prov: dict[str, Any] | None) -> str:
+    """The card's provenance (commands, versions, commit, seeds, inputs' sha256) as nested
+    lists: the lines of its Markdown, nested by their indentation."""
+    if not prov:
+        return ""
+    from tiap.report.card import _provenance_md
+
+    out, depth = ['<h3 id="provenance">Provenance</h3>'], 0
+    for line in _provenance_md(prov)[2:]:
+        if not line.strip():
+            continue
+        level = (len(line) - len(line.lstrip())) // 2 + 1
+        while depth < level:
+            out.append('<ul class="note">')
+            depth += 1
+        while depth > level:
+            out.append("</ul>")
+            depth -= 1
+        text = line.strip().removeprefix("- ").replace("\\", "")
+        out.append(f"<li>{esc(text).replace('`', '')}</li>")
+    out += ["</ul>"] * depth
+    return "\n".join(out)
 
 
 def _card_html(card: dict[str, Any]) -> str:
@@ -727,7 +755,10 @@ def _answers_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
                     "correctness", ["system", "target", "n", "hit rate", "F1 | hit", "F1 | miss",
                                     "F1 gap", "P(correct | hit)", "P(correct | miss)",
                                     "agreement", "phi"],
-                    caption="Extractive answerer over the top items; correct = token F1 ≥ 0.5.")
+                    caption="Answers from TIAP's heuristic extractive answerer (no language "
+                    "model: the sentence of the top items sharing most words with the question, "
+                    "cut by question type), so F1 measures what the retrieved text contains, "
+                    "not what an LLM reader would answer; correct = token F1 ≥ 0.5.")
     for r in rows:
         t.add([r["system"], r["target"], r["n"], pct(r["hit_rate"]), f4(r["f1_hit"], 3),
                f4(r["f1_miss"], 3), signed(r["f1_gap"], 3), pct(r["p_correct_hit"]),
@@ -736,9 +767,11 @@ def _answers_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
     ans = sd.rows("answers", name)
     if ans:
         f1 = [num(r["f1"]) or 0.0 for r in ans]
-        page.p(f"Mean token F1 {sum(f1) / len(f1):.3f} over {len(ans):,} (query, system) pairs. "
-               "Examples where the targets disagree on the hit:", "note")
-        t = ReportTable(f"{slug}_answer_examples", f"{label}: answer examples",
+        page.p(f"Mean token F1 {sum(f1) / len(f1):.3f} over {len(ans):,} (query, system) pairs "
+               "(heuristic answerer, no model). Examples where the targets disagree on the hit:",
+               "note")
+        t = ReportTable(f"{slug}_answer_examples", f"{label}: answer examples (heuristic "
+                        "extractive answerer, no language model)",
                         ["system", "query", "question", "reference", "answer", "F1", "hits"])
         picked = [r for r in ans if len({h.split(":")[-1] for h in r["hits"].split()}) > 1][:10]
         for r in picked or ans[:10]:

@@ -13,9 +13,12 @@ mean; every flip carries its adjusted p-values, effect sizes and ``headline`` fl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from tiap.provenance import source_commit, versions
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.report.procedure import (
     after_correction,
@@ -116,7 +119,86 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
            if any(st != per_source[0] for st in per_source) else {}),
         "sources": [str(sd.path) for sd in dirs],
         "datasets": datasets,
+        "provenance": provenance(dirs),
     }
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        got = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def _made_by(man: Mapping[str, Any]) -> dict[str, Any]:
+    v = man.get("versions") or {}
+    return {"command": man.get("command"), "command_line": man.get("command_line"),
+            "created": man.get("created"), "tiap": v.get("tiap"),
+            "tiap_commit": v.get("tiap_commit", "not recorded")}
+
+
+def provenance(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
+    """What a reader needs to reproduce the card: the TIAP version and commit of this report,
+    and per Stage III folder the command that made it, its seed and resamples, and the
+    rescorings it read with every input's sha256 (queries, stores, runs) and the dataset
+    files the stores were built from (from the stores' manifests, where they have one)."""
+    out: dict[str, Any] = {"report": {"tiap": versions()["tiap"],
+                                      "tiap_commit": source_commit()}, "sources": []}
+    for sd in dirs:
+        opts = sd.manifest.get("options") or {}
+        src: dict[str, Any] = {"sensitivity": str(sd.path), **_made_by(sd.manifest),
+                               "seed": opts.get("seed"), "resamples": opts.get("resamples"),
+                               "rescorings": []}
+        for key, entry in (sd.manifest.get("inputs") or {}).items():
+            if not (key.endswith("rescore/manifest.json") or key.endswith(":manifest.json")):
+                continue
+            rpath = Path(entry["path"])
+            rman = _read_json(rpath)
+            if rman is None:
+                src["rescorings"].append({"manifest": str(rpath), "note": "not readable"})
+                continue
+            inputs = {k: {"path": e.get("path"), "sha256": e.get("sha256")}
+                      for k, e in (rman.get("inputs") or {}).items()}
+            datasets: dict[str, dict[str, Any]] = {}
+            for k, e in inputs.items():
+                if not k.startswith("items") or not e["path"]:
+                    continue
+                sman = _read_json(Path(e["path"]).parent / "manifest.json") or {}
+                ds = sman.get("dataset") or {}
+                for f in ds.get("files") or []:
+                    datasets.setdefault(f"{ds.get('id')}:{f.get('path')}",
+                                        {"dataset": ds.get("id"), "file": f.get("path"),
+                                         "sha256": f.get("sha256")})
+            src["rescorings"].append({"manifest": str(rpath), **_made_by(rman),
+                                      "inputs": inputs, "dataset_files": list(datasets.values())})
+        out["sources"].append(src)
+    return out
+
+
+def _provenance_md(prov: Mapping[str, Any]) -> list[str]:
+    rep = prov["report"]
+    out = ["## Provenance", "",
+           f"- This card: TIAP {md_escape(rep['tiap'])}, commit "
+           f"`{md_escape(rep['tiap_commit'])}`."]
+    for src in prov["sources"]:
+        cl = " ".join(src.get("command_line") or []) or "command line not recorded"
+        when = f"{src['created']}; " if src.get("created") else ""
+        out += [f"- Stage III `{md_escape(src['sensitivity'])}`: `{md_escape(cl)}` "
+                f"({md_escape(when)}TIAP {md_escape(src.get('tiap'))}, commit "
+                f"`{md_escape(src.get('tiap_commit'))}`); seed {src.get('seed')}, "
+                f"{src.get('resamples')} resamples."]
+        for r in src["rescorings"]:
+            if "inputs" not in r:
+                out.append(f"  - rescoring `{md_escape(r['manifest'])}`: {r['note']}")
+                continue
+            cl = " ".join(r.get("command_line") or []) or "command line not recorded"
+            out.append(f"  - rescoring `{md_escape(r['manifest'])}`: `{md_escape(cl)}`")
+            out += [f"    - {md_escape(k)}: `{md_escape(e['path'])}` sha256 "
+                    f"`{md_escape(str(e['sha256']))}`" for k, e in r["inputs"].items()]
+            out += [f"    - dataset {md_escape(f['dataset'])} file `{md_escape(f['file'])}` "
+                    f"sha256 `{md_escape(str(f['sha256']))}`" for f in r["dataset_files"]]
+    return [*out, ""]
 
 
 def _statistics_md(st: dict[str, Any]) -> list[str]:
@@ -240,4 +322,6 @@ def card_markdown(card: dict[str, Any]) -> str:
                            f"{md_escape(c['comparison'])} | {md_escape(c['preferences'])} | "
                            f"{'–' if sig is None else 'yes' if sig else 'no'} |")
         out.append("")
+    if card.get("provenance"):
+        out += _provenance_md(card["provenance"])
     return "\n".join(out)

@@ -17,7 +17,9 @@ from tiap.errors import require
 __all__ = ["bars", "cardinality_plot", "delta_histograms", "depth_plot", "design_plot",
            "forest_plot"]
 
-_COLORS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6a4c93", "#00798c", "#8d6a9f")
+#: Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, reddish purple, sky
+#: blue, vermillion, black); no red beside green.
+_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
 
 
 def _plt() -> Any:

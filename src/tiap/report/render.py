@@ -93,7 +93,7 @@ def p_cell(r: Mapping[str, Any], key: str, resamples: object) -> str:
     text = pval(r.get(key))
     raw, b = num(r.get(key.removesuffix("_adjusted"))), num(resamples)
     if text != "–" and raw is not None and b and raw <= (1 + 1e-9) / (b + 1):
-        return "≤ " + text
+        return "≤\u00a0" + text  # kept on one line with its value
     return text
 
 
