@@ -73,6 +73,13 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     rows = [ln for ln in text.splitlines() if ln.startswith("| ")][1:]
     assert [ln.startswith("| **") for ln in rows] == [
         r["significant_flip"] == "true" for r in flips]
+    # the audit's default measure is the headline one (nDCG@60 here, not the first nDCG@20)
+    assert main(["audit", "cases", str(root / "rescore"), "--out",
+                 str(tmp_path / "cases.jsonl")]) == 0
+    cases = [json.loads(ln) for ln in (tmp_path / "cases.jsonl").read_text().splitlines()]
+    assert cases and {(c["measure"], c["k"]) for c in cases} == {("nDCG@60", 60)}
+    assert "21-60" in {c["rank_bucket"] for c in cases}
+    capsys.readouterr()
     # the trace carries its provenance header
     first = json.loads((root / "runs" / "f1-bm25.jsonl").read_text().split("\n", 1)[0])
     assert first.get("tiap_trace") == 1

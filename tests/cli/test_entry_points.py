@@ -27,3 +27,27 @@ def test_licence_and_citation_match_the_package() -> None:
     cff = (ROOT / "CITATION.cff").read_text()
     assert f"version: {meta['version']}\n" in cff and "license: MIT\n" in cff
     assert 'value: "arXiv:2605.24060"' in cff
+
+
+def test_tiap_measures(capsys) -> None:
+    from tiap.cli.main import main
+
+    assert main(["measures"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for family in ("nDCG", "R", "RR", "Success", "P"):
+        assert f"│ {family} │" in out
+    assert "mrr, recip_rank, reciprocal_rank" in out
+    assert main(["measures", "ndcg@20, mrr@60,hit@1,NDCG@60"]) == 0
+    out = capsys.readouterr().out
+    assert "RR@60" in out and "Success@1" in out
+    assert "headline (default of sensitivity, audit and report): nDCG@60" in out
+    assert main(["measures", "ndcg@x"]) == 2
+    assert "cannot parse measure 'ndcg@x'" in capsys.readouterr().err
+
+
+def test_one_headline_measure() -> None:
+    from tiap.scoring.measures import primary_measure
+
+    assert str(primary_measure(["nDCG@20", "RR@60", "nDCG@60", "nDCG@40"])) == "nDCG@60"
+    assert str(primary_measure(["nDCG@20", "nDCG"])) == "nDCG"  # no cutoff: the whole list
+    assert str(primary_measure(["RR@10", "R@60"])) == "RR@10"  # no nDCG: the first

@@ -548,11 +548,14 @@ class RescoreDir:
         return out
 
     def default_measure(self) -> str:
-        for m in self.measures:
-            if m.startswith("nDCG"):
-                return m
-        raise TiapError("the rescoring has no nDCG measure; pass --measure",
-                        file=self.path / "manifest.json")
+        """The headline measure (:func:`tiap.scoring.measures.primary_measure`: nDCG at its
+        largest cutoff), as Stage III and the report use it."""
+        from tiap.scoring.measures import primary_measure
+
+        if not any(m.startswith("nDCG") for m in self.measures):
+            raise TiapError("the rescoring has no nDCG measure; pass --measure",
+                            file=self.path / "manifest.json")
+        return str(primary_measure(self.measures))
 
     def values(self, measure: str) -> dict[tuple[str, str, str], float]:
         """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN)."""

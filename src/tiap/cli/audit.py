@@ -79,7 +79,8 @@ def cases_cmd(
     raw: Annotated[str, typer.Option("--raw", help="The strict target.")] = "raw",
     measure: Annotated[str | None, typer.Option(
         "--measure", help="Measure whose values the cases carry and whose cutoff bounds the "
-        "walk (default: the rescoring's first nDCG measure).", show_default=False)] = None,
+        "walk (default: the headline measure, nDCG at the rescoring's largest cutoff).",
+        show_default=False)] = None,
     sample: Annotated[str, typer.Option(
         "--sample", help="all, or stratified by dataset, system, case type and rank bucket.")
         ] = "all",
@@ -419,7 +420,7 @@ def graded_cmd(
     raw: Annotated[str, typer.Option("--raw", help="The strict target.")] = "raw",
     k: Annotated[int | None, typer.Option(
         "--k", min=1, help="nDCG cutoff, at least 1 (default: the cutoff of the rescoring's "
-        "first nDCG measure).", show_default=False)] = None,
+        "headline measure, nDCG at its largest cutoff).", show_default=False)] = None,
     unjudged: Annotated[str, typer.Option(
         "--unjudged", help="Relevance of unjudged derived members: keep (2), partial (1), "
         "drop (0).")] = "keep",

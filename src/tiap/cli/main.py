@@ -15,6 +15,7 @@ from tiap.cli import (
     datasets,
     imports,
     llm,
+    measures,
     mem0,
     memory,
     pipeline,
@@ -47,6 +48,7 @@ app.command("retrieve")(retrieval.retrieve_cmd)
 app.command("sensitivity")(sensitivity.sensitivity_cmd)
 app.command("report")(report.report_cmd)
 app.command("mem0-run")(mem0.mem0_run_cmd)
+app.command("measures")(measures.measures_cmd)
 app.add_typer(audit.app, name="audit")
 app.add_typer(llm.app, name="llm")
 

@@ -31,7 +31,7 @@ are separate axes and never part of a measure's name.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tiap.errors import TiapError
@@ -46,10 +46,20 @@ __all__ = [
     "nDCG",
     "parse_measure",
     "parse_measures",
+    "primary_measure",
 ]
 
 #: Canonical family names, in display order.
 FAMILIES: tuple[str, ...] = ("nDCG", "R", "RR", "Success", "P")
+
+#: What each family computes (``tiap measures`` prints it).
+MEANINGS: dict[str, str] = {
+    "nDCG": "normalised discounted cumulative gain, discount log2(i + 1)",
+    "R": "recall: targets credited in the top k / all targets",
+    "RR": "reciprocal rank of the first credited item",
+    "Success": "1 if anything is credited in the top k, else 0",
+    "P": "precision: credited positions in the top k / k",
+}
 
 #: Families that may be used without a cutoff (meaning: the whole ranked list).
 _CUTOFF_OPTIONAL = frozenset({"nDCG", "R", "RR", "Success"})
@@ -246,3 +256,14 @@ def parse_measures(spec: MeasureSpec) -> tuple[Measure, ...]:
     if not out:
         raise TiapError(f"no measure given; known measures: {KNOWN_MEASURES}")
     return tuple(dict.fromkeys(out))
+
+
+def primary_measure(measures: Sequence[Measure | str]) -> Measure:
+    """The headline measure, the one default of every command that needs one measure
+    (Stage III's headline, the audit's cases and graded credit, the report's primary): nDCG
+    at its largest cutoff (no cutoff counts as the largest), else the first measure."""
+    parsed = [parse_measure(m) for m in measures]
+    ndcg = [m for m in parsed if m.family == "nDCG"]
+    if ndcg:
+        return max(ndcg, key=lambda m: (m.cutoff is None, m.cutoff or 0))
+    return parsed[0]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tiap.scoring.measures import Measure
+from tiap.scoring.measures import Measure, primary_measure
 from tiap.sensitivity.load import Dataset, SystemScores
 
 __all__ = [
@@ -54,14 +54,6 @@ CHANGE_COLUMNS = (
     "changed_fraction", "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1",
     "share_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
 )
-
-
-def primary_measure(measures: Sequence[Measure]) -> Measure:
-    """The headline measure: nDCG at its largest cutoff, else the first measure."""
-    ndcg = [m for m in measures if m.family == "nDCG"]
-    if ndcg:
-        return max(ndcg, key=lambda m: (m.cutoff is None, m.cutoff or 0))
-    return measures[0]
 
 
 def hit_cutoff(m: Measure, measures: Sequence[Measure]) -> int | None:
