@@ -167,7 +167,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *,
         (tmp / "tables.md").write_text("\n".join(t.to_markdown() for t in page.tables),
                                        encoding="utf-8")
         (tmp / "tables.tex").write_text(
-            "% needs \\usepackage{booktabs}\n" + "\n".join(t.to_latex() for t in page.tables),
+            "\n".join(t.to_latex() for t in page.tables),
             encoding="utf-8")
         (tmp / "target_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False)
                                               + "\n", encoding="utf-8")

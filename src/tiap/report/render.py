@@ -40,6 +40,16 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "·": r"$\cdot$", "τ": r"$\tau$", "≠": r"$\neq$"}
 
 
+#: Defines ``\\tiapfit{...}`` once (a table file may be input alone or after others): its
+#: content at its natural size, or scaled to ``\\linewidth`` when wider.
+LATEX_PREAMBLE = (
+    "% needs \\usepackage{booktabs} and \\usepackage{graphicx}\n"
+    "\\makeatletter\\@ifundefined{tiapfit}{\\newsavebox\\tiap@box"
+    "\\newcommand\\tiapfit[1]{\\sbox\\tiap@box{#1}\\ifdim\\wd\\tiap@box>\\linewidth"
+    "\\resizebox{\\linewidth}{!}{\\usebox\\tiap@box}\\else\\usebox\\tiap@box\\fi}}{}"
+    "\\makeatother")
+
+
 def tex_escape(text: object) -> str:
     return "".join(_TEX.get(c, c) for c in " ".join(str(text).split()))
 
@@ -159,15 +169,19 @@ class ReportTable:
         return "\n".join(out) + "\n"
 
     def to_latex(self) -> str:
+        """A booktabs table in ``\\small``, scaled down to the line width only when it is
+        wider (``\\tiapfit``, defined by :data:`LATEX_PREAMBLE` at the top of every table
+        file), so it never overflows a column; needs ``booktabs`` and ``graphicx``."""
         spec = "l" * len(self.columns)
-        out = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}",
+        out = [LATEX_PREAMBLE, r"\begin{table}[t]", r"\centering", r"\small",
+               r"\tiapfit{%", rf"\begin{{tabular}}{{{spec}}}",
                r"\toprule", " & ".join(tex_escape(c) for c in self.columns) + r" \\", r"\midrule"]
         for row, mark in zip(self.rows, self.marked, strict=True):
             cells = [tex_escape(c) for c in row]
             if mark:
                 cells = [rf"\textbf{{{c}}}" if c else c for c in cells]
             out.append(" & ".join(cells) + r" \\")
-        out += [r"\bottomrule", r"\end{tabular}"]
+        out += [r"\bottomrule", r"\end{tabular}}"]
         cap = self.title + (f". {self.caption}" if self.caption else "")
         label = re.sub(r"[^A-Za-z0-9:.-]+", "-", self.name)
         out += [rf"\caption{{{tex_escape(cap)}}}", rf"\label{{tab:{label}}}",
