@@ -100,8 +100,10 @@ def test_group_credit_by_hand(files: dict[str, Path], tmp_path: Path) -> None:
     # Success@1: q1 0 -> 1 (a top-1 flip); Success@3 (hit) is 1 in both
     assert rs["top1_flips"] == "1" and rs["hit_flips"] == "0"
     zeros = _read(out / "zero_targets.csv")
-    assert {"system": "A", "target": "canonical", "query_id": "q2",
-            "reason": "no members under target 'canonical' (evidence units: u3)"} in zeros
+    assert {"system": "A", "target": "canonical", "query_id": "q2", "reason": "no_members",
+            "detail": "no members under target 'canonical' (evidence units: u3)"} in zeros
+    # every reason is one of the three documented codes
+    assert {r["reason"] for r in zeros} <= {"no_evidence", "unknown_evidence", "no_members"}
     man = json.loads((out / "manifest.json").read_text())
     assert man["options"]["credit"] == "group" and "sha256" in man["inputs"]["queries"]
     sizes = {(r["target"], r["query_id"]): (r["n_groups"], r["n_members"])

@@ -122,6 +122,8 @@ def test_universe_and_reasons(tmp_path: Path) -> None:
     assert dict(res.zero_reasons[("s", "x")]) == {
         "q2": "only non-relevant judgments (rel <= 0) in qrels 'x'"}
     assert dict(res.zero_reasons[("s", "y")]) == {"q2": "no judgment in qrels 'y'"}
+    assert dict(res.zero_codes[("s", "x")]) == {"q2": "no_members"}
+    assert dict(res.zero_codes[("s", "y")]) == {"q2": "no_evidence"}
     rep = res.reports["s"]
     assert rep.not_in_queries_file == ("q9",) and rep.not_in_run == ("q3",)
     assert "not in the qrels files" in " ".join(rep.warnings())

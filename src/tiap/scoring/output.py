@@ -11,7 +11,9 @@ in at the end: it holds exactly one rescoring's files).
   target) whose groups the lineage does not determine;
 - ``pairwise.csv``: per system, measure and pair of targets, the columns of
   :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`;
-- ``zero_targets.csv``: ``system,target,query_id,reason`` for every undefined value;
+- ``zero_targets.csv``: ``system,target,query_id,reason,detail`` for every undefined value
+  (``reason``: ``no_evidence``, ``unknown_evidence`` or ``no_members``; ``detail``: a
+  sentence naming the units concerned);
 - ``target_sizes.csv``: ``system,target,query_id,n_groups,n_members`` (G and the size of the
   union of the groups), the input of the cardinality analysis;
 - ``queries.csv``: ``query_id,category,collection,abstention`` of every query in the queries
@@ -77,7 +79,7 @@ def write_rescore(
         _write_dicts(tmp / "pairwise.csv", PAIRWISE_COLUMNS, result.pairwise_rows())
         with open(tmp / "zero_targets.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
-            w.writerow(("system", "target", "query_id", "reason"))
+            w.writerow(("system", "target", "query_id", "reason", "detail"))
             w.writerows(result.zero_target_rows())
         with open(tmp / "target_sizes.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)

@@ -200,6 +200,8 @@ class RescoreResult:
     target_sets: Mapping[str, TargetSets] = field(default_factory=dict)  # store -> groups
     #: (system, target) -> {query id: why it is undefined}, in query order
     zero_reasons: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    #: the same queries' reason codes: no_evidence, unknown_evidence or no_members
+    zero_codes: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     #: (system, target) -> (G, size of the union of the groups) per scored query
     target_sizes: Mapping[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = field(
         default_factory=dict)
@@ -250,12 +252,15 @@ class RescoreResult:
             mask &= self.defined(system, t)
         return mask
 
-    def zero_target_rows(self) -> Iterable[tuple[str, str, str, str]]:
-        """``(system, target, query_id, reason)`` for every undefined (query, target)."""
+    def zero_target_rows(self) -> Iterable[tuple[str, str, str, str, str]]:
+        """``(system, target, query_id, reason, detail)`` for every undefined (query,
+        target): ``reason`` is ``no_evidence``, ``unknown_evidence`` or ``no_members``,
+        ``detail`` a sentence naming the units (or the qrels file) concerned."""
         for s in self.systems:
             for t in self.target_names:
-                for q, reason in self.zero_reasons.get((s, t), {}).items():
-                    yield s, t, q, reason
+                codes = self.zero_codes.get((s, t), {})
+                for q, detail in self.zero_reasons.get((s, t), {}).items():
+                    yield s, t, q, codes.get(q, ""), detail
 
     def undetermined_rows(self) -> Iterable[tuple[str, str, str, bool, str]]:
         """``(system, target, query_id, possibly_empty, reason)`` for every (query, target)
@@ -503,6 +508,7 @@ def rescore(
     qids_by_system: dict[str, tuple[str, ...]] = {}
     reports: dict[str, SystemReport] = {}
     zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
+    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
     target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
     lower: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
     upper: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
@@ -547,6 +553,8 @@ def rescore(
             zero[t.name] = sum(1 for g in groups if not g)
             zt = tg.zero_target
             zero_reasons[(run.system, t.name)] = {q: zt[q] for q in scored if q in zt}
+            zero_codes[(run.system, t.name)] = {
+                q: str(tg.queries[q].zero_target) for q in scored if q in zt}
             coded = encode_targets(groups, vocab, query_ids=scored)
             target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
             got = index.score(coded, [*ms, *flip_measures], mode)
@@ -559,6 +567,7 @@ def rescore(
                 zero[t.name] -= int(open_.defined_now.sum())
                 for q in open_.reasons:
                     zero_reasons[key].pop(q, None)
+                    zero_codes[key].pop(q, None)
                 undetermined[key] = open_.reasons
                 possibly_empty[key] = open_.possibly_empty
                 for m in ms:
@@ -602,6 +611,7 @@ def rescore(
         reports=reports,
         target_sets=sets,
         zero_reasons=zero_reasons,
+        zero_codes=zero_codes,
         target_sizes=target_sizes,
         lower=lower,
         upper=upper,
@@ -829,6 +839,7 @@ def rescore_qrels(
     qids_by_system: dict[str, tuple[str, ...]] = {}
     reports: dict[str, SystemReport] = {}
     zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
+    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
     target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
 
     for run in runs:
@@ -860,6 +871,10 @@ def rescore_qrels(
             coded, reasons = qrels_targets(qrels[t.name], scored_ids, run.items, name=t.name)
             zero[t.name] = len(reasons)
             zero_reasons[(run.system, t.name)] = reasons
+            # in a qrels file: no judgment = no evidence; only rel <= 0 = no member credited
+            zero_codes[(run.system, t.name)] = {
+                q: "no_members" if r.startswith("only non-relevant") else "no_evidence"
+                for q, r in reasons.items()}
             target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
             got = index.score(coded, [*ms, *flip_measures], mode)
             for m in ms:
@@ -891,5 +906,6 @@ def rescore_qrels(
         flips=flips,
         reports=reports,
         zero_reasons=zero_reasons,
+        zero_codes=zero_codes,
         target_sizes=target_sizes,
     )
