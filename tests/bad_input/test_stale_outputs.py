@@ -253,10 +253,17 @@ def test_sensitivity_rerun_holds_only_the_second_run(rescored: Path, tmp_path: P
     assert any(n.startswith("design_") for n in _tree(out))
     assert _sensitivity(rescored, out) == 0
     assert not any(n.startswith("design_") for n in _tree(out))
-    # byte for byte what a run into a new folder writes (its manifest has no timestamp)
+    # byte for byte what a run into a new folder writes (its manifest has no timestamp);
+    # the manifests differ only in the command line each run recorded (its --out)
     fresh = tmp_path / "fresh"
     assert _sensitivity(rescored, fresh) == 0
-    assert _tree(out) == _tree(fresh)
+    got, want = _tree(out), _tree(fresh)
+    man_got, man_want = (json.loads(t.pop("manifest.json")) for t in (got, want))
+    assert got == want
+    for man, folder in ((man_got, out), (man_want, fresh)):
+        line = man.pop("command_line")
+        assert line[line.index("--out") + 1] == str(folder)
+    assert man_got == man_want
     assert _hidden(tmp_path) == []
 
 
