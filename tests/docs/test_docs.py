@@ -30,7 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 #: The pages every block of which is marked and checked (the others: see the closing note
 #: of the issue that adds them).
-PAGES = ("README.md", "docs/api.md", "docs/rescore.md", "docs/retrieval.md")
+PAGES = ("README.md", "docs/api.md", "docs/rescore.md", "docs/retrieval.md", "docs/mem0.md")
 _MARKER = re.compile(r"^<!-- doc-test: (run|skip|output)(?::\s*(.*?))?\s*-->$")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 CODE = {"bash", "sh", "console", "python"}
