@@ -165,6 +165,29 @@ def test_cli_cases_from_a_rescore_folder(tmp_path: Path) -> None:
     assert rc == 0
     sampled = read_cases(tmp_path / "s.jsonl")
     assert len({c.stratum for c in sampled}) == len(sampled)
+    # --k 5 is --measure nDCG@5, the default here: the same cases
+    rc = main(["audit", "cases", str(tmp_path / "rs"), "--out", str(tmp_path / "k.jsonl"),
+               "--k", "5"])
+    assert rc == 0 and read_cases(tmp_path / "k.jsonl") == read_cases(tmp_path / "cases.jsonl")
+
+
+def test_cli_cases_k_names_a_measure_of_the_rescoring(tmp_path: Path, capsys) -> None:
+    write_items(tmp_path / "items.jsonl", ITEMS)
+    write_queries(tmp_path / "queries.jsonl", QUERIES)
+    write_jsonl_run(tmp_path / "run.jsonl", runs())
+    assert main(["rescore", "--run", str(tmp_path / "run.jsonl"), "--items",
+                 str(tmp_path / "items.jsonl"), "--queries", str(tmp_path / "queries.jsonl"),
+                 "--k", "5", "--out", str(tmp_path / "rs")]) == 0
+    capsys.readouterr()
+    out = tmp_path / "c.jsonl"
+    assert main(["audit", "cases", str(tmp_path / "rs"), "--out", str(out), "--k", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--k: 'nDCG@3' is not a measure of the rescoring" in err
+    assert "nDCG@5, R@5, RR@5, Success@5" in err
+    assert main(["audit", "cases", str(tmp_path / "rs"), "--out", str(out), "--k", "5",
+                 "--measure", "R@5"]) == 2
+    assert "give --measure or --k, not both" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_cli_rejects_a_folder_that_is_not_a_rescoring(tmp_path: Path, capsys) -> None:

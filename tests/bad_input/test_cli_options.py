@@ -92,6 +92,10 @@ RESCORE_CASES = [
      re.compile("item 2 is empty")),
     (["--measures", "nDCG@0"], "--measures", "invalid-value",
      re.compile(r"nDCG@0.*\bgot 0\b")),
+    (["--k", "0"], "--k", "usage", _ge(1)),
+    (["--k", "20", "--measures", "R@2"], "--k", "invalid-value",
+     re.compile(r"give --k or --measures, not both \(--k 20 means --measures "
+                r"nDCG@20,R@20,RR@20,Success@20\)")),
     (["--credit", "sets"], "--credit", "usage", re.compile("not one of group, set")),
     (["--missing", ""], "--missing", "usage", re.compile("not one of skip, zero")),
     (["--dedup", "last"], "--dedup", "usage", re.compile("not one of error, first")),
@@ -120,6 +124,17 @@ def test_rescore_edge_values_still_work(f, capsys) -> None:
     assert rows[1:] == ["A,raw,q1,R@2,0.0", "A,raw,q2,R@2,1.0"]
     man = json.loads((f["out"] / "manifest.json").read_text())
     assert man["options"]["depth"] == 1 and man["options"]["credit"] == "set"
+
+
+def test_rescore_k_is_the_cutoff_of_the_default_measures(f, capsys) -> None:
+    # --k 1: q1's top item is the fact f1 (Raw credits no fact; Source credits it through
+    # its source u1), q2's is the raw turn t2 (credited by both)
+    assert main(_rescore(f, "--k", "1", "--targets", "raw,source")) == 0
+    man = json.loads((f["out"] / "manifest.json").read_text())
+    assert man["options"]["measures"] == ["nDCG@1", "R@1", "RR@1", "Success@1"]
+    rows = set((f["out"] / "per_query.csv").read_text().splitlines()[1:])
+    assert {"A,raw,q1,R@1,0.0", "A,raw,q2,R@1,1.0", "A,source,q1,R@1,1.0",
+            "A,source,q2,R@1,1.0"} <= rows
 
 
 def test_targets_command_option_errors(f, capsys) -> None:
@@ -163,6 +178,26 @@ def test_sensitivity_option_errors(f, rescored, capsys, extra, option, says) -> 
     assert line.startswith("error[usage]: ") and option in line, line
     assert _says(says, line), line
     assert not f["out"].exists()
+
+
+def test_sensitivity_headline_is_measure_or_k(f, rescored, capsys) -> None:
+    capsys.readouterr()
+    base = ["sensitivity", str(rescored), "--resamples", "20", "--no-answers"]
+    assert main([*base, "--out", str(f["out"]), "--k", "60", "--measure", "nDCG@60"]) == 2
+    line = _one_error(capsys)
+    assert line == ("error[invalid-value]: give --measure or --k, not both (--k 60 means "
+                    "--measure nDCG@60)"), line
+    assert main([*base, "--out", str(f["out"]), "--k", "20"]) == 2
+    assert "measure nDCG@20 is not in the rescore output" in _one_error(capsys)
+    assert not f["out"].exists()
+    # --k 60 is the default headline, nDCG@60: the same tables as no option at all
+    by_k, default = f["out"].parent / "by_k", f["out"].parent / "default"
+    assert main([*base, "--out", str(by_k), "--k", "60"]) == 0
+    assert main([*base, "--out", str(default)]) == 0
+    man = json.loads((by_k / "manifest.json").read_text())
+    assert man["options"]["primary"] == {"r": "nDCG@60"}
+    for name in ("winner_flips.csv", "deltas.csv"):
+        assert (by_k / name).read_bytes() == (default / name).read_bytes()
 
 
 RETRIEVE_CASES = [

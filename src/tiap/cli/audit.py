@@ -15,10 +15,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from tiap.cli.common import (
+    K_HELP,
     ForceOption,
     console,
     err_console,
     finite,
+    headline_option,
     print_warnings,
     split_names,
 )
@@ -81,6 +83,8 @@ def cases_cmd(
         "--measure", help="Measure whose values the cases carry and whose cutoff bounds the "
         "walk (default: the headline measure, nDCG at the rescoring's largest cutoff).",
         show_default=False)] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, help=K_HELP, show_default=False)
+                 ] = None,
     sample: Annotated[str, typer.Option(
         "--sample", help="all, or stratified by dataset, system, case type and rank bucket.")
         ] = "all",
@@ -109,11 +113,14 @@ def cases_cmd(
     from tiap.provenance import input_entry, manifest_header
     from tiap.scoring.rescore import store_lineages
 
+    measure = headline_option(measure, k)
+    opt = "--k" if k is not None else "--measure"
     rd = RescoreDir.open(rescore_dir)
-    m = str(_option_measure("--measure", measure)) if measure else rd.default_measure()
+    m = str(_option_measure(opt, measure)) if measure else rd.default_measure()
     k = measure_cutoff(m)
     if measure is not None and m not in rd.measures:
-        raise TiapError(f"--measure {m!r} is not a measure of the rescoring in {rd.path} "
+        given = f"--k: {m!r}" if opt == "--k" else f"--measure {m!r}"
+        raise TiapError(f"{given} is not a measure of the rescoring in {rd.path} "
                         f"(its measures: {', '.join(rd.measures) or 'none'})",
                         code="invalid-value")
     if k is None:

@@ -153,6 +153,23 @@ def print_manifest_warnings(folder: Path) -> int:
     return print_warnings(man.get("warnings") if isinstance(man, dict) else None, manifest)
 
 
+K_HELP = ("Cutoff: the headline measure is nDCG@K (default: the rescoring's headline "
+          "measure, nDCG at its largest cutoff, nDCG@60 by default). --k K is --measure "
+          "nDCG@K.")
+
+
+def headline_option(measure: str | None, k: int | None) -> str | None:
+    """The headline measure ``--measure M`` or ``--k K`` (nDCG@K) names; None: the default.
+    Every command that needs one measure takes both, and the same ``--k`` as retrieval's
+    depth and rescoring's cutoff."""
+    from tiap.errors import TiapError
+
+    if measure is not None and k is not None:
+        raise TiapError(f"give --measure or --k, not both (--k {k} means --measure nDCG@{k})",
+                        code="invalid-value")
+    return f"nDCG@{k}" if k is not None else measure
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known``, else ``""``."""
     import difflib

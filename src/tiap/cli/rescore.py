@@ -19,6 +19,7 @@ from tiap.cli.common import (
 )
 from tiap.cli.targets import split_targets
 from tiap.errors import Problem, TiapError
+from tiap.scoring.measures import DEFAULT_K, default_measures
 
 
 def parse_named(value: str) -> tuple[str | None, Path]:
@@ -112,9 +113,12 @@ def rescore_cmd(
         "canonical) or name=spec definitions, e.g. 'facts=kind in {fact,observation}'. "
         "Separate definitions containing commas with ';'. Default: raw,source,canonical.",
         show_default=False)] = None,
-    measures: Annotated[str, typer.Option(
-        "--measures", help="Measures, e.g. nDCG@60,R@60,RR@60,Success@60.")
-    ] = "nDCG@60,R@60,RR@60,Success@60",
+    k: Annotated[int | None, typer.Option(
+        "--k", min=1, help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
+        f"(default {DEFAULT_K}, as retrieval's depth).", show_default=False)] = None,
+    measures: Annotated[str | None, typer.Option(
+        "--measures", help="Measures instead of --k's, e.g. nDCG@20,nDCG@60,R@60,Success@1; "
+        "`tiap measures` lists the syntax.", show_default=False)] = None,
     credit: Annotated[str, typer.Option(
         "--credit", help="group (the paper's scorer) or set (trec_eval semantics).",
         callback=one_of("group", "set"))] = "group",
@@ -141,6 +145,10 @@ def rescore_cmd(
     from tiap.io import check_output_folder
     from tiap.scoring.output import KNOWN_OUTPUTS, write_rescore
 
+    if measures is not None and k is not None:
+        raise TiapError(f"give --k or --measures, not both (--k {k} means --measures "
+                        f"{default_measures(k)})", code="invalid-value")
+    measures = measures if measures is not None else default_measures(k or DEFAULT_K)
     _check_measures(measures)
     tlist = split_targets(targets) if targets is not None else None
     check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from tiap.cli.common import err_console, finite
+from tiap.scoring.measures import DEFAULT_K
 
 
 def _system_name(value: str | None) -> str | None:
@@ -29,7 +30,8 @@ def retrieve_cmd(
     out: Annotated[Path, typer.Option(
         "--out", help="The trace to write (e.g. runs/bm25.jsonl; .jsonl.gz compresses); a "
         "TREC run is written next to it (runs/bm25.trec).")],
-    k: Annotated[int, typer.Option("--k", min=1, help="Ranking depth: items per query.")] = 60,
+    k: Annotated[int, typer.Option("--k", min=1, help="Ranking depth: items per query.")
+                 ] = DEFAULT_K,
     model: Annotated[str | None, typer.Option(
         "--model", help="Embedding model (dense, hybrid): all-MiniLM-L6-v2 (bundled, the "
         "default), a local sentence-transformers folder, or ollama:NAME.",

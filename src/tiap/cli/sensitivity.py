@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 from rich.table import Table as RichTable
 
-from tiap.cli.common import ForceOption, console, err_console, finite, one_of, progress_bar
+from tiap.cli.common import (
+    K_HELP,
+    ForceOption,
+    console,
+    err_console,
+    finite,
+    headline_option,
+    one_of,
+    progress_bar,
+)
 
 
 def sensitivity_cmd(
@@ -39,8 +48,11 @@ def sensitivity_cmd(
         "--configs", help="A configuration group NAME=SYSTEM,SYSTEM,... (e.g. "
         "density=lexical_f1,lexical_f5,lexical_f8) for design recommendations. "
         "Repeatable.")] = None,
-    primary: Annotated[str | None, typer.Option(
-        "--primary", help="Headline measure (default: nDCG at its largest cutoff).")] = None,
+    measure: Annotated[str | None, typer.Option(
+        "--measure", help="Headline measure (default: nDCG at the rescoring's largest "
+        "cutoff).", show_default=False)] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, help=K_HELP, show_default=False)
+                 ] = None,
     answers: Annotated[bool | None, typer.Option(
         "--answers/--no-answers", help="Answer-level alignment (default: when the rescore "
         "inputs, or --queries/--items/--run, can be read).", show_default=False)] = None,
@@ -68,6 +80,7 @@ def sensitivity_cmd(
     from tiap.io import check_output_folder
     from tiap.sensitivity import analyze, parse_configs, write_sensitivity
 
+    primary = headline_option(measure, k)
     check_output_folder(out, "sensitivity", force=force, known=("*.csv",))
 
     overrides: dict[str, object] = {}
@@ -98,11 +111,8 @@ def ci_text(lo: float | None, hi: float | None) -> str:
     return "-" if lo is None or hi is None else f"{lo:+.3f}, {hi:+.3f}"
 
 
-def _p(p: float | None) -> str:
-    return "-" if p is None else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
-
-
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
+    from tiap.report.render import p_cell
     from tiap.sensitivity.flips import gap_text
 
     flips = [r for r in res.table("winner_flips") if r["flip"]]
@@ -123,11 +133,16 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "p adj",
               "gap 2 (CI)", "p adj "):
         t.add_column(c)
+    floor = False
     for r in rows:
+        p1, p2 = (p_cell(r, f"p_{i}_adjusted", o["resamples"]).replace("\u00a0", " ")
+                  for i in (1, 2))
+        floor |= "≤" in p1 + p2
         t.add_row(r["dataset"], r["measure"], f"{r['system_a']} vs {r['system_b']}",
                   f"{r['target_1']} -> {r['target_2']}", f"{r['n_shared']:,}",
-                  f"{gap_text(r, 1)} ({ci_text(r['ci_1_low'], r['ci_1_high'])})",
-                  _p(r["p_1_adjusted"]),
-                  f"{gap_text(r, 2)} ({ci_text(r['ci_2_low'], r['ci_2_high'])})",
-                  _p(r["p_2_adjusted"]))
+                  f"{gap_text(r, 1)} ({ci_text(r['ci_1_low'], r['ci_1_high'])})", p1,
+                  f"{gap_text(r, 2)} ({ci_text(r['ci_2_low'], r['ci_2_high'])})", p2)
     console.print(t)
+    if floor:
+        console.print(f"≤: the raw p-value is the floor of {o['resamples']:,} resamples, "
+                      f"1/{o['resamples'] + 1:,}: an upper bound", highlight=False)

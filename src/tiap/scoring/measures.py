@@ -258,6 +258,17 @@ def parse_measures(spec: MeasureSpec) -> tuple[Measure, ...]:
     return tuple(dict.fromkeys(out))
 
 
+#: The one default cutoff of every command: the retrieval depth (``tiap retrieve --k``), the
+#: cutoff of the rescoring's default measures (``tiap rescore --k``) and so of the headline
+#: measure, nDCG@60, that ``tiap sensitivity`` and ``tiap audit`` use by default.
+DEFAULT_K = 60
+
+
+def default_measures(k: int = DEFAULT_K) -> str:
+    """The measures ``tiap rescore`` computes unless ``--measures`` is given, at cutoff ``k``."""
+    return f"nDCG@{k},R@{k},RR@{k},Success@{k}"
+
+
 def primary_measure(measures: Sequence[Measure | str]) -> Measure:
     """The headline measure, the one default of every command that needs one measure
     (Stage III's headline, the audit's cases and graded credit, the report's primary): nDCG
