@@ -187,6 +187,60 @@ def test_chromium_screenshot_not_blank_no_console_errors(report: Path, tmp_path:
     assert hi - lo > 100  # not a blank page
     hist = im.histogram()
     assert max(hist) < 0.97 * sum(hist)  # more than one colour covers the page
+    # what the browser laid out: every figure decoded and shown at a size, within the page;
+    # every table shown with rows (a wide one may scroll in its own box, never be hidden)
+    layout = _browser_layout(report, tmp_path)
+    assert layout["images"] == len(figures) and layout["tables"] == html.count("<table")
+    assert layout["problems"] == [], layout["problems"]
+
+
+#: Run in the page once it has loaded: what is not visible, written into the DOM.
+_VISIBILITY_PROBE = """<script>
+window.addEventListener("load", () => {
+  const problems = [], page = document.documentElement.clientWidth;
+  const hidden = (el) => el.offsetParent === null || getComputedStyle(el).visibility !== "visible";
+  const imgs = [...document.images], tables = [...document.querySelectorAll("table")];
+  imgs.forEach((img, i) => {
+    const r = img.getBoundingClientRect();
+    if (!img.complete || img.naturalWidth === 0) problems.push(`img ${i}: not decoded`);
+    if (hidden(img) || r.width < 50 || r.height < 50) problems.push(`img ${i}: not shown`);
+    if (r.right > page + 1) problems.push(`img ${i}: wider than the page`);
+  });
+  tables.forEach((t, i) => {
+    const r = t.getBoundingClientRect();
+    if (hidden(t) || r.height === 0 || t.rows.length < 2) problems.push(`table ${i}: not shown`);
+    let box = t.parentElement, clipped = r.right > page + 1;
+    for (; box && clipped; box = box.parentElement) {
+      if (["auto", "scroll"].includes(getComputedStyle(box).overflowX)) clipped = false;
+    }
+    if (clipped) problems.push(`table ${i}: cut at the page's right edge`);
+  });
+  const out = document.createElement("pre");
+  out.id = "tiap-probe";
+  out.textContent = JSON.stringify({images: imgs.length, tables: tables.length, problems});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _browser_layout(report: Path, tmp_path: Path) -> dict:
+    """Load a copy of the report, with :data:`_VISIBILITY_PROBE` added (and allowed by the
+    page's Content-Security-Policy), in headless Chromium at a laptop's width and read what
+    the probe found."""
+    page = tmp_path / "probe"
+    shutil.copytree(report, page)
+    index = page / "index.html"
+    text = index.read_text()
+    assert text.count("default-src 'none';") == 1  # the page runs no script of its own
+    text = text.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+    index.write_text(text.replace("</body>", _VISIBILITY_PROBE + "</body>"))
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
+         "--virtual-time-budget=10000", "--dump-dom", index.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r'<pre id="tiap-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert found, proc.stderr[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
 
 
 def test_same_dataset_in_two_folders_gets_folder_labels(report: Path, tmp_path: Path) -> None:
