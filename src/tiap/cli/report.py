@@ -13,13 +13,17 @@ from tiap.cli.common import ForceOption, err_console
 def report_cmd(
     dirs: Annotated[list[Path], typer.Argument(help="Output folders of 'tiap sensitivity'.")],
     out: Annotated[Path, typer.Option("--out", help="Report folder.")],
+    latex_width: Annotated[float, typer.Option(
+        "--latex-width", help="Text width in points the LaTeX tables must fit: wider ones "
+        "are split into parts that repeat the row's key (a one-column article: 345; a "
+        "two-column paper's column: about 240).")] = 345.0,
     force: ForceOption = False,
 ) -> None:
     """Write index.html (self-contained, figures embedded), tables/*.md and *.tex,
     tables.md, tables.tex, target_card.md and target_card.json."""
     from tiap.report import build_report
 
-    man = build_report(dirs, out, force=force)
+    man = build_report(dirs, out, force=force, latex_width=latex_width)
     for n in man.get("notes", []):
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
     err_console.print(f"wrote {out / 'index.html'}")

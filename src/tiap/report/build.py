@@ -17,6 +17,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from tiap.errors import TiapError
 from tiap.io import check_output_folder, output_folder
 from tiap.provenance import input_entry, manifest_header
 from tiap.report import plots
@@ -34,10 +35,12 @@ from tiap.report.procedure import (
 )
 from tiap.report.render import (
     FLOOR_NOTE,
+    LATEX_WIDTH_PT,
     ReportTable,
     ci,
     esc,
     f4,
+    latex_tables,
     mean_text,
     p_cell,
     pct,
@@ -133,12 +136,17 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
         return None
 
 
-def build_report(dirs: Sequence[str | Path], out: str | Path, *,
-                 force: bool = False) -> dict[str, Any]:
+def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = False,
+                 latex_width: float = LATEX_WIDTH_PT) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
     ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
     (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
-    is not a ``tiap report`` output is refused unless ``force``."""
+    is not a ``tiap report`` output is refused unless ``force``. The LaTeX tables are laid
+    out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`)."""
+    if not 100 <= latex_width <= 1000:
+        raise TiapError(f"--latex-width {latex_width:g}: give the text width in points, "
+                        "100 to 1000 (a one-column article: 345; a two-column paper's "
+                        "column: about 240)", code="usage")
     check_output_folder(out, "report", force=force, known=REPORT_OUTPUTS)
     sds = load_sensitivity_dirs(dirs)
     plots._plt()  # fail early with the install hint when matplotlib is missing
@@ -163,12 +171,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *,
                 i += 1
             names.add(t.name)
             (tmp / "tables" / f"{t.name}.md").write_text(t.to_markdown(), encoding="utf-8")
-            (tmp / "tables" / f"{t.name}.tex").write_text(t.to_latex(), encoding="utf-8")
+            (tmp / "tables" / f"{t.name}.tex").write_text(t.to_latex(latex_width), encoding="utf-8")
         (tmp / "tables.md").write_text("\n".join(t.to_markdown() for t in page.tables),
                                        encoding="utf-8")
-        (tmp / "tables.tex").write_text(
-            "\n".join(t.to_latex() for t in page.tables),
-            encoding="utf-8")
+        (tmp / "tables.tex").write_text(latex_tables(page.tables, latex_width), encoding="utf-8")
         (tmp / "target_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False)
                                               + "\n", encoding="utf-8")
         (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
@@ -179,6 +185,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *,
                           "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
                                                  for x in ("md", "tex")]
         man["notes"] = notes
+        man["latex_width_pt"] = latex_width
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man
 
@@ -335,7 +342,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         t.add([s, *cells, *shared])
     page.table(t)
     all_m = ReportTable(f"{slug}_scores_all", f"{label}: every measure per target",
-                        ["system", "target", *ds.get("measures", [])])
+                        ["system", "target", *ds.get("measures", [])], key=2)
     for s in systems:
         for tg in targets:
             row = [s, tg]
@@ -358,7 +365,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                      "mean |Δ|", "|Δ| ≥ 0.1", "hit flips", "top-1 flips"],
                     caption="Δ = value under the second target minus the first, on the "
                     f"queries defined under both; changed: share of them with Δ ≠ 0, with its "
-                    f"{level} Wilson interval.")
+                    f"{level} Wilson interval.", key=2)
     for r in changes:
         t.add([r["system"], f"{r['target_1']} → {r['target_2']}", r["n_shared"],
                pct_ci(r["changed_fraction"], r.get("changed_fraction_low"),
@@ -388,13 +395,13 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                                              "flip"],
                         caption="Gap = A minus B on the shared subset; CI: paired bootstrap "
                         "percentile interval; p: uncorrected sign-flip p-value; highlighted: "
-                        f"significant flips; {FLOOR_NOTE}.")
+                        f"significant flips; {FLOOR_NOTE}.", key=2)
     else:
         t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under "
                         "pairs of targets", ["A vs B", "targets", "n shared", "gap 1", "CI 1",
                                              "p adj 1", "gap 2", "CI 2", "p adj 2",
                                              "d_z 1 / 2", "MDE 1 / 2", "winner 1 → 2", "flip"],
-                        caption=_flip_caption(opts))
+                        caption=_flip_caption(opts), key=2)
     entries: list[tuple[str, str, float, float, float]] = []
     for r in rows:
         flip = truth(r["flip"])
@@ -445,7 +452,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                         ["measure", "A vs B", "targets", "n", "gap 1 [CI]", "gap 2 [CI]",
                          *([] if legacy else ["p adj 1 / 2", "d_z 1 / 2"]),
                          "significant" if legacy else "flip"],
-                        caption="" if legacy else _flip_caption(opts))
+                        caption="" if legacy else _flip_caption(opts), key=3)
         for r in other:
             t.add([r["measure"], f"{r['system_a']} vs {r['system_b']}",
                    f"{r['target_1']} → {r['target_2']}", r["n_shared"],
@@ -547,7 +554,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
     groups = unique(r["group"] for r in pref)
     t = ReportTable(f"{slug}_design", f"{label}: preferred configuration per target "
                     f"({primary})", ["group", "target", "n matched", "preferred", "ranking",
-                                     "margin"])
+                                     "margin"], key=2)
     chg = {(r["group"], r["comparison"]): r for r in sd.rows("design_changes", name,
                                                             measure=primary)}
     for r in pref:
@@ -559,7 +566,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
     legacy = is_legacy(opts)
     t = ReportTable(f"{slug}_design_pairwise", f"{label}: pairwise preferences ({primary})",
                     ["group", "A vs B", "target", "gap", "CI", "p" if legacy else "p adj",
-                     *([] if legacy else ["d_z", "moved"]), "preferred", "changes"])
+                     *([] if legacy else ["d_z", "moved"]), "preferred", "changes"], key=3)
     for r in sd.rows("design_pairwise", name, measure=primary):
         comp = f"{r['config_a']} vs {r['config_b']}"
         changed = truth(chg.get((r["group"], comp), {}).get("changes", "false"))
@@ -608,7 +615,7 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
                     "category", ["category", "system", "targets", "n", f"changed [{level} CI]",
                                  "mean Δ", "|Δ| ≥ 0.1"],
                     caption=f"changed: share of the shared queries with Δ ≠ 0, with its {level} "
-                    "Wilson interval.")
+                    "Wilson interval.", key=3)
     for r in rows:
         if r["n_shared"] in ("", "0"):
             continue
@@ -623,7 +630,7 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
             t = ReportTable(f"{slug}_category_flips", f"{label}: winner flips within "
                             f"categories ({primary})", ["category", "A vs B", "targets", "n",
                                                         "gap 1 [CI]", "gap 2 [CI]",
-                                                        "significant"])
+                                                        "significant"], key=3)
         else:
             t = ReportTable(
                 f"{slug}_category_flips", f"{label}: winner flips within categories "
@@ -635,7 +642,8 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
                 f"{after_correction(opts)} at alpha {number(opts.get('alpha'))}; headline: "
                 f"also both at least {number(opts.get('min_effect'))} from 0. MDE: the gap "
                 "the category's shared queries detect with 80% power in one test; a flip whose "
-                "gaps lie well below it could not have been resolved by these queries.")
+                "gaps lie well below it could not have been resolved by these queries.",
+                key=3)
         for r in cf:
             cells = [r["category"] or "(none)", f"{r['system_a']} vs {r['system_b']}",
                      f"{r['target_1']} → {r['target_2']}", r["n_shared"],
@@ -657,7 +665,7 @@ def _cardinality_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     page.h(3, "Cardinality: does target-set size explain the shift?")
     t = ReportTable(f"{slug}_cardinality", f"{label}: size difference vs {primary} shift",
                     ["system", "comparison", "n", "Pearson r", "R²", "p", "mean size diff",
-                     "mean shift"])
+                     "mean shift"], key=2)
     for r in corr:
         t.add([r["system"], f"{r['target_2']} − {r['target_1']}", r["n"], f4(r["pearson_r"], 3),
                f4(r["r_squared"], 3), pval(r["p_value"]), f4(r["mean_size_diff"], 2),
@@ -695,7 +703,7 @@ def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug:
                     ["system", "targets", "n", *[f"{fam}@{k}: mean 1 → mean 2 (relative)"
                                                  for k in ks]],
                     caption="Relative shift = (mean 2 − mean 1) / mean 1 on the queries "
-                    "defined under both targets.")
+                    "defined under both targets.", key=2)
     cells: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
     for r in rows:
         cells.setdefault((r["system"], f"{r['target_1']} → {r['target_2']}"), {})[r["k"]] = r
@@ -727,7 +735,7 @@ def _aggregation_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     page.h(3, "Aggregation over targets and agreement filtering")
     t = ReportTable(f"{slug}_aggregation", f"{label}: system rankings ({primary})",
                     ["subset", "scheme", "n", "ranking", "means", "novel ranking",
-                     "target-dependent"])
+                     "target-dependent"], key=2)
     for r in rows:
         novel = truth(r["novel"])
         t.add([r["subset"], r["scheme"], r["n"], r["ranking"], r["means"],
@@ -772,7 +780,7 @@ def _answers_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
                "note")
         t = ReportTable(f"{slug}_answer_examples", f"{label}: answer examples (heuristic "
                         "extractive answerer, no language model)",
-                        ["system", "query", "question", "reference", "answer", "F1", "hits"])
+                        ["system", "query", "question", "reference", "answer", "F1", "hits"], key=2)
         picked = [r for r in ans if len({h.split(":")[-1] for h in r["hits"].split()}) > 1][:10]
         for r in picked or ans[:10]:
             t.add([r["system"], r["query_id"], r["question"], r["reference"], r["answer"],
