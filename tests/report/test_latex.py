@@ -41,7 +41,7 @@ def test_widths_bound_what_pdflatex_sets(compile_tex, tmp_path: Path) -> None:
                         "\\the\\wd\\testbox}")
     log = compile_tex("\n".join([*body, "x"]), tmp_path)
     seen = {(int(m[1]), int(m[2])): float(m[3])
-            for m in re.finditer(r"^W (\d+) (\d) ([\d.]+)pt", log, re.M)}
+            for m in re.finditer(r"^W (\d+) (\d) ([\d.]+)pt", log, re.MULTILINE)}
     assert len(seen) == 2 * len(SAMPLES)
     for (i, bold), tex_w in seen.items():
         est = _width_pt(SAMPLES[i], bool(bold))
