@@ -47,7 +47,8 @@ def test_write_targets_files(tmp_path: Path) -> None:
     assert files(out) == [
         "coverage.csv", "coverage.json", "groups.jsonl", "manifest.json",
         "qrels/a.canonical.qrels", "qrels/a.facts.qrels", "qrels/a.raw.qrels",
-        "target_mapping.jsonl", "undetermined.csv",
+        "subtopic_qrels/a.canonical.qrels", "subtopic_qrels/a.facts.qrels",
+        "subtopic_qrels/a.raw.qrels", "target_mapping.jsonl", "undetermined.csv",
     ]
     assert res.stores == ("a",) and res.removed == ()
     assert res.qrels[("a", "raw")] == out / "qrels" / "a.raw.qrels"
@@ -195,10 +196,13 @@ def test_a_later_run_replaces_an_earlier_one(tmp_path: Path) -> None:
     (out / "notes.txt").unlink()
     res = write_targets(out, [store_a()], queries(), ["source"])
     # the folder is replaced whole: no file of the earlier run survives, edited or not
-    assert res.removed == ("qrels/a.raw.qrels", "qrels/b.v2.raw.qrels", "qrels/b.v2.source.qrels")
+    assert res.removed == ("qrels/a.raw.qrels", "qrels/b.v2.raw.qrels", "qrels/b.v2.source.qrels",
+                           "subtopic_qrels/a.raw.qrels", "subtopic_qrels/b.v2.raw.qrels",
+                           "subtopic_qrels/b.v2.source.qrels")
     assert files(out) == [
         "coverage.csv", "coverage.json", "groups.jsonl", "manifest.json",
-        "qrels/a.source.qrels", "target_mapping.jsonl", "undetermined.csv",
+        "qrels/a.source.qrels", "subtopic_qrels/a.source.qrels", "target_mapping.jsonl",
+        "undetermined.csv",
     ]
     assert not edited.exists() and qrels_store(out / "qrels" / "a.source.qrels") == "a"
     assert {r["store"] for r in read_jsonl(out / "groups.jsonl")} == {"a"}

@@ -24,6 +24,10 @@ those whose group may exist, ``disc(i) = 1 / log2(i + 1)``:
   of matched groups (and the units held by exclusive items), over the ideal DCG with every
   possible group existing (both choices can only lower the value).
 - ``R@k`` and ``P@k``: the same walk counting matched groups and gains.
+- ``Rall@k`` (``[R@k = 1]``): 1 where R's lower bound is 1, 0 where its upper bound is
+  below 1, else ``[0, 1]``.
+- ``alpha_nDCG``, ``ERR_IA`` and nDCG with the ``jk`` discount: ``[0, 1]``, the measure's
+  range (no tighter bound is derived for them).
 
 The intervals are sound; they can be wider than the tightest ones where constraints couple
 items across queries (an item's lineage is one, but each query is bounded on its own) or
@@ -382,6 +386,20 @@ def _dp(problem: QueryProblem, cutoffs: Sequence[int], weight: str, relaxed: boo
     return out
 
 
+#: Measures bounded by their range, [0, 1], where lineage leaves a query open: alpha-nDCG
+#: and ERR-IA (and nDCG with the 'jk' discount) have no tighter bound here yet.
+_TRIVIAL = frozenset({"alpha_nDCG", "ERR_IA"})
+
+
+def _rall(r_bounds: tuple[float, float], family: str) -> tuple[float, float]:
+    """R's bounds, or, for Rall (= [R = 1]), 1 where R's lower bound is 1 and 0 where its
+    upper bound is below 1."""
+    if family == "R":
+        return r_bounds
+    lo, hi = r_bounds
+    return (1.0 if lo >= 1.0 else 0.0, 1.0 if hi >= 1.0 else 0.0)
+
+
 def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
                  ) -> dict[Measure, tuple[float, float]]:
     """``[lower, upper]`` of every measure under group credit (module docstring)."""
@@ -407,6 +425,9 @@ def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
         if g_max == 0:  # no group can exist: the caller treats the query as undefined
             out[m] = (math.nan, math.nan)
             continue
+        if fam in _TRIVIAL or (fam == "nDCG" and m.param("discount") != "log2"):
+            out[m] = (0.0, 1.0)  # bounded by the measure's range only
+            continue
         if fam == "nDCG":
             lo_ideal = _ideal(min(g_max, k) if m.cutoff else g_max)
             lo = min_dcg[k] / lo_ideal
@@ -419,7 +440,7 @@ def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
         elif fam == "P":
             most = max(sum(1 for r in g if r <= k) for g in gains_by_budget.values())
             out[m] = (min_gains[k] / k, most / k)
-        elif fam == "R":
+        elif fam in ("R", "Rall"):
             sure = 0
             for p in within:
                 if p.credited == YES:
@@ -443,7 +464,7 @@ def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
             for b in budgets:
                 g = n_y + b
                 hi = max(hi, min(g, h_y + b, h_all) / g)
-            out[m] = (hits_lo / g_max, min(hi, 1.0))
+            out[m] = _rall((hits_lo / g_max, min(hi, 1.0)), fam)
         else:  # pragma: no cover - every family is handled above
             raise AssertionError(fam)
     return out
@@ -476,6 +497,9 @@ def set_bounds(problem: QueryProblem, measures: Sequence[Measure],
         if fam == "P":
             out[m] = (len(yes) / k, (len(yes) + len(maybe)) / k)
             continue
+        if fam in _TRIVIAL or (fam == "nDCG" and m.param("discount") != "log2"):
+            out[m] = (0.0, 1.0)  # bounded by the measure's range only
+            continue
         base = sum(_disc(r) for r in yes)
         hi = 0.0
         best_r = 0.0
@@ -492,9 +516,9 @@ def set_bounds(problem: QueryProblem, measures: Sequence[Measure],
                 big = max(n_hi, 1)
                 lo_ideal = _ideal(min(big, k) if m.cutoff else big)
             out[m] = (base / lo_ideal if lo_ideal != math.inf else 0.0, min(hi, 1.0))
-        elif fam == "R":
+        elif fam in ("R", "Rall"):
             lo = 0.0 if n_hi is None else len(yes) / max(n_hi, 1)
-            out[m] = (lo, min(best_r, 1.0))
+            out[m] = _rall((lo, min(best_r, 1.0)), fam)
         else:  # pragma: no cover
             raise AssertionError(fam)
     return out

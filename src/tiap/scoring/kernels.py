@@ -669,8 +669,10 @@ class RankingIndex:
         credit: Credit = "group",
         *,
         threads: int | None = None,
+        ideal_order: ArrayLike | None = None,
     ) -> dict[Measure, FloatArray]:
-        """Per-query values of ``measures`` for ``targets`` (see :func:`score`).
+        """Per-query values of ``measures`` for ``targets`` (see :func:`score`;
+        ``ideal_order`` too).
 
         Large targets are scored a block of queries at a time; ``threads`` blocks at once
         (default 1: on the 2-vCPU machine of benchmarks/README.md a second thread gained
@@ -681,8 +683,11 @@ class RankingIndex:
         ms = parse_measures(measures)
         self._check(targets)
         missing = _unranked(self.depth)
-        if targets.relevance is not None or targets.n_members <= _SCORE_BLOCK:
-            return _score_ranks(self._lookup(targets, missing), targets, ms, mode, self.depth)
+        order = None if ideal_order is None else np.asarray(ideal_order)
+        if (targets.relevance is not None or targets.n_members <= _SCORE_BLOCK
+                or any(_dense(m) for m in ms)):
+            return _score_ranks(self._lookup(targets, missing), targets, ms, mode, self.depth,
+                                order)
         # query blocks of about _SCORE_BLOCK members: look-up and kernel run on one block at
         # a time, so their temporaries stay small (cache-resident, reused by the allocator)
         out = {m: np.empty(self.n_queries, np.float64) for m in ms}
@@ -941,14 +946,30 @@ def score_positions(
     return _score_ranks(ranks, targets, ms, mode, depth)
 
 
+#: Families computed from a per-rank gain matrix rather than the rank bit words.
+_DENSE = frozenset({"alpha_nDCG", "ERR_IA"})
+
+
+def _dense(m: Measure) -> bool:
+    return m.family in _DENSE or (m.family == "nDCG" and m.param("discount") != "log2")
+
+
+def _jk_discounts(n: int) -> FloatArray:
+    """Järvelin-Kekäläinen (b = 2) discounts for ranks ``1..n``: 1, 1, 1/log2(3), ..."""
+    r = np.arange(1, n + 1, dtype=np.float64)
+    return 1.0 / np.log2(np.maximum(r, 2.0))
+
+
 def _score_ranks(
     ranks: NDArray[np.integer],
     targets: Targets,
     measures: tuple[Measure, ...],
     mode: Credit,
     depth: int,
+    order: NDArray[np.integer] | None = None,
 ) -> dict[Measure, FloatArray]:
-    """:func:`score_positions` with unranked members already set to ``_unranked(depth)``."""
+    """:func:`score_positions` with unranked members already set to ``_unranked(depth)``
+    (``order``: see :func:`score`)."""
     none = _unranked(depth)
     if mode == "group":
         if targets.relevance is not None:
@@ -981,6 +1002,34 @@ def _score_ranks(
 
     undefined = n_targets == 0
     hits_cache: dict[int, IntArray] = {}
+    dense: dict[str, Any] = {}
+
+    def rank_gains() -> FloatArray:
+        """``[Q, depth]``: 1 at each credited rank (group: a rank that matches a group)."""
+        if "binary" not in dense:
+            g = np.zeros((n_targets.size, depth), np.float64)
+            seg = np.repeat(np.arange(n_targets.size), np.diff(ptr))
+            ok = credited < depth
+            g[seg[ok], credited[ok]] = 1.0
+            dense["binary"] = g
+        return cast(FloatArray, dense["binary"])
+
+    def intents(alpha: float, k: int) -> tuple[FloatArray, FloatArray | None]:
+        """(gain matrix ``[Q, depth]``, ideal gains ``[Q, k]``; None: all ones) with the
+        groups as intents (group credit) or each distinct member (set credit)."""
+        from tiap.scoring.intents import greedy_ideal_gains, intent_gains
+
+        if mode == "set":
+            return rank_gains(), None
+        key = ("alpha", alpha, k)
+        if key not in dense:
+            gains = intent_gains(ranks, targets.member_query, targets.member_group,
+                                 targets.n_queries, depth, alpha)
+            ideal = greedy_ideal_gains(targets.items, targets.member_group,
+                                       targets.member_query, targets.n_queries, k, alpha,
+                                       order)
+            dense[key] = (gains, ideal)
+        return cast(tuple[FloatArray, FloatArray], dense[key])
 
     def hits(k: int) -> IntArray:
         if k not in hits_cache:
@@ -995,7 +1044,33 @@ def _score_ranks(
         results: dict[Measure, FloatArray] = {}
         for m in measures:
             k = depth if m.cutoff is None else min(m.cutoff, depth)
-            if m.family == "nDCG":
+            if m.family == "nDCG" and m.param("discount") == "jk":
+                if gains is not None:
+                    raise TiapError("graded relevance takes the log2 discount only: use nDCG")
+                disc = _jk_discounts(depth)
+                n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
+                table = np.r_[0.0, np.cumsum(_jk_discounts(int(n_ideal.max(initial=0))))]
+                value = (rank_gains()[:, :k] @ disc[:k]) / table[n_ideal]
+            elif m.family in _DENSE and m.cutoff is not None:
+                if gains is not None:
+                    raise TiapError(f"{m.family} takes binary targets (no graded relevance)")
+                alpha = float(m.param("alpha"))
+                g, ideal = intents(alpha, m.cutoff)
+                if m.family == "alpha_nDCG":
+                    disc = _discounts(depth)
+                    if ideal is None:  # set credit: every relevant item is its own intent
+                        idcg = _ideal_dcg_table(m.cutoff)[np.minimum(n_targets, m.cutoff)]
+                    else:
+                        idcg = ideal @ _discounts(m.cutoff)
+                    value = (g[:, :k] @ disc[:k]) / idcg
+                else:
+                    inv = 1.0 / np.arange(1, depth + 1, dtype=np.float64)
+                    from tiap.scoring.intents import err_ia_norm
+
+                    value = (g[:, :k] @ inv[:k]) / err_ia_norm(n_targets, m.cutoff, alpha)
+            elif m.family == "Rall":
+                value = (hits(k) == n_targets).astype(np.float64)
+            elif m.family == "nDCG":
                 n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
                 if gains is not None and relevance is not None:
                     dcg = gains[:, :k] @ _discounts(k)
@@ -1029,6 +1104,8 @@ def score(
     targets: Targets,
     measures: MeasureSpec,
     credit: Credit = "group",
+    *,
+    ideal_order: ArrayLike | None = None,
 ) -> dict[Measure, FloatArray]:
     """Per-query values of ``measures`` (NaN where undefined), one array of length Q each.
 
@@ -1067,11 +1144,24 @@ def score(
     for every measure, never 0. A query with targets but an empty ranking gets 0.
 
     RR and Success coincide in the two modes (the first ranked member is always credited).
+
+    **Further measures**, both modes with the same ``g_i``, ``rel_i``, ``G`` and ``S``:
+
+    * ``Rall@k = [hits@k = G]`` (group; every evidence unit credited), ``[|top-k ∩ S| =
+      |S|]`` (set) -- LongMemEval's ``recall_all@k``
+    * ``nDCG(discount='jk')@k``: nDCG with the discount ``1`` at ranks 1 and 2 and
+      ``1/log2(i)`` below, numerator and ideal (LongMemEval's ``ndcg_any@k`` under set
+      credit)
+    * ``alpha_nDCG(alpha=a)@k`` and ``ERR_IA(alpha=a)@k``: the groups are the intents (set
+      credit: each member of ``S``); formulas, ndeval's greedy ideal and when group-credit
+      nDCG equals alpha-nDCG in :mod:`tiap.scoring.intents`. ``ideal_order[code]`` ranks
+      the item ids so that a tie in the greedy ideal goes to the id that sorts last, as in
+      ndeval (default: the larger code); it matters only to these two measures.
     """
     mode = _check_credit(credit)
     ms = parse_measures(measures)
     index = rankings if isinstance(rankings, RankingIndex) else RankingIndex(rankings)
-    return index.score(targets, ms, mode)
+    return index.score(targets, ms, mode, ideal_order=ideal_order)
 
 
 def score_many(

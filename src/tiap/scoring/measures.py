@@ -17,7 +17,19 @@ canonical   meaning                                             cutoff
 ``RR``      reciprocal rank of the first relevant item          ``@k``; bare = no cutoff
 ``Success`` 1 if anything relevant is in the top k              ``@k``; bare = no cutoff
 ``P``       precision: relevant positions in the top k / k      ``@k`` required
+``Rall``    all-evidence recall: 1 if every target is credited  ``@k``; bare = no cutoff
+``alpha_nDCG`` alpha-nDCG, the groups as intents (ndeval)       ``@k`` required
+``ERR_IA``  intent-aware ERR, the groups as intents (ndeval)    ``@k`` required
 =========== =================================================== ========================
+
+Parameters are keyword arguments in parentheses: ``alpha_nDCG(alpha=0.5)@20`` (redundancy
+penalty, 0 to 1, default 0.5 as ndeval's; also spelled ``alpha-nDCG``), ``ERR_IA(alpha=0.5)``,
+and ``nDCG(discount='jk')@10``: the discount of Järvelin and Kekäläinen (2002) with base 2,
+``1`` at ranks 1 and 2 and ``1/log2(i)`` below (LongMemEval's ``ndcg_any``), instead of the
+default ``1/log2(i + 1)`` (``discount='log2'``). LongMemEval's names parse too:
+``recall_any@k`` is ``Success@k``, ``recall_all@k`` is ``Rall@k``, ``ndcg_any@k`` is
+``nDCG(discount='jk')@k``; ndeval's subtopic recall ``StRecall@k`` is ``R@k`` (the groups are
+the subtopics).
 
 A cutoff is an integer from 1 to :data:`MAX_CUTOFF` (one million): a deeper cutoff cannot
 be meant (no trace ranks a million items per query) and is an error (code
@@ -42,6 +54,7 @@ __all__ = [
     "Measure",
     "MeasureSpec",
     "R",
+    "Rall",
     "Success",
     "nDCG",
     "parse_measure",
@@ -50,7 +63,7 @@ __all__ = [
 ]
 
 #: Canonical family names, in display order.
-FAMILIES: tuple[str, ...] = ("nDCG", "R", "RR", "Success", "P")
+FAMILIES: tuple[str, ...] = ("nDCG", "R", "RR", "Success", "P", "Rall", "alpha_nDCG", "ERR_IA")
 
 #: What each family computes (``tiap measures`` prints it).
 MEANINGS: dict[str, str] = {
@@ -59,10 +72,28 @@ MEANINGS: dict[str, str] = {
     "RR": "reciprocal rank of the first credited item",
     "Success": "1 if anything is credited in the top k, else 0",
     "P": "precision: credited positions in the top k / k",
+    "Rall": "all-evidence recall: 1 if every target (every evidence unit) is credited in "
+            "the top k, else 0",
+    "alpha_nDCG": "alpha-nDCG (Clarke et al. 2008) with the groups as intents: an item's "
+                  "gain is the sum of (1 - alpha)^c over the groups it is in, c = that "
+                  "group's items ranked above it; ideal list greedy, as ndeval",
+    "ERR_IA": "intent-aware ERR (Chapelle et al. 2009) as ndeval computes it: gains as "
+              "alpha-nDCG's, discount 1/i, over the ideal of every intent at every rank",
 }
 
 #: Families that may be used without a cutoff (meaning: the whole ranked list).
-_CUTOFF_OPTIONAL = frozenset({"nDCG", "R", "RR", "Success"})
+_CUTOFF_OPTIONAL = frozenset({"nDCG", "R", "RR", "Success", "Rall"})
+
+#: The parameters of each family and their defaults (``FAMILY(name=value)@k``).
+PARAMS: dict[str, dict[str, float | str]] = {
+    "nDCG": {"discount": "log2"},
+    "alpha_nDCG": {"alpha": 0.5},
+    "ERR_IA": {"alpha": 0.5},
+}
+#: Families whose name always shows their parameters (the others only non-defaults).
+_SHOW_PARAMS = frozenset({"alpha_nDCG", "ERR_IA"})
+#: nDCG discounts: ``log2`` = 1/log2(i + 1); ``jk`` = 1 at ranks 1-2, then 1/log2(i).
+DISCOUNTS = ("log2", "jk")
 
 #: Accepted spellings (compared case-insensitively) -> canonical family.
 _ALIASES: dict[str, str] = {
@@ -82,13 +113,26 @@ _ALIASES: dict[str, str] = {
     "p": "P",
     "prec": "P",
     "precision": "P",
+    "rall": "Rall",
+    "recall_all": "Rall",
+    "alpha_ndcg": "alpha_nDCG",
+    "err_ia": "ERR_IA",
+    "strecall": "R",
+    "strec": "R",
+    "recall_any": "Success",
+    "ndcg_any": "nDCG",
 }
+#: Aliases that also set parameters (``ndcg_any@10`` is ``nDCG(discount='jk')@10``).
+_ALIAS_PARAMS: dict[str, dict[str, float | str]] = {"ndcg_any": {"discount": "jk"}}
 
 #: Human-readable list of what parses, used in error messages.
 KNOWN_MEASURES: str = (
-    "nDCG@k (or nDCG), R@k (or R), RR@k (or RR), Success@k (or Success), P@k; "
-    "aliases (any case): ndcg, ndcg_cut -> nDCG; recall -> R; mrr, recip_rank, "
-    "reciprocal_rank -> RR; hit, hits, hitrate, hit_rate -> Success; prec, precision -> P"
+    "nDCG@k (or nDCG; nDCG(discount='jk')@k), R@k (or R), RR@k (or RR), Success@k (or "
+    "Success), P@k, Rall@k (or Rall), alpha_nDCG(alpha=0.5)@k, ERR_IA(alpha=0.5)@k; "
+    "aliases (any case): ndcg, ndcg_cut -> nDCG; recall, strecall -> R; mrr, recip_rank, "
+    "reciprocal_rank -> RR; hit, hits, hitrate, hit_rate, recall_any -> Success; prec, "
+    "precision -> P; recall_all -> Rall; alpha-nDCG -> alpha_nDCG; ERR-IA -> ERR_IA; "
+    "ndcg_any -> nDCG(discount='jk')"
 )
 
 _MAX_SPEC_CHARS = 10_000
@@ -99,18 +143,23 @@ MAX_CUTOFF = 1_000_000
 
 @dataclass(frozen=True, eq=False)
 class Measure:
-    """One measure: a family and an optional cutoff ``k`` (``None`` = the whole list).
+    """One measure: a family, an optional cutoff ``k`` (``None`` = the whole list) and
+    the family's parameters (``params``: name -> value pairs; missing ones take
+    :data:`PARAMS`' defaults).
 
-    ``str(m)`` is the canonical name (``nDCG@60``, ``RR``); ``==`` and ``hash`` compare
-    that name. ``m @ k`` gives the same family at cutoff ``k`` (``RR @ 10`` is ``RR@10``).
+    ``str(m)`` is the canonical name (``nDCG@60``, ``RR``, ``alpha_nDCG(alpha=0.5)@20``);
+    ``==`` and ``hash`` compare that name. ``m @ k`` gives the same measure at cutoff ``k``
+    (``RR @ 10`` is ``RR@10``).
     """
 
     family: str
     cutoff: int | None = None
+    params: tuple[tuple[str, float | str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise TiapError(f"unknown measure family {self.family!r}; known: {KNOWN_MEASURES}")
+        object.__setattr__(self, "params", _check_params(self.family, dict(self.params)))
         k = self.cutoff
         if k is None:
             if self.family not in _CUTOFF_OPTIONAL:
@@ -120,10 +169,19 @@ class Measure:
             raise TiapError(f"the cutoff of {self.family} must be an integer from 1 to "
                             f"{MAX_CUTOFF:,}, got {shown}", code="invalid-value")
 
+    def param(self, name: str) -> float | str:
+        """The value of parameter ``name`` (its default when not given)."""
+        return dict(self.params)[name]
+
     @property
     def name(self) -> str:
-        """The canonical name, e.g. ``nDCG@60`` or ``RR``."""
-        return self.family if self.cutoff is None else f"{self.family}@{self.cutoff}"
+        """The canonical name, e.g. ``nDCG@60``, ``RR`` or ``alpha_nDCG(alpha=0.5)@20``."""
+        defaults = PARAMS.get(self.family, {})
+        shown = [(n, v) for n, v in self.params
+                 if self.family in _SHOW_PARAMS or v != defaults[n]]
+        base = self.family + ("(" + ", ".join(f"{n}={_value(v)}" for n, v in shown) + ")"
+                              if shown else "")
+        return base if self.cutoff is None else f"{base}@{self.cutoff}"
 
     def __str__(self) -> str:
         return self.name
@@ -140,19 +198,48 @@ class Measure:
         return hash(self.name)
 
     def __matmul__(self, k: int) -> Measure:
-        return Measure(self.family, k)
+        return Measure(self.family, k, self.params)
 
     def at(self, k: int | None) -> Measure:
-        """The same family at cutoff ``k`` (``None`` = no cutoff)."""
-        return Measure(self.family, k)
+        """The same measure (family and parameters) at cutoff ``k`` (``None`` = no cutoff)."""
+        return Measure(self.family, k, self.params)
 
 
-# Bare families usable in Python code: ``nDCG @ 10``, ``RR``. (``P`` always needs a cutoff:
-# write ``Measure("P", 10)`` or ``parse_measure("P@10")``.)
+def _value(v: float | str) -> str:
+    return repr(v) if isinstance(v, str) else f"{v:g}"
+
+
+def _check_params(family: str, given: dict[str, object]) -> tuple[tuple[str, float | str], ...]:
+    """``given`` completed with the family's defaults, each value checked."""
+    defaults = PARAMS.get(family, {})
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        known = ", ".join(defaults) or "none"
+        raise TiapError(f"measure {family} has no parameter {unknown[0]!r} (its parameters: "
+                        f"{known})", code="invalid-value")
+    out: dict[str, float | str] = dict(defaults)
+    for name, v in given.items():
+        if name == "alpha":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise TiapError(f"measure {family}: alpha must be a number from 0 to 1, got "
+                                f"{v!r}", code="invalid-value")
+            out[name] = float(v)
+        elif name == "discount":
+            if v not in DISCOUNTS:
+                raise TiapError(f"measure {family}: discount must be one of "
+                                f"{', '.join(map(repr, DISCOUNTS))}, got {v!r}",
+                                code="invalid-value")
+            out[name] = str(v)
+    return tuple(sorted(out.items()))
+
+
+# Bare families usable in Python code: ``nDCG @ 10``, ``RR``. (``P``, ``alpha_nDCG`` and
+# ``ERR_IA`` always need a cutoff: write ``parse_measure("P@10")``.)
 nDCG = Measure("nDCG")
 R = Measure("R")
 RR = Measure("RR")
 Success = Measure("Success")
+Rall = Measure("Rall")
 
 
 MeasureSpec = str | Measure | Iterable[str | Measure]
@@ -175,20 +262,43 @@ def _unknown(text: str, detail: str) -> TiapError:
                      f"{KNOWN_MEASURES}")
 
 
-def _family(node: ast.expr, text: str) -> str:
+def _family(node: ast.expr, text: str, prefix: str = "",
+            ) -> tuple[str, dict[str, float | str]]:
+    """The family and parameters of a measure's name part: ``nDCG``, ``ndcg_any``,
+    ``alpha_nDCG(alpha=0.3)`` (``prefix``: the ``alpha`` of ``alpha-nDCG``)."""
+    params: dict[str, float | str] = {}
+    if isinstance(node, ast.Call):
+        if node.args or any(kw.arg is None for kw in node.keywords):
+            raise _unknown(text, "parameters are given by name, e.g. alpha_nDCG(alpha=0.5)@20")
+        for kw in node.keywords:
+            v = kw.value
+            if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) \
+                    and isinstance(v.operand, ast.Constant):
+                v = ast.Constant(-v.operand.value)  # alpha=-1: out of range, said below
+            if not isinstance(v, ast.Constant) or not isinstance(v.value, (int, float, str)):
+                raise _unknown(text, f"parameter {kw.arg} must be a number or a string")
+            if kw.arg in params:
+                raise _unknown(text, f"parameter {kw.arg} given twice")
+            params[str(kw.arg)] = v.value
+        node = node.func
     if not isinstance(node, ast.Name):
         raise _unknown(text, "expected a measure name such as nDCG or R")
-    family = _ALIASES.get(node.id.lower())
+    name = (prefix + node.id).lower()
+    family = _ALIASES.get(name)
     if family is None:
-        raise _unknown(text, f"unknown measure {node.id!r}")
-    return family
+        raise _unknown(text, f"unknown measure {prefix.replace('_', '-') + node.id!r}")
+    return family, {**_ALIAS_PARAMS.get(name, {}), **params}
 
 
-def _from_node(node: ast.expr, text: str) -> Measure:
-    if isinstance(node, ast.Name):
-        return Measure(_family(node, text))
+def _from_node(node: ast.expr, text: str, prefix: str = "") -> Measure:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and not prefix \
+            and isinstance(node.left, ast.Name):  # alpha-nDCG..., ERR-IA...
+        return _from_node(node.right, text, node.left.id + "_")
+    if isinstance(node, (ast.Name, ast.Call)):
+        family, params = _family(node, text, prefix)
+        return Measure(family, None, tuple(params.items()))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-        family = _family(node.left, text)
+        family, params = _family(node.left, text, prefix)
         right = node.right
         if (isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub)
                 and isinstance(right.operand, ast.Constant)
@@ -204,7 +314,7 @@ def _from_node(node: ast.expr, text: str) -> Measure:
             shown = _number(right.value)
             raise TiapError(f"measure {_shown(text)}: the cutoff must be an integer from 1 to "
                             f"{MAX_CUTOFF:,}, got {shown}", code="invalid-value")
-        return Measure(family, right.value)
+        return Measure(family, right.value, tuple(params.items()))
     raise _unknown(text, "expected NAME or NAME@k")
 
 
@@ -220,7 +330,8 @@ def _parse_expr(text: str) -> ast.expr:
 
 
 def parse_measure(spec: str | Measure) -> Measure:
-    """Parse one measure name (``nDCG@10``, ``recall@5``, ``MRR``) into a :class:`Measure`.
+    """Parse one measure name (``nDCG@10``, ``recall@5``, ``MRR``,
+    ``alpha-nDCG(alpha=0.5)@20``) into a :class:`Measure`.
 
     Raises :class:`TiapError` listing the known measures when the name is unknown.
     """
@@ -274,7 +385,7 @@ def primary_measure(measures: Sequence[Measure | str]) -> Measure:
     (Stage III's headline, the audit's cases and graded credit, the report's primary): nDCG
     at its largest cutoff (no cutoff counts as the largest), else the first measure."""
     parsed = [parse_measure(m) for m in measures]
-    ndcg = [m for m in parsed if m.family == "nDCG"]
+    ndcg = [m for m in parsed if m.family == "nDCG" and m.param("discount") == "log2"]
     if ndcg:
         return max(ndcg, key=lambda m: (m.cutoff is None, m.cutoff or 0))
     return parsed[0]

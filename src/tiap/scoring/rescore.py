@@ -461,6 +461,16 @@ def _items_of(content: Any) -> tuple[Item, ...]:
     return tuple(content.items.values()) if isinstance(content, Lineage) else tuple(content)
 
 
+def id_order(vocab: Vocabulary) -> NDArray[np.int64]:
+    """``order[code]``: the place of each code's id among the vocabulary's ids sorted as
+    strings, for the greedy ideal of alpha-nDCG and ERR-IA (a tie goes to the id that sorts
+    last, as in ndeval)."""
+    ids = [str(i) for i in vocab.ids]
+    order = np.empty(len(ids), np.int64)
+    order[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    return order
+
+
 def rescore(
     runs: Sequence[Run],
     queries: Sequence[QueryLike],
@@ -516,6 +526,7 @@ def rescore(
     undetermined: dict[tuple[str, str], dict[str, str]] = {}
     flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
+    intent_aware = any(m.family in ("alpha_nDCG", "ERR_IA") for m in ms)
 
     for run in runs:
         sname, lineage = run_stores[run.system]
@@ -557,7 +568,8 @@ def rescore(
                 q: str(tg.queries[q].zero_target) for q in scored if q in zt}
             coded = encode_targets(groups, vocab, query_ids=scored)
             target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
-            got = index.score(coded, [*ms, *flip_measures], mode)
+            got = index.score(coded, [*ms, *flip_measures], mode,
+                              ideal_order=id_order(vocab) if intent_aware else None)
             if lineage.uncertain:
                 open_ = _bound_pass(lineage, t, mode, [qlist[qindex[q]] for q in scored],
                                     scored, rankings, depth, [*ms, *flip_measures], got)

@@ -31,7 +31,7 @@ def depth_rows(datasets: Sequence[Dataset]) -> list[dict[str, Any]]:
         families: dict[str, list] = {}  # type: ignore[type-arg]
         for m in ds.measures:
             if m.cutoff is not None:
-                families.setdefault(m.family, []).append(m)
+                families.setdefault(m.name.rsplit("@", 1)[0], []).append(m)  # family(params)
         for fam, ms in families.items():
             ms = sorted(ms, key=lambda m: m.cutoff)
             for t1, t2 in combinations(ds.targets, 2):

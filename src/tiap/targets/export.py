@@ -31,6 +31,13 @@ side:
   ir_measures average over exactly the queries the target defines. Target names hold no
   ``.``, so the target is the part between the name's last two dots (store names may hold
   dots); the manifest says both;
+- ``subtopic_qrels/<store>.<target>.qrels`` (:func:`subtopic_qrels_name`): the same groups
+  as TREC *diversity* qrels, ``qid unit docid 1``, one line per (group, member): each
+  evidence unit is a subtopic (an intent), as ndeval, pyndeval and ir_measures' diversity
+  measures (alpha-nDCG, ERR-IA, subtopic recall) read them; TIAP's ``alpha_nDCG``,
+  ``ERR_IA`` and ``R`` under group credit equal those tools' values on these files
+  (:mod:`tiap.scoring.intents`). Undetermined and zero-target queries have no line here
+  either;
 - ``undetermined.csv`` (``store,target,query_id,reason``): the (query, target) pairs whose
   groups partial lineage leaves open (:mod:`tiap.targets.possible`); they have no qrels
   line, since a qrels file cannot say "maybe", and ``groups.jsonl`` says
@@ -90,6 +97,7 @@ __all__ = [
     "qrels_lines",
     "qrels_name",
     "qrels_store",
+    "subtopic_qrels_name",
     "write_coverage",
     "write_groups_jsonl",
     "write_qrels",
@@ -102,8 +110,9 @@ COMMAND = "targets"  # the manifest's "command"
 UNDETERMINED_FILE = "undetermined.csv"
 MANIFEST_FILE = "manifest.json"
 QRELS_DIR = "qrels"
+SUBTOPIC_DIR = "subtopic_qrels"
 #: What a targets folder may hold beside its manifest's outputs (files of older versions).
-KNOWN_OUTPUTS = ("*.jsonl", "*.csv", "coverage.json", QRELS_DIR)
+KNOWN_OUTPUTS = ("*.jsonl", "*.csv", "coverage.json", QRELS_DIR, SUBTOPIC_DIR)
 COVERAGE_CSV_HEADER: tuple[str, ...] = ("store", *COVERAGE_CSV_COLUMNS)
 _MAPPING_TARGETS = ("raw", "source", "canonical")
 
@@ -190,11 +199,15 @@ def write_target_mapping(path: str | Path, sets: Mapping[str, TargetSets]) -> in
     return write_jsonl(path, (row for part in parts for row in part))
 
 
-def _check_trec_ids(tg: TargetGroups) -> list[Problem]:
+def _check_trec_ids(tg: TargetGroups, subtopics: bool = False) -> list[Problem]:
     problems: list[Problem] = []
     for qg in tg:
         if not qg.groups:
             continue
+        if subtopics:
+            problems += [Problem("evidence unit id contains whitespace; a diversity qrels file "
+                                 "cannot hold it", query_id=qg.query_id, record=u)
+                         for u in qg.units if not u or any(c.isspace() for c in u)]
         if not qg.query_id or any(c.isspace() for c in qg.query_id):
             problems.append(
                 Problem("query id is empty or contains whitespace; a qrels file cannot hold it",
@@ -230,6 +243,28 @@ def qrels_lines(tg: TargetGroups, items: Mapping[str, Item] | None = None) -> It
                 yield f"{qg.query_id} 0 {iid} 1\n"
 
 
+def subtopic_qrels_name(store: str, target: str) -> str:
+    """``subtopic_qrels/<store>.<target>.qrels``: the diversity qrels of a store's target."""
+    return f"{SUBTOPIC_DIR}/{qrels_name(store, target).split('/', 1)[1]}"
+
+
+def subtopic_qrels_lines(tg: TargetGroups, items: Mapping[str, Item] | None = None,
+                         ) -> Iterator[str]:
+    """TREC diversity qrels lines ``qid unit docid 1``: each group (evidence unit) is a
+    subtopic; placeholders as in :func:`qrels_lines`."""
+    for qg in tg:
+        if not qg.determined:
+            continue
+        for unit, group in zip(qg.units, qg.groups, strict=True):
+            for iid in group:
+                ph = items[iid].placeholder if items is not None else None
+                if ph is not None and ph.count is not None and ph.count > 1:
+                    for j in range(1, ph.count + 1):
+                        yield f"{qg.query_id} {unit} {iid}#{j} 1\n"
+                else:
+                    yield f"{qg.query_id} {unit} {iid} 1\n"
+
+
 def undetermined_rows(tg: TargetGroups, *, store: str) -> Iterator[tuple[str, str, str, str]]:
     """``(store, target, query_id, reason)`` for every query whose groups partial lineage
     leaves open."""
@@ -241,15 +276,15 @@ def undetermined_rows(tg: TargetGroups, *, store: str) -> Iterator[tuple[str, st
 
 
 def write_qrels(path: str | Path, tg: TargetGroups,
-                items: Mapping[str, Item] | None = None) -> int:
-    """Atomically write one target's TREC qrels file (of one store); returns the number of
-    lines."""
-    problems = _check_trec_ids(tg)
+                items: Mapping[str, Item] | None = None, *, subtopics: bool = False) -> int:
+    """Atomically write one target's TREC qrels file (of one store; ``subtopics``: its
+    diversity qrels, :func:`subtopic_qrels_lines`); returns the number of lines."""
+    problems = _check_trec_ids(tg, subtopics)
     if problems:
         raise TiapError(problems=problems)
     n = 0
     with atomic_write(path) as fh:
-        for line in qrels_lines(tg, items):
+        for line in (subtopic_qrels_lines if subtopics else qrels_lines)(tg, items):
             fh.write(line)
             n += 1
     return n
@@ -512,6 +547,8 @@ def write_targets(
         counts["target_mapping.jsonl"] = write_target_mapping(tmp / "target_mapping.jsonl", sets)
         for (s, n), rel in qrels.items():
             counts[rel] = write_qrels(tmp / rel, sets[s][n], item_maps[s])
+            sub = subtopic_qrels_name(s, n)
+            counts[sub] = write_qrels(tmp / sub, sets[s][n], item_maps[s], subtopics=True)
         with atomic_write(tmp / UNDETERMINED_FILE) as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(("store", "target", "query_id", "reason"))
@@ -526,6 +563,7 @@ def write_targets(
         outputs = {rel: _output_entry(tmp / rel, counts.get(rel)) for rel in written}
         for (s, n), rel in qrels.items():
             outputs[rel].update(store=s, target=n)
+            outputs[subtopic_qrels_name(s, n)].update(store=s, target=n, subtopics=True)
         manifest = manifest_header(COMMAND, SCHEMA_VERSION)
         manifest["stores"] = [{"name": name, "items": e} for name, e in items_entries.items()]
         manifest["targets"] = [t.to_json() for t in requested]
