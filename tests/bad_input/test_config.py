@@ -105,7 +105,7 @@ def test_inline_stores_each_key_located(tmp_path: Path, capsys) -> None:
         "error[config]: FILE:3: key stores[0].name: invalid store name 'a/b': use letters, "
         "digits, '_', '.' and '-', starting with a letter or digit",
         "error[config]: FILE:3: key stores[0].parser: unknown parser 'heurstic' (did you mean "
-        "'heuristic'?); known: heuristic, llm, native",
+        "'heuristic'?); known: heuristic, llm, native, turns",
         "error[config]: FILE:3: key stores[1].parser: expected a string, got 5 (an integer)",
     ])
 

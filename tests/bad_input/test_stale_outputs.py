@@ -194,7 +194,8 @@ def test_targets_rerun_holds_only_the_second_target_set(inputs, tmp_path: Path, 
                                                                  "mem.source.qrels"]
     capsys.readouterr()
     assert _targets(inputs, out, "canonical") == 0
-    assert "2 of its files are not written again" in capsys.readouterr().err
+    # raw and source: their qrels and their subtopic qrels
+    assert "4 of its files are not written again" in capsys.readouterr().err
     assert sorted(p.name for p in (out / "qrels").iterdir()) == ["mem.canonical.qrels"]
     # canonical of q1: f1 (u1), f2 (u1, u2) credited; q2: f2 -> lines by hand
     assert (out / "qrels" / "mem.canonical.qrels").read_text().split("\n")[:-1] == [

@@ -355,8 +355,10 @@ def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]
             t.add_row(s, tn, n, *cells)
     console.print(t)
     if result.bounded:
-        err_console.print("partial lineage: [lower, upper] bounds the mean under every lineage "
-                          "the store allows (intervals.csv per query, undetermined.csv why)",
+        err_console.print("[lower, upper]: the mean where some queries' values are not "
+                          "determined (partial lineage, or a ranking too short for a "
+                          "session/window cutoff), bounded over every value they may take "
+                          "(intervals.csv per query, undetermined.csv why)",
                           highlight=False, markup=False)
     for line in notes:
         err_console.print(line, highlight=False, markup=False)

@@ -22,19 +22,31 @@ TargetsOption = Annotated[
 
 
 def split_targets(value: str, option: str = "--targets") -> list[str]:
-    """``raw,source`` or ``raw;facts=kind in {fact,observation}`` -> target definitions.
+    """``raw,source`` or ``raw;facts=kind in {fact,observation}`` -> target definitions
+    (a name may carry a granularity: ``raw@session``, ``source@window3``).
 
     An empty value, an empty item and a name neither registered nor defined in ``value``
     are errors (``invalid-value``) naming ``option``, with a did-you-mean."""
     from tiap.cli.common import split_names
+    from tiap.errors import TiapError
+    from tiap.targets.granularity import parse_granularity
     from tiap.targets.targets import DEFAULT_REGISTRY
 
     sep = ";" if ";" in value or "{" in value else ","
     what = "target names or name=spec definitions"
     items = split_names(value, option, what=what, sep=sep)
-    defined = [t.partition("=")[0].strip() for t in items if "=" in t]
-    split_names(sep.join(t for t in items if "=" not in t) or "raw", option, what="targets",
-                sep=sep, known=[*DEFAULT_REGISTRY.names(), *defined])
+    defined = [t.partition("=")[0].strip().partition("@")[0] for t in items if "=" in t]
+    bases = dict.fromkeys(t.partition("@")[0] for t in items if "=" not in t)
+    split_names(sep.join(bases) or "raw", option,
+                what="targets", sep=sep, known=[*DEFAULT_REGISTRY.names(), *defined])
+    for t in items:  # NAME@session, NAME@windowN: the granularity is checked too
+        name = t.partition("=")[0].strip()
+        if "@" in name:
+            try:
+                parse_granularity(name.partition("@")[2].lower())
+            except TiapError as exc:
+                raise TiapError(f"{option}: target {name!r}: {exc.problems[0].message}",
+                                code="invalid-value") from None
     return items
 
 

@@ -25,7 +25,7 @@ from tiap.errors import TiapError
 from tiap.memory.parsers import Parser, register_parser
 from tiap.memory.store import Item
 
-__all__ = ["NATIVE_KINDS", "NativeParser", "native"]
+__all__ = ["NATIVE_KINDS", "NativeParser", "TurnsParser", "native", "turns"]
 
 NATIVE_KINDS = ("observation", "session_summary", "event_summary")
 
@@ -82,3 +82,20 @@ def native(kinds: tuple[str, ...] | list[str] | str = NATIVE_KINDS) -> NativePar
         raise TiapError(f"unknown native memory kind(s) {', '.join(unknown) or '(none given)'}; "
                         f"known: {', '.join(NATIVE_KINDS)}")
     return NativeParser(chosen)
+
+
+class TurnsParser(Parser):
+    """No derived items: a store of the dataset's raw turns only (the retrieval corpus a
+    benchmark itself defines, e.g. for LongMemEval's turn- and session-level metrics)."""
+
+    derived_kinds = ()
+    parallel = True
+
+    def derive(self, bundle: Bundle) -> Iterator[Item]:
+        return iter(())
+
+
+@register_parser("turns")
+def turns() -> TurnsParser:
+    """The raw turns only, no derived item."""
+    return TurnsParser()

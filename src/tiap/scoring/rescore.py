@@ -43,6 +43,7 @@ from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
+from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
 from tiap.targets.groups import QueryLike
 from tiap.traces.runs import Run
 
@@ -527,6 +528,7 @@ def rescore(
     flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
     intent_aware = any(m.family in ("alpha_nDCG", "ERR_IA") for m in ms)
+    block_cache: dict[tuple[str, str], Blocks] = {}
 
     for run in runs:
         sname, lineage = run_stores[run.system]
@@ -555,6 +557,7 @@ def rescore(
                     examples.append((q, bad[0]))
 
         vocab = Vocabulary()
+        eff_cache: dict[tuple[str, str], dict[int, NDArray[np.int64]]] = {}
         matrix = encode_rankings(rankings, vocab, depth=depth, query_ids=scored)
         index = RankingIndex(matrix)
         zero: dict[str, int] = {}
@@ -568,8 +571,21 @@ def rescore(
                 q: str(tg.queries[q].zero_target) for q in scored if q in zt}
             coded = encode_targets(groups, vocab, query_ids=scored)
             target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
-            got = index.score(coded, [*ms, *flip_measures], mode,
-                              ideal_order=id_order(vocab) if intent_aware else None)
+            order = id_order(vocab) if intent_aware else None
+            if t.granularity == TURN:
+                got = index.score(coded, [*ms, *flip_measures], mode, ideal_order=order)
+            else:
+                blocks = block_cache.get((sname, t.granularity))
+                if blocks is None:
+                    blocks = block_cache[(sname, t.granularity)] = Blocks.build(
+                        lineage, t.granularity)
+                cut = [r[:depth] if depth is not None else r for r in rankings]
+                got, short = _block_scores(index, coded, [*ms, *flip_measures], mode, order,
+                                           cut, blocks, eff_cache.setdefault(
+                                               (sname, t.granularity), {}))
+                _short_rankings(short, lineage, [qlist[qindex[q]] for q in scored], scored,
+                                cut, t, ms, got, (run.system, t.name), lower, upper,
+                                undetermined, possibly_empty)
             if lineage.uncertain:
                 open_ = _bound_pass(lineage, t, mode, [qlist[qindex[q]] for q in scored],
                                     scored, rankings, depth, [*ms, *flip_measures], got)
@@ -644,6 +660,80 @@ class _Open:
     reasons: dict[str, str]
     #: the union's size where placeholders stand for several items (-1: not determined)
     members: NDArray[np.int64] | None = None
+
+
+def _block_scores(index: RankingIndex, coded: Targets, measures: Sequence[Measure],
+                  mode: Credit, order: NDArray[np.int64] | None,
+                  rankings: Sequence[Sequence[str]], blocks: Blocks,
+                  cache: dict[int, NDArray[np.int64]],
+                  ) -> tuple[dict[Measure, NDArray[np.float64]], dict[int, NDArray[np.bool_]]]:
+    """Every measure with its cutoff counted in blocks (:mod:`tiap.targets.granularity`):
+    a query's value of ``M@k`` is its value of ``M@e``, ``e`` its effective cutoff (the
+    rank at which its ranking has listed ``k`` blocks). Returns the values and, per cutoff
+    ``k``, the queries whose ranking lists fewer than ``k`` blocks."""
+    out: dict[Measure, NDArray[np.float64]] = {}
+    short: dict[int, NDArray[np.bool_]] = {}
+    whole = [m for m in measures if m.cutoff is None]
+    if whole:
+        out.update(index.score(coded, whole, mode, ideal_order=order))
+    by_k: dict[int, list[Measure]] = {}
+    for m in measures:
+        if m.cutoff is not None:
+            by_k.setdefault(m.cutoff, []).append(m)
+    for k, ms in by_k.items():
+        if k not in cache:
+            cache[k] = effective_cutoffs(rankings, blocks, k)
+        eff = cache[k]
+        short[k] = np.array([len({b for i in r for b in blocks.item_blocks(i)}) < k
+                             for r in rankings], bool) if len(rankings) else np.zeros(0, bool)
+        vals = {m: np.full(len(rankings), np.nan) for m in ms}
+        for e in np.unique(eff).tolist():
+            sel = eff == e
+            got = index.score(coded, [m.at(max(e, 1)) for m in ms], mode, ideal_order=order)
+            for m in ms:
+                vals[m][sel] = got[m.at(max(e, 1))][sel]
+        out.update(vals)
+    return out, short
+
+
+def _short_rankings(short: dict[int, NDArray[np.bool_]], lineage: Lineage,
+                    queries: Sequence[QueryLike], scored: Sequence[str],
+                    rankings: Sequence[Sequence[str]], target: Target, measures: Sequence[Measure],
+                    got: dict[Measure, NDArray[np.float64]], key: tuple[str, str],
+                    lower: dict[tuple[str, str, Measure], NDArray[np.float64]],
+                    upper: dict[tuple[str, str, Measure], NDArray[np.float64]],
+                    undetermined: dict[tuple[str, str], dict[str, str]],
+                    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]]) -> None:
+    """A ranking that lists fewer than ``k`` blocks would be read further by the cutoff
+    rule; where the store holds items of the query's collection that the run does not rank,
+    those ranks are unknown, so the value is not determined: NaN, bounded by [0, 1], with
+    the reason. (A ranking of every item is read whole: its value is exact.)"""
+    sizes: dict[str | None, int] = {}
+    for it in lineage.items.values():
+        sizes[it.collection] = sizes.get(it.collection, 0) + 1
+    total = len(lineage.items)
+    reasons: dict[str, str] = {}
+    for m in measures:
+        if m.cutoff is None or m.cutoff not in short:
+            continue
+        lo, hi = got[m].copy(), got[m].copy()
+        changed = False
+        for i in np.flatnonzero(short[m.cutoff]).tolist():
+            coll = getattr(queries[i], "collection_id", None) or None
+            pool = sizes.get(coll, 0) if coll is not None else total
+            if len(rankings[i]) >= pool or np.isnan(got[m][i]):
+                continue  # every item ranked (or the query undefined): nothing is unknown
+            got[m][i] = np.nan
+            lo[i], hi[i] = 0.0, 1.0
+            changed = True
+            reasons[scored[i]] = (f"the run ranks {len(rankings[i])} of the {pool} items and "
+                                  f"lists fewer than {m.cutoff} {target.granularity}s: the ranks "
+                                  "the cutoff rule reads next are not in the run")
+        if changed:
+            lower[(*key, m)], upper[(*key, m)] = lo, hi
+    if reasons:
+        undetermined[key] = {**undetermined.get(key, {}), **reasons}
+        possibly_empty.setdefault(key, np.zeros(len(scored), bool))
 
 
 def _bound_pass(

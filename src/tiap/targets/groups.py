@@ -16,6 +16,11 @@ its measures are undefined (NaN), never 0, and the reason is recorded:
 Evidence units that no stored item reaches are reported per query in
 ``TargetSets.unknown_evidence`` whatever the target.
 
+A target at a coarser granularity (``raw@session``, ``source@window3``;
+:mod:`tiap.targets.granularity`) has one group per evidence *block* (session or window of
+turns) instead of per evidence turn: the members the target credits among the families of
+every turn of the block; ``QueryGroups.units`` then names the blocks.
+
 With partial lineage (:mod:`tiap.targets.possible`) the groups hold the *certain* members;
 ``QueryGroups.open_units`` names the units whose group may hold more (or may not exist),
 and ``determined`` says whether the groups are known exactly (no possible member, no
@@ -33,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tiap.errors import Problem, TiapError
 from tiap.memory.store import Item
+from tiap.targets.granularity import TURN, Blocks
 from tiap.targets.lineage import Lineage, build_lineage
 from tiap.targets.possible import PossibleIndex
 from tiap.targets.targets import Target, TargetRegistry, resolve_targets
@@ -281,6 +287,15 @@ def build_groups(
     items = lineage.items
     open_index = ({t.name: PossibleIndex(lineage, t) for t in tlist} if lineage.uncertain
                   else {})
+    blocks: dict[str, Blocks] = {}
+    for t in tlist:
+        if t.granularity != TURN and t.granularity not in blocks:
+            if lineage.uncertain:
+                raise TiapError(f"target {t.name}: partial lineage is not rolled up to "
+                                f"{t.granularity}s (an item that may reach a turn cannot be "
+                                "placed in its block); use turn-level targets for this store")
+            blocks[t.granularity] = Blocks.build(lineage, t.granularity)
+    unplaced: list[Problem] = []
     per_target: dict[str, dict[str, QueryGroups]] = {t.name: {} for t in tlist}
     unit_cache: dict[str, dict[str, tuple[str, ...]]] = {t.name: {} for t in tlist}
     unknown_evidence: dict[str, tuple[str, ...]] = {}
@@ -300,7 +315,24 @@ def build_groups(
             cache = unit_cache[t.name]
             units: list[str] = []
             groups: list[tuple[str, ...]] = []
-            for u in known:
+            rolled = blocks.get(t.granularity)
+            if rolled is not None:  # one group per evidence block, over all its turns
+                bad = [u for u in known if u not in rolled.of_unit]
+                if bad and len(unplaced) < 5:
+                    unplaced.append(Problem(
+                        f"evidence turn {bad[0]} has no raw item in the store, so its "
+                        f"{t.granularity} is not known", query_id=q.query_id))
+                for blk in dict.fromkeys(rolled.of_unit[u] for u in known if u not in bad):
+                    members = cache.get(blk)
+                    if members is None:
+                        members = tuple(sorted({i for u in rolled.units[blk]
+                                                for i in lineage.family(u)
+                                                if t.matches(items[i])}))
+                        cache[blk] = members
+                    if members:
+                        units.append(blk)
+                        groups.append(members)
+            for u in (known if rolled is None else ()):
                 members = cache.get(u)
                 if members is None:
                     # families are sorted, so the filtered tuple is sorted too
@@ -343,6 +375,8 @@ def build_groups(
                 determined=determined,
             )
 
+    if unplaced:
+        raise TiapError(problems=unplaced)
     by_target = {
         t.name: TargetGroups(target=t, queries=MappingProxyType(per_target[t.name])) for t in tlist
     }

@@ -51,6 +51,7 @@ from typing import Any
 
 from tiap.errors import Problem, TiapError
 from tiap.memory.store import RAW_KIND, Item
+from tiap.targets.granularity import split_name
 
 __all__ = [
     "BUILTIN_TARGETS",
@@ -73,8 +74,8 @@ __all__ = [
 _KEYWORDS = frozenset({"and", "or", "not", "in", "true", "false"})
 _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BARE_RE = re.compile(r"[^\s(){},=!\"']+\Z")
-_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*\Z")
-_DEF_RE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_-]*)\s*=(?!=)(.*)\Z", re.S)
+_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*(@[a-z0-9]+)?\Z")
+_DEF_RE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_-]*(?:@[A-Za-z0-9]+)?)\s*=(?!=)(.*)\Z", re.S)
 _MAX_SPEC_CHARS = 4000
 _MAX_DEPTH = 50
 
@@ -465,8 +466,30 @@ class Target:
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise TiapError(
                 f"invalid target name {self.name!r}: use lower-case letters, digits, '_' and "
-                "'-', starting with a letter (names become file names)"
+                "'-', starting with a letter (names become file names), and optionally a "
+                "granularity, @session or @windowN"
             )
+        split_name(self.name)  # an unknown granularity is an error
+
+    @property
+    def base(self) -> str:
+        """The name without its granularity (``raw`` of ``raw@session``)."""
+        return split_name(self.name)[0]
+
+    @property
+    def granularity(self) -> str:
+        """``turn`` (the default), ``session`` or ``windowN``
+        (:mod:`tiap.targets.granularity`)."""
+        return split_name(self.name)[1]
+
+    def at(self, granularity: str) -> Target:
+        """This target rolled up to ``granularity`` (``turn``: the target itself)."""
+        from tiap.targets.granularity import TURN, parse_granularity
+
+        g = parse_granularity(granularity)
+        name = self.base if g == TURN else f"{self.base}@{g}"
+        desc = self.description if g == TURN else f"{self.description} ({g} granularity)"
+        return Target(name, self.expr, desc.strip())
 
     @property
     def spec(self) -> str:
@@ -490,8 +513,11 @@ class Target:
         return f"{self.name}={self.spec}"
 
     def to_json(self) -> dict[str, str]:
-        """``{"name", "spec"}`` (plus ``description`` when set)."""
+        """``{"name", "spec"}`` (plus ``granularity`` when not ``turn``, and
+        ``description`` when set)."""
         row = {"name": self.name, "spec": self.spec}
+        if self.granularity != "turn":
+            row["granularity"] = self.granularity
         if self.description:
             row["description"] = self.description
         return row
@@ -560,7 +586,11 @@ class TargetRegistry:
         return t
 
     def get(self, name: str) -> Target:
-        """The target called ``name`` (case-insensitive)."""
+        """The target called ``name`` (case-insensitive); ``NAME@session`` or
+        ``NAME@windowN`` is target ``NAME`` rolled up (:mod:`tiap.targets.granularity`)."""
+        if isinstance(name, str) and "@" in name:
+            base, gran = split_name(name.strip().lower())
+            return self.get(base).at(gran)
         t = self._targets.get(name.strip().lower()) if isinstance(name, str) else None
         if t is None:
             raise TiapError(
@@ -598,8 +628,8 @@ class TargetRegistry:
                     t = self.get(entry)
                 else:
                     raise TiapError(f"not a target: {entry!r}")
-                builtin = next((b for b in BUILTIN_TARGETS if b.name == t.name), None)
-                if builtin is not None and builtin != t:
+                builtin = next((b for b in BUILTIN_TARGETS if b.name == t.base), None)
+                if builtin is not None and builtin.expr != t.expr:
                     raise TiapError(f"target {t.name!r} is built in and cannot be redefined")
             except TiapError as exc:
                 problems.extend(exc.problems)
