@@ -117,3 +117,57 @@ def export_cmd(
         f"wrote {out}: {counts['turns']:,} turns, {counts['queries']:,} queries, "
         f"{counts['memories']:,} derived memories, {counts['problems']:,} evidence problems"
     )
+
+
+#: Evidence overlays TIAP can build from pinned files: name -> (data folder, file, dataset).
+OVERLAYS = {"locomo-audit": ("locomo-audit", "errors.json", "locomo")}
+
+
+@app.command("overlay")
+def overlay_cmd(
+    name: Annotated[str, typer.Argument(
+        help="The overlay: locomo-audit (the corrected LoCoMo evidence of "
+        "dial481/locomo-audit, CC BY-NC 4.0).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    data: DataOption = None,
+    no_verify: NoVerifyOption = False,
+    force: ForceOption = False,
+) -> None:
+    """Write an evidence overlay (overlay.jsonl: other evidence for some queries; the format
+    is in docs/datasets.md), problems.jsonl (every audited id that could not be mapped to a
+    query, every evidence id that could not be resolved) and a manifest. Rescore under it
+    with `tiap rescore ... --overlay NAME=OUT/overlay.jsonl`."""
+    from tiap.datasets.overlays import locomo_audit_overlay, write_overlay
+    from tiap.errors import TiapError
+    from tiap.io import atomic_write, check_output_folder, output_folder
+    from tiap.provenance import input_entry, manifest_header
+
+    if name not in OVERLAYS:
+        raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
+                        code="usage")
+    step = "datasets-overlay"
+    check_output_folder(out, step, force=force)
+    folder, file, dataset = OVERLAYS[name]
+    source = DataSource(data, verify=not no_verify)
+    path = source.path(folder, file)
+    ds = load(dataset, source=source)
+    ov = locomo_audit_overlay(path, ds.bundles())
+    queries = {q.query_id: q for q in ds.queries_iter()}
+    changed = sum(1 for q, ev in ov.evidence.items() if set(ev) != set(queries[q].evidence))
+    with output_folder(out, step, force=force) as tmp:
+        n = write_overlay(tmp / "overlay.jsonl", ov)
+        with atomic_write(tmp / "problems.jsonl") as fh:
+            for p in ov.problems:
+                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+        man = manifest_header(step, 1)
+        man["overlay"] = name
+        man["inputs"] = {f"{folder}/{file}": input_entry(path)}
+        man["counts"] = {"rows": n, "changed_queries": changed, "problems": len(ov.problems)}
+        man["outputs"] = ["overlay.jsonl", "problems.jsonl"]
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    for p in ov.problems[:MAX_PROBLEMS_SHOWN]:
+        err_console.print(f"[yellow]warning\\[{p.kind}][/]: {p.record}: {p.detail}",
+                          highlight=False, soft_wrap=True)
+    err_console.print(f"wrote {out}: {n:,} queries with overlay evidence ({changed:,} differ "
+                      f"from the dataset's), {len(ov.problems):,} ids or evidence not usable "
+                      "(problems.jsonl)", highlight=False)

@@ -113,6 +113,11 @@ def rescore_cmd(
         "canonical) or name=spec definitions, e.g. 'facts=kind in {fact,observation}'. "
         "Separate definitions containing commas with ';'. Default: raw,source,canonical.",
         show_default=False)] = None,
+    overlay: Annotated[list[str] | None, typer.Option(
+        "--overlay", help="An evidence overlay, NAME=PATH (overlay.jsonl: other evidence for "
+        "some queries, e.g. from `tiap datasets overlay locomo-audit`); target T~NAME scores T "
+        "under it. Without --targets, every target is also scored under each overlay. "
+        "Repeatable.", show_default=False)] = None,
     k: Annotated[int | None, typer.Option(
         "--k", min=1, help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
         f"(default {DEFAULT_K}, as retrieval's depth).", show_default=False)] = None,
@@ -151,10 +156,11 @@ def rescore_cmd(
     measures = measures if measures is not None else default_measures(k or DEFAULT_K)
     _check_measures(measures)
     tlist = split_targets(targets) if targets is not None else None
+    overlay_report: dict[str, Any] = {}
     check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
     if qrels:
         given = [o for o, v in (("--items", items), ("--queries", queries),
-                                ("--targets", targets)) if v is not None]
+                                ("--targets", targets), ("--overlay", overlay)) if v]
         if given:
             raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
                             "(each qrels file is a target)")
@@ -170,14 +176,23 @@ def rescore_cmd(
         if missing_opts:
             raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
                             "and a queries file (--items, --queries), or qrels files (--qrels)")
+        overlays, overlay_files = _read_overlays(overlay or [])
+        names = tlist or ["raw", "source", "canonical"]
+        if tlist is None:  # each target under each overlay too
+            names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
         result, inputs, query_rows, run_warnings = _rescore_lineage(
             run, items or [], queries,  # type: ignore[arg-type]
-            tlist or ["raw", "source", "canonical"],
-            measures=measures, credit=credit, missing=missing, dedup=dedup, depth=depth)
+            names, measures=measures, credit=credit, missing=missing, dedup=dedup,
+            depth=depth, overlays=overlays)
+        inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
+        overlay_report = _overlay_findings(overlays, query_rows, out)
     if shared:
         _check_shared(result)
+    opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "depth": depth}
+    if not qrels and overlay_report:
+        opts["overlays"] = overlay_report
     write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
-                  options={"missing": missing, "dedup": dedup, "depth": depth}, force=force)
+                  options=opts, force=force)
     _print_findings(result, run_warnings, out)
     print_summary(result, shared)
     err_console.print(f"wrote {out}")
@@ -245,6 +260,46 @@ def _check_shared(result: Any) -> None:
                                 code="invalid-value"))
     if problems:
         raise TiapError(problems=problems, code="invalid-value")
+
+
+def _read_overlays(specs: list[str]) -> tuple[dict[str, Any], dict[str, Path]]:
+    """``--overlay NAME=PATH`` values: each overlay's evidence by query id, and its file."""
+    from tiap.datasets.overlays import read_overlay
+    from tiap.targets.targets import _NAME_RE
+
+    overlays: dict[str, Any] = {}
+    files: dict[str, Path] = {}
+    for spec in specs:
+        name, path = parse_named(spec)
+        if not name or not _NAME_RE.match(f"t~{name}") or "~" in name:
+            raise TiapError(f"--overlay {spec!r}: give NAME=PATH, NAME lower-case letters, "
+                            "digits, '_' and '-' starting with a letter (target T~NAME reads it)",
+                            code="invalid-value")
+        if name in overlays:
+            raise TiapError(f"--overlay: {name!r} given twice", code="invalid-value")
+        overlays[name] = read_overlay(path).evidence
+        files[name] = path
+    return overlays, files
+
+
+def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict[str, Any]:
+    """Per overlay, for the manifest: its rows, the queries whose evidence it changes, and
+    its rows for queries the queries file does not hold, which change nothing: counted and
+    named (``warning[overlay_unknown_query]``), never dropped in silence."""
+    own = {q.query_id: tuple(dict.fromkeys(q.evidence)) for q in queries}
+    report: dict[str, Any] = {}
+    for name, ev in overlays.items():
+        stray = [q for q in ev if q not in own]
+        changed = [q for q, e in ev.items() if q in own and set(e) != set(own[q])]
+        report[name] = {"rows": len(ev), "changed_queries": len(changed),
+                        "not_in_queries_file": len(stray), "examples": stray[:5]}
+        if stray:
+            err_console.print(f"[yellow]warning\\[overlay_unknown_query][/]: overlay {name}: "
+                              f"{len(stray):,} of its {len(ev):,} queries are not in the "
+                              f"queries file and change nothing (e.g. {', '.join(stray[:3])}; "
+                              f"counted in {out / 'manifest.json'})",
+                              highlight=False, soft_wrap=True)
+    return report
 
 
 def _rescore_lineage(  # type: ignore[no-untyped-def]

@@ -17,6 +17,7 @@ from tiap.cli.common import (
     headline_option,
     one_of,
     progress_bar,
+    split_names,
 )
 
 
@@ -44,6 +45,10 @@ def sensitivity_cmd(
         "--min-effect", help="Smallest gap, in the measure's units, that counts as a "
         "practical difference: a flip smaller than it is reported, never headlined.",
         callback=finite("--min-effect", low=0))] = 0.0,
+    pairs: Annotated[str | None, typer.Option(
+        "--pairs", help="The pairs of targets to compare, comma-separated (default: every "
+        "pair): A:B, or ~NAME for every target T against T~NAME, the same target under the "
+        "evidence overlay NAME (tiap rescore --overlay).", show_default=False)] = None,
     configs: Annotated[list[str] | None, typer.Option(
         "--configs", help="A configuration group NAME=SYSTEM,SYSTEM,... (e.g. "
         "density=lexical_f1,lexical_f5,lexical_f8) for design recommendations. "
@@ -99,7 +104,9 @@ def sensitivity_cmd(
                       configs=parse_configs(configs or []), primary=primary, answers=answers,
                       answer_inputs=overrides, answer_depth=answer_depth,
                       by_category_tests=not no_category_tests, correction=correction.lower(),
-                      min_effect=min_effect, progress=progress)
+                      min_effect=min_effect, progress=progress,
+                      pairs=split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
+                      if pairs is not None else ())
     write_sensitivity(res, out, force=force)
     for n in res.notes:
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)

@@ -35,15 +35,18 @@ def split_targets(value: str, option: str = "--targets") -> list[str]:
     sep = ";" if ";" in value or "{" in value else ","
     what = "target names or name=spec definitions"
     items = split_names(value, option, what=what, sep=sep)
-    defined = [t.partition("=")[0].strip().partition("@")[0] for t in items if "=" in t]
-    bases = dict.fromkeys(t.partition("@")[0] for t in items if "=" not in t)
+    def base(name: str) -> str:
+        return name.partition("~")[0].partition("@")[0]
+
+    defined = [base(t.partition("=")[0].strip()) for t in items if "=" in t]
+    bases = dict.fromkeys(base(t) for t in items if "=" not in t)
     split_names(sep.join(bases) or "raw", option,
                 what="targets", sep=sep, known=[*DEFAULT_REGISTRY.names(), *defined])
     for t in items:  # NAME@session, NAME@windowN: the granularity is checked too
         name = t.partition("=")[0].strip()
         if "@" in name:
             try:
-                parse_granularity(name.partition("@")[2].lower())
+                parse_granularity(name.partition("~")[0].partition("@")[2].lower())
             except TiapError as exc:
                 raise TiapError(f"{option}: target {name!r}: {exc.problems[0].message}",
                                 code="invalid-value") from None

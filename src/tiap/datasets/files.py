@@ -39,7 +39,7 @@ from tiap.errors import ChecksumError, TiapError
 from tiap.io import sha256_file
 
 DEFAULT_MIRROR = "https://raw.githubusercontent.com"
-FOLDERS = ("locomo", "longmemeval", "beam")
+FOLDERS = ("locomo", "longmemeval", "beam", "locomo-audit")
 
 
 @dataclass(frozen=True)

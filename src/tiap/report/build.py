@@ -374,7 +374,8 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                pct(r["share_abs_delta_ge_0.1"]), r["hit_flips"] or "–", r["top1_flips"] or "–"])
     page.table(t)
     deltas = sd.rows("deltas", name)
-    pairs = [f"{a} → {b}" for a, b in combinations(targets, 2)]
+    pairs = list(dict.fromkeys(f"{r['target_1']} → {r['target_2']}" for r in deltas)) or [
+        f"{a} → {b}" for a, b in combinations(targets, 2)]  # the pairs Stage III compared
     panels: dict[tuple[str, str], list[float]] = {}
     for r in deltas:
         v = num(r["delta"])

@@ -482,6 +482,7 @@ def rescore(
     credit: str = "group",
     missing: Missing = "skip",
     depth: int | None = None,
+    overlays: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> RescoreResult:
     """Score every run under every target.
 
@@ -497,6 +498,8 @@ def rescore(
         credit: ``group`` (the paper's scorer) or ``set`` (trec_eval).
         missing: what to do with a query the run does not rank: ``skip`` or ``zero``.
         depth: cut every ranking to its top ``depth`` (default: keep them whole).
+        overlays: evidence overlays by name (query id -> evidence), read by the targets
+            named ``T~NAME`` (:mod:`tiap.datasets.overlays`).
     """
     mode = _check_credit(credit)
     ms = parse_measures(measures)
@@ -533,7 +536,7 @@ def rescore(
     for run in runs:
         sname, lineage = run_stores[run.system]
         if sname not in sets:
-            sets[sname] = build_groups(lineage, qlist, ts)
+            sets[sname] = build_groups(lineage, qlist, ts, overlays=overlays)
         tsets = sets[sname]
 
         by_q = {rk.query_id: rk for rk in run.rankings}
@@ -587,7 +590,8 @@ def rescore(
                                 cut, t, ms, got, (run.system, t.name), lower, upper,
                                 undetermined, possibly_empty)
             if lineage.uncertain:
-                open_ = _bound_pass(lineage, t, mode, [qlist[qindex[q]] for q in scored],
+                open_ = _bound_pass(lineage, t, mode,
+                                    [_under(qlist[qindex[q]], t, overlays) for q in scored],
                                     scored, rankings, depth, [*ms, *flip_measures], got)
                 key = (run.system, t.name)
                 if open_.members is not None:
@@ -660,6 +664,25 @@ class _Open:
     reasons: dict[str, str]
     #: the union's size where placeholders stand for several items (-1: not determined)
     members: NDArray[np.int64] | None = None
+
+
+@dataclass(frozen=True)
+class _QueryEvidence:
+    """A query as a target under an evidence overlay reads it."""
+
+    query_id: str
+    evidence: tuple[str, ...]
+    abstention: bool
+    collection_id: str | None
+
+
+def _under(q: QueryLike, target: Target,
+           overlays: Mapping[str, Mapping[str, Sequence[str]]] | None) -> QueryLike:
+    """``q`` with the evidence ``target`` reads (its overlay's, where it has the query)."""
+    if not target.overlay or overlays is None or q.query_id not in overlays[target.overlay]:
+        return q
+    return _QueryEvidence(q.query_id, tuple(overlays[target.overlay][q.query_id]),
+                          q.abstention, getattr(q, "collection_id", None))
 
 
 def _block_scores(index: RankingIndex, coded: Targets, measures: Sequence[Measure],

@@ -14,13 +14,13 @@ import csv
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tiap.errors import TiapError
+from tiap.errors import Problem, TiapError
 from tiap.io import output_folder, sha256_file
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring.measures import Measure, parse_measure
@@ -96,6 +96,7 @@ def analyze(
     min_effect: float = 0.0,
     progress: Callable[[str, int, int], None] | None = None,
     preloaded: Mapping[Path, Any] | None = None,
+    pairs: Sequence[str] = (),
 ) -> SensitivityResult:
     """Every Stage III analysis of the rescore folders ``dirs`` (``PATH`` or ``NAME=PATH``).
 
@@ -115,6 +116,9 @@ def analyze(
         min_effect: the smallest gap (in the measure's units) that counts as a practical
             difference: a flip smaller than it is reported, never headlined.
         progress: called as ``progress(description, done, total)`` before each step.
+        pairs: the pairs of targets to compare (default: every pair): ``A:B`` compares
+            target A with target B; ``~NAME`` compares every target T with ``T~NAME``, the
+            same target under the evidence overlay NAME (:mod:`tiap.datasets.overlays`).
         preloaded: what the caller already holds, by resolved file path: a rescore folder's
             ``per_query.csv`` (:func:`tiap.sensitivity.load.per_query_of`), and the queries,
             stores and runs of the answer alignment
@@ -126,7 +130,7 @@ def analyze(
     if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)) or not (
             min_effect >= 0 and math.isfinite(min_effect)):
         raise TiapError(f"--min-effect must be a non-negative number, got {min_effect!r}")
-    datasets = load_datasets(dirs, preloaded=preloaded)
+    datasets = [select_pairs(ds, pairs) for ds in load_datasets(dirs, preloaded=preloaded)]
     notes: list[str] = [n for ds in datasets for n in ds.notes]
     total = (2 * len(datasets) + sum(by_category_tests and len(ds.systems) > 1
                                      for ds in datasets)
@@ -228,10 +232,39 @@ def analyze(
                "configs": {k: list(v) for k, v in (configs or {}).items()},
                "primary": {k: str(v) for k, v in primaries.items()},
                "answer_depth": answer_depth if answer_info else None,
+               "pairs": list(pairs),
                "by_category_tests": by_category_tests}
     info = {"datasets": [_dataset_info(ds, primaries[ds.name]) for ds in datasets],
             "answers": answer_info}
     return SensitivityResult(tuple(datasets), tables, options, tuple(dict.fromkeys(notes)), info)
+
+
+def select_pairs(ds: Dataset, pairs: Sequence[str]) -> Dataset:
+    """``ds`` comparing only the target pairs ``pairs`` (see :func:`analyze`); a target
+    the dataset does not hold, or a ``~NAME`` no target is under, is an error."""
+    if not pairs:
+        return ds
+    chosen: list[tuple[str, str]] = []
+    problems: list[Problem] = []
+    for spec in pairs:
+        if spec.startswith("~"):
+            got = [(t, f"{t}~{spec[1:]}") for t in ds.targets if f"{t}~{spec[1:]}" in ds.targets]
+            if not got:
+                problems.append(Problem(f"--pairs {spec}: no target of dataset {ds.name} has "
+                                        f"a version under overlay {spec[1:]!r}", code="usage"))
+            chosen += got
+            continue
+        a, sep, b = spec.partition(":")
+        bad = [t for t in (a, b) if t not in ds.targets] if sep else []
+        if not sep or not a or not b or a == b or bad:
+            why = (f"dataset {ds.name} has no target {bad[0]!r} (it has "
+                   f"{', '.join(ds.targets)})" if bad else "give TARGET:TARGET or ~OVERLAY")
+            problems.append(Problem(f"--pairs {spec}: {why}", code="usage"))
+            continue
+        chosen.append((a, b))
+    if problems:
+        raise TiapError(problems=problems, code="usage")
+    return replace(ds, pairs=tuple(dict.fromkeys(chosen)))
 
 
 def _mean_or_none(x: np.ndarray) -> float | None:  # type: ignore[type-arg]

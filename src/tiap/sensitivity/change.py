@@ -20,7 +20,6 @@ flip count is left empty.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -131,7 +130,7 @@ def change_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
     for s, sc in ds.systems.items():
         for m in ds.measures:
             k = hit_cutoff(m, ds.measures)
-            for t1, t2 in combinations(ds.targets, 2):
+            for t1, t2 in ds.target_pairs:
                 v1, v2 = sc.get(t1, m), sc.get(t2, m)
                 h1, h2 = hit_vector(sc, t1, k, ds.measures), hit_vector(sc, t2, k, ds.measures)
                 p1, p2 = top1_vector(sc, t1, ds.measures), top1_vector(sc, t2, ds.measures)
@@ -151,7 +150,7 @@ def delta_rows(ds: Dataset, measure: Measure) -> list[dict[str, Any]]:
     """Per-query Δ of ``measure`` for every system and pair of targets (Figure 3's data)."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
-        for t1, t2 in combinations(ds.targets, 2):
+        for t1, t2 in ds.target_pairs:
             v1, v2 = sc.get(t1, measure), sc.get(t2, measure)
             both = np.flatnonzero(~np.isnan(v1) & ~np.isnan(v2))
             for i, d in zip(both.tolist(), (v2[both] - v1[both]).tolist(), strict=True):
@@ -167,7 +166,7 @@ def hist_rows(ds: Dataset, measure: Measure) -> list[dict[str, Any]]:
     edges = np.asarray(HIST_EDGES)
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
-        for t1, t2 in combinations(ds.targets, 2):
+        for t1, t2 in ds.target_pairs:
             v1, v2 = sc.get(t1, measure), sc.get(t2, measure)
             both = ~np.isnan(v1) & ~np.isnan(v2)
             d = v2[both] - v1[both]

@@ -12,7 +12,6 @@ pairs of every system of the dataset.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ def depth_rows(datasets: Sequence[Dataset]) -> list[dict[str, Any]]:
                 families.setdefault(m.name.rsplit("@", 1)[0], []).append(m)  # family(params)
         for fam, ms in families.items():
             ms = sorted(ms, key=lambda m: m.cutoff)
-            for t1, t2 in combinations(ds.targets, 2):
+            for t1, t2 in ds.target_pairs:
                 for m in ms:
                     pooled1, pooled2 = [], []
                     for s, sc in ds.systems.items():

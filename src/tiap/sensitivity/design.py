@@ -12,8 +12,9 @@ configuration), per measure and target:
   within the family of every pair and target of the group under one measure; the interval
   at the gap's effective level), its effect size, and the preferred one of the two;
 - **recommendation changes**: a comparison (the overall preference, or one pair) whose
-  preferred configuration is not the same under every target. A change is *significant*
-  when two targets prefer opposite configurations of a pair, both gaps significant after
+  preferred configuration differs between the two targets of a compared pair (every pair of
+  targets, unless ``--pairs`` chose some). A change is *significant* when the two targets of
+  a compared pair prefer opposite configurations of a pair, both gaps significant after
   correction.
 
 Targets under which some configuration has no defined query are left out (with a note),
@@ -159,11 +160,13 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
             tables["preferred"].append({**base, "measure": str(m), "target": t,
                                         "n_matched": n, "preferred": preferred,
                                         "ranking": text, "margin": ordered[0] - ordered[1]})
+        compared = [(t1, t2) for t1, t2 in ds.target_pairs if t1 in targets and t2 in targets]
         if n:
             tables["changes"].append({
                 **base, "measure": str(m), "comparison": "preferred",
                 "preferences": "; ".join(f"{t}: {best_by_target[t]}" for t in targets),
-                "changes": len(set(best_by_target.values())) > 1,
+                "changes": any(best_by_target[t1] != best_by_target[t2]
+                               for t1, t2 in compared),
                 "significant_change": None,
             })
         for (a, b), test in pair_tests.items():
@@ -179,10 +182,11 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
                     "moved": r.moved, "preferred": pref, "significant": r.significant,
                 })
             if n:
-                sig_prefs = {p for p, sig in prefs.values() if sig and p != "tie"}
                 tables["changes"].append({
                     **base, "measure": str(m), "comparison": f"{a} vs {b}",
                     "preferences": "; ".join(f"{t}: {p}" for t, (p, _) in prefs.items()),
-                    "changes": len({p for p, _ in prefs.values()}) > 1,
-                    "significant_change": len(sig_prefs) > 1,
+                    "changes": any(prefs[t1][0] != prefs[t2][0] for t1, t2 in compared),
+                    "significant_change": any(
+                        prefs[t1][1] and prefs[t2][1] and "tie" not in (prefs[t1][0], prefs[t2][0])
+                        and prefs[t1][0] != prefs[t2][0] for t1, t2 in compared),
                 })

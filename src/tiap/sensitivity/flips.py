@@ -164,7 +164,7 @@ def winner_flips(
     rows_meta: list[tuple[Mapping[str, Any], str, str, str, str, Measure]] = []
     for label, gmask in groups if groups is not None else ((extra or {}, mask),):
         for a, b in combinations(names, 2):
-            for t1, t2 in combinations(ds.targets, 2):
+            for t1, t2 in ds.target_pairs:
                 shared = ds.shared((a, b), (t1, t2), bounded=True)
                 if gmask is not None:
                     shared = shared & gmask

@@ -20,6 +20,8 @@ whose values are determined, and the winner flips decide on the bounds.
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import csv
 import json
 import math
@@ -108,10 +110,17 @@ class Dataset:
     inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: the pairs of targets compared (empty: every pair, in target order)
+    pairs: tuple[tuple[str, str], ...] = ()
 
     @property
     def n(self) -> int:
         return len(self.query_ids)
+
+    @property
+    def target_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The pairs of targets Stage III compares: ``pairs``, else every pair."""
+        return self.pairs or tuple(combinations(self.targets, 2))
 
     def shared(self, systems: Iterable[str], targets: Iterable[str],
                measures: Sequence[Measure] | None = None, *,

@@ -42,7 +42,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import combinations
 from statistics import NormalDist
 from typing import Any
 
@@ -240,7 +239,7 @@ def ranking_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
     """
     rows: list[dict[str, Any]] = []
     for m in ds.measures:
-        for t1, t2 in combinations(ds.targets, 2):
+        for t1, t2 in ds.target_pairs:
             ranked = []
             for s, sc in ds.systems.items():
                 own = sc.defined(t1, (m,)) & sc.defined(t2, (m,))

@@ -58,8 +58,9 @@ def parse_granularity(text: str) -> str:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """``raw@session`` -> ``("raw", "session")``; ``raw`` -> ``("raw", "turn")``."""
-    base, sep, gran = name.partition("@")
+    """``raw@session`` -> ``("raw", "session")``; ``raw`` -> ``("raw", "turn")`` (an evidence
+    overlay's ``~name`` suffix, :mod:`tiap.datasets.overlays`, is not part of either)."""
+    base, sep, gran = name.partition("~")[0].partition("@")
     return base, (parse_granularity(gran) if sep else TURN)
 
 

@@ -251,6 +251,7 @@ def build_groups(
     targets: Iterable[Target | str] = DEFAULT_TARGETS,
     *,
     registry: TargetRegistry | None = None,
+    overlays: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> TargetSets:
     """Compute every query's groups under every target.
 
@@ -260,6 +261,9 @@ def build_groups(
             ``abstention`` (e.g. :class:`tiap.datasets.records.Query`).
         targets: target names, ``name=spec`` definitions or :class:`Target` objects.
         registry: where names are looked up (the default registry if ``None``).
+        overlays: evidence overlays by name (query id -> evidence units;
+            :mod:`tiap.datasets.overlays`): a target ``T~NAME`` reads a query's evidence
+            from overlay ``NAME`` where it has the query, else the query's own.
 
     Returns:
         A frozen :class:`TargetSets`.
@@ -301,17 +305,29 @@ def build_groups(
     unknown_evidence: dict[str, tuple[str, ...]] = {}
     source_minus_raw: dict[str, int] = {}
 
+    given = dict(overlays or {})
+    missing = sorted({t.overlay for t in tlist if t.overlay and t.overlay not in given})
+    if missing:
+        raise TiapError(problems=[Problem(
+            f"targets read the evidence overlay {m!r}, which is not given (tiap rescore "
+            f"--overlay {m}=PATH)", code="usage") for m in missing])
+
     for q in qlist:
-        evidence = tuple(dict.fromkeys(q.evidence))
-        known = tuple(u for u in evidence if lineage.has_unit(u))
-        unknown = tuple(u for u in evidence if not lineage.has_unit(u))
-        if unknown:
-            unknown_evidence[q.query_id] = unknown
-        if known:
-            union = {i for u in known for i in lineage.family(u)}
+        own = tuple(dict.fromkeys(q.evidence))
+        own_known = tuple(u for u in own if lineage.has_unit(u))
+        own_unknown = tuple(u for u in own if not lineage.has_unit(u))
+        if own_known:
+            union = {i for u in own_known for i in lineage.family(u)}
             source_minus_raw[q.query_id] = sum(1 for i in union if not items[i].is_raw)
+        named = dict.fromkeys(own_unknown)  # every evidence set's units no item reaches
 
         for t in tlist:
+            evidence, known, unknown = own, own_known, own_unknown
+            if t.overlay and q.query_id in given[t.overlay]:
+                evidence = tuple(dict.fromkeys(given[t.overlay][q.query_id]))
+                known = tuple(u for u in evidence if lineage.has_unit(u))
+                unknown = tuple(u for u in evidence if not lineage.has_unit(u))
+                named.update(dict.fromkeys(unknown))
             cache = unit_cache[t.name]
             units: list[str] = []
             groups: list[tuple[str, ...]] = []
@@ -375,6 +391,8 @@ def build_groups(
                 determined=determined,
             )
 
+        if named:
+            unknown_evidence[q.query_id] = tuple(named)
     if unplaced:
         raise TiapError(problems=unplaced)
     by_target = {

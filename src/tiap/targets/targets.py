@@ -74,8 +74,10 @@ __all__ = [
 _KEYWORDS = frozenset({"and", "or", "not", "in", "true", "false"})
 _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BARE_RE = re.compile(r"[^\s(){},=!\"']+\Z")
-_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*(@[a-z0-9]+)?\Z")
-_DEF_RE = re.compile(r"\s*([A-Za-z][A-Za-z0-9_-]*(?:@[A-Za-z0-9]+)?)\s*=(?!=)(.*)\Z", re.S)
+_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*(@[a-z0-9]+)?(~[a-z][a-z0-9_-]*)?\Z")
+_DEF_RE = re.compile(
+    r"\s*([A-Za-z][A-Za-z0-9_-]*(?:@[A-Za-z0-9]+)?(?:~[A-Za-z][A-Za-z0-9_-]*)?)\s*=(?!=)(.*)\Z",
+    re.S)
 _MAX_SPEC_CHARS = 4000
 _MAX_DEPTH = 50
 
@@ -466,8 +468,8 @@ class Target:
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise TiapError(
                 f"invalid target name {self.name!r}: use lower-case letters, digits, '_' and "
-                "'-', starting with a letter (names become file names), and optionally a "
-                "granularity, @session or @windowN"
+                "'-', starting with a letter (names become file names), then optionally a "
+                "granularity (@session, @windowN) and an evidence overlay (~name)"
             )
         split_name(self.name)  # an unknown granularity is an error
 
@@ -475,6 +477,19 @@ class Target:
     def base(self) -> str:
         """The name without its granularity (``raw`` of ``raw@session``)."""
         return split_name(self.name)[0]
+
+    @property
+    def overlay(self) -> str | None:
+        """The evidence overlay the target reads (``corrected`` of ``raw~corrected``;
+        :mod:`tiap.datasets.overlays`), or ``None``: the queries' own evidence."""
+        return self.name.partition("~")[2] or None
+
+    def under(self, overlay: str | None) -> Target:
+        """This target read under the evidence overlay ``overlay`` (``None``: none)."""
+        name = self.name.partition("~")[0] + (f"~{overlay}" if overlay else "")
+        desc = self.description.split(" (under evidence overlay")[0]
+        return Target(name, self.expr, desc + (f" (under evidence overlay {overlay})"
+                                               if overlay else ""))
 
     @property
     def granularity(self) -> str:
@@ -489,7 +504,7 @@ class Target:
         g = parse_granularity(granularity)
         name = self.base if g == TURN else f"{self.base}@{g}"
         desc = self.description if g == TURN else f"{self.description} ({g} granularity)"
-        return Target(name, self.expr, desc.strip())
+        return Target(name, self.expr, desc.strip()).under(self.overlay)
 
     @property
     def spec(self) -> str:
@@ -518,6 +533,8 @@ class Target:
         row = {"name": self.name, "spec": self.spec}
         if self.granularity != "turn":
             row["granularity"] = self.granularity
+        if self.overlay:
+            row["overlay"] = self.overlay
         if self.description:
             row["description"] = self.description
         return row
@@ -588,6 +605,9 @@ class TargetRegistry:
     def get(self, name: str) -> Target:
         """The target called ``name`` (case-insensitive); ``NAME@session`` or
         ``NAME@windowN`` is target ``NAME`` rolled up (:mod:`tiap.targets.granularity`)."""
+        if isinstance(name, str) and "~" in name:
+            base, _, overlay = name.strip().lower().partition("~")
+            return self.get(base).under(overlay)
         if isinstance(name, str) and "@" in name:
             base, gran = split_name(name.strip().lower())
             return self.get(base).at(gran)

@@ -1,0 +1,189 @@
+"""Evidence overlays: other evidence sets for the same queries (label errata, re-annotations).
+
+An overlay replaces the evidence of some queries and leaves the others as they are. Its file
+(``overlay.jsonl``) holds one JSON object per line::
+
+    {"query_id": "conv-26:q1", "evidence": ["conv-26:D1:14"], "note": "WRONG_CITATION"}
+
+- ``query_id``: a query of the dataset (as in ``queries.jsonl``);
+- ``evidence``: its evidence under the overlay, source unit ids as in ``queries.jsonl``; an
+  empty list means the query has no evidence under the overlay (a zero-target case);
+- ``note`` (optional): why, e.g. the erratum's error type.
+
+A query id may appear once. Targets read an overlay through their name:
+``raw~corrected`` is Raw under the overlay named ``corrected`` (``tiap rescore --overlay
+corrected=PATH``; :mod:`tiap.targets.targets`), so Stage III compares a target with itself
+under other evidence exactly as it compares two targets.
+
+The first overlay TIAP ships a loader for is the LoCoMo evidence audit of dial481/locomo-audit
+(``errors.json``, CC BY-NC 4.0, pinned like the datasets in ``checksums/locomo-audit.tsv``):
+156 audited QA items, each with ``cited_evidence`` (the dataset's) and ``correct_evidence``.
+Its ids are ``locomo_<conversation index>_qa<question index>``, both 0-based in the file order
+of ``locomo10.json``; :func:`locomo_audit_overlay` maps them to TIAP's ``conv-26:q1`` and
+checks each one's question text against the dataset, and reports every id it cannot map and
+every evidence id it cannot resolve.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from tiap.errors import Problem, TiapError
+from tiap.io import atomic_write
+
+__all__ = ["EvidenceOverlay", "OverlayProblem", "locomo_audit_overlay", "read_overlay",
+           "write_overlay"]
+
+_AUDIT_ID = re.compile(r"locomo_([0-9]+)_qa([0-9]+)\Z")
+
+
+@dataclass(frozen=True)
+class OverlayProblem:
+    """An overlay row that could not be used, or a part of it."""
+
+    record: str  # the id as the source gives it
+    kind: str  # unmapped_id, question_mismatch, unresolvable_evidence, malformed_evidence
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"record": self.record, "kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class EvidenceOverlay:
+    """Evidence per query id under one overlay, with what could not be used."""
+
+    evidence: Mapping[str, tuple[str, ...]]
+    notes: Mapping[str, str] = field(default_factory=dict)
+    problems: tuple[OverlayProblem, ...] = ()
+    source: str = ""
+
+    def rows(self) -> Iterable[dict[str, Any]]:
+        for qid, ev in self.evidence.items():
+            row: dict[str, Any] = {"query_id": qid, "evidence": list(ev)}
+            if qid in self.notes:
+                row["note"] = self.notes[qid]
+            yield row
+
+
+def read_overlay(path: str | Path) -> EvidenceOverlay:
+    """An ``overlay.jsonl`` file (module docstring); every bad line is a located error."""
+    p = Path(path)
+    if not p.is_file():
+        raise TiapError("overlay file not found", file=p, code="io")
+    evidence: dict[str, tuple[str, ...]] = {}
+    notes: dict[str, str] = {}
+    problems: list[Problem] = []
+    with open(p, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(f"not JSON: {exc.msg}", file=str(p), line=n))
+                continue
+            qid = row.get("query_id") if isinstance(row, dict) else None
+            ev = row.get("evidence") if isinstance(row, dict) else None
+            if not isinstance(qid, str) or not qid.strip():
+                problems.append(Problem("field 'query_id' must be a non-empty string",
+                                        file=str(p), line=n))
+                continue
+            if not isinstance(ev, list) or not all(isinstance(u, str) and u for u in ev):
+                problems.append(Problem("field 'evidence' must be a list of unit ids (strings)",
+                                        file=str(p), line=n, query_id=qid))
+                continue
+            if qid in evidence:
+                problems.append(Problem("query id given twice", file=str(p), line=n,
+                                        query_id=qid))
+                continue
+            evidence[qid] = tuple(dict.fromkeys(ev))
+            note = row.get("note")
+            if note is not None:
+                notes[qid] = str(note)
+    if problems:
+        raise TiapError(problems=problems)
+    if not evidence:
+        raise TiapError("the overlay holds no row", file=p, code="input")
+    return EvidenceOverlay(MappingProxyType(evidence), MappingProxyType(notes), (), str(p))
+
+
+def write_overlay(path: str | Path, overlay: EvidenceOverlay) -> int:
+    """Write ``overlay`` as ``overlay.jsonl`` (atomically); returns the number of rows."""
+    n = 0
+    with atomic_write(path) as fh:
+        for row in overlay.rows():
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def locomo_audit_overlay(errors_path: str | Path, conversations: Iterable[Any],
+                         ) -> EvidenceOverlay:
+    """The corrected evidence of dial481/locomo-audit's ``errors.json`` as an overlay over
+    LoCoMo (``conversations``: the dataset's bundles, in file order).
+
+    An audited item is used when its id maps to a LoCoMo question whose text equals the
+    file's ``question`` (whitespace and case aside); its evidence is ``correct_evidence``
+    resolved like LoCoMo's own evidence ids (unresolvable ids dropped and reported; an item
+    left with none keeps an empty evidence, as the audit says). Every other item is a
+    reported problem, never dropped in silence.
+    """
+    from tiap.datasets.locomo import parse_dia_ids
+
+    p = Path(errors_path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TiapError(f"not JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    if not isinstance(data, list):
+        raise TiapError("expected a list of audited QA items", file=p)
+    convs = list(conversations)
+    evidence: dict[str, tuple[str, ...]] = {}
+    notes: dict[str, str] = {}
+    problems: list[OverlayProblem] = []
+
+    def norm(text: Any) -> str:
+        return " ".join(str(text).split()).casefold()
+
+    for i, item in enumerate(data):
+        rid = item.get("question_id") if isinstance(item, dict) else None
+        m = _AUDIT_ID.fullmatch(rid) if isinstance(rid, str) else None
+        if m is None:
+            problems.append(OverlayProblem(str(rid if rid is not None else f"#{i}"),
+                                           "unmapped_id", "expected locomo_<n>_qa<m>"))
+            continue
+        ci, qi = int(m[1]), int(m[2])
+        if ci >= len(convs) or qi >= len(convs[ci].queries):
+            problems.append(OverlayProblem(rid, "unmapped_id",
+                                           f"LoCoMo has no conversation {ci} question {qi}"))
+            continue
+        bundle = convs[ci]
+        q = bundle.queries[qi]
+        if norm(item.get("question", "")) != norm(q.question):
+            problems.append(OverlayProblem(rid, "question_mismatch",
+                                           f"{q.query_id} asks {q.question!r}, the audit "
+                                           f"{item.get('question')!r}"))
+            continue
+        given = item.get("correct_evidence")
+        if not isinstance(given, list):
+            problems.append(OverlayProblem(rid, "malformed_evidence",
+                                           "correct_evidence is not a list"))
+            continue
+        known = {t.unit_id.split(":", 1)[1] for t in bundle.turns}
+        resolved: list[str] = []
+        for g in given:
+            ok, bad = parse_dia_ids(str(g), known)
+            resolved += [f"{q.collection_id}:{d}" for d in ok]
+            problems += [OverlayProblem(rid, f"{kind}_evidence", f"{part}: {detail}")
+                         for part, kind, detail in bad if kind != "split"]
+        evidence[q.query_id] = tuple(dict.fromkeys(resolved))
+        notes[q.query_id] = str(item.get("error_type", ""))
+    return EvidenceOverlay(MappingProxyType(evidence), MappingProxyType(notes),
+                           tuple(problems), str(p))
