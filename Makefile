@@ -49,7 +49,7 @@ $(VENV)/.installed-llm-local: pyproject.toml | $(BIN)/python
 	@touch $@ $(VENV)/.installed-base
 
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[bm25,dense,report,stats]'
+	$(PIP) install -e '.[bm25,dense,report,stats,cost]'
 	@touch $@ $(VENV)/.installed-base
 
 ## test: the whole test suite, slow full-dataset tests included

@@ -151,6 +151,8 @@ def test_infer_against_a_local_openai_stand_in(tmp_path: Path) -> None:
     assert len(res.imported.report.partial_lineage_items) == 3
     [run] = read_run(tmp_path / "out" / "run.jsonl")
     assert run.system == "mem0-infer"
+    # each search() call is timed: its latency reaches the run (cost.csv reads it)
+    assert all(r.latency_ms is not None and r.latency_ms > 0 for r in run.rankings)
     # four memories in the store, all with a positive cosine to these questions? not assumed:
     # every ranked id must be a stored memory, and no id twice
     ids = {i.item_id for i in items}

@@ -118,6 +118,10 @@ def rescore_cmd(
         "some queries, e.g. from `tiap datasets overlay locomo-audit`); target T~NAME scores T "
         "under it. Without --targets, every target is also scored under each overlay. "
         "Repeatable.", show_default=False)] = None,
+    tokenizer: Annotated[str | None, typer.Option(
+        "--tokenizer", help="Tokenizer of cost.csv (context tokens of the top k) and of "
+        "token-budget measures (nDCG@tok2000): cl100k_base (default, where the cost extra is "
+        "installed), o200k_base, or none.", show_default=False)] = None,
     k: Annotated[int | None, typer.Option(
         "--k", min=1, help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
         f"(default {DEFAULT_K}, as retrieval's depth).", show_default=False)] = None,
@@ -160,7 +164,8 @@ def rescore_cmd(
     check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
     if qrels:
         given = [o for o, v in (("--items", items), ("--queries", queries),
-                                ("--targets", targets), ("--overlay", overlay)) if v]
+                                ("--targets", targets), ("--overlay", overlay),
+                                ("--tokenizer", tokenizer)) if v]
         if given:
             raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
                             "(each qrels file is a target)")
@@ -183,7 +188,7 @@ def rescore_cmd(
         result, inputs, query_rows, run_warnings = _rescore_lineage(
             run, items or [], queries,  # type: ignore[arg-type]
             names, measures=measures, credit=credit, missing=missing, dedup=dedup,
-            depth=depth, overlays=overlays)
+            depth=depth, overlays=overlays, tokenizer=tokenizer)
         inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
         overlay_report = _overlay_findings(overlays, query_rows, out)
     if shared:
@@ -195,7 +200,22 @@ def rescore_cmd(
                   options=opts, force=force)
     _print_findings(result, run_warnings, out)
     print_summary(result, shared)
+    if getattr(result, "cost", ()):
+        _print_cost(result)
     err_console.print(f"wrote {out}")
+
+
+def _print_cost(result: Any) -> None:
+    """Context tokens of the top k per system (cost.csv), one line each."""
+    tok = result.tokenizer.get("name", "?")
+    for r in result.cost:
+        if r["cutoff"] == "all" or r["mean_tokens"] is None:
+            continue
+        lat = (f", latency {r['mean_latency_ms']:.1f} ms mean ({r['latency_queries']:,} "
+               "queries)" if r["mean_latency_ms"] is not None else "")
+        err_console.print(f"cost: {r['system']}: top {r['cutoff']} = {r['mean_tokens']:,.0f} "
+                          f"{tok} tokens mean, {r['median_tokens']:,.0f} median{lat}",
+                          highlight=False, soft_wrap=True)
 
 
 def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> None:

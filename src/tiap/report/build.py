@@ -469,6 +469,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     _category_section(page, sd, name, label, slug, primary, targets)
     _cardinality_section(page, sd, name, label, slug, primary, notes)
     _depth_section(page, sd, name, label, slug, primary, targets, notes)
+    _cost_section(page, sd, name, label, slug, primary, targets, notes)
     _aggregation_section(page, sd, name, label, slug, primary)
     _answers_section(page, sd, name, label, slug)
 
@@ -726,6 +727,48 @@ def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug:
                     f"{label}: {t2} vs {targets[0]} by k", series), notes, "depth"),
                     f"Relative {fam} shift, {t2} minus {targets[0]} over {targets[0]}, by "
                     "cutoff.")
+
+
+def _cost_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
+                  primary: str, targets: list[str], notes: list[str]) -> None:
+    """Context tokens of each system's top k (``cost.csv`` of the rescoring) beside its
+    quality under each target: what a system's score costs a reader."""
+    rows = sd.rows("cost", name)
+    if not rows:
+        return
+    page.h(3, "Cost: context tokens against quality")
+    k = primary.rsplit("@", 1)[1] if "@" in primary else "all"
+    tok = ", ".join(unique(r["tokenizer"] for r in rows))
+    t = ReportTable(f"{slug}_cost", f"{label}: context tokens of the top k per query",
+                    ["system", "k", "queries", "mean tokens", "median", "max",
+                     "latency ms (mean / median / p95)"],
+                    caption="Tokens of the top k items' text, summed per query"
+                    + (f" ({tok})" if tok else "") + "; latency where the run records it "
+                    "(– : not recorded, not zero).", key=2)
+    for r in rows:
+        lat = ("–" if num(r["mean_latency_ms"]) is None else
+               f"{f4(r['mean_latency_ms'], 1)} / {f4(r['median_latency_ms'], 1)} / "
+               f"{f4(r['p95_latency_ms'], 1)} ({r['latency_queries']})")
+        t.add([r["system"], r["cutoff"], r["queries"], f4(r["mean_tokens"], 0),
+               f4(r["median_tokens"], 0), r["max_tokens"] or "–", lat])
+    page.table(t)
+    tokens = {r["system"]: num(r["mean_tokens"]) for r in rows if r["cutoff"] == k}
+    points: dict[str, list[tuple[str, float, float, float, float]]] = {}
+    for r in sd.rows("system_means", name, measure=primary):
+        x = tokens.get(r["system"])
+        mean, lo, hi = num(r["mean"]), num(r["lower"]), num(r["upper"])
+        if x is None or (mean is None and (lo is None or hi is None)):
+            continue
+        y = mean if mean is not None else (lo + hi) / 2  # type: ignore[operator]
+        points.setdefault(r["target"], []).append(
+            (r["system"], x, y, lo if lo is not None else y, hi if hi is not None else y))
+    if points:
+        page.figure(_safe(lambda: plots.cost_plot(
+            f"{label}: {primary} against context tokens", f"mean tokens of the top {k}",
+            primary, {t: points[t] for t in targets if t in points}), notes, "cost"),
+            f"Each system's mean {primary} under each target against the mean number of "
+            f"tokens of its top {k} items: the same ranking costs the reader the same under "
+            "every target, so the targets move the points only vertically.")
 
 
 def _aggregation_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,

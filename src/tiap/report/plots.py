@@ -14,8 +14,8 @@ import numpy as np
 
 from tiap.errors import require
 
-__all__ = ["bars", "cardinality_plot", "delta_histograms", "depth_plot", "design_plot",
-           "forest_plot"]
+__all__ = ["bars", "cardinality_plot", "cost_plot", "delta_histograms", "depth_plot",
+           "design_plot", "forest_plot"]
 
 #: Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, reddish purple, sky
 #: blue, vermillion, black); no red beside green.
@@ -181,4 +181,27 @@ def depth_plot(title: str, series: Mapping[str, Sequence[tuple[int, float | None
     ax.set_ylabel("relative shift (%)")
     ax.set_title(lbl(title))
     ax.legend(frameon=False, fontsize=7)
+    return _png(fig)
+
+
+def cost_plot(title: str, xlabel: str, ylabel: str,
+              points: Mapping[str, Sequence[tuple[str, float, float, float, float]]]) -> bytes:
+    """Quality against cost: per target (a marker and colour) one point per system, ``(system,
+    tokens, mean, lower, upper)``; a bounded mean is drawn as its interval."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    markers = "osD^vP*X"
+    for i, (target, pts) in enumerate(points.items()):
+        color = _COLORS[i % len(_COLORS)]
+        for j, (system, x, y, lo, hi) in enumerate(pts):
+            ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]] if hi > lo else None,
+                        fmt=markers[i % len(markers)], color=color, capsize=2,
+                        label=lbl(target) if j == 0 else None)
+            if i == 0:  # a system's points share its x: name it once, below the first
+                ax.annotate(lbl(system), (x, y), textcoords="offset points",
+                            xytext=(3, -11 - 8 * (j % 2)), fontsize=7, color="#333333")
+    ax.set_xlabel(lbl(xlabel))
+    ax.set_ylabel(lbl(ylabel))
+    ax.set_title(lbl(title))
+    ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _png(fig)

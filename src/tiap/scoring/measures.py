@@ -31,6 +31,10 @@ default ``1/log2(i + 1)`` (``discount='log2'``). LongMemEval's names parse too:
 ``nDCG(discount='jk')@k``; ndeval's subtopic recall ``StRecall@k`` is ``R@k`` (the groups are
 the subtopics).
 
+A **token budget** replaces the rank cutoff: ``nDCG@tok2000``, ``R@tok500`` (nDCG, R, RR,
+Success, Rall): the measure at the rank where the ranking's items, read in rank order, stop
+fitting ``2000`` tokens of a named tokenizer (:mod:`tiap.scoring.cost`).
+
 A cutoff is an integer from 1 to :data:`MAX_CUTOFF` (one million): a deeper cutoff cannot
 be meant (no trace ranks a million items per query) and is an error (code
 ``invalid-value``) naming the measure, not a number the kernels overflow on.
@@ -83,6 +87,9 @@ MEANINGS: dict[str, str] = {
 
 #: Families that may be used without a cutoff (meaning: the whole ranked list).
 _CUTOFF_OPTIONAL = frozenset({"nDCG", "R", "RR", "Success", "Rall"})
+#: Families that may take a token budget (``nDCG@tok2000``) instead of a rank cutoff.
+_BUDGETED = frozenset({"nDCG", "R", "RR", "Success", "Rall"})
+_TOK = "tok"
 
 #: The parameters of each family and their defaults (``FAMILY(name=value)@k``).
 PARAMS: dict[str, dict[str, float | str]] = {
@@ -155,12 +162,28 @@ class Measure:
     family: str
     cutoff: int | None = None
     params: tuple[tuple[str, float | str], ...] = ()
+    #: a token budget instead of a rank cutoff (``nDCG@tok2000``): the ranking is read in
+    #: rank order while its items' tokens fit the budget (:mod:`tiap.scoring.cost`)
+    budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise TiapError(f"unknown measure family {self.family!r}; known: {KNOWN_MEASURES}")
         object.__setattr__(self, "params", _check_params(self.family, dict(self.params)))
         k = self.cutoff
+        if self.budget is not None:
+            b = self.budget
+            if self.family not in _BUDGETED:
+                raise TiapError(f"measure {self.family} takes no token budget (budgets: "
+                                f"{', '.join(sorted(_BUDGETED))})", code="invalid-value")
+            if k is not None:
+                raise TiapError("a measure has a rank cutoff or a token budget, not both",
+                                code="invalid-value")
+            if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_CUTOFF * 100:
+                raise TiapError(f"the token budget of {self.family} must be an integer from 1 "
+                                f"to {MAX_CUTOFF * 100:,}, got {_number(b)}",
+                                code="invalid-value")
+            return
         if k is None:
             if self.family not in _CUTOFF_OPTIONAL:
                 raise TiapError(f"measure {self.family} needs a cutoff, e.g. {self.family}@10")
@@ -181,6 +204,8 @@ class Measure:
                  if self.family in _SHOW_PARAMS or v != defaults[n]]
         base = self.family + ("(" + ", ".join(f"{n}={_value(v)}" for n, v in shown) + ")"
                               if shown else "")
+        if self.budget is not None:
+            return f"{base}@tok{self.budget}"
         return base if self.cutoff is None else f"{base}@{self.cutoff}"
 
     def __str__(self) -> str:
@@ -201,7 +226,8 @@ class Measure:
         return Measure(self.family, k, self.params)
 
     def at(self, k: int | None) -> Measure:
-        """The same measure (family and parameters) at cutoff ``k`` (``None`` = no cutoff)."""
+        """The same measure (family and parameters) at cutoff ``k`` (``None`` = no cutoff; a
+        token budget is dropped)."""
         return Measure(self.family, k, self.params)
 
 
@@ -304,12 +330,16 @@ def _from_node(node: ast.expr, text: str, prefix: str = "") -> Measure:
                 and isinstance(right.operand, ast.Constant)
                 and type(right.operand.value) is int):
             right = ast.Constant(-right.operand.value)  # nDCG@-3: out of range, below
+        if isinstance(right, ast.Name) and right.id.startswith(_TOK) \
+                and right.id[len(_TOK):].isdigit():  # nDCG@tok2000: a token budget
+            return Measure(family, None, tuple(params.items()), budget=int(right.id[len(_TOK):]))
         if not (
             isinstance(right, ast.Constant)
             and isinstance(right.value, int)
             and not isinstance(right.value, bool)
         ):
-            raise _unknown(text, "the cutoff after '@' must be a positive integer")
+            raise _unknown(text, "the cutoff after '@' must be a positive integer (or a token "
+                           "budget, tokN)")
         if not 1 <= right.value <= MAX_CUTOFF:
             shown = _number(right.value)
             raise TiapError(f"measure {_shown(text)}: the cutoff must be an integer from 1 to "
@@ -385,7 +415,8 @@ def primary_measure(measures: Sequence[Measure | str]) -> Measure:
     (Stage III's headline, the audit's cases and graded credit, the report's primary): nDCG
     at its largest cutoff (no cutoff counts as the largest), else the first measure."""
     parsed = [parse_measure(m) for m in measures]
-    ndcg = [m for m in parsed if m.family == "nDCG" and m.param("discount") == "log2"]
+    ndcg = [m for m in parsed if m.family == "nDCG" and m.param("discount") == "log2"
+            and m.budget is None]
     if ndcg:
         return max(ndcg, key=lambda m: (m.cutoff is None, m.cutoff or 0))
     return parsed[0]

@@ -102,6 +102,10 @@ def write_rescore(
                 w.writerow((q.query_id, getattr(q, "category", ""),
                             getattr(q, "collection_id", ""),
                             "true" if getattr(q, "abstention", False) else "false"))
+        if result.cost:
+            from tiap.scoring.cost import COST_COLUMNS
+
+            _write_dicts(tmp / "cost.csv", COST_COLUMNS, result.cost)
         if parquet:
             _write_parquet(tmp / "per_query.parquet", result)
         man = manifest_header("rescore", SCHEMA_VERSION)
@@ -112,11 +116,13 @@ def write_rescore(
             "targets": [t.to_json() for t in result.targets],
             "measures": [str(m) for m in result.measures],
             "shared": shared,
+            "cost": ({"tokenizer": dict(result.tokenizer)} if result.cost
+                     else {"note": result.cost_note or "not computed"}),
         }
         man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
         man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
                           "target_sizes.csv", "intervals.csv", "undetermined.csv",
-                          "queries.csv"] + (
+                          "queries.csv"] + (["cost.csv"] if result.cost else []) + (
             ["per_query.parquet"] if parquet else [])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man

@@ -43,6 +43,7 @@ from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
+from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
 from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
 from tiap.targets.groups import QueryLike
 from tiap.traces.runs import Run
@@ -216,6 +217,11 @@ class RescoreResult:
     possibly_empty: Mapping[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
     #: (system, target) -> {query id: why its groups are not determined}
     undetermined: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    #: ``cost.csv`` rows (:func:`tiap.scoring.cost.cost_rows`) and the tokenizer they count
+    #: with (empty: not computed, and why in ``cost_note``)
+    cost: tuple[Mapping[str, Any], ...] = ()
+    tokenizer: Mapping[str, str] = field(default_factory=dict)
+    cost_note: str = ""
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -483,6 +489,7 @@ def rescore(
     missing: Missing = "skip",
     depth: int | None = None,
     overlays: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    tokenizer: str | None = None,
 ) -> RescoreResult:
     """Score every run under every target.
 
@@ -500,6 +507,10 @@ def rescore(
         depth: cut every ranking to its top ``depth`` (default: keep them whole).
         overlays: evidence overlays by name (query id -> evidence), read by the targets
             named ``T~NAME`` (:mod:`tiap.datasets.overlays`).
+        tokenizer: the tokenizer of ``cost.csv`` and of token-budget measures
+            (``nDCG@tok2000``; :mod:`tiap.scoring.cost`): a name, ``"none"`` (no cost), or
+            ``None``: ``cl100k_base`` where the cost extra is installed, else no cost (a
+            budget measure then needs it).
     """
     mode = _check_credit(credit)
     ms = parse_measures(measures)
@@ -532,6 +543,12 @@ def rescore(
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
     intent_aware = any(m.family in ("alpha_nDCG", "ERR_IA") for m in ms)
     block_cache: dict[tuple[str, str], Blocks] = {}
+    budgeted = [m for m in ms if m.budget is not None]
+    if budgeted and any(t.granularity != TURN for t in ts):
+        raise TiapError("a token budget counts ranks, a session or window target's cutoff "
+                        "counts blocks: rescore them apart", code="invalid-value")
+    tok, cost_note = _tokenizer(tokenizer, budgeted)
+    cost: list[dict[str, Any]] = []
 
     for run in runs:
         sname, lineage = run_stores[run.system]
@@ -559,6 +576,16 @@ def rescore(
                 if len(examples) < MAX_EXAMPLES:
                     examples.append((q, bad[0]))
 
+        cut_rankings = [r[:depth] if depth is not None else r for r in rankings]
+        tokens: dict[str, int | None] = {}
+        if tok is not None:
+            texts = {i: it.text for i, it in lineage.items.items()}
+            tokens = token_counts(texts, (i for r in cut_rankings for i in r), tok)
+            cuts = sorted({m.cutoff for m in ms if m.cutoff is not None}) + (
+                [None] if any(m.cutoff is None and m.budget is None for m in ms) else [])
+            cost += cost_rows(run.system, cut_rankings, tokens, cuts,
+                              [by_q[q].latency_ms if q in by_q else None for q in scored],
+                              tok.name)
         vocab = Vocabulary()
         eff_cache: dict[tuple[str, str], dict[int, NDArray[np.int64]]] = {}
         matrix = encode_rankings(rankings, vocab, depth=depth, query_ids=scored)
@@ -576,7 +603,13 @@ def rescore(
             target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
             order = id_order(vocab) if intent_aware else None
             if t.granularity == TURN:
-                got = index.score(coded, [*ms, *flip_measures], mode, ideal_order=order)
+                plain = [m for m in [*ms, *flip_measures] if m.budget is None]
+                got = index.score(coded, plain, mode, ideal_order=order)
+                if budgeted:
+                    got.update(_cutoff_scores(index, coded, mode, order, {
+                        m: budget_cutoffs(cut_rankings, tokens, m.budget or 0,
+                                          system=run.system, query_ids=scored)
+                        for m in budgeted}))
             else:
                 blocks = block_cache.get((sname, t.granularity))
                 if blocks is None:
@@ -649,6 +682,9 @@ def rescore(
         upper=upper,
         possibly_empty=possibly_empty,
         undetermined=undetermined,
+        cost=tuple(cost),
+        tokenizer={"name": tok.name, "version": tok.version} if tok is not None else {},
+        cost_note=cost_note,
     )
 
 
@@ -683,6 +719,42 @@ def _under(q: QueryLike, target: Target,
         return q
     return _QueryEvidence(q.query_id, tuple(overlays[target.overlay][q.query_id]),
                           q.abstention, getattr(q, "collection_id", None))
+
+
+def _tokenizer(name: str | None, budgeted: Sequence[Measure]) -> tuple[Any, str]:
+    """The tokenizer of the cost table and budget measures, or ``None`` with why."""
+    import importlib.util
+
+    from tiap.scoring.cost import DEFAULT_TOKENIZER, get_tokenizer
+
+    if name == "none":
+        if budgeted:
+            raise TiapError(f"{budgeted[0]} needs a tokenizer (--tokenizer none given)",
+                            code="invalid-value")
+        return None, "not computed (--tokenizer none)"
+    if name is None and not budgeted and importlib.util.find_spec("bpe_openai") is None:
+        return None, "not computed: the cost extra is not installed (pip install -e '.[cost]')"
+    return get_tokenizer(name or DEFAULT_TOKENIZER), ""
+
+
+def _cutoff_scores(index: RankingIndex, coded: Targets, mode: Credit,
+                   order: NDArray[np.int64] | None,
+                   cutoffs: Mapping[Measure, NDArray[np.int64]],
+                   ) -> dict[Measure, NDArray[np.float64]]:
+    """Each measure at a cutoff of its own per query (``cutoffs[m][q]`` ranks; 0: nothing
+    is read, so a defined query scores 0)."""
+    out: dict[Measure, NDArray[np.float64]] = {}
+    undefined = coded.group_counts == 0
+    for m, eff in cutoffs.items():
+        vals = np.where(undefined, np.nan, 0.0)
+        for e in np.unique(eff).tolist():
+            if e == 0:
+                continue
+            at = Measure(m.family, int(e), m.params)
+            sel = eff == e
+            vals[sel] = index.score(coded, [at], mode, ideal_order=order)[at][sel]
+        out[m] = vals
+    return out
 
 
 def _block_scores(index: RankingIndex, coded: Targets, measures: Sequence[Measure],

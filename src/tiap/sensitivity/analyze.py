@@ -23,6 +23,7 @@ import numpy as np
 from tiap.errors import Problem, TiapError
 from tiap.io import output_folder, sha256_file
 from tiap.provenance import input_entry, manifest_header
+from tiap.scoring.cost import COST_COLUMNS
 from tiap.scoring.measures import Measure, parse_measure
 from tiap.sensitivity import (
     aggregation,
@@ -165,6 +166,9 @@ def analyze(
         add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
                             "bin_high", "count"), change.hist_rows(ds, pm))
         add("system_means", flips.MEANS_COLUMNS, flips.system_means_rows(ds))
+        cost = _cost_rows(ds)
+        if cost:
+            add("cost", ("dataset", *COST_COLUMNS), cost)
         step(f"{ds.name}: winner flips")
         add("winner_flips", flips.FLIP_COLUMNS,
             flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
@@ -237,6 +241,25 @@ def analyze(
     info = {"datasets": [_dataset_info(ds, primaries[ds.name]) for ds in datasets],
             "answers": answer_info}
     return SensitivityResult(tuple(datasets), tables, options, tuple(dict.fromkeys(notes)), info)
+
+
+def _cost_rows(ds: Dataset) -> list[dict[str, Any]]:
+    """The ``cost.csv`` rows of the dataset's rescore folders (context tokens of the top k,
+    latency; :mod:`tiap.scoring.cost`), for its systems, checked as any table."""
+    from tiap.sensitivity.load import iter_csv
+
+    rows: list[dict[str, Any]] = []
+    for d in ds.dirs:
+        path = d / "cost.csv"
+        if not path.is_file():
+            continue
+        it = iter_csv(path, required=COST_COLUMNS)
+        _, head = next(it)
+        for _, row in it:
+            r = dict(zip(head, row, strict=True))
+            if r["system"] in ds.systems:
+                rows.append({"dataset": ds.name, **{c: r[c] for c in COST_COLUMNS}})
+    return rows
 
 
 def select_pairs(ds: Dataset, pairs: Sequence[str]) -> Dataset:

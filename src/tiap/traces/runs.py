@@ -10,7 +10,8 @@ optionally with scores. Three interchange formats are read, recognised by their 
     ties. The tag names the system; scores are kept.
 ``jsonl``
     JSONL rankings, one query per line:
-    ``{"query_id": ..., "system": ..., "ranking": [...], "scores": [...]}``. The list order
+    ``{"query_id": ..., "system": ..., "ranking": [...], "scores": [...]}`` (and
+    optionally ``"latency_ms"``, the system's time for the query). The list order
     is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
     ``system`` (and an optional ``benchmark``) may be omitted. A first line holding
     ``"tiap_trace"`` is the header of a TIAP trace (``tiap retrieve``): it is skipped and kept
@@ -132,9 +133,16 @@ class Ranking:
     system: str
     item_ids: tuple[str, ...]
     scores: tuple[float, ...] | None = None
+    #: the time the system took to answer the query, where the trace records it
+    latency_ms: float | None = None
 
     def __post_init__(self) -> None:
         ids = tuple(self.item_ids)
+        lat = self.latency_ms
+        if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float))
+                                or not math.isfinite(lat) or lat < 0):
+            raise ValueError(f"query {self.query_id}: latency_ms must be a finite number >= 0, "
+                             f"got {lat!r}")
         object.__setattr__(self, "item_ids", ids)
         if not isinstance(self.query_id, str) or not self.query_id:
             raise ValueError(f"query_id must be a non-empty string, got {self.query_id!r}")
@@ -336,6 +344,7 @@ class _ListGroup:
     line: int
     items: list[str]
     scores: list[float] | None
+    latency_ms: float | None = None
 
 
 _Group = _RowGroup | _ListGroup
@@ -649,7 +658,15 @@ def _parse_jsonl_rankings(
                 qid,
             )
             continue
-        groups[key] = _ListGroup(lineno, [v for v in items if v is not None], scores)
+        latency = obj.get("latency_ms")
+        if latency is not None and (isinstance(latency, bool)
+                                    or not isinstance(latency, (int, float))
+                                    or not math.isfinite(latency) or latency < 0):
+            probs.add("'latency_ms' must be a finite number of milliseconds, at least 0",
+                      lineno, qid)
+            continue
+        groups[key] = _ListGroup(lineno, [v for v in items if v is not None], scores,
+                                 None if latency is None else float(latency))
     return groups
 
 
@@ -921,7 +938,8 @@ def _finish(
                 query_id=qid,
             ),
         )
-    return Ranking(qid, system, tuple(items), None if scores is None else tuple(scores))
+    return Ranking(qid, system, tuple(items), None if scores is None else tuple(scores),
+                   getattr(group, "latency_ms", None))
 
 
 def _default_system(path: Path) -> str:
@@ -1173,6 +1191,8 @@ def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
                 row["ranking"] = list(r.item_ids)
                 if r.scores is not None:
                     row["scores"] = list(r.scores)
+                if r.latency_ms is not None:
+                    row["latency_ms"] = r.latency_ms
                 yield json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
 
     return _write_lines(path, lines())

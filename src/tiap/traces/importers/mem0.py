@@ -309,6 +309,7 @@ class _QueryRow:
     ids: tuple[str, ...]
     scores: tuple[float, ...] | None
     dropped: int
+    latency_ms: float | None = None
 
 
 def _result_list(obj: dict[str, Any]) -> Any:
@@ -366,6 +367,13 @@ def _read_results(path: Path, reader: _Reader, system: str = DEFAULT_SYSTEM,
                 ok = False
         if not ok:
             continue
+        latency = obj.get("latency_ms")
+        if latency is not None and (isinstance(latency, bool)
+                                    or not isinstance(latency, (int, float))
+                                    or not math.isfinite(latency) or latency < 0):
+            probs.add(f"'latency_ms' is {latency!r}, not a number of milliseconds >= 0",
+                      line, qid)
+            continue
         n_scored = sum(v is not None for v in scores)
         if 0 < n_scored < len(scores):
             probs.add(f"{n_scored} of the {len(scores)} results have a 'score' (first "
@@ -377,7 +385,8 @@ def _read_results(path: Path, reader: _Reader, system: str = DEFAULT_SYSTEM,
                              warns=warns, file=path, lines=[line] * len(ids)) or []
         rows.append(_QueryRow(qid, line, obj, tuple(ids[i] for i in keep),
                               tuple(float(scores[i]) for i in keep)  # type: ignore[arg-type]
-                              if n_scored else None, len(ids) - len(keep)))
+                              if n_scored else None, len(ids) - len(keep),
+                              None if latency is None else float(latency)))
     probs.raise_if_any()
     require_queries(len(rows), path, "query results")
     return rows
@@ -487,7 +496,7 @@ def read_mem0_import(
         out_queries.append(q)
     probs.raise_if_any()
 
-    rankings = [Ranking(r.query_id, system, r.ids, r.scores) for r in rows]
+    rankings = [Ranking(r.query_id, system, r.ids, r.scores, r.latency_ms) for r in rows]
     run = Run(system, tuple(rankings), source=path, format="mem0", warnings=warns.freeze())
 
     items = [m.item for m in reader.memories.values()]

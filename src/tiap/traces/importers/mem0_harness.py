@@ -470,14 +470,17 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
         stored = memory.get_all(filters={"user_id": cid}, top_k=GET_ALL_LIMIT)["results"]
         results: list[dict[str, Any]] = []
         for q in progress(queries, f"{cid}: search", len(queries)):
+            began = time.perf_counter()
             try:
                 found = memory.search(q.question, filters={"user_id": cid}, top_k=cfg.limit,
                                       threshold=cfg.threshold)
             except Exception as exc:
                 raise TiapError(f"Mem0 search() failed ({type(exc).__name__}: {exc})",
                                 query_id=q.query_id) from exc
+            took = round((time.perf_counter() - began) * 1000, 3)  # the search call, timed
             results.append({"query_id": q.query_id, "collection": cid,
-                            "question": q.question, "results": found["results"]})
+                            "question": q.question, "results": found["results"],
+                            "latency_ms": took})
         searched = time.perf_counter()
     finally:
         memory.close()

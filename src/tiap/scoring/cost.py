@@ -1,0 +1,142 @@
+"""The cost of what a system retrieves: context tokens of its top k, measures at a token
+budget, and latency where a trace records it.
+
+**Tokens.** An item's cost is the number of tokens of its text under a *named* tokenizer:
+``cl100k_base`` (GPT-4's; the default) or ``o200k_base`` (GPT-4o's), the byte-pair encodings
+OpenAI publishes, read from the ``bpe-openai`` package, which ships their rank files and needs
+no network (``pip install -e '.[cost]'``; the tests check its counts against tiktoken on the
+same rank file). The context a system hands a reader at cutoff k is the sum over its top k
+items.
+
+**Token budgets.** ``nDCG@tok2000`` is nDCG at the rank where the ranking stops fitting
+2,000 tokens: items are taken in rank order while their running total stays within the
+budget, and the first item that would pass it ends the context (nothing after it is read,
+as a reader filling its prompt in rank order would do). The measure is then computed at
+that many ranks, numerator and ideal alike (``R``, ``RR``, ``Success``, ``Rall`` the same
+way). A ranked item without text has no known size: a budget measure over it is an error,
+never a guess.
+
+**Latency.** A run whose rankings carry ``latency_ms`` (the time the system took to answer
+the query, as the Mem0 harness records around each ``search``) gets its mean, median and
+95th percentile in ``cost.csv``; a run that records none has no latency, not zero.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tiap.errors import TiapError
+
+__all__ = ["DEFAULT_TOKENIZER", "TOKENIZERS", "budget_cutoffs", "cost_rows", "get_tokenizer",
+           "token_counts"]
+
+#: The tokenizers TIAP can name (``--tokenizer``), all offline.
+TOKENIZERS = ("cl100k_base", "o200k_base")
+DEFAULT_TOKENIZER = "cl100k_base"
+
+COST_COLUMNS = ("system", "cutoff", "tokenizer", "queries", "mean_tokens", "median_tokens",
+                "max_tokens", "latency_queries", "mean_latency_ms", "median_latency_ms",
+                "p95_latency_ms")
+
+
+class Tokenizer(Protocol):
+    name: str
+    version: str
+
+    def count(self, text: str) -> int: ...
+
+
+class _Bpe:
+    def __init__(self, name: str) -> None:
+        import bpe_openai
+
+        self.name = name
+        self.version = f"bpe-openai {bpe_openai.__version__}"
+        self._enc = bpe_openai.get_encoding(name)
+
+    def count(self, text: str) -> int:
+        return len(self._enc.encode(text))
+
+
+@lru_cache(maxsize=4)
+def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
+    """The tokenizer ``name`` (:data:`TOKENIZERS`)."""
+    if name not in TOKENIZERS:
+        raise TiapError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZERS)}",
+                        code="invalid-value")
+    if importlib.util.find_spec("bpe_openai") is None:
+        raise TiapError("token counts need the cost extra: pip install -e '.[cost]' "
+                        "(bpe-openai, which ships the tokenizers' files)",
+                        code="missing-extra")
+    return _Bpe(name)
+
+
+def token_counts(texts: Mapping[str, str | None], ids: Iterable[str],
+                 tokenizer: Tokenizer) -> dict[str, int | None]:
+    """Tokens of each id's text (``None``: the item has no text; unknown ids likewise)."""
+    out: dict[str, int | None] = {}
+    for i in ids:
+        if i not in out:
+            t = texts.get(i)
+            out[i] = None if t is None else tokenizer.count(t)
+    return out
+
+
+def budget_cutoffs(rankings: Sequence[Sequence[str]], tokens: Mapping[str, int | None],
+                   budget: int, *, system: str, query_ids: Sequence[str],
+                   ) -> NDArray[np.int64]:
+    """Per ranking, how many leading items fit ``budget`` tokens (module docstring); an item
+    of unknown size that would be read is an error naming the system and query."""
+    out = np.zeros(len(rankings), np.int64)
+    for q, ranking in enumerate(rankings):
+        used = 0
+        n = 0
+        for item in ranking:
+            t = tokens.get(item)
+            if t is None:
+                raise TiapError(f"{system}: item {item!r} has no text, so its tokens are not "
+                                f"known: a token budget cannot be applied (use rank cutoffs, "
+                                "or a store whose items carry their text)",
+                                query_id=query_ids[q], code="input")
+            if used + t > budget:
+                break
+            used += t
+            n += 1
+        out[q] = n
+    return out
+
+
+def cost_rows(system: str, rankings: Sequence[Sequence[str]], tokens: Mapping[str, int | None],
+              cutoffs: Iterable[int | None], latency_ms: Sequence[float | None],
+              tokenizer: str) -> list[dict[str, Any]]:
+    """``cost.csv`` rows of one system: context tokens of the top k per cutoff (``None``:
+    the whole ranking; queries whose top k holds an item of unknown size are left out and
+    the count says so) and the latency its rankings record."""
+    lat = np.array([x for x in latency_ms if x is not None], np.float64)
+    rows = []
+    for k in cutoffs:
+        sums = []
+        for r in rankings:
+            top = r if k is None else r[:k]
+            sizes = [tokens.get(i) for i in top]
+            if all(s is not None for s in sizes):
+                sums.append(sum(sizes))  # type: ignore[arg-type]
+        arr = np.array(sums, np.float64)
+        rows.append({
+            "system": system, "cutoff": "all" if k is None else k, "tokenizer": tokenizer,
+            "queries": len(sums),
+            "mean_tokens": float(arr.mean()) if arr.size else None,
+            "median_tokens": float(np.median(arr)) if arr.size else None,
+            "max_tokens": int(arr.max()) if arr.size else None,
+            "latency_queries": int(lat.size),
+            "mean_latency_ms": float(lat.mean()) if lat.size else None,
+            "median_latency_ms": float(np.median(lat)) if lat.size else None,
+            "p95_latency_ms": float(np.percentile(lat, 95)) if lat.size else None,
+        })
+    return rows
