@@ -37,6 +37,30 @@ binary target over Raw with the gain that remains: ``survival = (retained - raw)
 Graded qrels are written per store and target (``qrels/<store>.<target>.graded.qrels``):
 the same query and item id mean different texts in two stores, so a run must be scored
 against its own store's qrels only; ``manifest.json`` says which systems use which store.
+
+**Composed support** (:func:`composed_support`). nDCG credits items one at a time; these
+measures ask whether the top ``k`` *together* support the answer, one evidence unit at a
+time. Under a target ``T`` a query has one group per evidence unit (``QueryGroups.units``,
+``.groups``; units with no member under ``T`` have no group and are not counted, as in
+``Rall@k``). A member ``i`` of unit ``u``'s group has the support grade ``g(i)``: 1 when
+``i`` is a Raw member (the evidence turn supports its unit by definition); its combined
+label's grade / 2 when judged (``supports`` 1, ``partial`` 0.5, ``does_not_support`` 0);
+for an unjudged derived member, by the support policy: ``unknown`` (the default) leaves it
+open, ``keep`` 1, ``partial`` 0.5, ``drop`` 0. With ``top`` the first ``k`` items of the
+ranking and ``G`` the groups:
+
+- ``Coverage@k = |{u : some i in G_u ∩ top has g(i) = 1}| / |G|``;
+- ``GradedCoverage@k = mean over u of max {g(i) : i in G_u ∩ top}`` (0 when none);
+- ``Sufficient@k = 1`` when ``Coverage@k = 1`` (every unit supported by the union of the
+  top ``k``), else 0.
+
+Each is reported as ``[lower, upper]``: ``lower`` with every open grade 0, ``upper`` with
+every open grade 1. Both bounds are attained (an open grade is one unknown label), so the
+interval is tight; it is a point exactly when no open grade can change the value (the
+query is *exact*). A chosen policy (``keep``, ``partial``, ``drop``) leaves no grade open:
+every value is exact under that assumption, which the manifest records. A query that is a
+zero-target case under ``T`` has no value; one whose groups partial lineage leaves open
+(under ``T`` or Raw) has none either, and is counted apart.
 """
 
 from __future__ import annotations
@@ -56,8 +80,12 @@ from tiap.audit.labels import GRADES, SEMANTIC_LABELS, LabelRecord
 from tiap.errors import Problems, TiapError
 
 __all__ = [
+    "SUPPORT_MEASURES",
+    "SUPPORT_POLICIES",
     "GradedResult",
     "RelevanceKey",
+    "SupportBounds",
+    "composed_support",
     "graded_rescore",
     "item_relevance",
     "qrels_name",
@@ -67,6 +95,14 @@ __all__ = [
 
 Unjudged = Literal["keep", "partial", "drop"]
 UNJUDGED: Mapping[str, int] = {"keep": 2, "partial": 1, "drop": 0}
+#: The unjudged policies of the composed-support measures: ``unknown`` bounds them.
+SupportPolicy = Literal["unknown", "keep", "partial", "drop"]
+SUPPORT_POLICIES: tuple[str, ...] = ("unknown", "keep", "partial", "drop")
+#: The support grade of an unjudged derived member under each policy (None: open).
+SUPPORT_UNJUDGED: Mapping[str, float | None] = {"unknown": None, "keep": 1.0, "partial": 0.5,
+                                                "drop": 0.0}
+#: The composed-support measures, in output order (the cutoff is appended: ``Coverage@20``).
+SUPPORT_MEASURES: tuple[str, ...] = ("Coverage", "GradedCoverage", "Sufficient")
 _CODE = {lab: i for i, lab in enumerate(SEMANTIC_LABELS)}
 #: (store, query_id, item_id): what one graded relevance is about.
 RelevanceKey = tuple[str, str, str]
@@ -137,9 +173,86 @@ def retained_ndcg(ranking: Sequence[str], relevance: Mapping[str, float], k: int
 
 
 @dataclass(frozen=True)
+class SupportBounds:
+    """One query's composed support under one target, each measure as ``(lower, upper)``.
+
+    Attributes:
+        n_units: the evidence units counted (the target's groups of the query).
+        n_open: retrieved members whose grade is open (``None``).
+    """
+
+    n_units: int
+    n_open: int
+    coverage: tuple[float, float]
+    graded_coverage: tuple[float, float]
+    sufficient: tuple[float, float]
+
+    def values(self) -> tuple[tuple[float, float], ...]:
+        """The bounds in :data:`SUPPORT_MEASURES` order."""
+        return (self.coverage, self.graded_coverage, self.sufficient)
+
+
+def composed_support(ranking: Sequence[str], groups: Sequence[Collection[str]],
+                     grades: Mapping[str, float | None], k: int) -> SupportBounds:
+    """Coverage@k, GradedCoverage@k and Sufficient@k of one ranking, as bounds.
+
+    Args:
+        ranking: item ids, best first; its first ``k`` are the retrieved set.
+        groups: one group of item ids per evidence unit (at least one group).
+        grades: the support grade in [0, 1] of every member of ``groups`` that is in the top
+            ``k``, or ``None`` when it is open (an unjudged derived member under
+            ``unknown``). Lower bounds take every open grade as 0, upper bounds as 1.
+
+    Raises:
+        TiapError: no group, a grade outside [0, 1], or a retrieved member without a grade.
+    """
+    if not groups:
+        raise TiapError("composed support needs at least one group (a zero-target query "
+                        "has no value)")
+    top = set(ranking[:k])
+    covered_lo = covered_hi = 0
+    best_lo = best_hi = 0.0
+    opened: set[str] = set()
+    for group in groups:
+        hit = top.intersection(group)
+        known: list[float] = []
+        open_ = False
+        for i in hit:
+            if i not in grades:
+                raise TiapError(f"item {i!r} is retrieved and a member of the target but has "
+                                "no support grade")
+            g = grades[i]
+            if g is None:
+                open_ = True
+                opened.add(i)
+            elif not 0.0 <= g <= 1.0:
+                raise TiapError(f"the support grade of item {i!r} is {g!r}, not in [0, 1]")
+            else:
+                known.append(g)
+        lo = max(known, default=0.0)
+        supported = lo == 1.0
+        covered_lo += supported
+        covered_hi += supported or open_
+        best_lo += lo
+        best_hi += 1.0 if open_ else lo
+    n = len(groups)
+    return SupportBounds(
+        n_units=n, n_open=len(opened),
+        coverage=(covered_lo / n, covered_hi / n),
+        graded_coverage=(best_lo / n, best_hi / n),
+        sufficient=(float(covered_lo == n), float(covered_hi == n)))
+
+
+@dataclass(frozen=True)
 class GradedResult:
     """Per-query rows and per (system, target) summary rows, and the graded qrels of each
-    store (``qrels[store][target][query][item] = relevance``; ``systems[system] = store``)."""
+    store (``qrels[store][target][query][item] = relevance``; ``systems[system] = store``).
+
+    ``support_rows`` and ``support_summary`` are the composed-support measures in long
+    format (one row per (system, target, query, measure), and per (system, target, measure)),
+    for Raw and each relaxed target. ``unjudged`` is the policy the nDCG columns used,
+    ``support_unjudged`` the one of the composed-support measures, ``unjudged_given`` what
+    the caller chose (``None``: each its default, ``keep`` and ``unknown``)."""
 
     rows: tuple[dict[str, Any], ...]
     summary: tuple[dict[str, Any], ...]
@@ -147,6 +260,10 @@ class GradedResult:
     unjudged: str
     qrels: Mapping[str, Mapping[str, Mapping[str, Mapping[str, int]]]]
     systems: Mapping[str, str]
+    support_rows: tuple[dict[str, Any], ...] = ()
+    support_summary: tuple[dict[str, Any], ...] = ()
+    support_unjudged: str = "unknown"
+    unjudged_given: str | None = None
 
 
 def graded_rescore(
@@ -159,22 +276,33 @@ def graded_rescore(
     raw_target: str = "raw",
     target_defs: Sequence[Any] | None = None,
     k: int = 60,
-    unjudged: Unjudged = "keep",
+    unjudged: SupportPolicy | None = None,
 ) -> GradedResult:
-    """Raw, binary, graded and retained nDCG@k of every run under each relaxed target.
+    """Raw, binary, graded and retained nDCG@k of every run under each relaxed target, and
+    the composed-support measures (:func:`composed_support`) under Raw and each of them.
 
     ``stores`` maps run labels to stores as for :func:`tiap.scoring.rescore.rescore`;
     ``relevance`` is :func:`item_relevance`'s ``(store, query_id, item_id) -> grade``. A
     run's members are graded with the labels of its own store (by name,
     :func:`tiap.scoring.rescore.store_lineages`) only.
+
+    ``unjudged`` is the policy for unjudged derived members. ``None`` (not chosen) gives
+    each family its default: ``keep`` for the nDCG columns, ``unknown`` (bounds) for the
+    composed-support measures. A chosen ``keep``, ``partial`` or ``drop`` decides both
+    exactly. ``unknown`` bounds the composed-support measures; the nDCG columns, which need
+    one relevance per member, then use ``keep`` (:attr:`GradedResult.unjudged` says so).
     """
     from tiap.scoring import RankingIndex, Vocabulary, encode_rankings, encode_targets
     from tiap.scoring.measures import parse_measures
     from tiap.scoring.rescore import store_lineages
     from tiap.targets import build_groups
 
-    if unjudged not in UNJUDGED:
-        raise TiapError(f"unjudged must be one of {', '.join(UNJUDGED)}, got {unjudged!r}")
+    if unjudged is not None and unjudged not in SUPPORT_POLICIES:
+        raise TiapError(f"unjudged must be one of {', '.join(SUPPORT_POLICIES)}, got "
+                        f"{unjudged!r}", code="invalid-value")
+    given = unjudged
+    support_policy = "unknown" if given is None else given
+    unjudged = "keep" if given in (None, "unknown") else given  # the nDCG columns' policy
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise TiapError(f"k must be a positive integer, got {k!r}")
     measure = parse_measures(f"nDCG@{k}")[0]
@@ -182,6 +310,9 @@ def graded_rescore(
     qlist = list(queries)
     qids = {q.query_id for q in qlist}
     default_rel = UNJUDGED[unjudged]
+    support_targets = list(dict.fromkeys([raw_target, *targets]))
+    support_rows: list[dict[str, Any]] = []
+    support_summary: list[dict[str, Any]] = []
     for run in runs:
         if run.system not in stores and None not in stores:
             raise TiapError(f"no store for run {run.system!r}")
@@ -203,6 +334,11 @@ def graded_rescore(
         raw_groups = [tsets[raw_target][q] for q in order]
         raw_val = index.score(encode_targets(raw_groups, vocab, query_ids=order),
                               [measure], "set")[measure]
+        for t in support_targets:
+            rs, sm = _support(run.system, sname, scored, tsets, t, raw_target, relevance, k,
+                              support_policy)
+            support_rows.extend(rs)
+            support_summary.extend(sm)
         for t in targets:
             groups = [tsets[t][q] for q in order]
             graded_groups: list[list[dict[str, float]]] = []
@@ -276,7 +412,67 @@ def graded_rescore(
                                             if m)),
             })
     return GradedResult(rows=tuple(rows), summary=tuple(summary), k=k, unjudged=unjudged,
-                        qrels=qrels, systems={r.system: run_stores[r.system][0] for r in runs})
+                        qrels=qrels, systems={r.system: run_stores[r.system][0] for r in runs},
+                        support_rows=tuple(support_rows),
+                        support_summary=tuple(support_summary),
+                        support_unjudged=support_policy, unjudged_given=given)
+
+
+def _support(system: str, store: str, rankings: Sequence[Any], tsets: Any, target: str,
+             raw_target: str, relevance: Mapping[RelevanceKey, int], k: int,
+             policy: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The composed-support rows of one run under one target (per query and measure) and
+    its summary rows (per measure)."""
+    open_grade = SUPPORT_UNJUDGED[policy]
+    names = [f"{m}@{k}" for m in SUPPORT_MEASURES]
+    rows: list[dict[str, Any]] = []
+    bounds: list[SupportBounds] = []
+    undetermined = zero = 0
+    for r in rankings:
+        q = r.query_id
+        qg = tsets[target].queries[q]
+        rq = tsets[raw_target].queries[q]
+        det = qg.determined and rq.determined
+        base = {"system": system, "store": store, "target": target, "query_id": q}
+        if not det or not qg.groups:
+            undetermined += not det
+            zero += det
+            for m in names:
+                rows.append({**base, "measure": m, "lower": None, "upper": None,
+                             "exact": None, "n_units": len(qg.groups) if det else None,
+                             "n_unjudged": None, "determined": det})
+            continue
+        raw_members = {i for g in rq.groups for i in g}
+        top = set(r.item_ids[:k])
+        grades: dict[str, float | None] = {}
+        unjudged = 0
+        for g in qg.groups:
+            for i in top.intersection(g):
+                if i in grades:
+                    continue
+                if i in raw_members:
+                    grades[i] = 1.0  # the evidence turn supports its unit by definition
+                elif (store, q, i) in relevance:  # only this store's labels
+                    grades[i] = relevance[(store, q, i)] / 2
+                else:
+                    grades[i] = open_grade
+                    unjudged += 1
+        b = composed_support(r.item_ids, qg.groups, grades, k)
+        bounds.append(b)
+        for m, (lo, hi) in zip(names, b.values(), strict=True):
+            rows.append({**base, "measure": m, "lower": lo, "upper": hi, "exact": lo == hi,
+                         "n_units": b.n_units, "n_unjudged": unjudged, "determined": True})
+    summary: list[dict[str, Any]] = []
+    for j, m in enumerate(names):
+        lo = np.asarray([b.values()[j][0] for b in bounds], np.float64)
+        hi = np.asarray([b.values()[j][1] for b in bounds], np.float64)
+        n = len(bounds)
+        summary.append({
+            "system": system, "store": store, "target": target, "measure": m, "n": n,
+            "n_exact": int((lo == hi).sum()),
+            "lower": float(lo.mean()) if n else None, "upper": float(hi.mean()) if n else None,
+            "n_zero_target": zero, "n_undetermined": undetermined, "unjudged": policy})
+    return rows, summary
 
 
 def _v(x: float) -> float | None:
@@ -291,15 +487,26 @@ SUMMARY_COLUMNS = ("system", "store", "target", "measure", "n", "raw", "binary",
                    "judged_members", "rejected_members", "n_undetermined")
 
 
+SUPPORT_ROW_COLUMNS = ("system", "store", "target", "query_id", "measure", "lower", "upper",
+                       "exact", "n_units", "n_unjudged", "determined")
+SUPPORT_SUMMARY_COLUMNS = ("system", "store", "target", "measure", "n", "lower", "upper",
+                           "n_exact", "n_zero_target", "n_undetermined", "unjudged")
+#: The support grade of each label in the composed-support measures (GRADES / 2).
+SUPPORT_GRADES: Mapping[str, float] = {lab: g / 2 for lab, g in GRADES.items()}
+
+
 GRADED_COMMAND = "audit graded"
-GRADED_SCHEMA_VERSION = 2  # 2: qrels per store, manifest stores/systems, outputs with sha256
+# 2: qrels per store, manifest stores/systems, outputs with sha256; 3: composed support
+GRADED_SCHEMA_VERSION = 3
 
 
 def write_graded(result: GradedResult, out: str | Path, *,
                  inputs: Mapping[str, str | Path] = {},
                  options: Mapping[str, Any] = {}, force: bool = False) -> dict[str, Any]:
-    """Write ``graded_per_query.csv``, ``graded_summary.csv``, graded TREC qrels per store
-    and target (``qrels/<store>.<target>.graded.qrels``) and ``manifest.json``, whose
+    """Write ``graded_per_query.csv``, ``graded_summary.csv``, ``support_per_query.csv``
+    and ``support_summary.csv`` (composed support, long format: ``lower`` and ``upper`` per
+    measure), graded TREC qrels per store and target
+    (``qrels/<store>.<target>.graded.qrels``) and ``manifest.json``, whose
     ``stores`` and ``systems`` say which systems use which store and its qrels files, and
     whose ``outputs`` list every file with its sha256 (a qrels file also with its store,
     target and systems).
@@ -321,8 +528,11 @@ def write_graded(result: GradedResult, out: str | Path, *,
     out = Path(out)
     with output_folder(out, GRADED_COMMAND, force=force) as tmp:
         outputs: dict[str, dict[str, Any]] = {}
-        for name, cols, rows in (("graded_per_query.csv", ROW_COLUMNS, result.rows),
-                                 ("graded_summary.csv", SUMMARY_COLUMNS, result.summary)):
+        for name, cols, rows in (
+                ("graded_per_query.csv", ROW_COLUMNS, result.rows),
+                ("graded_summary.csv", SUMMARY_COLUMNS, result.summary),
+                ("support_per_query.csv", SUPPORT_ROW_COLUMNS, result.support_rows),
+                ("support_summary.csv", SUPPORT_SUMMARY_COLUMNS, result.support_summary)):
             with open(tmp / name, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
                 w.writerow(cols)
@@ -346,7 +556,13 @@ def write_graded(result: GradedResult, out: str | Path, *,
         man = manifest_header(GRADED_COMMAND, GRADED_SCHEMA_VERSION)
         man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
         man["options"] = {**options, "k": result.k, "unjudged": result.unjudged,
-                          "grades": dict(GRADES), "credit": "set"}
+                          "grades": dict(GRADES), "credit": "set",
+                          "unjudged_given": result.unjudged_given,
+                          "support_unjudged": result.support_unjudged,
+                          "support_grades": {"raw_member": 1.0, **SUPPORT_GRADES,
+                                             "unjudged": SUPPORT_UNJUDGED[
+                                                 result.support_unjudged]},
+                          "support_measures": [f"{m}@{result.k}" for m in SUPPORT_MEASURES]}
         man["stores"] = {
             store: {"systems": sorted(s for s, n in result.systems.items() if n == store),
                     "qrels": files.get(store, {})}

@@ -428,9 +428,12 @@ def graded_cmd(
     k: Annotated[int | None, typer.Option(
         "--k", min=1, help="nDCG cutoff, at least 1 (default: the cutoff of the rescoring's "
         "headline measure, nDCG at its largest cutoff).", show_default=False)] = None,
-    unjudged: Annotated[str, typer.Option(
-        "--unjudged", help="Relevance of unjudged derived members: keep (2), partial (1), "
-        "drop (0).")] = "keep",
+    unjudged: Annotated[str | None, typer.Option(
+        "--unjudged", help="Unjudged derived members: keep (relevance 2, support 1), partial "
+        "(1, 0.5), drop (0, 0), each deciding every value exactly; or unknown: the "
+        "composed-support measures are bounded [lower, upper] (the nDCG columns use keep). "
+        "Default: keep for nDCG, unknown for composed support.", show_default=False)
+    ] = None,
     judges: Annotated[str | None, typer.Option(
         "--judges", help="Use only these judges' labels (comma-separated).")] = None,
     tie_rule: Annotated[str, typer.Option(
@@ -439,13 +442,25 @@ def graded_cmd(
     force: ForceOption = False,
 ) -> None:
     """Graded targets: audit labels as relevance (supports 2, partial 1, does_not_support 0);
-    how much of each relaxed target's nDCG gain over Raw survives them."""
+    how much of each relaxed target's nDCG gain over Raw survives them; and composed support
+    at the same k (Coverage, GradedCoverage, Sufficient: do the top k together support every
+    evidence unit?), bounded where unjudged members leave it open."""
     from tiap.audit.cases import RescoreDir, load_rescore_inputs, measure_cutoff
-    from tiap.audit.graded import GRADED_COMMAND, graded_rescore, item_relevance, write_graded
+    from tiap.audit.graded import (
+        GRADED_COMMAND,
+        SUPPORT_POLICIES,
+        UNJUDGED,
+        graded_rescore,
+        item_relevance,
+        write_graded,
+    )
     from tiap.audit.labels import read_labels
     from tiap.io import check_output_folder
     from tiap.scoring.rescore import store_lineages
 
+    if unjudged is not None and unjudged not in SUPPORT_POLICIES:
+        raise TiapError(f"--unjudged {unjudged!r}: expected one of "
+                        f"{', '.join(SUPPORT_POLICIES)}", code="invalid-value")
     tlist = split_names(targets, "--targets", what="target names")  # before anything is read
     jlist = None if judges is None else split_names(judges, "--judges", what="judge names")
     check_output_folder(out, GRADED_COMMAND, force=force)
@@ -483,11 +498,46 @@ def graded_cmd(
                   _fmt(r["binary"]), _fmt(r["retained"]),
                   "-" if r["survival"] is None else f"{r['survival']:.1%}", _fmt(r["graded"]))
     console.print(t)
+    if result.unjudged != result.support_unjudged:
+        console.print(f"unjudged derived members: {result.unjudged} (relevance "
+                      f"{UNJUDGED[result.unjudged]}) in nDCG; {result.support_unjudged} in "
+                      "composed support", highlight=False, markup=False)
+    _print_support(result)
     for store, entry in man["stores"].items():
         err_console.print(f"qrels of store {store} (systems {', '.join(entry['systems'])}): "
                           + ", ".join(str(out / p) for p in entry["qrels"].values()),
                           highlight=False)
     err_console.print(f"wrote {out}")
+
+
+def _print_support(result: Any) -> None:
+    """The composed-support summary of ``tiap audit graded``: one row per (system, target)."""
+    by = {(r["system"], r["target"], r["measure"]): r for r in result.support_summary}
+    measures = list(dict.fromkeys(r["measure"] for r in result.support_summary))
+    policy = result.support_unjudged
+    how = ("unjudged members unknown: [lower, upper]" if policy == "unknown"
+           else f"unjudged members: {policy}, exact under that assumption")
+    t = Table(title=escape(f"composed support at k = {result.k} (means; {how})"),
+              title_justify="left")
+    for c in ("system", "store", "target", "n"):
+        t.add_column(c, justify="right" if c == "n" else "left")
+    for m in measures:
+        t.add_column(m, justify="right")
+        t.add_column("exact", justify="right")
+
+    def cell(r: dict[str, Any]) -> str:
+        if r["lower"] is None:
+            return "-"
+        if r["lower"] == r["upper"]:
+            return f"{r['lower']:.4f}"
+        return f"[{r['lower']:.4f}, {r['upper']:.4f}]"
+
+    for (system, target) in dict.fromkeys((r["system"], r["target"])
+                                          for r in result.support_summary):
+        rows = [by[(system, target, m)] for m in measures]
+        cells = [x for r in rows for x in (cell(r), f"{r['n_exact']:,}")]
+        t.add_row(system, rows[0]["store"], target, f"{rows[0]['n']:,}", *cells)
+    console.print(t)
 
 
 @app.command("import-paper")
