@@ -80,6 +80,13 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     assert cases and {(c["measure"], c["k"]) for c in cases} == {("nDCG@60", 60)}
     assert "21-60" in {c["rank_bucket"] for c in cases}
     capsys.readouterr()
+    # the offline audit of every contested credit, and what survives it, in the report
+    support = (root / "audit" / "graded" / "support_summary.csv").read_text()
+    assert "Coverage@60" in support and "Sufficient@60" in support
+    if (root / "report" / "index.html").exists():
+        page = (root / "report" / "index.html").read_text()
+        assert "Semantic audit: what survives checking (locomo)" in page
+        assert "offline judge is a heuristic, not a language model" in page
     # the trace carries its provenance header
     first = json.loads((root / "runs" / "f1-bm25.jsonl").read_text().split("\n", 1)[0])
     assert first.get("tiap_trace") == 1
@@ -88,8 +95,9 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     report_built = (root / "report" / "index.html").exists()
     assert main(args) == 0
     again = capsys.readouterr()
-    assert again.err.count("up to date, skipped") == 1 + 4 + 4 + 2 + report_built
-    for name in ("rescore", "sensitivity"):
+    # queries, 4 stores, 4 runs, rescore, the audit, Stage III (and the report)
+    assert again.err.count("up to date, skipped") == 1 + 4 + 4 + 3 + report_built
+    for name in ("rescore", "audit", "sensitivity"):
         assert f"  {name}: up to date, skipped" in again.err
     assert again.out == printed.out
     assert "every step was up to date, nothing was recomputed" in again.err

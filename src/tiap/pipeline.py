@@ -29,6 +29,8 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     local_threads = 1                 # llama.cpp threads (2 on an otherwise idle 2-core machine)
 
     sensitivity = true                # Stage III and the HTML report (default true)
+    audit = ["lexical"]               # optional: judge every contested credit offline and
+                                      # report what survives (graded nDCG, Coverage@k)
     seed = 0                          # seed of the sign-flip tests
     resamples = 10000                 # random sign vectors per shared subset
     alpha = 0.05                      # family-wise level
@@ -66,6 +68,7 @@ seed           >= 0
 resamples      >= 1 (``--resamples``)
 alpha          a finite number with 0 < alpha < 1
 correction     holm, bh or none (any case)
+audit          offline judges only (lexical, embedding), none twice
 min_effect     a finite number >= 0
 =============  =====================================================================
 
@@ -96,6 +99,7 @@ import gc
 import hashlib
 import inspect
 import json
+import os
 import time
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -204,6 +208,7 @@ class PipelineConfig(Schema):
     local_port: int = Field(DEFAULT_PORT, ge=1, le=65535)
     local_threads: int = Field(1, ge=1)
     sensitivity: bool = True
+    audit: Seq[str] = ()  # offline judges of the contested credits (lexical, embedding)
     seed: int = Field(0, ge=0)
     resamples: int = Field(10_000, ge=1)
     alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
@@ -327,6 +332,19 @@ class PipelineConfig(Schema):
             problems.extend(exc.problems)
         if problems:
             raise Invalid(problems=problems)
+        return v
+
+    @field_validator("audit")
+    @classmethod
+    def _audit(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        offline = ("lexical", "embedding")
+        bad = [j for j in v if j.split("(")[0].strip() not in offline]
+        if bad:
+            raise Invalid(f"{toml_value(bad[0])} is not an offline judge: audit-run judges with "
+                          f"{' or '.join(offline)}; judge with a model by tiap audit judge "
+                          "(docs/audit.md)")
+        if len(set(v)) != len(v):
+            raise Invalid("a judge is named twice")
         return v
 
     @field_validator("correction")
@@ -709,7 +727,18 @@ def run_pipeline(
                                        rdir / "manifest.json"], run_rescore)
         result = held.get("result") or read_summary(rdir)
 
-        # 5. Stage III and the report (plots need the `report` extra)
+        # 5. the semantic audit of the contested credits, by offline judges (the CLI's own
+        # three commands, so that their files and manifests are the same)
+        adir = root / "audit"
+        gdir = adir / "graded"
+        if cfg.audit:
+            audit_spec = {"rescore": {f: _fingerprint_file(rdir / f)
+                                      for f in ("per_query.csv", "manifest.json")},
+                          "judges": list(cfg.audit)}
+            step("audit", audit_spec, [gdir / "manifest.json", gdir / "support_summary.csv"],
+                 lambda: _offline_audit(rdir, adir, cfg.audit, log))
+
+        # 6. Stage III and the report (plots need the `report` extra)
         sdir, report_dir = root / "sensitivity", root / "report"
         if cfg.sensitivity:
             from tiap.errors import MissingExtraError
@@ -739,16 +768,44 @@ def run_pipeline(
             def run_report() -> None:
                 from tiap.report import build_report
 
-                build_report([sdir], report_dir)
+                build_report([sdir], report_dir, audits=[gdir] if cfg.audit else ())
 
+            report_spec = {"sensitivity": _fingerprint_file(sdir / "manifest.json")}
+            if cfg.audit:
+                report_spec["audit"] = _fingerprint_file(gdir / "manifest.json")
             try:
-                step("report", {"sensitivity": _fingerprint_file(sdir / "manifest.json")},
-                     [report_dir / "index.html"], run_report)
+                step("report", report_spec, [report_dir / "index.html"], run_report)
             except MissingExtraError as exc:
                 log(f"report skipped: {exc}")
         return PipelineResult(root, rdir, timings, skipped, result,
                               sdir if cfg.sensitivity else None,
                               report_dir if (report_dir / "index.html").exists() else None)
+
+
+def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> None:
+    """``tiap audit cases --each``, ``tiap audit judge`` and ``tiap audit graded`` on a
+    rescoring, as commands (their outputs and manifests are the CLI's own), into ``adir``."""
+    import subprocess
+    import sys
+
+    cases, judged, graded = adir / "cases.jsonl", adir / "judged", adir / "graded"
+    commands = [
+        ["audit", "cases", str(rdir), "--each", "--out", str(cases)],
+        ["audit", "judge", str(cases), *[x for j in judges for x in ("--judge", j)],
+         "--cache", str(adir / "verdicts.sqlite"), "--out", str(judged)],
+        ["audit", "graded", str(rdir), "--labels", str(judged / "labels.jsonl"),
+         "--out", str(graded)],
+    ]
+    adir.mkdir(parents=True, exist_ok=True)
+    for argv in commands:
+        proc = subprocess.run([sys.executable, "-m", "tiap", *argv], capture_output=True,
+                              text=True, check=False, env={**os.environ, "COLUMNS": "120"})
+        if proc.returncode != 0:
+            raise TiapError(f"tiap {' '.join(argv[:2])} failed (exit {proc.returncode}): "
+                            + (proc.stderr.strip().splitlines() or ["no message"])[-1])
+        for line in proc.stderr.splitlines():
+            if line.startswith(("warning", "unscored")):
+                log(f"{argv[1]}: {line}")
 
 
 @contextlib.contextmanager

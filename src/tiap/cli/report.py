@@ -17,13 +17,16 @@ def report_cmd(
         "--latex-width", help="Text width in points the LaTeX tables must fit: wider ones "
         "are split into parts that repeat the row's key (a one-column article: 345; a "
         "two-column paper's column: about 240).")] = 345.0,
+    audit: Annotated[list[Path] | None, typer.Option(
+        "--audit", help="An output folder of `tiap audit graded`: a section on what survives "
+        "the judges (graded nDCG, Coverage@k). Repeatable.", show_default=False)] = None,
     force: ForceOption = False,
 ) -> None:
     """Write index.html (self-contained, figures embedded), tables/*.md and *.tex,
     tables.md, tables.tex, target_card.md and target_card.json."""
     from tiap.report import build_report
 
-    man = build_report(dirs, out, force=force, latex_width=latex_width)
+    man = build_report(dirs, out, force=force, latex_width=latex_width, audits=audit or ())
     for n in man.get("notes", []):
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
     err_console.print(f"wrote {out / 'index.html'}")

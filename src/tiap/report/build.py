@@ -137,12 +137,15 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
 
 
 def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = False,
-                 latex_width: float = LATEX_WIDTH_PT) -> dict[str, Any]:
+                 latex_width: float = LATEX_WIDTH_PT,
+                 audits: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
     ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
     (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
     is not a ``tiap report`` output is refused unless ``force``. The LaTeX tables are laid
-    out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`)."""
+    out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`). ``audits``:
+    output folders of ``tiap audit graded``, each a section on what survives the judges
+    (graded nDCG, composed support)."""
     if not 100 <= latex_width <= 1000:
         raise TiapError(f"--latex-width {latex_width:g}: give the text width in points, "
                         "100 to 1000 (a one-column article: 345; a two-column paper's "
@@ -156,6 +159,9 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     for sd in sds:
         for ds in sd.datasets:
             _dataset_section(page, sd, ds, notes)
+    audit_inputs = {}
+    for a in audits:
+        audit_inputs[f"{Path(a).name}/manifest.json"] = _audit_section(page, Path(a))
     for sd in sds:
         notes.extend(f"{sd.path.name}: {n}" for n in sd.manifest.get("notes") or [])
     html_text = _html(page, sds, card, notes)
@@ -179,8 +185,9 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
                                               + "\n", encoding="utf-8")
         (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
         man = manifest_header("report", SCHEMA_VERSION)
-        man["inputs"] = {f"{sd.path.name}/manifest.json": input_entry(sd.path / "manifest.json")
-                         for sd in sds}
+        man["inputs"] = {**{f"{sd.path.name}/manifest.json": input_entry(sd.path /
+                                                                          "manifest.json")
+                            for sd in sds}, **audit_inputs}
         man["outputs"] = ["index.html", "tables.md", "tables.tex", "target_card.md",
                           "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
                                                  for x in ("md", "tex")]
@@ -727,6 +734,86 @@ def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug:
                     f"{label}: {t2} vs {targets[0]} by k", series), notes, "depth"),
                     f"Relative {fam} shift, {t2} minus {targets[0]} over {targets[0]}, by "
                     "cutoff.")
+
+
+def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
+    """What survives semantic checking, from a ``tiap audit graded`` folder: graded nDCG
+    and composed support (Coverage, GradedCoverage, Sufficient) per system and target; its
+    manifest's entry for the report's provenance."""
+    from tiap.sensitivity.load import iter_csv
+
+    man_path = gdir / "manifest.json"
+    try:
+        man = json.loads(man_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TiapError(f"not a `tiap audit graded` folder ({exc})", file=man_path,
+                        code="io") from None
+    if man.get("command") != "audit graded":
+        raise TiapError("not a `tiap audit graded` folder (its manifest names command "
+                        f"{man.get('command')!r})", file=man_path, code="input")
+
+    def rows(name: str) -> list[dict[str, str]]:
+        it = iter_csv(gdir / name)
+        _, head = next(it)
+        return [dict(zip(head, r, strict=True)) for _, r in it]
+
+    opts = man.get("options", {})
+    k = opts.get("k")
+    judges = []
+    for key, entry in man.get("inputs", {}).items():
+        lman = Path(entry["path"]).parent / "manifest.json" if key.startswith("labels") else None
+        if lman is not None and lman.is_file():
+            for j in json.loads(lman.read_text(encoding="utf-8")).get("judges", []):
+                what = j.get("statistic") or j.get("model") or j.get("factory")
+                judges.append(f"{j.get('name')} ({what})")
+    who = "; ".join(judges) or "the judges of its labels"
+    name = gdir.parent.parent.name if gdir.name == "graded" and gdir.parent.name == "audit" \
+        else gdir.name  # audit-run writes OUT/<name>/audit/graded
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", name)
+    page.h(2, f"Semantic audit: what survives checking ({name})", anchor=f"audit-{slug}")
+    page.p(f"Every contested credit (an item a relaxed target credits and Raw does not) "
+              f"judged by {who}. An offline judge is a heuristic, not a language model: its "
+              "verdicts bound what a careful reader would accept, they do not replace one "
+              "(docs/audit.md measures them against the paper's human labels).")
+    t = ReportTable(f"audit_{slug}_graded", f"nDCG@{k} when the judged members keep only the "
+                    "credit their labels grant (set credit)",
+                    ["system", "target", "n", "Raw", "binary", "retained", "graded"],
+                    caption="binary: the target as it is; retained: the labels' grades over "
+                    "the binary ideal (what of the binary credit survives); graded: graded "
+                    f"nDCG over the graded ideal. Unjudged members: {opts.get('unjudged')}.",
+                    key=2)
+    for r in rows("graded_summary.csv"):
+        t.add([r["system"], r["target"], r["n"], f4(r["raw"]), f4(r["binary"]),
+               f4(r["retained"]), f4(r["graded"])])
+    page.table(t)
+    t = ReportTable(f"audit_{slug}_support", f"Composed support at k = {k}: do the top k "
+                    "together support every evidence unit?",
+                    ["system", "target", "n", f"Coverage@{k}", f"GradedCoverage@{k}",
+                     f"Sufficient@{k}", "exact"],
+                    caption="Coverage: share of the evidence units some top-k item supports "
+                    "(a Raw member by definition, a derived one by its label); GradedCoverage: "
+                    "the best grade per unit (partial = 0.5); Sufficient: every unit "
+                    "supported. [lower, upper] where unjudged members leave a value open "
+                    f"(policy {opts.get('support_unjudged')}); exact: queries whose value "
+                    "the labels decide.", key=2)
+    by: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+    for r in rows("support_summary.csv"):
+        by.setdefault((r["system"], r["target"]), {})[r["measure"].split("@")[0]] = r
+
+    def bound(r: dict[str, str]) -> str:
+        lo, hi = num(r["lower"]), num(r["upper"])
+        if lo is None or hi is None:
+            return "–"
+        return f4(lo) if hi - lo <= 1e-12 else f"[{f4(lo)}, {f4(hi)}]"
+
+    for (system, target), ms in by.items():
+        first = next(iter(ms.values()))
+        t.add([system, target, first["n"], *(bound(ms[m]) if m in ms else "–"
+                                             for m in ("Coverage", "GradedCoverage",
+                                                       "Sufficient")),
+               ms.get("Coverage", first)["n_exact"]])
+    page.table(t)
+    return input_entry(man_path)
 
 
 def _cost_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
