@@ -12,6 +12,7 @@ temporary folder. Every input is built here in ``tmp_path``.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 from pathlib import Path
 
@@ -37,7 +38,8 @@ QUERIES = [
 ]
 RESCORE_FILES = {"per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
                  "target_sizes.csv", "intervals.csv", "undetermined.csv", "queries.csv",
-                 "manifest.json"}
+                 "integrity.csv", "manifest.json"} | (
+    {"cost.csv"} if importlib.util.find_spec("bpe_openai") else set())  # the cost extra
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:

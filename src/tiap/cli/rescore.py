@@ -202,7 +202,32 @@ def rescore_cmd(
     print_summary(result, shared)
     if getattr(result, "cost", ()):
         _print_cost(result)
+    _print_integrity(result)
     err_console.print(f"wrote {out}")
+
+
+def _print_integrity(result: Any) -> None:
+    """integrity.csv's checks, one line per system and check that flags something."""
+    for r in getattr(result, "integrity", ()):
+        if r["check"] == "k_covers_pool" and r["flagged"]:
+            text = (f"{r['flagged']:,} of {r['queries']:,} queries rank at least their whole "
+                    f"pool in the top {r['cutoff']}: recall there is 1 whatever the order "
+                    f"({r['detail']})")
+        elif r["check"] == "lineage_known_at_k" and r["flagged"]:
+            text = (f"lineage known for {r['share']:.1%} of the top-{r['cutoff']} items "
+                    f"({r['detail']})")
+        elif r["check"] == "evidence_one_session" and r["queries"]:
+            undetermined = r["detail"].split(" ", 1)[0].replace(",", "") if r["detail"] else "0"
+            if int(undetermined) == r["queries"]:
+                text = ("whether a query's evidence lies in one session is not determined (no "
+                        "raw item of the store carries its session)")
+            else:
+                text = (f"{r['flagged']:,} of {r['queries']:,} queries have all their evidence "
+                        "in one session" + (f"; {r['detail']}" if r["detail"] else ""))
+        else:
+            continue
+        err_console.print(f"integrity: {r['system']}: {text}", highlight=False,
+                          soft_wrap=True)
 
 
 def _print_cost(result: Any) -> None:

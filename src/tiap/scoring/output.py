@@ -102,6 +102,10 @@ def write_rescore(
                 w.writerow((q.query_id, getattr(q, "category", ""),
                             getattr(q, "collection_id", ""),
                             "true" if getattr(q, "abstention", False) else "false"))
+        if result.integrity:
+            from tiap.scoring.rescore import INTEGRITY_COLUMNS
+
+            _write_dicts(tmp / "integrity.csv", INTEGRITY_COLUMNS, list(result.integrity))
         if result.cost:
             from tiap.scoring.cost import COST_COLUMNS
 
@@ -119,10 +123,12 @@ def write_rescore(
             "cost": ({"tokenizer": dict(result.tokenizer)} if result.cost
                      else {"note": result.cost_note or "not computed"}),
         }
+        man["integrity"] = [dict(r) for r in result.integrity]
         man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
         man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
                           "target_sizes.csv", "intervals.csv", "undetermined.csv",
                           "queries.csv"] + (["cost.csv"] if result.cost else []) + (
+            ["integrity.csv"] if result.integrity else []) + (
             ["per_query.parquet"] if parquet else [])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man

@@ -222,6 +222,9 @@ class RescoreResult:
     cost: tuple[Mapping[str, Any], ...] = ()
     tokenizer: Mapping[str, str] = field(default_factory=dict)
     cost_note: str = ""
+    #: ``integrity.csv`` rows (:func:`integrity_rows`): what makes a value look better than
+    #: it is, per system
+    integrity: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -549,6 +552,7 @@ def rescore(
                         "counts blocks: rescore them apart", code="invalid-value")
     tok, cost_note = _tokenizer(tokenizer, budgeted)
     cost: list[dict[str, Any]] = []
+    integrity: list[dict[str, Any]] = []
 
     for run in runs:
         sname, lineage = run_stores[run.system]
@@ -644,6 +648,10 @@ def rescore(
             for k, fm in zip(flip_ks, flip_measures, strict=True):
                 flips[(run.system, t.name, k)] = got[fm]
 
+        integrity += integrity_rows(run.system, lineage, [qlist[qindex[q]] for q in scored
+                                                          if q in qindex],
+                                    [r for q, r in zip(scored, cut_rankings, strict=True)
+                                     if q in qindex], ms, depth)
         scored_set = set(scored)
         ue = {q: u for q, u in tsets.unknown_evidence.items() if q in scored_set}
         reports[run.system] = SystemReport(
@@ -685,6 +693,7 @@ def rescore(
         cost=tuple(cost),
         tokenizer={"name": tok.name, "version": tok.version} if tok is not None else {},
         cost_note=cost_note,
+        integrity=tuple(integrity),
     )
 
 
@@ -719,6 +728,63 @@ def _under(q: QueryLike, target: Target,
         return q
     return _QueryEvidence(q.query_id, tuple(overlays[target.overlay][q.query_id]),
                           q.abstention, getattr(q, "collection_id", None))
+
+
+INTEGRITY_COLUMNS = ("system", "check", "cutoff", "queries", "flagged", "share", "detail")
+
+
+def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
+                   rankings: Sequence[Sequence[str]], measures: Sequence[Measure],
+                   depth: int | None) -> list[dict[str, Any]]:
+    """Three checks of a run against its store and queries (``integrity.csv``):
+
+    - ``k_covers_pool``: queries whose cutoff ``k`` (the largest rank cutoff of the
+      measures) is at least the number of items the store holds for the query's collection:
+      the top k is the whole pool, so recall at k is 1 whatever the order;
+    - ``lineage_known_at_k``: the share of the top-k ranked items whose lineage the store
+      determines (known sources, or certainly none), the "judged@k" of lineage: an item
+      outside the store or with partial lineage is not known;
+    - ``evidence_one_session``: queries whose evidence turns all lie in one session (from
+      the store's raw items; ``not determined`` where a turn's session is not known): a
+      session-level target treats them as single-evidence queries.
+    """
+    ks = [m.cutoff for m in measures if m.cutoff is not None]
+    k = max(ks) if ks else (depth or max((len(r) for r in rankings), default=0))
+    pool: dict[str | None, int] = {}
+    session: dict[str, str] = {}
+    for it in lineage.items.values():
+        pool[it.collection] = pool.get(it.collection, 0) + 1
+        sid = dict(it.meta).get("session_id")
+        if it.is_raw and sid is not None and len(it.sources) == 1:
+            session[it.sources[0]] = f"{it.collection}:{sid}"
+    total = len(lineage.items)
+    n = len(queries)
+    covered = [q.query_id for q in queries
+               if k >= pool.get(getattr(q, "collection_id", None) or None, total)]
+    known = ranked = 0
+    for r in rankings:
+        for i in r[:k]:
+            ranked += 1
+            known += i in lineage.items and i not in lineage.possible \
+                and lineage.items[i].placeholder is None
+    with_ev = [q for q in queries if q.evidence]
+    sessions = [{session.get(u) for u in dict.fromkeys(q.evidence)} for q in with_ev]
+    one = [q.query_id for q, ss in zip(with_ev, sessions, strict=True)
+           if None not in ss and len(ss) == 1]
+    unknown = sum(1 for ss in sessions if None in ss)
+    return [
+        {"system": system, "check": "k_covers_pool", "cutoff": k, "queries": n,
+         "flagged": len(covered), "share": len(covered) / n if n else None,
+         "detail": (f"e.g. {', '.join(covered[:3])}" if covered else "")},
+        {"system": system, "check": "lineage_known_at_k", "cutoff": k, "queries": n,
+         "flagged": ranked - known, "share": known / ranked if ranked else None,
+         "detail": f"{known:,} of {ranked:,} top-{k} items have known lineage"},
+        {"system": system, "check": "evidence_one_session", "cutoff": None,
+         "queries": len(with_ev), "flagged": len(one),
+         "share": len(one) / len(with_ev) if with_ev else None,
+         "detail": (f"{unknown:,} queries not determined (a turn's session unknown)"
+                    if unknown else "")},
+    ]
 
 
 def _tokenizer(name: str | None, budgeted: Sequence[Measure]) -> tuple[Any, str]:
