@@ -235,12 +235,18 @@ def qrels_lines(tg: TargetGroups, items: Mapping[str, Item] | None = None) -> It
         if not qg.determined:
             continue
         for iid in qg.members:
-            ph = items[iid].placeholder if items is not None else None
-            if ph is not None and ph.count is not None and ph.count > 1:
-                for j in range(1, ph.count + 1):
-                    yield f"{qg.query_id} 0 {iid}#{j} 1\n"
-            else:
-                yield f"{qg.query_id} 0 {iid} 1\n"
+            yield from _judged(qg.query_id, "0", iid, items)
+
+
+def _judged(qid: str, field: str, iid: str, items: Mapping[str, Item] | None) -> Iterator[str]:
+    """The qrels lines of one judged item (``field``: TREC's second column, ``0`` or the
+    subtopic): a placeholder standing for ``count`` items is ``count`` lines."""
+    ph = items[iid].placeholder if items is not None else None
+    if ph is not None and ph.count is not None and ph.count > 1:
+        for j in range(1, ph.count + 1):
+            yield f"{qid} {field} {iid}#{j} 1\n"
+    else:
+        yield f"{qid} {field} {iid} 1\n"
 
 
 def subtopic_qrels_name(store: str, target: str) -> str:
@@ -257,12 +263,7 @@ def subtopic_qrels_lines(tg: TargetGroups, items: Mapping[str, Item] | None = No
             continue
         for unit, group in zip(qg.units, qg.groups, strict=True):
             for iid in group:
-                ph = items[iid].placeholder if items is not None else None
-                if ph is not None and ph.count is not None and ph.count > 1:
-                    for j in range(1, ph.count + 1):
-                        yield f"{qg.query_id} {unit} {iid}#{j} 1\n"
-                else:
-                    yield f"{qg.query_id} {unit} {iid} 1\n"
+                yield from _judged(qg.query_id, unit, iid, items)
 
 
 def undetermined_rows(tg: TargetGroups, *, store: str) -> Iterator[tuple[str, str, str, str]]:
