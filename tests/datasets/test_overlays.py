@@ -132,3 +132,20 @@ def test_rescore_and_sensitivity_under_the_audit(tmp_path: Path, capsys) -> None
                  "--pairs", "raw:rawx"]) == 2
     assert "has no target 'rawx'" in capsys.readouterr().err
     shutil.rmtree(tmp_path / "s2", ignore_errors=True)
+
+
+def test_targets_exports_qrels_under_the_overlay(tmp_path: Path) -> None:
+    """q1's evidence u1 -> u2 under the overlay: its Raw qrels line names t2, not t1."""
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({**it.to_json(), "store": "s"}) + "\n" for it in STORE))
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query_id": "q1", "evidence": ["u1"], "question": "?",
+                                   "category": "x"}) + "\n")
+    overlay = tmp_path / "o.jsonl"
+    overlay.write_text('{"query_id": "q1", "evidence": ["u2"]}\n')
+    assert main(["targets", "--items", str(items), "--queries", str(queries), "--targets",
+                 "raw,raw~fix", "--overlay", f"fix={overlay}", "--out", str(tmp_path / "t")]) == 0
+    assert (tmp_path / "t" / "qrels" / "s.raw.qrels").read_text() == "q1 0 t1 1\n"
+    assert (tmp_path / "t" / "qrels" / "s.raw~fix.qrels").read_text() == "q1 0 t2 1\n"
+    man = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert "overlay:fix" in man["inputs"]

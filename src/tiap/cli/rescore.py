@@ -15,6 +15,7 @@ from tiap.cli.common import (
     err_console,
     one_of,
     print_warnings,
+    read_overlays,
     split_names,
 )
 from tiap.cli.targets import split_targets
@@ -181,7 +182,7 @@ def rescore_cmd(
         if missing_opts:
             raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
                             "and a queries file (--items, --queries), or qrels files (--qrels)")
-        overlays, overlay_files = _read_overlays(overlay or [])
+        overlays, overlay_files = read_overlays(overlay or [])
         names = tlist or ["raw", "source", "canonical"]
         if tlist is None:  # each target under each overlay too
             names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
@@ -305,26 +306,6 @@ def _check_shared(result: Any) -> None:
                                 code="invalid-value"))
     if problems:
         raise TiapError(problems=problems, code="invalid-value")
-
-
-def _read_overlays(specs: list[str]) -> tuple[dict[str, Any], dict[str, Path]]:
-    """``--overlay NAME=PATH`` values: each overlay's evidence by query id, and its file."""
-    from tiap.datasets.overlays import read_overlay
-    from tiap.targets.targets import _NAME_RE
-
-    overlays: dict[str, Any] = {}
-    files: dict[str, Path] = {}
-    for spec in specs:
-        name, path = parse_named(spec)
-        if not name or not _NAME_RE.match(f"t~{name}") or "~" in name:
-            raise TiapError(f"--overlay {spec!r}: give NAME=PATH, NAME lower-case letters, "
-                            "digits, '_' and '-' starting with a letter (target T~NAME reads it)",
-                            code="invalid-value")
-        if name in overlays:
-            raise TiapError(f"--overlay: {name!r} given twice", code="invalid-value")
-        overlays[name] = read_overlay(path).evidence
-        files[name] = path
-    return overlays, files
 
 
 def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict[str, Any]:

@@ -61,6 +61,10 @@ def targets_cmd(
     queries: Annotated[Path, typer.Option("--queries", help="queries.jsonl (gzip ok).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
     targets: TargetsOption = "raw,source,canonical",
+    overlay: Annotated[list[str] | None, typer.Option(
+        "--overlay", help="An evidence overlay NAME=PATH (overlay.jsonl) that targets T~NAME "
+        "read, e.g. --targets 'raw,raw~corrected' for qrels under corrected evidence. "
+        "Repeatable.", show_default=False)] = None,
     force: ForceOption = False,
 ) -> None:
     """Write, per store, the groups per (query, target), target-mapping rows, TREC qrels per
@@ -79,9 +83,14 @@ def targets_cmd(
              for p in items if "=" in str(p) and not p.exists()]
     if hints:
         raise TiapError(problems=hints)
+    from tiap.cli.common import read_overlays
+
+    overlays, overlay_files = read_overlays(overlay or [])
     stores = [read_store(p) for p in items]
     res = write_targets(out, stores, read_queries(queries), tlist,
-                        input_files={"queries": queries}, force=force)
+                        input_files={"queries": queries, **{f"overlay:{o}": p for o, p in
+                                                            overlay_files.items()}},
+                        force=force, overlays=overlays)
     several = len(res.stores) > 1
     first = res.coverage[res.stores[0]]
     title = (f"coverage ({first.queries:,} queries; "

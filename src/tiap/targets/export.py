@@ -460,6 +460,7 @@ def write_targets(
     registry: TargetRegistry | None = None,
     input_files: Mapping[str, str | Path] | None = None,
     force: bool = False,
+    overlays: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> TargetsExport:
     """Compute the groups of every (store, query, target) and write all Stage I outputs.
 
@@ -482,6 +483,8 @@ def write_targets(
             manifest's ``inputs`` (e.g. ``{"queries": path}``); the stores' items files
             are recorded with the stores.
         force: replace ``out_dir`` even if it is not the output of ``tiap targets``.
+        overlays: evidence overlays by name, read by targets ``T~NAME``
+            (:mod:`tiap.datasets.overlays`): qrels under corrected evidence.
 
     Returns:
         What was written (:class:`TargetsExport`): the coverage of the requested targets
@@ -506,7 +509,7 @@ def write_targets(
         try:
             lineage = build_lineage(st.items)
             item_maps[st.name] = lineage.items
-            full = build_groups(lineage, qlist, requested + extra)
+            full = build_groups(lineage, qlist, requested + extra, overlays=overlays)
         except TiapError as exc:
             problems.extend(_in_store(exc, st).problems)
             continue
