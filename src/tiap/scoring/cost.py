@@ -59,9 +59,13 @@ class _Bpe:
         self.name = name
         self.version = f"bpe-openai {bpe_openai.__version__}"
         self._enc = bpe_openai.get_encoding(name)
+        self._seen: dict[str, int] = {}  # stores share texts (the raw turns): count once
 
     def count(self, text: str) -> int:
-        return len(self._enc.encode(text))
+        n = self._seen.get(text)
+        if n is None:  # ordinary: text that looks like a special token is text
+            n = self._seen[text] = len(self._enc.encode_ordinary(text))
+        return n
 
 
 @lru_cache(maxsize=4)
@@ -119,14 +123,22 @@ def cost_rows(system: str, rankings: Sequence[Sequence[str]], tokens: Mapping[st
     the whole ranking; queries whose top k holds an item of unknown size are left out and
     the count says so) and the latency its rankings record."""
     lat = np.array([x for x in latency_ms if x is not None], np.float64)
+    # per ranking, running token totals and running counts of items of unknown size
+    totals, unknown, lengths = [], [], []
+    for r in rankings:
+        sizes = [tokens.get(i) for i in r]
+        totals.append(np.cumsum([0 if x is None else x for x in sizes], dtype=np.int64))
+        unknown.append(np.cumsum([x is None for x in sizes], dtype=np.int64))
+        lengths.append(len(sizes))
     rows = []
     for k in cutoffs:
         sums = []
-        for r in rankings:
-            top = r if k is None else r[:k]
-            sizes = [tokens.get(i) for i in top]
-            if all(s is not None for s in sizes):
-                sums.append(sum(sizes))  # type: ignore[arg-type]
+        for tot, unk, n in zip(totals, unknown, lengths, strict=True):
+            m = n if k is None else min(k, n)
+            if m == 0:
+                sums.append(0)
+            elif unk[m - 1] == 0:
+                sums.append(int(tot[m - 1]))
         arr = np.array(sums, np.float64)
         rows.append({
             "system": system, "cutoff": "all" if k is None else k, "tokenizer": tokenizer,

@@ -761,12 +761,10 @@ def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
     n = len(queries)
     covered = [q.query_id for q in queries
                if k >= pool.get(getattr(q, "collection_id", None) or None, total)]
-    known = ranked = 0
-    for r in rankings:
-        for i in r[:k]:
-            ranked += 1
-            known += i in lineage.items and i not in lineage.possible \
-                and lineage.items[i].placeholder is None
+    exact = {i for i, it in lineage.items.items()
+             if i not in lineage.possible and it.placeholder is None}
+    ranked = sum(min(len(r), k) for r in rankings)
+    known = sum(len(exact.intersection(r[:k])) for r in rankings)
     with_ev = [q for q in queries if q.evidence]
     sessions = [{session.get(u) for u in dict.fromkeys(q.evidence)} for q in with_ev]
     one = [q.query_id for q, ss in zip(with_ev, sessions, strict=True)
