@@ -45,6 +45,11 @@ def sensitivity_cmd(
         "--min-effect", help="Smallest gap, in the measure's units, that counts as a "
         "practical difference: a flip smaller than it is reported, never headlined.",
         callback=finite("--min-effect", low=0))] = 0.0,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where the randomization tests run: local (this process), ray (a "
+        "local Ray instance on this machine's cores), ray://HOST:PORT or ray:auto (an "
+        "existing Ray cluster; pip install -e '.[ray]'). The outputs are the same.")
+        ] = "local",
     pairs: Annotated[str | None, typer.Option(
         "--pairs", help="The pairs of targets to compare, comma-separated (default: every "
         "pair): A:B, or ~NAME for every target T against T~NAME, the same target under the "
@@ -94,7 +99,10 @@ def sensitivity_cmd(
     for key, specs in (("items", items), ("runs", run)):
         if specs:
             overrides[key] = {name: path for name, path in map(parse_named, specs)}
-    with progress_bar() as bar:
+    from tiap.engine import make_engine, use_engine
+
+    eng = make_engine(engine)
+    with progress_bar() as bar, use_engine(eng):
         task = bar.add_task("sensitivity", total=None)
 
         def progress(description: str, done: int, total: int) -> None:
@@ -107,6 +115,7 @@ def sensitivity_cmd(
                       min_effect=min_effect, progress=progress,
                       pairs=split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
                       if pairs is not None else ())
+    eng.close()
     write_sensitivity(res, out, force=force)
     for n in res.notes:
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)

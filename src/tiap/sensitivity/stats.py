@@ -356,6 +356,25 @@ def _effect(d: FloatArray) -> tuple[float | None, float | None]:
     return mean / sd, moved
 
 
+@dataclass(frozen=True, eq=False)
+class _SubsetJob:
+    """One shared subset's randomization test: what a worker needs, and nothing else."""
+
+    seed: int
+    dataset: str
+    digest: str  # sha256 of the subset mask: with seed and dataset, its sign vectors
+    resamples: int
+    alpha: float
+    d: FloatArray  # (n, columns) paired differences
+
+
+def _test_subset(job: _SubsetJob) -> Randomization:
+    """The sign-flip test of one subset's columns (a pure function of the job)."""
+    signs, exact = sign_vectors(job.d.shape[0], job.resamples,
+                                comparison_rng(job.seed, job.dataset, "signs", job.digest))
+    return randomize(job.d, signs, exact, job.alpha)
+
+
 def evaluate_gaps(
     gaps: Sequence[Gap],
     *,
@@ -386,11 +405,10 @@ def evaluate_gaps(
         by_subset.setdefault(np.packbits(g.subset).tobytes() + bytes([g.subset.size % 8]),
                              []).append(i)
     tests: dict[int, tuple[Randomization, int, int]] = {}  # gap -> (test, lo col, hi col)
+    jobs: list[_SubsetJob] = []
+    placed: list[dict[int, tuple[int, int]]] = []
     for key, members in by_subset.items():
         n = int(gaps[members[0]].subset.sum())
-        digest = hashlib.sha256(key).hexdigest()
-        signs, exact = sign_vectors(n, resamples,
-                                    comparison_rng(seed, dataset, "signs", digest))
         cols: list[FloatArray] = []
         where: dict[int, tuple[int, int]] = {}
         for i in members:
@@ -402,8 +420,14 @@ def evaluate_gaps(
                 cols.append(g.hi)  # type: ignore[arg-type]
                 hi_col = len(cols) - 1
             where[i] = (lo_col, hi_col)
-        test = randomize(np.column_stack(cols) if n else np.empty((0, len(cols))), signs,
-                         exact, alpha)
+        jobs.append(_SubsetJob(seed, dataset, hashlib.sha256(key).hexdigest(), resamples,
+                               alpha, np.column_stack(cols) if n else np.empty((0, len(cols)))))
+        placed.append(where)
+    # the subsets are independent (each its own sign vectors, from the seed and the subset
+    # alone): the engine may test them anywhere, in any order (tiap.engine)
+    from tiap.engine import current_engine
+
+    for test, where in zip(current_engine().map(_test_subset, jobs), placed, strict=True):
         for i, (lc, hc) in where.items():
             tests[i] = (test, lc, hc)
     # 2. family-wise adjustment of each gap's p-value (the larger of its two extremes)
