@@ -31,6 +31,8 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     sensitivity = true                # Stage III and the HTML report (default true)
     audit = ["lexical"]               # optional: judge every contested credit offline and
                                       # report what survives (graded nDCG, Coverage@k)
+    engine = "local"                  # where Stage III's tests run: local, ray (a local
+                                      # instance), ray://HOST:PORT or ray:auto (a cluster)
     seed = 0                          # seed of the sign-flip tests
     resamples = 10000                 # random sign vectors per shared subset
     alpha = 0.05                      # family-wise level
@@ -69,6 +71,7 @@ resamples      >= 1 (``--resamples``)
 alpha          a finite number with 0 < alpha < 1
 correction     holm, bh or none (any case)
 audit          offline judges only (lexical, embedding), none twice
+engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs the same
 min_effect     a finite number >= 0
 =============  =====================================================================
 
@@ -209,6 +212,7 @@ class PipelineConfig(Schema):
     local_threads: int = Field(1, ge=1)
     sensitivity: bool = True
     audit: Seq[str] = ()  # offline judges of the contested credits (lexical, embedding)
+    engine: str = "local"  # where Stage III's tests run: local, ray, ray://HOST:PORT
     seed: int = Field(0, ge=0)
     resamples: int = Field(10_000, ge=1)
     alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
@@ -332,6 +336,14 @@ class PipelineConfig(Schema):
             problems.extend(exc.problems)
         if problems:
             raise Invalid(problems=problems)
+        return v
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        if v not in ("local", "ray", "ray:auto") and not v.startswith("ray://"):
+            raise Invalid(f"expected local, ray, ray://HOST:PORT or ray:auto, got "
+                          f"{toml_value(v)}")
         return v
 
     @field_validator("audit")
@@ -468,12 +480,12 @@ def _once(values: Sequence[str], what: str) -> None:
 
 #: The keys command options override, and the option that sets each.
 OPTIONS = {"retrievers": "--retriever", "collections": "--collections",
-           "resamples": "--resamples"}
+           "resamples": "--resamples", "engine": "--engine"}
 
 
 def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
                 collections: Sequence[str] | None = None,
-                resamples: int | None = None) -> PipelineConfig:
+                resamples: int | None = None, engine: str | None = None) -> PipelineConfig:
     """Read and check a pipeline TOML file; ``retrievers``/``collections``/``resamples``
     (the command's options) override it.
 
@@ -492,7 +504,7 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
             if isinstance(s, dict) else s for s in data["stores"]]
     given = {"retrievers": list(retrievers) if retrievers else None,
              "collections": list(collections) if collections else None,
-             "resamples": resamples}
+             "resamples": resamples, "engine": engine}
     data.update({k: v for k, v in given.items() if v is not None})
     cfg = validate(PipelineConfig, data, file=p, text=text,
                    options={k: OPTIONS[k] for k, v in given.items() if v is not None})
@@ -756,10 +768,17 @@ def run_pipeline(
             def run_sensitivity() -> None:
                 if "result" in held:  # the values just written, as Stage III would read them
                     preloaded[(rdir / "per_query.csv").resolve()] = per_query_of(held["result"])
-                sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
-                               alpha=cfg.alpha, correction=cfg.correction,
-                               min_effect=cfg.min_effect, configs=configs or None,
-                               preloaded=preloaded)
+                from tiap.engine import make_engine, use_engine
+
+                engine = make_engine(cfg.engine)
+                try:
+                    with use_engine(engine):
+                        sens = analyze([(cfg.name, rdir)], seed=cfg.seed,
+                                       resamples=cfg.resamples, alpha=cfg.alpha,
+                                       correction=cfg.correction, min_effect=cfg.min_effect,
+                                       configs=configs or None, preloaded=preloaded)
+                finally:
+                    engine.close()
                 write_sensitivity(sens, sdir)
 
             step("sensitivity", sens_spec, [sdir / "manifest.json", sdir / "winner_flips.csv"],

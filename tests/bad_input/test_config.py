@@ -74,9 +74,9 @@ def test_stores_is_not_a_number(tmp_path: Path, capsys) -> None:
 
 # -- unknown, missing, nested, syntax, empty --------------------------------------------------
 
-KNOWN = ("alpha, audit, collections, correction, credit, dataset, design, k, local_model, "
-         "local_port, local_threads, measures, min_effect, name, resamples, retrievers, seed, "
-         "sensitivity, sessions, stores, targets")
+KNOWN = ("alpha, audit, collections, correction, credit, dataset, design, engine, k, "
+         "local_model, local_port, local_threads, measures, min_effect, name, resamples, "
+         "retrievers, seed, sensitivity, sessions, stores, targets")
 
 
 def test_unknown_key_with_did_you_mean(tmp_path: Path, capsys) -> None:

@@ -90,3 +90,22 @@ def test_sensitivity_on_ray_writes_the_same_bytes(engine: RayEngine, tmp_path: P
     assert len(local) > 10
     for name in local:
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+
+
+def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Path,
+                                                tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main job on LoCoMo conv-26 with --engine ray: every CSV of its rescoring, audit
+    and Stage III is byte-identical to the local engine's."""
+    base = ["audit-run", "configs/locomo.toml", "--collections", "conv-26", "--resamples",
+            "2000", "--data", str(data_dir)]
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)  # the config path is relative to the checkout
+    assert main([*base, "--out", str(tmp_path / "local")]) == 0
+    with use_engine(engine):
+        assert main([*base, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+    local = sorted(p.relative_to(tmp_path / "local")
+                   for p in (tmp_path / "local").rglob("*.csv"))
+    assert len(local) > 20
+    for rel in local:
+        assert (tmp_path / "ray" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel

@@ -24,6 +24,10 @@ def audit_run_cmd(
     resamples: Annotated[int | None, typer.Option(
         "--resamples", help="Bootstrap resamples for Stage III (default: the config's, 10,000).",
         show_default=False)] = None,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="Where Stage III's tests run (default: the config's, local): local, "
+        "ray (a local Ray instance), ray://HOST:PORT or ray:auto (a cluster). The outputs "
+        "are the same.", show_default=False)] = None,
     data: DataOption = None,
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
@@ -34,7 +38,7 @@ def audit_run_cmd(
     # the options override the config's keys and are checked by the same schema
     cfg = load_config(config, retrievers=retriever, resamples=resamples,
                       collections=[c.strip() for c in collections.split(",")]
-                      if collections is not None else None)
+                      if collections is not None else None, engine=engine)
     err_console.print(f"[bold]{cfg.name}[/]: {cfg.dataset}, stores "
                       f"{', '.join(s.name for s in cfg.stores)}, "
                       f"retrievers {', '.join(cfg.retrievers)}")

@@ -356,6 +356,10 @@ def _effect(d: FloatArray) -> tuple[float | None, float | None]:
     return mean / sd, moved
 
 
+#: Columns of one randomization job (a bounded gap's two columns stay in one job).
+JOB_COLUMNS = 256
+
+
 @dataclass(frozen=True, eq=False)
 class _SubsetJob:
     """One shared subset's randomization test: what a worker needs, and nothing else."""
@@ -409,10 +413,17 @@ def evaluate_gaps(
     placed: list[dict[int, tuple[int, int]]] = []
     for key, members in by_subset.items():
         n = int(gaps[members[0]].subset.sum())
-        cols: list[FloatArray] = []
-        where: dict[int, tuple[int, int]] = {}
+        digest = hashlib.sha256(key).hexdigest()
+        # a subset of many gaps is tested a block of columns at a time: each column's test
+        # is its own, with the subset's sign vectors (rebuilt from the seed), so the blocks
+        # are independent work (tiap.engine); a gap's columns stay in one block
+        blocks: list[tuple[list[FloatArray], dict[int, tuple[int, int]]]] = [([], {})]
         for i in members:
             g = gaps[i]
+            width = 2 if g.bounded else 1
+            if len(blocks[-1][0]) + width > JOB_COLUMNS and blocks[-1][0]:
+                blocks.append(([], {}))
+            cols, where = blocks[-1]
             cols.append(g.lo)
             lo_col = len(cols) - 1
             hi_col = lo_col
@@ -420,11 +431,12 @@ def evaluate_gaps(
                 cols.append(g.hi)  # type: ignore[arg-type]
                 hi_col = len(cols) - 1
             where[i] = (lo_col, hi_col)
-        jobs.append(_SubsetJob(seed, dataset, hashlib.sha256(key).hexdigest(), resamples,
-                               alpha, np.column_stack(cols) if n else np.empty((0, len(cols)))))
-        placed.append(where)
-    # the subsets are independent (each its own sign vectors, from the seed and the subset
-    # alone): the engine may test them anywhere, in any order (tiap.engine)
+        for cols, where in blocks:
+            jobs.append(_SubsetJob(seed, dataset, digest, resamples, alpha,
+                                   np.column_stack(cols) if n else np.empty((0, len(cols)))))
+            placed.append(where)
+    # the jobs are independent (each subset its own sign vectors, from the seed and the
+    # subset alone): the engine may run them anywhere, in any order (tiap.engine)
     from tiap.engine import current_engine
 
     for test, where in zip(current_engine().map(_test_subset, jobs), placed, strict=True):
