@@ -2,7 +2,7 @@
 
 The mechanism is :func:`tiap.io.output_folder`: a step builds its whole folder in a hidden
 sibling and swaps it in at the end. An earlier output of the same step is replaced whole
-(no ``per_query.parquet`` of another system, no ``qrels/`` of targets no longer asked for,
+(no ``per_query/`` partition of another system, no ``qrels/`` of targets no longer asked for,
 no old ``design_*.csv``); anything else (a folder of the user's, another step's output, a
 file the manifest does not list) is refused with ``error[stale-output]``, exit 2, unless
 ``--force``; a failure or Ctrl-C mid-write leaves the previous folder byte for byte and no
@@ -95,9 +95,11 @@ def _refused(capsys: pytest.CaptureFixture[str], folder: Path) -> str:
 def test_rescore_rerun_holds_only_the_second_run(inputs, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert _rescore(inputs, out, "--parquet", run="A") == 0
-    assert set(_tree(out)) == RESCORE_FILES | {"per_query.parquet"}
+    # with --parquet, per_query/ partitioned by system and target, one file each
+    assert set(_tree(out)) == RESCORE_FILES | {
+        f"per_query/system=A/target={t}/part-0.parquet" for t in ("raw", "source", "canonical")}
     assert _rescore(inputs, out, run="B") == 0
-    # the old per_query.parquet of system A is gone; every file is the second run's
+    # the old per_query/ of system A is gone; every file is the second run's
     assert set(_tree(out)) == RESCORE_FILES
     assert _systems(out) == {"B"}
     man = json.loads((out / "manifest.json").read_text())

@@ -146,7 +146,8 @@ def rescore_cmd(
     depth: Annotated[int | None, typer.Option(
         "--depth", min=1, help="Cut rankings to this depth (at least 1).")] = None,
     parquet: Annotated[bool, typer.Option(
-        "--parquet", help="Also write per_query.parquet.")] = False,
+        "--parquet", help="Also write per_query/ as Parquet, partitioned by system and target "
+        "(system=S/target=T/part-0.parquet).")] = False,
     force: ForceOption = False,
 ) -> None:
     """Rescore fixed runs under Raw, Source, Canonical (and custom) targets, or under TREC

@@ -18,7 +18,10 @@ in at the end: it holds exactly one rescoring's files).
   union of the groups), the input of the cardinality analysis;
 - ``queries.csv``: ``query_id,category,collection,abstention`` of every query in the queries
   file, so that the folder is self-contained for ``tiap sensitivity``;
-- ``per_query.parquet`` (optional, needs the ``parquet`` extra);
+- ``per_query/`` (optional, ``--parquet``, needs the ``parquet`` extra): ``per_query.csv``
+  as a Parquet dataset partitioned Hive-style by system and target
+  (``per_query/system=S/target=T/part-0.parquet``: ``query_id``, ``measure``, ``value``),
+  which pyarrow, pandas, DuckDB and Spark read whole or one partition at a time;
 - ``manifest.json``: schema version, inputs with sha256, options, versions, and per system
   what the rescoring found (unknown ids, missing queries, zero-target counts).
 """
@@ -43,7 +46,7 @@ SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_em
 INTERVAL_COLUMNS = ("system", "target", "query_id", "measure", "lower", "upper")
 UNDETERMINED_COLUMNS = ("system", "target", "query_id", "possibly_empty", "reason")
 #: What a rescoring folder may hold beside its manifest's outputs (files of older versions).
-KNOWN_OUTPUTS = ("*.csv", "per_query.parquet")
+KNOWN_OUTPUTS = ("*.csv", "per_query")
 
 
 def _fmt(v: Any) -> Any:
@@ -68,7 +71,7 @@ def write_rescore(
     """Write every output of a rescoring into ``out``; returns the manifest.
 
     ``out`` is replaced whole (:func:`tiap.io.output_folder`): an earlier rescoring's folder
-    is swapped for the new one, so no file of it (an old ``per_query.parquet``) survives; a
+    is swapped for the new one, so no file of it (an old ``per_query/`` partition) survives; a
     folder that is not a rescoring's output is refused unless ``force``."""
     if parquet:
         require("pyarrow", "parquet")
@@ -110,8 +113,9 @@ def write_rescore(
             from tiap.scoring.cost import COST_COLUMNS
 
             _write_dicts(tmp / "cost.csv", COST_COLUMNS, result.cost)
+        parts: list[str] = []
         if parquet:
-            _write_parquet(tmp / "per_query.parquet", result)
+            parts = _write_parquet(tmp / "per_query", result)
         man = manifest_header("rescore", SCHEMA_VERSION)
         man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
         man["options"] = {
@@ -129,7 +133,7 @@ def write_rescore(
                           "target_sizes.csv", "intervals.csv", "undetermined.csv",
                           "queries.csv"] + (["cost.csv"] if result.cost else []) + (
             ["integrity.csv"] if result.integrity else []) + (
-            ["per_query.parquet"] if parquet else [])
+            [f"per_query/{p}" for p in parts])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man
 
@@ -177,32 +181,39 @@ def _write_dicts(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]
             w.writerow([_fmt(r[c]) for c in columns])
 
 
-def _write_parquet(path: Path, result: RescoreResult) -> None:
+def _write_parquet(root: Path, result: RescoreResult) -> list[str]:
+    """``per_query.csv`` as a Hive-partitioned Parquet dataset under ``root`` (one file per
+    system and target, ``system=S/target=T/part-0.parquet``, written in a fixed order with
+    fixed names, so a rerun writes the same files); returns their paths below ``root``."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cols: dict[str, list[Any]] = {c: [] for c in PER_QUERY_COLUMNS}
-    arrays = []
+    written = []
     for s in result.systems:
         qids = result.query_ids[s]
         for t in result.target_names:
+            qcol, mcol, vcol = [], [], []
             for m in result.measures:
                 v = result.values[(s, t, m)]
-                n = len(qids)
-                cols["system"].append(pa.array([s] * n, pa.string()).dictionary_encode())
-                cols["target"].append(pa.array([t] * n, pa.string()).dictionary_encode())
-                cols["query_id"].append(pa.array(qids, pa.string()))
-                cols["measure"].append(pa.array([str(m)] * n, pa.string()).dictionary_encode())
-                arrays.append(pa.array(v, pa.float64(), mask=np.isnan(v)))
-    table = pa.table({
-        "system": pa.chunked_array(cols["system"]),
-        "target": pa.chunked_array(cols["target"]),
-        "query_id": pa.chunked_array(cols["query_id"], pa.string()),
-        "measure": pa.chunked_array(cols["measure"]),
-        "value": pa.chunked_array(arrays, pa.float64()),
-    })
-    pq.write_table(table, path)
+                qcol.append(pa.array(qids, pa.string()))
+                mcol.append(pa.array([str(m)] * len(qids), pa.string()).dictionary_encode())
+                vcol.append(pa.array(v, pa.float64(), mask=np.isnan(v)))
+            table = pa.table({"query_id": pa.chunked_array(qcol, pa.string()),
+                              "measure": pa.chunked_array(mcol),
+                              "value": pa.chunked_array(vcol, pa.float64())})
+            rel = f"system={_partition(s)}/target={_partition(t)}/part-0.parquet"
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, root / rel)
+            written.append(rel)
+    return written
+
+
+def _partition(value: str) -> str:
+    """A partition value as a directory name (Hive style: ``/`` and ``=`` escaped)."""
+    from urllib.parse import quote
+
+    return quote(value, safe="@~+-_.,:")
 
 
 class Summary:
