@@ -30,7 +30,7 @@ def test_partitions_hold_the_csv_rows(tmp_path: Path) -> None:
                              for q in ("q1", "q2", "q3")))
         args += ["--run", f"{s}={p}"]
     assert main(args) == 0
-    rows = list(csv.DictReader(open(tmp_path / "r" / "per_query.csv", newline="")))
+    rows = list(csv.DictReader((tmp_path / "r" / "per_query.csv").read_text().splitlines()))
     table = pa_ds.dataset(tmp_path / "r" / "per_query", partitioning="hive").to_table()
     got = sorted((s, t, q, m, v) for s, t, q, m, v in zip(
         table.column("system").to_pylist(), table.column("target").to_pylist(),
