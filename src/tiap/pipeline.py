@@ -584,6 +584,7 @@ def run_pipeline(
     from tiap.datasets import DataSource, load
     from tiap.datasets.files import manifest
     from tiap.datasets.queryfile import read_queries, write_queries
+    from tiap.engine import make_engine, use_engine
     from tiap.memory import build_store
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
@@ -724,17 +725,28 @@ def run_pipeline(
             preloaded[rpath.resolve()] = got
             runs.extend(got)
         gc.freeze()  # what was just read: see below
-        result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
-                         credit=cfg.credit)
+        with use_engine(engine()):
+            result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
+                             credit=cfg.credit)
         write_rescore(result, rdir, queries=qs, inputs=inputs,
                       options={"pipeline": cfg.source,
                                "design": {k: list(v) for k, v in cfg.design.items()}})
         held["result"] = result
 
+    # the engine of rescoring and Stage III (tiap.engine), made when a step first needs it
+    # (a rerun with every step up to date starts no Ray) and closed at the end
+    engines: list[Any] = []
+
+    def engine() -> Any:
+        if not engines:
+            engines.append(make_engine(cfg.engine))
+        return engines[0]
+
     # What is read here lives until the end. Frozen out of the collector's generations, it
     # is not traversed again by each of the hundreds of cyclic collections that rescoring's
     # and Stage III's many small rows trigger (about 0.4 s of the demo's Stage III).
-    with _gc_frozen():
+    with _gc_frozen(), contextlib.ExitStack() as stack:
+        stack.callback(lambda: [e.close() for e in engines])
         step("rescore", rescore_spec, [rdir / "per_query.csv", rdir / "summary.csv",
                                        rdir / "manifest.json"], run_rescore)
         result = held.get("result") or read_summary(rdir)
@@ -768,17 +780,11 @@ def run_pipeline(
             def run_sensitivity() -> None:
                 if "result" in held:  # the values just written, as Stage III would read them
                     preloaded[(rdir / "per_query.csv").resolve()] = per_query_of(held["result"])
-                from tiap.engine import make_engine, use_engine
-
-                engine = make_engine(cfg.engine)
-                try:
-                    with use_engine(engine):
-                        sens = analyze([(cfg.name, rdir)], seed=cfg.seed,
-                                       resamples=cfg.resamples, alpha=cfg.alpha,
-                                       correction=cfg.correction, min_effect=cfg.min_effect,
-                                       configs=configs or None, preloaded=preloaded)
-                finally:
-                    engine.close()
+                with use_engine(engine()):
+                    sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
+                                   alpha=cfg.alpha, correction=cfg.correction,
+                                   min_effect=cfg.min_effect, configs=configs or None,
+                                   preloaded=preloaded)
                 write_sensitivity(sens, sdir)
 
             step("sensitivity", sens_spec, [sdir / "manifest.json", sdir / "winner_flips.csv"],

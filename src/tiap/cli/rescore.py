@@ -119,6 +119,10 @@ def rescore_cmd(
         "some queries, e.g. from `tiap datasets overlay locomo-audit`); target T~NAME scores T "
         "under it. Without --targets, every target is also scored under each overlay. "
         "Repeatable.", show_default=False)] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where the runs are scored: local, ray (a local Ray instance), "
+        "ray://HOST:PORT or ray:auto (a cluster); each run is one task, the outputs the same.")
+        ] = "local",
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", help="Tokenizer of cost.csv (context tokens of the top k) and of "
         "token-budget measures (nDCG@tok2000): cl100k_base (default, where the cost extra is "
@@ -187,10 +191,17 @@ def rescore_cmd(
         names = tlist or ["raw", "source", "canonical"]
         if tlist is None:  # each target under each overlay too
             names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
-        result, inputs, query_rows, run_warnings = _rescore_lineage(
-            run, items or [], queries,  # type: ignore[arg-type]
-            names, measures=measures, credit=credit, missing=missing, dedup=dedup,
-            depth=depth, overlays=overlays, tokenizer=tokenizer)
+        from tiap.engine import make_engine, use_engine
+
+        eng = make_engine(engine)
+        try:
+            with use_engine(eng):
+                result, inputs, query_rows, run_warnings = _rescore_lineage(
+                    run, items or [], queries,  # type: ignore[arg-type]
+                    names, measures=measures, credit=credit, missing=missing, dedup=dedup,
+                    depth=depth, overlays=overlays, tokenizer=tokenizer)
+        finally:
+            eng.close()
         inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
         overlay_report = _overlay_findings(overlays, query_rows, out)
     if shared:

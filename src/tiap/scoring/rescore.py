@@ -527,6 +527,20 @@ def rescore(
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH or a "
                             "plain --items PATH for every run")
 
+    from tiap.engine import current_engine
+
+    engine = current_engine()
+    if engine.name != "local" and len(runs) > 1:
+        # each run is scored on its own (against its own store), anywhere; the results are
+        # merged in run order, as one call over every run would have written them
+        qlist = list(queries)
+        jobs = [_RunJob(r, qlist, {k: v for k, v in stores.items()
+                                   if k == (r.system if r.system in stores else None)},
+                        dict(targets=ts, measures=ms, credit=mode, missing=missing,
+                             depth=depth, overlays=overlays, tokenizer=tokenizer))
+                for r in runs]
+        return _merge_results(engine.map(_rescore_run, jobs))
+
     qlist = list(queries)
     qindex = {q.query_id: i for i, q in enumerate(qlist)}
     run_stores = store_lineages(runs, stores)
@@ -695,6 +709,42 @@ def rescore(
         cost_note=cost_note,
         integrity=tuple(integrity),
     )
+
+
+@dataclass(frozen=True)
+class _RunJob:
+    """One run's rescoring: the run, the queries, its store and the options."""
+
+    run: Run
+    queries: list[QueryLike]
+    stores: Mapping[str | None, Any]
+    options: dict[str, Any]
+
+
+def _rescore_run(job: _RunJob) -> RescoreResult:
+    return rescore([job.run], job.queries, job.stores, **job.options)
+
+
+def _merge_results(parts: Sequence[RescoreResult]) -> RescoreResult:
+    """The results of disjoint runs as one (every field keyed by system, in run order)."""
+    first = parts[0]
+
+    def union(name: str) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for p in parts:
+            out.update(getattr(p, name))
+        return out
+
+    return RescoreResult(
+        systems=tuple(s for p in parts for s in p.systems),
+        targets=first.targets, measures=first.measures, credit=first.credit,
+        query_ids=union("query_ids"), values=union("values"), flips=union("flips"),
+        reports=union("reports"), target_sets=union("target_sets"),
+        zero_reasons=union("zero_reasons"), zero_codes=union("zero_codes"),
+        target_sizes=union("target_sizes"), lower=union("lower"), upper=union("upper"),
+        possibly_empty=union("possibly_empty"), undetermined=union("undetermined"),
+        cost=tuple(r for p in parts for r in p.cost), tokenizer=first.tokenizer,
+        cost_note=first.cost_note, integrity=tuple(r for p in parts for r in p.integrity))
 
 
 @dataclass
