@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import importlib.util
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -92,7 +94,13 @@ class RayEngine:
                 kwargs["num_cpus"] = num_cpus
             else:
                 kwargs["address"] = address
+            # ray.init installs its own SIGTERM and SIGINT handlers in this process: keep
+            # the command's (a SIGTERM unwinds it as Ctrl-C does, closing this engine too)
+            handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
             ray.init(**kwargs)
+            if threading.current_thread() is threading.main_thread():
+                for sig, handler in handlers.items():
+                    signal.signal(sig, handler)
             self._owned = True
         self.address = address
         self.chunk = max(1, chunk)

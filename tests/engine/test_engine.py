@@ -109,3 +109,18 @@ def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Pat
     assert len(local) > 20
     for rel in local:
         assert (tmp_path / "ray" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
+
+
+def test_ray_keeps_the_commands_signal_handlers() -> None:
+    """ray.init installs SIGTERM and SIGINT handlers: the engine puts the previous back (the
+    engine above is up already, so a second instance is not started: checked on a fresh
+    init in a subprocess)."""
+    import subprocess
+
+    code = ("import signal; from tiap.engine import RayEngine; "
+            "before = signal.getsignal(signal.SIGTERM); e = RayEngine(num_cpus=1); "
+            "assert signal.getsignal(signal.SIGTERM) is before, signal.getsignal(signal.SIGTERM); "
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler; e.close()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
