@@ -580,11 +580,35 @@ def run_pipeline(
     log: Log = lambda s: None,
     force: bool = False,
 ) -> PipelineResult:
-    """Build every store, retrieve with every retriever, rescore every run under every target."""
+    """Build every store, retrieve with every retriever, rescore every run under every target.
+
+    Stores, rescoring and Stage III run on ``cfg.engine`` (:mod:`tiap.engine`), made when a
+    step first needs it (a rerun with every step up to date starts no Ray) and closed at the
+    end."""
+    from tiap.engine import make_engine
+
+    engines: list[Any] = []
+
+    def engine() -> Any:
+        if not engines:
+            engines.append(make_engine(cfg.engine))
+        return engines[0]
+
+    try:
+        return _run(cfg, out, data=data, progress=progress, log=log, force=force,
+                    engine=engine)
+    finally:
+        for e in engines:
+            e.close()
+
+
+def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
+         progress: Progress | None, log: Log, force: bool,
+         engine: Callable[[], Any]) -> PipelineResult:
     from tiap.datasets import DataSource, load
     from tiap.datasets.files import manifest
     from tiap.datasets.queryfile import read_queries, write_queries
-    from tiap.engine import make_engine, use_engine
+    from tiap.engine import use_engine
     from tiap.memory import build_store
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
@@ -673,9 +697,10 @@ def run_pipeline(
                 if s in cfg.llm_stores():
                     serve()
                     served = local[0].settings() if local else None
-                build_store(ds, s.parser, sdir, parser_args=dict(s.args),
-                            collections=list(cfg.collections) or None, progress=progress,
-                            store=s.name, served=served)
+                with use_engine(engine()):
+                    build_store(ds, s.parser, sdir, parser_args=dict(s.args),
+                                collections=list(cfg.collections) or None,
+                                progress=progress, store=s.name, served=served)
 
             step(f"store-{s.name}", spec, [sdir / "items.jsonl"], build)
 
@@ -733,20 +758,10 @@ def run_pipeline(
                                "design": {k: list(v) for k, v in cfg.design.items()}})
         held["result"] = result
 
-    # the engine of rescoring and Stage III (tiap.engine), made when a step first needs it
-    # (a rerun with every step up to date starts no Ray) and closed at the end
-    engines: list[Any] = []
-
-    def engine() -> Any:
-        if not engines:
-            engines.append(make_engine(cfg.engine))
-        return engines[0]
-
     # What is read here lives until the end. Frozen out of the collector's generations, it
     # is not traversed again by each of the hundreds of cyclic collections that rescoring's
     # and Stage III's many small rows trigger (about 0.4 s of the demo's Stage III).
-    with _gc_frozen(), contextlib.ExitStack() as stack:
-        stack.callback(lambda: [e.close() for e in engines])
+    with _gc_frozen():
         step("rescore", rescore_spec, [rdir / "per_query.csv", rdir / "summary.csv",
                                        rdir / "manifest.json"], run_rescore)
         result = held.get("result") or read_summary(rdir)

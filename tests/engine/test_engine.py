@@ -95,8 +95,8 @@ def test_sensitivity_on_ray_writes_the_same_bytes(engine: RayEngine, tmp_path: P
 def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Path,
                                                 tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The main job on LoCoMo conv-26 with --engine ray: every CSV of its rescoring, audit
-    and Stage III is byte-identical to the local engine's."""
+    """The main job on LoCoMo conv-26 with --engine ray: its stores, runs and every CSV of
+    its rescoring, audit and Stage III are byte-identical to the local engine's."""
     base = ["audit-run", "configs/locomo.toml", "--collections", "conv-26", "--resamples",
             "2000", "--data", str(data_dir)]
     root = Path(__file__).resolve().parents[2]
@@ -105,8 +105,10 @@ def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Pat
     with use_engine(engine):
         assert main([*base, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
     local = sorted(p.relative_to(tmp_path / "local")
-                   for p in (tmp_path / "local").rglob("*.csv"))
+                   for p in (tmp_path / "local").rglob("*")
+                   if p.suffix == ".csv" or p.name == "items.jsonl")  # (labels hold timings)
     assert len(local) > 20
+    assert Path("locomo/stores/f5/items.jsonl") in local  # built one task per collection
     for rel in local:
         assert (tmp_path / "ray" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
 

@@ -34,7 +34,8 @@ Collections are streamed one at a time, so memory stays bounded by the largest c
 (LongMemEval-S's 245k turns never sit in memory together).
 
 **Workers.** Parsers marked ``parallel`` (the heuristic parser) can run on several
-collections at once in worker processes (``workers``); the output is byte-identical to a
+collections at once in worker processes (``workers``), or on the engine in use
+(:mod:`tiap.engine`: one task per collection); the output is byte-identical to a
 single-process build because collections are written back in the dataset's order.
 """
 
@@ -187,8 +188,22 @@ def _rebuildable(parser: Parser) -> bool:
         return False
 
 
+def _engine_chunk(job: tuple[str, dict[str, Any], str, Bundle]) -> _Chunk:
+    """One collection's chunk on an engine's worker (the parser rebuilt from its spec)."""
+    name, args, store, bundle = job
+    return _collection_chunk(make_parser(name, **args), bundle, store)
+
+
 def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int,
             store: str) -> Iterator[_Chunk]:
+    from tiap.engine import current_engine
+
+    engine = current_engine()
+    if engine.name != "local" and parser.parallel and _rebuildable(parser):
+        # one task per collection, anywhere (tiap.engine); chunks come back in order
+        spec = (parser.spec.name, dict(parser.spec.args), store)
+        yield from engine.map(_engine_chunk, [(*spec, b) for b in bundles])
+        return
     if workers <= 1 or not parser.parallel or not _rebuildable(parser):
         for b in bundles:
             yield _collection_chunk(parser, b, store)
