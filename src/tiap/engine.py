@@ -8,7 +8,11 @@ out are the ones that grow with an audit's size:
 - Stage III: the randomization test of every shared subset of queries (each family's sign
   vectors come from the seed and the subset alone, so no task depends on another or on the
   order tasks finish in; :func:`tiap.sensitivity.stats.evaluate_gaps`);
-- rescoring: each run (system) against its store (:func:`tiap.scoring.rescore.rescore`).
+- rescoring: each run (system) against its store (:func:`tiap.scoring.rescore.rescore`);
+- building a store: each collection (:func:`tiap.memory.build.build_store`);
+- judging: the requests of a judge, a few per task for a judge that calls an endpoint (at
+  most its ``concurrency`` tasks in flight), a batch per task for an offline one
+  (:func:`tiap.audit.run.run_judges`).
 
 ``--engine local`` (the default) runs them in this process. ``--engine ray`` starts a local
 Ray instance on this machine's cores, ``--engine ray://HOST:PORT`` (or ``ray:auto``)
@@ -49,6 +53,12 @@ class Engine(Protocol):
         """``[fn(x) for x in items]``, in the order of ``items``."""
         ...
 
+    def imap_unordered(self, fn: Callable[[T], R], items: Sequence[T],
+                       window: int) -> Iterator[tuple[int, R]]:
+        """``(i, fn(items[i]))`` as each finishes, with at most ``window`` in flight (the
+        bound on the requests an endpoint is sent at once)."""
+        ...
+
     def close(self) -> None: ...
 
     def describe(self) -> dict[str, Any]: ...
@@ -61,6 +71,11 @@ class LocalEngine:
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [fn(x) for x in items]
+
+    def imap_unordered(self, fn: Callable[[T], R], items: Sequence[T],
+                       window: int) -> Iterator[tuple[int, R]]:
+        for i, x in enumerate(items):
+            yield i, fn(x)
 
     def close(self) -> None:
         pass
@@ -117,6 +132,28 @@ class RayEngine:
         for part in ray.get([task.remote(fn_ref, c) for c in chunks]):
             out.extend(part)
         return out
+
+    def imap_unordered(self, fn: Callable[[T], R], items: Sequence[T],
+                       window: int) -> Iterator[tuple[int, R]]:
+        ray = self._ray
+        task = ray.remote(max_retries=self.max_retries)(fn)
+        queue = iter(enumerate(items))
+        in_flight: dict[Any, int] = {}
+        try:
+            while True:
+                while len(in_flight) < max(1, window):
+                    nxt = next(queue, None)
+                    if nxt is None:
+                        break
+                    in_flight[task.remote(nxt[1])] = nxt[0]
+                if not in_flight:
+                    return
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                for ref in ready:
+                    yield in_flight.pop(ref), ray.get(ref)
+        finally:  # the caller stopped (an error, Ctrl-C): what was not started is dropped
+            for ref in in_flight:
+                ray.cancel(ref)
 
     def close(self) -> None:
         if self._owned:

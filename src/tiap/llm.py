@@ -551,6 +551,14 @@ class StructuredOutput:
         with self._lock:
             return {"asked": self.mode, "used": self.used, "refusals": list(self.refusals)}
 
+    def absorb(self, report: dict[str, Any]) -> None:
+        """Take in what a copy of this judge learnt elsewhere (an engine's worker,
+        :meth:`report`): the mode it settled on, if this one has none yet, and its refusals."""
+        with self._lock:
+            if self.used is None and report.get("used") is not None:
+                self.used = report["used"]
+            self.refusals.extend(report.get("refusals") or [])
+
     def warning(self) -> dict[str, Any] | None:
         """The manifest entry of the refusals (code ``response_format``), ``None`` when the
         server refused none."""

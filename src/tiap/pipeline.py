@@ -582,7 +582,7 @@ def run_pipeline(
 ) -> PipelineResult:
     """Build every store, retrieve with every retriever, rescore every run under every target.
 
-    Stores, rescoring and Stage III run on ``cfg.engine`` (:mod:`tiap.engine`), made when a
+    Stores, retrieval (BM25), rescoring and Stage III run on ``cfg.engine`` (:mod:`tiap.engine`), made when a
     step first needs it (a rerun with every step up to date starts no Ray) and closed at the
     end."""
     from tiap.engine import make_engine
@@ -713,8 +713,9 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         def run_retrieval(s: StoreSpec = s, r: str = r, system: str = system,
                           trace: Path = trace) -> None:
             retriever = make_retriever(r)
-            retrieve(root / "stores" / s.name, qpath, retriever, trace, depth=cfg.k,
-                     system=system)
+            with use_engine(engine()) if retriever.portable else contextlib.nullcontext():
+                retrieve(root / "stores" / s.name, qpath, retriever, trace, depth=cfg.k,
+                         system=system)
             for part in (retriever, *getattr(retriever, "components", ())):
                 if hasattr(part, "cache_hits"):  # dense: how the embedding cache served
                     log(f"{system}: embeddings {part.cache_hits:,} cached, "

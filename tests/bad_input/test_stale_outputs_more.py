@@ -196,7 +196,7 @@ def test_build_store_keeps_a_parser_cache_inside_the_store(tmp_path: Path) -> No
     out = tmp_path / "store"
     assert cache_entries(out / "parser-cache.sqlite", out) == (
         "parser-cache.sqlite", "parser-cache.sqlite-wal", "parser-cache.sqlite-shm",
-        "parser-cache.sqlite-journal")
+        "parser-cache.sqlite-journal", "parser-cache.sqlite.shards")
     assert cache_entries(out / "c" / "x.sqlite", out) == ("c",)
     assert cache_entries(tmp_path / "elsewhere.sqlite", out) == ()
 

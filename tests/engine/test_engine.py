@@ -8,9 +8,11 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tiap.audit.judges import LexicalJudge
 from tiap.cli.main import main
 from tiap.engine import LocalEngine, RayEngine, make_engine, use_engine
 from tiap.errors import TiapError
@@ -95,8 +97,9 @@ def test_sensitivity_on_ray_writes_the_same_bytes(engine: RayEngine, tmp_path: P
 def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Path,
                                                 tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The main job on LoCoMo conv-26 with --engine ray: its stores, runs and every CSV of
-    its rescoring, audit and Stage III are byte-identical to the local engine's."""
+    """The main job on LoCoMo conv-26 with --engine ray: its stores, its traces and TREC
+    runs, and every CSV of its rescoring, audit and Stage III are byte-identical to the
+    local engine's."""
     base = ["audit-run", "configs/locomo.toml", "--collections", "conv-26", "--resamples",
             "2000", "--data", str(data_dir)]
     root = Path(__file__).resolve().parents[2]
@@ -106,11 +109,17 @@ def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Pat
         assert main([*base, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
     local = sorted(p.relative_to(tmp_path / "local")
                    for p in (tmp_path / "local").rglob("*")
-                   if p.suffix == ".csv" or p.name == "items.jsonl")  # (labels hold timings)
+                   if p.suffix in (".csv", ".trec") or p.name == "items.jsonl"
+                   or p.parent.name == "runs")  # (not labels.jsonl: it holds timings)
     assert len(local) > 20
     assert Path("locomo/stores/f5/items.jsonl") in local  # built one task per collection
+    assert Path("locomo/runs/f5-bm25.jsonl") in local  # ranked one task per collection
     for rel in local:
-        assert (tmp_path / "ray" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
+        a, b = ((tmp_path / side / rel).read_bytes() for side in ("ray", "local"))
+        if rel.parent.name == "runs" and rel.suffix == ".jsonl":
+            # a trace's header names its input paths (two output folders here): its rankings
+            a, b = a.split(b"\n", 1)[1], b.split(b"\n", 1)[1]
+        assert a == b, rel
 
 
 def test_ray_keeps_the_commands_signal_handlers() -> None:
@@ -126,3 +135,96 @@ def test_ray_keeps_the_commands_signal_handlers() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# -- judging on an engine ------------------------------------------------------------------
+
+class _DyingJudge(LexicalJudge):
+    """The lexical judge asked one request at a time, as an endpoint judge is (two tasks in
+    flight), logging every request it answers; the worker about to ask ``victim`` dies, once
+    (a marker file says it did)."""
+
+    batch_size = None
+    endpoint = "test://dying-judge"
+    concurrency = 2
+
+    def __init__(self, log: str, victim: str) -> None:
+        super().__init__(name="lexical")
+        self.log, self.victim = log, victim
+
+    def ask(self, request: dict) -> Any:
+        from tiap.audit.judges import request_key
+
+        key = request_key(request)
+        if key == self.victim and not os.path.exists(self.log + ".died"):
+            Path(self.log + ".died").write_text("died\n")
+            os._exit(1)
+        with open(self.log, "a") as fh:
+            fh.write(key + "\n")
+        return super().ask(request)
+
+
+def _paper_cases(data_dir: Path, n: int) -> list:
+    from tiap.audit.paper import read_paper_cases
+
+    cases = read_paper_cases(data_dir / "mtel-mem" / "semantic_audit" / "judged_cases.csv")
+    seen, out = set(), []
+    for c in cases:  # distinct requests, so that each is asked
+        key = (c.answer, c.item_text)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out[:n]
+
+
+def test_judge_on_ray_a_killed_worker_repeats_no_request(engine: RayEngine, data_dir: Path,
+                                                         tmp_path: Path) -> None:
+    """12 real cases of the paper, two tasks of six requests, two in flight: the worker of
+    one dies before its third answer; Ray runs the task again, which reads the two verdicts
+    its shard holds and asks the other four. Every request is asked once, every verdict is
+    in the cache once, no shard is left, and the labels are the local run's."""
+    from tiap.audit.judges import request_key
+    from tiap.audit.run import VerdictCache, run_judges
+
+    cases = _paper_cases(data_dir, 12)
+    local = run_judges(cases, [LexicalJudge(name="lexical")],
+                       VerdictCache(tmp_path / "local.sqlite"))
+    keys = [request_key(LexicalJudge().request(c)) for c in cases]
+    assert len(set(keys)) == 12
+    log = str(tmp_path / "asked.log")
+    judge = _DyingJudge(log, keys[2])  # the third request of the first task
+    cache = VerdictCache(tmp_path / "ray.sqlite")
+    with use_engine(engine):
+        run = run_judges(cases, [judge], cache)
+    assert Path(log + ".died").read_text() == "died\n"  # a worker did die
+    asked = Path(log).read_text().split()
+    # the victim's first two requests were asked before it died, and not again
+    assert sorted(asked) == sorted(keys)
+    assert len(cache) == 12 and cache.case_ids() == {c.case_id for c in cases}
+    assert not list(cache.shard_dir.glob("*.jsonl"))
+    assert [(r.case_id, r.label) for r in run.records] == [
+        (r.case_id, r.label) for r in local.records]
+    assert run.stats[0].asked == 12 and run.stats[0].cached == 0
+
+
+def test_a_killed_drivers_shards_are_merged_not_asked_again(data_dir: Path,
+                                                            tmp_path: Path) -> None:
+    """The shard a task wrote before its driver was killed: the next run (here local) puts
+    its verdicts in the cache and asks only for the rest."""
+    from tiap.audit.judges import request_key
+    from tiap.audit.run import VerdictCache, _judge_task, _shard_path, _Task, run_judges
+
+    cases = _paper_cases(data_dir, 5)
+    judge = LexicalJudge(name="lexical")
+    items = [(request_key(judge.request(c)), c.case_id, judge.request(c)) for c in cases[:3]]
+    cache = VerdictCache(tmp_path / "cache.sqlite")
+    shard = _shard_path(cache.shard_dir, [k for k, _, _ in items])
+    answers, _ = _judge_task(_Task(judge, "lexical", tuple(items), str(shard)))
+    assert len(shard.read_text().splitlines()) == 3
+    with open(shard, "a") as fh:  # the line being written when the driver died
+        fh.write('{"key": "cut')
+    run = run_judges(cases, [judge], cache)
+    assert not shard.exists()
+    (st,) = run.stats
+    assert (st.cached, st.asked) == (3, 2)
+    assert [r.label for r in run.records[:3]] == [v.label for v, _ in answers]

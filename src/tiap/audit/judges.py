@@ -133,6 +133,9 @@ class Judge(ABC):
     endpoint: str | None = None
     max_invalid: float = MAX_INVALID
     structured: StructuredOutput | None = None
+    #: ``(factory, arguments)`` it was built from by :func:`make_judge` (no secret), so an
+    #: engine's worker can build the same judge (``None``: built directly)
+    spec: tuple[str, dict[str, Any]] | None = None
 
     @abstractmethod
     def settings(self) -> dict[str, Any]:
@@ -277,9 +280,11 @@ def make_judge(spec: str | tuple[str, Mapping[str, Any]], defaults: Mapping[str,
     options = {k: o for k, o in active_options().items() if k not in kwargs}
     try:
         with command_options(options, replace=True):
-            return factory(**merged)
+            judge = factory(**merged)
     except TypeError as exc:
         raise TiapError(f"judge {name!r}: {exc}", code="config") from None
+    judge.spec = (name, merged)
+    return judge
 
 
 # ------------------------------------------------------------------------------------------

@@ -35,11 +35,29 @@ recorded. A run started again with the same cache asks only for what is not in i
 
 Network judges run ``judge.concurrency`` cases at once in threads; only the calling thread
 writes to the cache. Offline judges get lists of ``judge.batch_size`` cases.
+
+**On an engine** (:mod:`tiap.engine`, ``--engine ray``) the requests go out as tasks: for a
+network judge up to 8 requests per task, asked one after another, with at most
+``judge.concurrency`` tasks in flight (the bound on what its endpoint is sent at once,
+wherever the workers are); for an offline judge one batch per task. A worker builds the judge from the spec it was made from
+(:attr:`Judge.spec <tiap.audit.judges.Judge.spec>`) and appends each verdict it may cache to
+its task's *shard* (``<cache>.shards/<sha256 of the task's request keys>.jsonl``, flushed and
+fsynced line by line) before returning it; the driver commits the task's verdicts to the
+cache and removes the shard. A worker killed mid-task has its task run again (Ray's retries),
+and the new attempt reads the shard and asks only what is not in it, so every request is
+asked once and every verdict recorded once. A killed driver leaves the shards of the tasks it
+had not committed; the next run (on any engine) merges them into the cache first
+(:meth:`VerdictCache.merge_shards`), so no finished verdict is asked for again. On a cluster
+the shard folder must be on a file system the workers and the driver share for this; without
+one the results still reach the cache through the driver, and a retried task asks again what
+its killed predecessor had not returned.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -52,6 +70,7 @@ from typing import Any
 from tiap.audit.cases import Case
 from tiap.audit.judges import Judge, Request, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
+from tiap.engine import current_engine
 from tiap.errors import TiapError
 from tiap.llm import InvalidReplies, redact
 
@@ -157,6 +176,64 @@ class VerdictCache:
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [_row(*r, now) for r in rows])
 
+    @property
+    def shard_dir(self) -> Path:
+        """Where an engine's workers write their shards: ``<cache>.shards/``."""
+        return self.path.with_name(self.path.name + ".shards")
+
+    def merge_shards(self) -> int:
+        """Commit the verdicts of every shard left in :attr:`shard_dir` (a driver killed
+        before it committed them) and remove the shards; returns how many verdicts were
+        read. A line cut by the kill (the last of a shard) is skipped: that request is asked
+        again."""
+        if not self.shard_dir.is_dir():
+            return 0
+        n = 0
+        for shard in sorted(self.shard_dir.glob("*.jsonl")):
+            rows = [_row_from_shard(d) for d in _read_shard(shard).values()]
+            self.put_many(rows)
+            n += len(rows)
+            shard.unlink()
+        return n
+
+    def merge_from(self, other: str | Path) -> dict[str, int]:
+        """Add the verdicts of another cache file (another machine's, or a worker's) that
+        this one lacks, keyed by request key as always; a folder of shards (``*.jsonl``)
+        is merged as :meth:`merge_shards` does, its files left in place. Returns
+        ``{"added", "same", "differing"}``: verdicts new here, present with the same label,
+        and present with another label (this cache's are kept: a network judge asked twice
+        may answer twice differently, and the first answer is the one already served)."""
+        path = Path(other)
+        if path.is_dir():
+            rows = [_row_from_shard(d) for shard in sorted(path.glob("*.jsonl"))
+                    for d in _read_shard(shard).values()]
+            out = {"added": 0, "same": 0, "differing": 0}
+            fresh: dict[str, CacheRow] = {}
+            for row in rows:
+                hit = self.get(row[0])
+                if hit is None:
+                    fresh.setdefault(row[0], row)
+                else:
+                    out["same" if hit[0].label == row[4].label else "differing"] += 1
+            self.put_many(list(fresh.values()))
+            out["added"] = len(fresh)
+            return out
+        if not path.is_file():
+            raise TiapError("no verdict cache here", file=path)
+        VerdictCache(path).close()  # refuses a file of another schema
+        self._db.execute("ATTACH DATABASE ? AS other", (str(path),))
+        try:
+            same, differing = self._db.execute(
+                "SELECT SUM(o.label = v.label), SUM(o.label != v.label) FROM other.verdicts o "
+                "JOIN verdicts v ON v.request_key = o.request_key").fetchone()
+            with self._db:
+                self._db.execute("BEGIN")
+                added = self._db.execute(
+                    "INSERT OR IGNORE INTO verdicts SELECT * FROM other.verdicts").rowcount
+        finally:
+            self._db.execute("DETACH DATABASE other")
+        return {"added": int(added), "same": int(same or 0), "differing": int(differing or 0)}
+
     def case_ids(self, judge: str | None = None) -> set[str]:
         """Case ids with a committed verdict (of one judge, or of any)."""
         if judge is None:
@@ -183,6 +260,28 @@ def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
     return (key, judge, case_id, verdict.label, canonical_json(redact(request)),
             json.dumps(redact(_verdict_to_json(verdict)), ensure_ascii=False),
             json.dumps(timing), created)
+
+
+def _read_shard(path: Path) -> dict[str, dict[str, Any]]:
+    """The verdict lines of a shard by request key (a line cut by a kill is skipped)."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the line a killed worker was writing
+        if isinstance(d, dict) and "key" in d:
+            out[d["key"]] = d
+    return out
+
+
+def _row_from_shard(d: dict[str, Any]) -> CacheRow:
+    return (d["key"], d["judge"], d["case_id"], d["request"],
+            _verdict_from_json(d["verdict"]), d["timing"])
 
 
 def _verdict_to_json(v: Verdict) -> dict[str, Any]:
@@ -273,6 +372,7 @@ def run_judges(
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):
         raise TiapError("case ids must be unique")
+    cache.merge_shards()  # what a killed driver's workers finished is not asked again
     records: list[LabelRecord] = []
     all_stats: list[JudgeStats] = []
     for judge in judges:
@@ -310,7 +410,28 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     if progress:
         progress(judge.name, 0, total)
     items = [(k, c, r) for k, (c, r) in pending.items()]
-    if judge.batch_size:
+    engine = current_engine()
+    if engine.name != "local" and items:
+        n_done = 0
+        for batch in _ask_on_engine(engine, judge, items, cache.shard_dir):
+            rows: list[CacheRow] = []
+            for k, c, r, v, timing in batch:
+                repeat = False
+                if judge.reusable(v):
+                    rows.append((k, judge.name, c.case_id, r, v, timing))
+                else:
+                    repeat = cache.failed(k)
+                    cache.put_failure(k, judge=judge.name, case_id=c.case_id,
+                                      reason=v.reason or "invalid reply")
+                done[k] = (v, timing, c.case_id)
+                if guard is not None:
+                    _watch(guard, judge, c, v, repeat)
+            cache.put_many(rows)
+            _shard_path(cache.shard_dir, [k for k, *_ in batch]).unlink(missing_ok=True)
+            n_done += len(batch)
+            if progress:
+                progress(judge.name, n_done, total)
+    elif judge.batch_size:
         n_done = 0
         for chunk in _chunks(items, judge.batch_size):
             started = datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -390,6 +511,112 @@ def _watch(guard: InvalidReplies, judge: Judge, case: Case, v: Verdict,
     else:
         guard.add(False, where=case.case_id, reason=v.reason or "invalid reply",
                   body=v.raw_response, query_id=case.query_id or None, repeat=repeat)
+
+
+def _shard_path(folder: Path, keys: Sequence[str]) -> Path:
+    """A task's shard: named by the sha256 of its request keys (content-addressed: a retried
+    task finds its predecessor's)."""
+    return folder / (hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32] + ".jsonl")
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One engine task: a judge (its spec, or the judge itself when it has none) and the
+    requests to ask, as (request key, case id, request)."""
+
+    judge: Any
+    name: str
+    items: tuple[tuple[str, str, Request], ...]
+    shard: str
+
+
+_WORKER_JUDGES: dict[str, Judge] = {}
+
+
+def _worker_judge(judge: Any) -> Judge:
+    """The judge of a task, built once per worker process from its spec."""
+    if isinstance(judge, Judge):
+        return judge
+    from tiap.audit.judges import make_judge
+
+    key = json.dumps(judge, sort_keys=True, default=str)
+    if key not in _WORKER_JUDGES:
+        _WORKER_JUDGES[key] = make_judge(judge)
+    return _WORKER_JUDGES[key]
+
+
+def _judge_task(task: _Task) -> tuple[list[tuple[Verdict, dict[str, Any]]],
+                                      dict[str, Any] | None]:
+    """Ask a task's requests on a worker: what its shard holds is not asked again, each
+    new verdict that may be cached is appended to the shard (fsynced) before the next.
+    Returns (verdict, timing) per request, in order, and the structured-output modes the
+    worker's judge settled on and was refused (its report, refusals of this task only)."""
+    judge = _worker_judge(task.judge)
+    shard = Path(task.shard)
+    have = _read_shard(shard)
+    before = len(judge.structured.refusals) if judge.structured is not None else 0
+    out: dict[str, tuple[Verdict, dict[str, Any]]] = {
+        k: (_verdict_from_json(have[k]["verdict"]), have[k]["timing"])
+        for k, _, _ in task.items if k in have}
+    todo = [x for x in task.items if x[0] not in out]
+
+    def keep(fh: Any, k: str, cid: str, r: Request, v: Verdict, timing: dict[str, Any]) -> None:
+        out[k] = (v, timing)
+        if judge.reusable(v):
+            fh.write(json.dumps({"key": k, "judge": task.name, "case_id": cid,
+                                 "request": redact(r), "verdict": redact(_verdict_to_json(v)),
+                                 "timing": timing}, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    if todo:
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        with open(shard, "a", encoding="utf-8") as fh:
+            if judge.batch_size:
+                started = datetime.now(UTC).isoformat(timespec="milliseconds")
+                t = time.monotonic()
+                verdicts = judge.ask_many([r for _, _, r in todo])
+                each = (time.monotonic() - t) / len(todo)
+                for (k, cid, r), v in zip(todo, verdicts, strict=True):
+                    keep(fh, k, cid, r, v, {"started": started, "seconds": round(each, 6),
+                                            "attempts": v.attempts, "batch": len(todo)})
+            else:
+                for k, cid, r in todo:
+                    started = datetime.now(UTC).isoformat(timespec="milliseconds")
+                    t = time.monotonic()
+                    v = judge.ask(r)
+                    keep(fh, k, cid, r, v, {"started": started,
+                                            "seconds": round(time.monotonic() - t, 4),
+                                            "attempts": v.attempts})
+    report = None
+    if judge.structured is not None:
+        report = judge.structured.report()
+        report["refusals"] = report["refusals"][before:]
+    return [out[k] for k, _, _ in task.items], report
+
+
+def _ask_on_engine(engine: Any, judge: Judge, items: list[tuple[str, Case, Request]],
+                   shard_dir: Path,
+                   ) -> Iterator[list[tuple[str, Case, Request, Verdict, dict[str, Any]]]]:
+    """The requests of ``items`` as engine tasks (module docstring); yields each finished
+    task's (key, case, request, verdict, timing) in the caller's thread."""
+    # a network judge: at most its concurrency in flight, each task asking up to 8 requests
+    # one after another (enough tasks to keep every slot busy); an offline judge: batches of
+    # its batch size (or single requests), every task at once
+    if judge.endpoint:
+        window = max(1, judge.concurrency)
+        size = max(1, min(8, -(-len(items) // window)))
+    else:
+        window, size = len(items), judge.batch_size or 1
+    groups = [items[i:i + size] for i in range(0, len(items), size)]
+    tasks = [_Task(judge.spec if judge.spec is not None else judge, judge.name,
+                   tuple((k, c.case_id, r) for k, c, r in g),
+                   str(_shard_path(shard_dir, [k for k, _, _ in g]))) for g in groups]
+    for i, (answers, report) in engine.imap_unordered(_judge_task, tasks, window):
+        if report is not None and judge.structured is not None:
+            judge.structured.absorb(report)
+        yield [(k, c, r, v, timing)
+               for (k, c, r), (v, timing) in zip(groups[i], answers, strict=True)]
 
 
 def _run_threaded(judge: Judge, items: list[tuple[str, Case, Request]],

@@ -214,6 +214,12 @@ def judge_cmd(
         "verdicts (invalid replies) are never cached and always asked again.")] = False,
     limit: Annotated[int | None, typer.Option(
         "--limit", min=1, help="Judge only the first N cases.")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where the requests are asked: local (threads in this process), "
+        "ray (tasks on a local Ray instance), ray://HOST:PORT or ray:auto (a Ray cluster; "
+        "pip install -e '.[ray]'): one request per task, at most --concurrency in flight "
+        "per openai judge; workers write each verdict to a shard beside the cache, so a "
+        "killed worker or driver repeats no finished request.")] = "local",
     force: ForceOption = False,
 ) -> None:
     """Judge every case with every judge; writes OUT/labels.jsonl and OUT/manifest.json
@@ -264,9 +270,13 @@ def judge_cmd(
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
                 "backoff": backoff, "max_invalid": max_invalid,
                 "response_format": response_format}
+    from tiap.engine import make_engine, use_engine
+
     with stack:
-        _judge_run(cases, out, judge, defaults, all_cases, cache_path, keep, retry_unscored,
-                   limit, force, local, max_invalid, response_format)
+        eng = stack.enter_context(contextlib.closing(make_engine(engine)))
+        with use_engine(eng):
+            _judge_run(cases, out, judge, defaults, all_cases, cache_path, keep,
+                       retry_unscored, limit, force, local, max_invalid, response_format)
 
 
 def _judge_run(cases: Path, out: Path, judge: list[str], defaults: dict[str, Any],

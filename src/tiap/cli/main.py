@@ -12,6 +12,7 @@ import typer
 from tiap import __version__
 from tiap.cli import (
     audit,
+    cache,
     datasets,
     imports,
     llm,
@@ -51,6 +52,7 @@ app.command("mem0-run")(mem0.mem0_run_cmd)
 app.command("measures")(measures.measures_cmd)
 app.add_typer(audit.app, name="audit")
 app.add_typer(llm.app, name="llm")
+app.add_typer(cache.app, name="cache")
 
 
 def _version(value: bool) -> None:

@@ -60,6 +60,11 @@ def retrieve_cmd(
     work: Annotated[Path | None, typer.Option(
         "--work", help="Folder for partial results, to resume an interrupted run (default "
         "<out>.work).", show_default=False)] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where collections are ranked: local (this process), ray (a local "
+        "Ray instance), ray://HOST:PORT or ray:auto (a Ray cluster; pip install -e "
+        "'.[ray]'): one collection per task with bm25 (dense and hybrid rank here). The "
+        "trace is the same.")] = "local",
 ) -> None:
     """Rank each query's collection with BM25, dense embeddings or their RRF fusion; write a
     trace (header line + one ranking a line) and a TREC run. Reruns resume."""
@@ -77,13 +82,19 @@ def retrieve_cmd(
         ret = make_retriever(retriever, model=model, ollama_url=ollama_url,
                              batch_size=batch_size, cache_dir=cache_dir, use_cache=not no_cache,
                              rrf_k=rrf_k, k1=bm25_k1, b=bm25_b)
+    from tiap.engine import make_engine, use_engine
+
     start = time.perf_counter()
+    eng = make_engine(engine)
     try:
-        result = _run_with_progress(ret, store, queries, out, k, system, work)
+        with use_engine(eng):
+            result = _run_with_progress(ret, store, queries, out, k, system, work)
     except KeyboardInterrupt:
         err_console.print(f"finished collections are kept in {work or default_work_dir(out)}; "
                           "rerun the same command to resume", highlight=False)
         raise
+    finally:
+        eng.close()
     seconds = time.perf_counter() - start
     n = len(result.run.rankings)
     note = f" ({result.resumed} resumed from the work folder)" if result.resumed else ""

@@ -327,9 +327,10 @@ def build_store(
 
 
 def cache_entries(path: str | Path | None, out: str | Path) -> tuple[str, ...]:
-    """The entries of ``out`` holding a parser's cache ``path`` (a SQLite file and its
-    ``-wal``, ``-shm`` and ``-journal`` files, or the folder holding it), when it lies inside
-    ``out``: used in place during the build and kept across the swap."""
+    """The entries of ``out`` holding a cache ``path`` (a SQLite file and its ``-wal``,
+    ``-shm`` and ``-journal`` files and the ``.shards`` folder of an engine's workers, or the
+    folder holding it), when it lies inside ``out``: used in place and kept across the
+    swap."""
     if path is None:
         return ()
     root = Path(out).resolve()
@@ -340,7 +341,7 @@ def cache_entries(path: str | Path | None, out: str | Path) -> tuple[str, ...]:
     top = rel.parts[0]
     if len(rel.parts) > 1:
         return (top,)
-    return (top, *(f"{top}{suffix}" for suffix in ("-wal", "-shm", "-journal")))
+    return (top, *(f"{top}{suffix}" for suffix in ("-wal", "-shm", "-journal", ".shards")))
 
 
 def _write_items(

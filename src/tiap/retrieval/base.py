@@ -48,6 +48,10 @@ class Retriever(ABC):
 
     #: The short name: the default system name of its runs.
     name: str = ""
+    #: Whether the retriever travels to an engine's worker as it is (its settings are all
+    #: its state: BM25), so that collections are ranked there (:mod:`tiap.engine`); a
+    #: retriever holding encoded vectors and a cache connection (dense) ranks in the driver.
+    portable: bool = False
 
     @abstractmethod
     def spec(self) -> dict[str, Any]:

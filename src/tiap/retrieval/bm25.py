@@ -36,6 +36,7 @@ class BM25Retriever(Retriever):
     """BM25 over each collection's texts (see the module docstring for the exact formula)."""
 
     name = "bm25"
+    portable = True
 
     def __init__(
         self,

@@ -13,6 +13,12 @@ process) loses at most the batch in flight and never leaves a half-written vecto
 processes may read and write it at once. Vectors are float32 blobs; a row also records its
 dimension, and a model whose vectors change dimension is an error.
 
+Mergeable: the keys are content addresses (model id, sha256 of the text), so caches filled
+on several machines or by several workers, one file each, merge into one
+(:meth:`EmbeddingCache.merge_from`, ``tiap cache merge``) without a conflict a key could hide:
+a vector already present is kept, and one that differs from it (another machine's float
+rounding) is counted, never silently replaced.
+
 Location: ``cache_dir`` if given, else ``$TIAP_CACHE/embeddings``, else
 ``~/.cache/tiap/embeddings``. ``EmbeddingCache(None)`` keeps the vectors in memory only.
 """
@@ -157,6 +163,34 @@ class EmbeddingCache:
             self._db.executemany(
                 "INSERT OR IGNORE INTO vectors (model, key, dim, vec) VALUES (?, ?, ?, ?)", rows
             )
+
+    def merge_from(self, other: str | Path) -> dict[str, int]:
+        """Add every vector of another cache file (``embeddings.sqlite3`` of another machine
+        or worker) that this one lacks, in one transaction. Returns ``{"added", "same",
+        "differing"}``: vectors new here, present with the same bytes, and present with other
+        bytes (this cache's are kept)."""
+        path = Path(other)
+        if path.is_dir():
+            path = path / DB_NAME
+        if not path.is_file():
+            raise TiapError("no embedding cache here", file=path)
+        self._db.execute("ATTACH DATABASE ? AS other", (str(path),))
+        try:
+            try:
+                same, differing = self._db.execute(
+                    "SELECT SUM(o.vec = v.vec), SUM(o.vec != v.vec) FROM other.vectors o "
+                    "JOIN vectors v ON v.model = o.model AND v.key = o.key").fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise TiapError(f"not an embedding cache ({exc})", file=path) from None
+            with self._db:
+                self._db.execute("BEGIN")
+                cur = self._db.execute(
+                    "INSERT OR IGNORE INTO vectors (model, key, dim, vec) "
+                    "SELECT model, key, dim, vec FROM other.vectors")
+                added = cur.rowcount
+        finally:
+            self._db.execute("DETACH DATABASE other")
+        return {"added": int(added), "same": int(same or 0), "differing": int(differing or 0)}
 
     def count(self, model: str | None = None) -> int:
         """How many vectors the cache holds (for one model, or in all)."""

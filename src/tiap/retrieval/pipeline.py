@@ -15,6 +15,11 @@ the query's collection (never an item of another collection), to a fixed depth. 
 
 The header holds no timestamp: the same inputs and settings give a byte-identical trace.
 
+On an engine (:mod:`tiap.engine`, ``--engine ray``) a portable retriever (BM25:
+:attr:`Retriever.portable <tiap.retrieval.base.Retriever.portable>`) ranks each collection in
+its own task; the rankings are the same and are written in the queries' order, so the trace
+is byte-identical to a local run's.
+
 Resuming: each finished collection's rankings are written (atomically) to a work folder
 next to the output, ``<out>.work/``, together with the run's fingerprint (inputs' sha256,
 retriever spec, depth, system). A rerun with the same fingerprint loads finished
@@ -269,6 +274,29 @@ def rank_collection(
     return out
 
 
+def _rank_job(job: tuple[Retriever, CollectionPlan, int, str]) -> list[dict[str, Any]]:
+    """One collection's ranking rows, on an engine's worker."""
+    retriever, plan, depth, system = job
+    return [_row(r) for r in rank_collection(retriever, plan.items, plan.queries, depth=depth,
+                                             system=system)]
+
+
+def _ranked(retriever: Retriever, todo: Sequence[CollectionPlan], depth: int,
+            system: str) -> Iterator[tuple[CollectionPlan, list[dict[str, Any]]]]:
+    """Each collection of ``todo`` with its ranking rows, as each is finished: on the engine
+    in use when the retriever is portable, else here, in order."""
+    from tiap.engine import current_engine
+
+    engine = current_engine()
+    if engine.name != "local" and retriever.portable:
+        jobs = [(retriever, plan, depth, system) for plan in todo]
+        for i, rows in engine.imap_unordered(_rank_job, jobs, len(jobs)):
+            yield todo[i], rows
+        return
+    for plan in todo:
+        yield plan, _rank_job((retriever, plan, depth, system))
+
+
 def _row(r: Ranking) -> dict[str, Any]:
     return {"query_id": r.query_id, "system": r.system, "ranking": list(r.item_ids),
             "scores": list(r.scores or ())}
@@ -520,10 +548,7 @@ def retrieve(
         texts += [q.question for p in todo for q in p.queries]
         retriever.prepare(texts, progress)
         task = progress.add_task("ranking collections", total=len(todo)) if progress else None
-        for plan in todo:
-            rankings = rank_collection(retriever, plan.items, plan.queries, depth=depth,
-                                       system=system)
-            rows = [_row(r) for r in rankings]
+        for plan, rows in _ranked(retriever, todo, depth, system):
             work.save(plan, rows)
             rows_by_coll[plan.collection_id] = rows
             if progress is not None and task is not None:
