@@ -55,6 +55,7 @@ its killed predecessor had not returned.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -379,6 +380,8 @@ def run_judges(
         recs, st = _run_one(judge, cases, cache, retry_unscored, progress)
         records.extend(recs)
         all_stats.append(st)
+    with contextlib.suppress(OSError):  # an engine's shard folder, once every shard is in
+        cache.shard_dir.rmdir()
     return JudgeRun(records=tuple(records), stats=tuple(all_stats),
                     judges=tuple(j.settings() for j in judges))
 
