@@ -176,6 +176,8 @@ class VerdictCache:
             self._db.executemany(
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [_row(*r, now) for r in rows])
+            self._db.executemany("DELETE FROM failures WHERE request_key=?",
+                                 [(r[0],) for r in rows])
 
     @property
     def shard_dir(self) -> Path:
@@ -413,22 +415,30 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     if progress:
         progress(judge.name, 0, total)
     items = [(k, c, r) for k, (c, r) in pending.items()]
+
+    def commit(k: str, c: Case, r: Request, v: Verdict, timing: dict[str, Any],
+               rows: list[CacheRow]) -> None:
+        """One reply of an endpoint judge (or an offline one on an engine): a reusable
+        verdict joins ``rows`` (to commit); an invalid reply is not cached, only noted, and
+        the next run asks again."""
+        repeat = False
+        if judge.reusable(v):
+            rows.append((k, judge.name, c.case_id, r, v, timing))
+        else:
+            repeat = cache.failed(k)
+            cache.put_failure(k, judge=judge.name, case_id=c.case_id,
+                              reason=v.reason or "invalid reply")
+        done[k] = (v, timing, c.case_id)
+        if guard is not None:
+            _watch(guard, judge, c, v, repeat)
+
     engine = current_engine()
     if engine.name != "local" and items:
         n_done = 0
         for batch in _ask_on_engine(engine, judge, items, cache.shard_dir):
             rows: list[CacheRow] = []
             for k, c, r, v, timing in batch:
-                repeat = False
-                if judge.reusable(v):
-                    rows.append((k, judge.name, c.case_id, r, v, timing))
-                else:
-                    repeat = cache.failed(k)
-                    cache.put_failure(k, judge=judge.name, case_id=c.case_id,
-                                      reason=v.reason or "invalid reply")
-                done[k] = (v, timing, c.case_id)
-                if guard is not None:
-                    _watch(guard, judge, c, v, repeat)
+                commit(k, c, r, v, timing, rows)
             cache.put_many(rows)
             _shard_path(cache.shard_dir, [k for k, *_ in batch]).unlink(missing_ok=True)
             n_done += len(batch)
@@ -458,17 +468,9 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         for n_done, (k, c, r, v, started, seconds) in enumerate(_run_threaded(judge, items),
                                                                 1):
             timing = {"started": started, "seconds": round(seconds, 4), "attempts": v.attempts}
-            repeat = False
-            if judge.reusable(v):
-                cache.put(k, judge=judge.name, case_id=c.case_id, request=r, verdict=v,
-                          timing=timing)
-            else:  # an invalid reply is not cached, only noted: the next run asks again
-                repeat = cache.failed(k)
-                cache.put_failure(k, judge=judge.name, case_id=c.case_id,
-                                  reason=v.reason or "invalid reply")
-            done[k] = (v, timing, c.case_id)
-            if guard is not None:
-                _watch(guard, judge, c, v, repeat)
+            rows = []
+            commit(k, c, r, v, timing, rows)
+            cache.put_many(rows)  # committed before the next is recorded
             if progress:
                 progress(judge.name, n_done, total)
     if guard is not None:
