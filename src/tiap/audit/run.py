@@ -417,13 +417,17 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     items = [(k, c, r) for k, (c, r) in pending.items()]
 
     def commit(k: str, c: Case, r: Request, v: Verdict, timing: dict[str, Any],
-               rows: list[CacheRow]) -> None:
+               rows: list[CacheRow] | None = None) -> None:
         """One reply of an endpoint judge (or an offline one on an engine): a reusable
-        verdict joins ``rows`` (to commit); an invalid reply is not cached, only noted, and
-        the next run asks again."""
+        verdict is committed now (or joins ``rows``, committed together); an invalid reply
+        is not cached, only noted, and the next run asks again."""
         repeat = False
         if judge.reusable(v):
-            rows.append((k, judge.name, c.case_id, r, v, timing))
+            if rows is None:
+                cache.put(k, judge=judge.name, case_id=c.case_id, request=r, verdict=v,
+                          timing=timing)
+            else:
+                rows.append((k, judge.name, c.case_id, r, v, timing))
         else:
             repeat = cache.failed(k)
             cache.put_failure(k, judge=judge.name, case_id=c.case_id,
@@ -468,9 +472,7 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         for n_done, (k, c, r, v, started, seconds) in enumerate(_run_threaded(judge, items),
                                                                 1):
             timing = {"started": started, "seconds": round(seconds, 4), "attempts": v.attempts}
-            rows = []
-            commit(k, c, r, v, timing, rows)
-            cache.put_many(rows)  # committed before the next is recorded
+            commit(k, c, r, v, timing)  # committed before the next is recorded
             if progress:
                 progress(judge.name, n_done, total)
     if guard is not None:
