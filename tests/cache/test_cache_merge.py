@@ -84,3 +84,23 @@ def test_merge_refuses_mixed_kinds_and_itself(tmp_path: Path, capsys) -> None:
     assert main(["cache", "merge", str(tmp_path / "junk.sqlite"), "--into",
                  str(tmp_path / "v.sqlite")]) != 0
     assert "junk.sqlite" in capsys.readouterr().err
+
+
+def test_a_corrupt_shard_line_is_a_located_error(tmp_path: Path) -> None:
+    """Only a last line without its newline is a kill's cut line (skipped); a broken line
+    before it, or a line that is not a verdict, names the shard and the line."""
+    from tiap.errors import TiapError
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "a.jsonl").write_text('{"key": "k1", "judge"\n{"key": "k2"}\n')
+    with VerdictCache(tmp_path / "c.sqlite") as c, pytest.raises(TiapError) as err:
+        c.merge_from(shards)
+    assert "a.jsonl:1: " in str(err.value) and "not JSON" in str(err.value)
+    (shards / "a.jsonl").write_text('{"key": "k2"}\n')
+    with VerdictCache(tmp_path / "c.sqlite") as c, pytest.raises(TiapError) as err:
+        c.merge_from(shards)
+    assert "a.jsonl:1: " in str(err.value) and "lacks" in str(err.value)
+    (shards / "a.jsonl").write_text('{"key": "k2", "jud')  # a kill's cut line alone
+    with VerdictCache(tmp_path / "c.sqlite") as c:
+        assert c.merge_from(shards) == {"added": 0, "same": 0, "differing": 0}

@@ -186,16 +186,13 @@ class VerdictCache:
 
     def merge_shards(self) -> int:
         """Commit the verdicts of every shard left in :attr:`shard_dir` (a driver killed
-        before it committed them) and remove the shards; returns how many verdicts were
-        read. A line cut by the kill (the last of a shard) is skipped: that request is asked
-        again."""
+        before it committed them; :meth:`merge_from`) and remove the shards; returns how
+        many verdicts were read. A line cut by the kill (the last of a shard) is skipped:
+        that request is asked again."""
         if not self.shard_dir.is_dir():
             return 0
-        n = 0
-        for shard in sorted(self.shard_dir.glob("*.jsonl")):
-            rows = [_row_from_shard(d) for d in _read_shard(shard).values()]
-            self.put_many(rows)
-            n += len(rows)
+        n = sum(self.merge_from(self.shard_dir).values())
+        for shard in self.shard_dir.glob("*.jsonl"):
             shard.unlink()
         return n
 
@@ -266,20 +263,34 @@ def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
 
 
 def _read_shard(path: Path) -> dict[str, dict[str, Any]]:
-    """The verdict lines of a shard by request key (a line cut by a kill is skipped)."""
+    """The verdict lines of a shard by request key. A last line without its newline is the
+    one a killed worker was writing: skipped (its request is asked again). Any other line
+    that is not a verdict is an error naming the shard and the line."""
     out: dict[str, dict[str, Any]] = {}
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return out
-    for line in text.splitlines():
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line:
+            continue
         try:
             d = json.loads(line)
         except json.JSONDecodeError:
-            continue  # the line a killed worker was writing
-        if isinstance(d, dict) and "key" in d:
-            out[d["key"]] = d
+            if n == len(lines):  # no newline after it: cut by a kill
+                continue
+            raise TiapError("a verdict shard line is not JSON; move the shard away (its "
+                            "requests are then asked again)", file=path, line=n) from None
+        if not (isinstance(d, dict) and _SHARD_KEYS <= d.keys()):
+            raise TiapError(f"a verdict shard line lacks {sorted(_SHARD_KEYS - set(d))}"
+                            if isinstance(d, dict) else "a verdict shard line is not an "
+                            "object", file=path, line=n)
+        out[d["key"]] = d
     return out
+
+
+_SHARD_KEYS = frozenset({"key", "judge", "case_id", "request", "verdict", "timing"})
 
 
 def _row_from_shard(d: dict[str, Any]) -> CacheRow:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import json
 import multiprocessing
 import os
@@ -188,6 +189,10 @@ def _rebuildable(parser: Parser) -> bool:
         return False
 
 
+#: Collections sent to an engine at once (their chunks are held until the slice is back).
+ENGINE_SLICE = 32
+
+
 def _engine_chunk(job: tuple[str, dict[str, Any], str, Bundle]) -> _Chunk:
     """One collection's chunk on an engine's worker (the parser rebuilt from its spec)."""
     name, args, store, bundle = job
@@ -200,9 +205,12 @@ def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int,
 
     engine = current_engine()
     if engine.name != "local" and parser.parallel and _rebuildable(parser):
-        # one task per collection, anywhere (tiap.engine); chunks come back in order
+        # one task per collection, anywhere (tiap.engine); chunks come back in order, a
+        # slice of collections at a time, so memory stays bounded as in a local build
         spec = (parser.spec.name, dict(parser.spec.args), store)
-        yield from engine.map(_engine_chunk, [(*spec, b) for b in bundles])
+        rest = iter(bundles)
+        while part := list(itertools.islice(rest, ENGINE_SLICE)):
+            yield from engine.map(_engine_chunk, [(*spec, b) for b in part])
         return
     if workers <= 1 or not parser.parallel or not _rebuildable(parser):
         for b in bundles:
