@@ -9,6 +9,9 @@
   (:func:`check_output_folder`) unless forced.
 - :func:`iter_jsonl` yields ``(line_number, object)`` and names the file and line of a
   malformed record.
+- :func:`shard_path`, :func:`append_shard` and :func:`read_shard`: the shards an engine's
+  workers write results to, one JSON line each, fsynced, so that a killed worker's retried
+  task or a killed driver's next run takes up what was finished.
 """
 
 from __future__ import annotations
@@ -481,3 +484,45 @@ def write_jsonl(path: str | Path, rows: Any) -> int:
             fh.write("\n")
             n += 1
     return n
+
+
+def shard_path(folder: Path, keys: Iterable[str]) -> Path:
+    """A task's shard in ``folder``: named by the sha256 of its request keys
+    (content-addressed: a retried task finds its predecessor's)."""
+    return folder / (hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32] + ".jsonl")
+
+
+def append_shard(fh: IO[str], row: dict[str, Any]) -> None:
+    """One result line, flushed and fsynced before the worker asks its next request."""
+    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def read_shard(path: Path, required: frozenset[str], what: str) -> dict[str, dict[str, Any]]:
+    """The lines of a shard by their ``key``. A last line without its newline is the one a
+    killed worker was writing: skipped (its request is asked again). Any other line that is
+    not an object with the ``required`` keys is an error naming the shard and the line
+    (``what`` names a line's kind: ``verdict``, ``parsed turn``)."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line:
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):  # no newline after it: cut by a kill
+                continue
+            raise TiapError(f"a {what} shard line is not JSON; move the shard away (its "
+                            "requests are then asked again)", file=path, line=n) from None
+        if not (isinstance(d, dict) and required <= d.keys()):
+            raise TiapError(f"a {what} shard line lacks {sorted(required - set(d))}"
+                            if isinstance(d, dict) else f"a {what} shard line is not an "
+                            "object", file=path, line=n)
+        out[d["key"]] = d
+    return out

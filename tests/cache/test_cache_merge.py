@@ -11,8 +11,9 @@ import pytest
 
 from tiap.audit.judges import LexicalJudge, request_key
 from tiap.audit.labels import Verdict
-from tiap.audit.run import VerdictCache, _judge_task, _shard_path, _Task
+from tiap.audit.run import VerdictCache, _judge_task, _Task
 from tiap.cli.main import main
+from tiap.io import shard_path
 from tiap.retrieval.cache import EmbeddingCache, text_key
 
 
@@ -47,7 +48,7 @@ def test_a_folder_of_worker_shards_merges_into_a_cache(tmp_path: Path) -> None:
     items = tuple((request_key(r), f"c{i}", r) for i, r in enumerate(reqs))
     shards = tmp_path / "shards"
     for part in (items[:2], items[2:]):
-        _judge_task(_Task(judge, "lexical", part, str(_shard_path(shards, [k for k, _, _ in part]))))
+        _judge_task(_Task(judge, "lexical", part, str(shard_path(shards, [k for k, _, _ in part]))))
     assert len(list(shards.glob("*.jsonl"))) == 2
     with VerdictCache(tmp_path / "c.sqlite") as c:
         assert c.merge_from(shards) == {"added": 4, "same": 0, "differing": 0}

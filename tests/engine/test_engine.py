@@ -216,13 +216,14 @@ def test_a_killed_drivers_shards_are_merged_not_asked_again(data_dir: Path,
     """The shard a task wrote before its driver was killed: the next run (here local) puts
     its verdicts in the cache and asks only for the rest."""
     from tiap.audit.judges import request_key
-    from tiap.audit.run import VerdictCache, _judge_task, _shard_path, _Task, run_judges
+    from tiap.audit.run import VerdictCache, _judge_task, _Task, run_judges
+    from tiap.io import shard_path
 
     cases = _paper_cases(data_dir, 5)
     judge = LexicalJudge(name="lexical")
     items = [(request_key(judge.request(c)), c.case_id, judge.request(c)) for c in cases[:3]]
     cache = VerdictCache(tmp_path / "cache.sqlite")
-    shard = _shard_path(cache.shard_dir, [k for k, _, _ in items])
+    shard = shard_path(cache.shard_dir, [k for k, _, _ in items])
     answers, _ = _judge_task(_Task(judge, "lexical", tuple(items), str(shard)))
     assert len(shard.read_text().splitlines()) == 3
     with open(shard, "a") as fh:  # the line being written when the driver died

@@ -56,9 +56,7 @@ its killed predecessor had not returned.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +71,7 @@ from tiap.audit.judges import Judge, Request, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
 from tiap.engine import current_engine
 from tiap.errors import TiapError
+from tiap.io import append_shard, read_shard, shard_path
 from tiap.llm import InvalidReplies, redact
 
 __all__ = ["JudgeRun", "VerdictCache", "run_judges"]
@@ -263,31 +262,8 @@ def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
 
 
 def _read_shard(path: Path) -> dict[str, dict[str, Any]]:
-    """The verdict lines of a shard by request key. A last line without its newline is the
-    one a killed worker was writing: skipped (its request is asked again). Any other line
-    that is not a verdict is an error naming the shard and the line."""
-    out: dict[str, dict[str, Any]] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return out
-    lines = text.split("\n")
-    for n, line in enumerate(lines, 1):
-        if not line:
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            if n == len(lines):  # no newline after it: cut by a kill
-                continue
-            raise TiapError("a verdict shard line is not JSON; move the shard away (its "
-                            "requests are then asked again)", file=path, line=n) from None
-        if not (isinstance(d, dict) and _SHARD_KEYS <= d.keys()):
-            raise TiapError(f"a verdict shard line lacks {sorted(_SHARD_KEYS - set(d))}"
-                            if isinstance(d, dict) else "a verdict shard line is not an "
-                            "object", file=path, line=n)
-        out[d["key"]] = d
-    return out
+    """The verdict lines of a shard by request key (:func:`tiap.io.read_shard`)."""
+    return read_shard(path, _SHARD_KEYS, "verdict")
 
 
 _SHARD_KEYS = frozenset({"key", "judge", "case_id", "request", "verdict", "timing"})
@@ -455,7 +431,7 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
             for k, c, r, v, timing in batch:
                 commit(k, c, r, v, timing, rows)
             cache.put_many(rows)
-            _shard_path(cache.shard_dir, [k for k, *_ in batch]).unlink(missing_ok=True)
+            shard_path(cache.shard_dir, [k for k, *_ in batch]).unlink(missing_ok=True)
             n_done += len(batch)
             if progress:
                 progress(judge.name, n_done, total)
@@ -531,12 +507,6 @@ def _watch(guard: InvalidReplies, judge: Judge, case: Case, v: Verdict,
                   body=v.raw_response, query_id=case.query_id or None, repeat=repeat)
 
 
-def _shard_path(folder: Path, keys: Sequence[str]) -> Path:
-    """A task's shard: named by the sha256 of its request keys (content-addressed: a retried
-    task finds its predecessor's)."""
-    return folder / (hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32] + ".jsonl")
-
-
 @dataclass(frozen=True)
 class _Task:
     """One engine task: a judge (its spec, or the judge itself when it has none) and the
@@ -581,11 +551,9 @@ def _judge_task(task: _Task) -> tuple[list[tuple[Verdict, dict[str, Any]]],
     def keep(fh: Any, k: str, cid: str, r: Request, v: Verdict, timing: dict[str, Any]) -> None:
         out[k] = (v, timing)
         if judge.reusable(v):
-            fh.write(json.dumps({"key": k, "judge": task.name, "case_id": cid,
-                                 "request": redact(r), "verdict": redact(_verdict_to_json(v)),
-                                 "timing": timing}, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            append_shard(fh, {"key": k, "judge": task.name, "case_id": cid,
+                              "request": redact(r), "verdict": redact(_verdict_to_json(v)),
+                              "timing": timing})
 
     if todo:
         shard.parent.mkdir(parents=True, exist_ok=True)
@@ -629,7 +597,7 @@ def _ask_on_engine(engine: Any, judge: Judge, items: list[tuple[str, Case, Reque
     groups = [items[i:i + size] for i in range(0, len(items), size)]
     tasks = [_Task(judge.spec if judge.spec is not None else judge, judge.name,
                    tuple((k, c.case_id, r) for k, c, r in g),
-                   str(_shard_path(shard_dir, [k for k, _, _ in g]))) for g in groups]
+                   str(shard_path(shard_dir, [k for k, _, _ in g]))) for g in groups]
     for i, (answers, report) in engine.imap_unordered(_judge_task, tasks, window):
         if report is not None and judge.structured is not None:
             judge.structured.absorb(report)
