@@ -9,7 +9,9 @@ out are the ones that grow with an audit's size:
   vectors come from the seed and the subset alone, so no task depends on another or on the
   order tasks finish in; :func:`tiap.sensitivity.stats.evaluate_gaps`);
 - rescoring: each run (system) against its store (:func:`tiap.scoring.rescore.rescore`);
-- building a store: each collection (:func:`tiap.memory.build.build_store`);
+- building a store: each collection (:func:`tiap.memory.build.build_store`), or, for the
+  ``llm`` parser, its requests, a few turns per task, at most its ``concurrency`` tasks in
+  flight (:class:`tiap.memory.llm.LlmParser`);
 - judging: the requests of a judge, a few per task for a judge that calls an endpoint (at
   most its ``concurrency`` tasks in flight), a batch per task for an offline one
   (:func:`tiap.audit.run.run_judges`).

@@ -233,3 +233,141 @@ def test_a_killed_drivers_shards_are_merged_not_asked_again(data_dir: Path,
     (st,) = run.stats
     assert (st.cached, st.asked) == (3, 2)
     assert [r.label for r in run.records[:3]] == [v.label for v, _ in answers]
+
+
+# -- the llm parser on an engine -------------------------------------------------------------
+
+def _dying_parser_class() -> type:
+    from tiap.memory.llm import LlmParser
+
+    class DyingParser(LlmParser):
+        """The llm parser logging every turn it asks (request key and reply status); the
+        worker about to ask ``victim`` dies, once (a marker file says it did)."""
+
+        def __init__(self, *, log: str, victim: str, **kw: Any) -> None:
+            super().__init__(**kw)
+            self._args = {**self._args, "log": log, "victim": victim}
+            self.log, self.victim = log, victim
+
+        def _ask(self, messages: list) -> Any:
+            key = self.key(messages)
+            if key == self.victim and not os.path.exists(self.log + ".died"):
+                Path(self.log + ".died").write_text("died\n")
+                os._exit(1)
+            res = super()._ask(messages)
+            with open(self.log, "a") as fh:
+                fh.write(f"{key} {res.status}\n")
+            return res
+
+    return DyingParser
+
+
+def _first_turns(data_dir: Path, n: int) -> Any:
+    from dataclasses import replace
+
+    from tiap.datasets import load
+    from tiap.datasets.base import Bundle, InlineDataset
+
+    conv = next(iter(load("locomo", data_dir).bundles()))
+    turns = conv.turns[:n]
+    return InlineDataset([Bundle(collection=replace(conv.collection, n_turns=n),
+                                 sessions=conv.sessions[:1], turns=turns, queries=(),
+                                 memories=())])
+
+
+def _llm_args(local_llm: Any, cache: Path) -> dict[str, Any]:
+    return {"base_url": local_llm.base_url, "model": local_llm.model, "max_facts": 3,
+            "api_key_env": "OPENAI_API_KEY", "temperature": 0.0, "seed": 1337,
+            "timeout": 300.0, "max_retries": 2, "json_retries": 0, "backoff": 0.1,
+            "concurrency": 2, "context_turns": 3, "context_chars": 400,
+            "max_turn_chars": 6000, "cache": cache, "max_invalid": 1.0,
+            "max_tokens": 128}
+
+
+def test_llm_parser_on_ray_a_killed_worker_repeats_no_turn(
+        engine: RayEngine, local_llm: Any, data_dir: Path, tmp_path: Path) -> None:
+    """Six real LoCoMo turns parsed by SmolLM2 on llama.cpp through two Ray tasks of three
+    (two in flight): the worker of the first dies before its second turn; Ray runs the task
+    again, which takes the reply its shard holds and asks the other two. Every turn is
+    asked once (a second time only if its first reply was invalid, which is never cached),
+    the cache holds every valid turn, no shard is left, and a local build from that cache
+    asks only the invalid turns again and writes the same items for every other turn."""
+    from tiap.memory import build_store
+    from tiap.memory.build import ITEMS_FILE
+    from tiap.memory.parsers import turn_contexts
+    from tiap.memory.llm import build_messages
+
+    ds = _first_turns(data_dir, 6)
+    cache = tmp_path / "llm.sqlite"
+    log = str(tmp_path / "asked.log")
+    cls = _dying_parser_class()
+    probe = cls(log=log, victim="", **_llm_args(local_llm, cache))
+    (bundle,) = list(ds.bundles())
+    keys = [probe.key(build_messages(c, 3)) for c in turn_contexts(bundle, 3)]
+    probe.close()
+    assert len(set(keys)) == 6
+    parser = cls(log=log, victim=keys[1], **_llm_args(local_llm, cache))
+    with use_engine(engine):
+        ray_run = build_store(ds, parser, tmp_path / "ray", store="s")
+    assert Path(log + ".died").read_text() == "died\n"  # a worker did die
+    asked = [line.split() for line in Path(log).read_text().splitlines()]
+    times = {k: sum(a == k for a, _ in asked) for k in keys}
+    first = {}
+    for k, status in asked:
+        first.setdefault(k, status)
+    for k in keys:  # asked once; twice only after an invalid reply, which is not cached
+        assert times[k] == 1 or (times[k] == 2 and first[k] == "invalid"), (k, times[k])
+    stats = ray_run.manifest["parser_stats"]
+    assert stats["turns"] == 6 and stats["cache_hits"] == 0
+    assert stats["requests"] == len(asked) - 1  # the turn already in the shard: not again
+    assert stats["response_format"]["used"] == "json_schema"
+    shards = cache.with_name(cache.name + ".shards")
+    assert not shards.exists()  # every shard committed, the folder removed
+    local = build_store(ds, "llm", tmp_path / "local", parser_args=_llm_args(local_llm, cache),
+                        store="s")
+    lstats = local.manifest["parser_stats"]
+    invalid = {k for k, status in asked if status == "invalid"} - {
+        k for k, status in asked if status == "ok"}
+    assert stats["turns_invalid"] == len(invalid)
+    assert lstats["cache_hits"] == 6 - len(invalid)  # every valid turn was committed
+    assert lstats["requests"] == len(invalid)  # and is not asked again
+    bad = {uid for k, uid in zip(keys, [t.unit_id for t in bundle.turns], strict=True)
+           if k in invalid}
+
+    def rows(side: str) -> list[str]:  # the items of the turns with a valid reply
+        lines = (tmp_path / side / ITEMS_FILE).read_text().splitlines()
+        return [x for x in lines if json.loads(x)["sources"][0] not in bad]
+
+    assert len(invalid) < 6 and rows("ray") == rows("local")
+
+
+def test_a_killed_drivers_parser_shard_is_merged_not_asked_again(
+        local_llm: Any, data_dir: Path, tmp_path: Path) -> None:
+    """The shard a parsing task wrote before its driver was killed (its last line cut mid-
+    write): the next build puts its turns in the cache before asking anything."""
+    from tiap.io import shard_path
+    from tiap.memory import build_store
+    from tiap.memory.llm import LlmParser, _parse_task, _ParseTask, build_messages
+    from tiap.memory.parsers import turn_contexts
+
+    ds = _first_turns(data_dir, 2)
+    cache = tmp_path / "llm.sqlite"
+    args = _llm_args(local_llm, cache)
+    parser = LlmParser(**args)
+    (bundle,) = list(ds.bundles())
+    items = []
+    for c in turn_contexts(bundle, 3):
+        m = build_messages(c, 3)
+        items.append((parser.key(m), c.turn.unit_id, m))
+    shard = shard_path(parser.shard_dir, [k for k, _, _ in items])
+    results, report = _parse_task(_ParseTask((LlmParser, args), None, tuple(items), str(shard)))
+    parser.close()
+    assert report["used"] == "json_schema"
+    valid = sum(r.status == "ok" for r in results)
+    assert len(shard.read_text().splitlines()) == valid >= 1
+    with open(shard, "a") as fh:  # the line being written when the driver died
+        fh.write('{"key": "cut')
+    res = build_store(ds, "llm", tmp_path / "store", parser_args=args)
+    stats = res.manifest["parser_stats"]
+    assert stats["cache_hits"] == valid and stats["requests"] == 2 - valid
+    assert not shard.exists() and not parser.shard_dir.exists()

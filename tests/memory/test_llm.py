@@ -26,6 +26,7 @@ from memory_fixtures import (
 )
 
 from tiap.datasets import load
+from tiap.engine import LocalEngine, use_engine
 from tiap.errors import MissingExtraError, TiapError
 from tiap.memory import build_store, make_parser, turn_contexts
 from tiap.memory.llm import build_messages, parse_facts
@@ -164,6 +165,49 @@ def test_endpoint_down_stops_the_build_and_keeps_finished_turns(
     build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "s")
     asked = [turn_text(b) for b in fake_llm.requests]
     assert len(asked) == 3 and not any("charity race" in t or "Good to see" in t for t in asked)
+
+
+class _TasksHere(LocalEngine):
+    """The engine path (requests as tasks, shards) with the tasks run in this process, in
+    order: what a Ray worker runs, without Ray (tests/engine runs it on Ray)."""
+
+    name = "tasks-here"
+
+
+def test_on_an_engine_an_endpoint_down_stops_the_build_and_keeps_finished_turns(
+        fake_llm: FakeServer, inline_dataset: InlineDataset, tmp_path: Path) -> None:
+    """As above with the requests as engine tasks (two turns a task): the error names the
+    turn, the turns finished before it are in the cache, and a rerun asks only the rest
+    (the failed task's shard, already committed, is merged and removed)."""
+    fake_llm.script = lambda body, n: ((503, "busy", {}) if "support group" in turn_text(body)
+                                       else default_reply(body))
+    parser = llm_parser(fake_llm, tmp_path, max_retries=2, concurrency=2)
+    with use_engine(_TasksHere()), pytest.raises(TiapError, match=(
+            "failed on turn c1:D1:3: gave up after 3 attempts; last: HTTP 503")) as exc:
+        build_store(inline_dataset, parser, tmp_path / "s")
+    assert "run the same command again to resume" in str(exc.value)
+    assert not (tmp_path / "s").exists()
+    cached = sqlite3.connect(tmp_path / "cache.sqlite").execute(
+        "SELECT unit_id FROM facts ORDER BY unit_id").fetchall()
+    assert [u for (u,) in cached] == ["c1:D1:1", "c1:D1:2"]
+    shards = tmp_path / "cache.sqlite.shards"
+    assert len(list(shards.glob("*.jsonl"))) == 1  # the task that failed: c1:D1:3 alone
+    fake_llm.script = lambda body, n: default_reply(body)
+    fake_llm.requests.clear()
+    with use_engine(_TasksHere()):
+        res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, concurrency=2),
+                          tmp_path / "s")
+    asked = [turn_text(b) for b in fake_llm.requests]
+    assert len(asked) == 3 and not any("charity race" in t or "Good to see" in t for t in asked)
+    assert not shards.exists()
+    stats = res.manifest["parser_stats"]
+    assert (stats["turns"], stats["cache_hits"], stats["requests"]) == (5, 2, 3)
+    # the same store as a build with threads, from the same cache
+    local = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "t",
+                        store="s")
+    assert local.manifest["parser_stats"]["cache_hits"] == 5
+    assert (tmp_path / "s" / "items.jsonl").read_bytes() == (
+        tmp_path / "t" / "items.jsonl").read_bytes()
 
 
 def test_non_retryable_answers(fake_llm: FakeServer, inline_dataset: InlineDataset,

@@ -96,6 +96,12 @@ def build_store_cmd(
     sessions: Annotated[int | None, typer.Option(
         "--sessions", min=1, help="Only the first N sessions of each collection (by "
         "position), for a quick real slice.", show_default=False)] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where the work runs: local (this process), ray (a local Ray "
+        "instance), ray://HOST:PORT or ray:auto (a Ray cluster; pip install -e '.[ray]'). "
+        "heuristic: one collection per task; llm: the endpoint's requests as tasks, at most "
+        "--concurrency in flight, each reply written to a shard beside the cache so a killed "
+        "worker or driver repeats no finished turn. The store is the same.")] = "local",
     data: DataOption = None,
     no_verify: NoVerifyOption = False,
     force: ForceOption = False,
@@ -164,7 +170,10 @@ def build_store_cmd(
     ds = load(dataset, source=DataSource(data, verify=not no_verify))
     if sessions is not None:
         ds = SessionSlice(ds, sessions)
-    with served if served is not None else contextlib.nullcontext():
+    from tiap.engine import make_engine, use_engine
+
+    with (served if served is not None else contextlib.nullcontext(),
+          contextlib.closing(make_engine(engine)) as eng, use_engine(eng)):
         result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
                              progress=track, store=name, force=force,
                              served=None if served is None else served.settings())

@@ -37,6 +37,17 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   500 or 501 is a refusal of the mode, above, not retried.)
 - **Concurrency**: up to ``concurrency`` requests in flight (threads); the facts are put
   back in turn order, so the store does not depend on which reply came first.
+- **On an engine** (:mod:`tiap.engine`, ``build-store --engine ray``): the turns the cache
+  lacks are asked by the engine's workers, in tasks of up to 8 turns asked one after
+  another, at most ``concurrency`` tasks in flight (the bound on what the endpoint is sent
+  at once holds wherever the workers run). A worker appends each valid reply to its task's
+  shard (``<cache>.shards/<sha256 of the task's keys>.jsonl``, fsynced) before its next
+  request; the driver commits a finished task's turns to the cache (and counts them, and
+  watches the invalid replies, exactly as locally) and removes the shard. A worker killed
+  mid-task has its task run again, which asks only what its shard lacks; a killed driver's
+  shards are committed by the next build before it asks anything. The workers tell the
+  driver the structured output mode they settled on and the refusals they met; the store is
+  byte-identical to a local build's.
 - **Cache**: every turn with a valid reply is committed to an SQLite database in WAL mode
   (``cache``; default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the
   endpoint (its base URL, :func:`tiap.llm.endpoint_id`), the model, the prompt version, the
@@ -67,6 +78,7 @@ Needs the ``llm`` extra (``httpx``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -74,7 +86,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +96,7 @@ from pydantic import Field, field_validator, model_validator
 from tiap.config import Invalid, Settings
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
+from tiap.io import append_shard, read_shard, shard_path
 from tiap.llm import (
     MAX_INVALID,
     BaseUrl,
@@ -359,7 +372,7 @@ def default_cache_path() -> Path:
 @dataclass
 class _TurnResult:
     facts: list[str]
-    status: str  # "ok" or "invalid"
+    status: str  # "ok", "invalid" or "unavailable" (the endpoint failed for good)
     detail: str | None = None
     body: str | None = None  # the last invalid reply (redacted), for the stop message
     requests: int = 0
@@ -412,6 +425,8 @@ class LlmParser(Parser):
         response_format: str = "json_schema",
         max_tokens: int = 512,
     ) -> None:
+        # what an engine's worker builds its copy from (_parse_task)
+        self._args = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self._stop = threading.Event()
         self.http = ChatClient(base_url, api_key_env=api_key_env, timeout=timeout,
                                max_retries=max_retries, backoff=backoff,
@@ -447,6 +462,7 @@ class LlmParser(Parser):
             return
         self._stop.clear()
         self._cache = LlmCache(self.cache_path)
+        self._merge_shards()  # what a killed driver's workers finished is not asked again
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="tiap-llm")
 
     def close(self) -> None:
@@ -458,6 +474,8 @@ class LlmParser(Parser):
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+            with contextlib.suppress(OSError):  # an engine's shard folder, once all are in
+                self.shard_dir.rmdir()
 
     def versions(self) -> dict[str, str]:
         return {"httpx": self.http.version}
@@ -541,11 +559,13 @@ class LlmParser(Parser):
 
     # -- one collection -------------------------------------------------------------------
     def derive(self, bundle: Bundle) -> Iterator[Item]:
+        from tiap.engine import current_engine
+
         self._open()
-        assert self._cache is not None and self._pool is not None
+        assert self._cache is not None
         ctxs = list(turn_contexts(bundle, self.context_turns))
         results: dict[int, list[str]] = {}
-        pending: dict[Future[_TurnResult], tuple[int, str, str]] = {}
+        todo: list[tuple[int, str, str, list[dict[str, str]]]] = []
         for i, ctx in enumerate(ctxs):
             messages = build_messages(ctx, self.max_facts, context_chars=self.context_chars,
                                       max_turn_chars=self.max_turn_chars)
@@ -555,48 +575,118 @@ class LlmParser(Parser):
             if hit is not None:
                 self.s.cache_hits += 1
                 results[i] = hit
-                continue
-            fut = self._pool.submit(self._turn, messages)
-            pending[fut] = (i, key, ctx.turn.unit_id)
-        try:
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    i, key, uid = pending.pop(fut)
-                    try:
-                        res = fut.result()
-                    except _Unavailable as exc:
-                        raise TiapError(
-                            f"LLM endpoint {endpoint_id(self.url)} (model {self.model!r}) failed "
-                            f"on turn {uid}: {redact(str(exc))}. Finished turns are cached in "
-                            f"{self.cache_path}; run the same command again to resume",
-                            code="endpoint") from None
-                    self.s.requests += res.requests
-                    self.s.http_retries += res.http_retries
-                    self.s.json_retries += res.json_retries
-                    self.s.facts_dropped_over_cap += res.dropped
-                    self.s.replies_cut += res.cut
-                    results[i] = res.facts
-                    if res.status != "ok":  # counted, never cached: the next run asks again
-                        self.s.turns_invalid += 1
-                        repeat = self._cache.failed(key)
-                        self._cache.put_failure(key, unit_id=uid, reason=res.detail or "invalid",
-                                                body=res.body)
-                        self.invalid.add(False, where=uid, reason=res.detail or "invalid",
-                                         body=res.body, repeat=repeat)
-                        continue
-                    self._cache.put(key, model=self.model, unit_id=uid, facts=res.facts)
-                    self.invalid.add(True)
-        except BaseException:
-            self._stop.set()
-            for fut in pending:
-                fut.cancel()
-            raise
+            else:
+                todo.append((i, key, ctx.turn.unit_id, messages))
+        engine = current_engine()
+        replies = (self._asked_on_engine(engine, todo) if engine.name != "local"
+                   else self._asked_here(todo))
+        with contextlib.closing(replies):  # an error stops the requests in flight
+            for i, key, uid, res in replies:
+                results[i] = self._commit(key, uid, res)
         for i, ctx in enumerate(ctxs):
             uid = ctx.turn.unit_id
             for j, fact in enumerate(results[i], start=1):
                 yield Item(f"{uid}#f{j}", FACT_KIND, (uid,), text=fact,
                            collection=ctx.turn.collection_id)
+
+    def _commit(self, key: str, uid: str, res: _TurnResult) -> list[str]:
+        """Count one turn's reply and commit it to the cache (an invalid one is only noted:
+        the next run asks again); raises ``error[endpoint]`` when the endpoint failed for
+        good or too many replies were invalid. Returns the turn's facts."""
+        assert self._cache is not None
+        if res.status == "unavailable":
+            raise TiapError(
+                f"LLM endpoint {endpoint_id(self.url)} (model {self.model!r}) failed on turn "
+                f"{uid}: {redact(res.detail or '')}. Finished turns are cached in "
+                f"{self.cache_path}; run the same command again to resume", code="endpoint")
+        self.s.requests += res.requests
+        self.s.http_retries += res.http_retries
+        self.s.json_retries += res.json_retries
+        self.s.facts_dropped_over_cap += res.dropped
+        self.s.replies_cut += res.cut
+        if res.status != "ok":  # counted, never cached: the next run asks again
+            self.s.turns_invalid += 1
+            repeat = self._cache.failed(key)
+            self._cache.put_failure(key, unit_id=uid, reason=res.detail or "invalid",
+                                    body=res.body)
+            self.invalid.add(False, where=uid, reason=res.detail or "invalid", body=res.body,
+                             repeat=repeat)
+        else:
+            self._cache.put(key, model=self.model, unit_id=uid, facts=res.facts)
+            self.invalid.add(True)
+        return res.facts
+
+    def _ask(self, messages: list[dict[str, str]]) -> _TurnResult:
+        """One turn's reply; an endpoint that failed for good is a result of status
+        ``unavailable`` (raised by :meth:`_commit` in the caller's thread)."""
+        try:
+            return self._turn(messages)
+        except _Unavailable as exc:
+            return _TurnResult([], "unavailable", detail=str(exc))
+
+    def _asked_here(self, todo: list[tuple[int, str, str, list[dict[str, str]]]],
+                    ) -> Iterator[tuple[int, str, str, _TurnResult]]:
+        """The turns of ``todo`` asked by this process's threads, up to ``concurrency`` at
+        once; each reply as it comes."""
+        assert self._pool is not None
+        pending: dict[Future[_TurnResult], tuple[int, str, str]] = {
+            self._pool.submit(self._ask, messages): (i, key, uid)
+            for i, key, uid, messages in todo}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i, key, uid = pending.pop(fut)
+                    yield i, key, uid, fut.result()
+        finally:  # an error or an interruption: what was not started is dropped
+            if pending:
+                self._stop.set()
+                for fut in pending:
+                    fut.cancel()
+
+    @property
+    def shard_dir(self) -> Path:
+        """Where an engine's workers write their shards: ``<cache>.shards/``."""
+        return self.cache_path.with_name(self.cache_path.name + ".shards")
+
+    def _asked_on_engine(self, engine: Any,
+                         todo: list[tuple[int, str, str, list[dict[str, str]]]],
+                         ) -> Iterator[tuple[int, str, str, _TurnResult]]:
+        """The turns of ``todo`` asked by the engine's workers (module docstring); each
+        finished task's replies, then its shard removed."""
+        window = max(1, self.concurrency)
+        size = max(1, min(8, -(-len(todo) // window)))
+        groups = [todo[j:j + size] for j in range(0, len(todo), size)]
+        make = (type(self), self._args)
+        tasks = [_ParseTask(make, self.structured.used,
+                            tuple((key, uid, m) for _, key, uid, m in g),
+                            str(shard_path(self.shard_dir, [key for _, key, _, _ in g])))
+                 for g in groups]
+        with contextlib.closing(engine.imap_unordered(_parse_task, tasks, window)) as done:
+            for n, (answers, report) in done:
+                self.structured.absorb(report)
+                for (i, key, uid, _), res in zip(groups[n], answers, strict=False):
+                    yield i, key, uid, res  # committed before the next is read
+                Path(tasks[n].shard).unlink(missing_ok=True)
+
+    def _merge_shards(self) -> int:
+        """Commit the turns of every shard a killed driver left in :attr:`shard_dir` and
+        remove the shards; returns how many turns were new to the cache."""
+        assert self._cache is not None
+        folder = self.shard_dir
+        if not folder.is_dir():
+            return 0
+        n = 0
+        for shard in sorted(folder.glob("*.jsonl")):
+            for key, d in read_shard(shard, _SHARD_KEYS, "parsed turn").items():
+                if self._cache.get(key) is None:
+                    self._cache.put(key, model=self.model, unit_id=d["unit_id"],
+                                    facts=_TurnResult(**d["result"]).facts)
+                    n += 1
+            shard.unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        return n
 
     def stats(self) -> dict[str, Any]:
         s = self.s
@@ -624,6 +714,60 @@ class LlmParser(Parser):
         if w is not None:
             out["response_format"] = w
         return out
+
+
+#: The keys of a shard line of the llm parser: the request key, the turn, the reply.
+_SHARD_KEYS = frozenset({"key", "unit_id", "result"})
+
+
+@dataclass(frozen=True)
+class _ParseTask:
+    """One engine task: the parser to build (its class and arguments), the structured output
+    mode the driver settled on (``None``: not yet), the turns to ask (request key, unit id,
+    messages) and the task's shard."""
+
+    make: tuple[type[LlmParser], dict[str, Any]]
+    settled: str | None
+    items: tuple[tuple[str, str, list[dict[str, str]]], ...]
+    shard: str
+
+
+_WORKER_PARSERS: dict[str, LlmParser] = {}
+
+
+def _parse_task(task: _ParseTask) -> tuple[list[_TurnResult], dict[str, Any]]:
+    """Ask a task's turns on a worker, one after another: a turn its shard holds (a killed
+    attempt's) is not asked again, each valid reply is appended to the shard (fsynced)
+    before the next request. Stops at an endpoint that failed for good (that turn's result
+    says so; the rest are not asked). Returns the results in order and what the worker's
+    structured output learnt (its report, with this task's refusals only)."""
+    cls, args = task.make
+    wkey = json.dumps([cls.__module__, cls.__qualname__, args], sort_keys=True, default=str)
+    parser = _WORKER_PARSERS.get(wkey)
+    if parser is None:
+        parser = _WORKER_PARSERS[wkey] = cls(**args)
+    if task.settled is not None:
+        parser.structured.absorb({"used": task.settled})
+    before = len(parser.structured.refusals)
+    shard = Path(task.shard)
+    have = read_shard(shard, _SHARD_KEYS, "parsed turn")
+    out: list[_TurnResult] = []
+    shard.parent.mkdir(parents=True, exist_ok=True)
+    with open(shard, "a", encoding="utf-8") as fh:
+        for key, uid, messages in task.items:
+            if key in have:
+                res = _TurnResult(**have[key]["result"])
+            else:
+                res = parser._ask(messages)
+                if res.status == "ok":
+                    append_shard(fh, {"key": key, "unit_id": uid,
+                                      "result": redact(asdict(res))})
+            out.append(res)
+            if res.status == "unavailable":
+                break
+    report = parser.structured.report()
+    report["refusals"] = report["refusals"][before:]
+    return out, report
 
 
 class LlmSettings(Settings):
