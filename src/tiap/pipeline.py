@@ -713,7 +713,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         def run_retrieval(s: StoreSpec = s, r: str = r, system: str = system,
                           trace: Path = trace) -> None:
             retriever = make_retriever(r)
-            with use_engine(engine()) if retriever.portable else contextlib.nullcontext():
+            with use_engine(engine()):  # BM25 ranks there, dense encodes there
                 retrieve(root / "stores" / s.name, qpath, retriever, trace, depth=cfg.k,
                          system=system)
             for part in (retriever, *getattr(retriever, "components", ())):

@@ -371,3 +371,81 @@ def test_a_killed_drivers_parser_shard_is_merged_not_asked_again(
     stats = res.manifest["parser_stats"]
     assert stats["cache_hits"] == valid and stats["requests"] == 2 - valid
     assert not shard.exists() and not parser.shard_dir.exists()
+
+
+# -- dense retrieval on an engine ------------------------------------------------------------
+
+def _dying_encoder_class() -> type:
+    from tiap.retrieval.encoders import SentenceTransformerEncoder
+
+    class DyingEncoder(SentenceTransformerEncoder):
+        """all-MiniLM-L6-v2 logging the first text of every batch it encodes; the worker
+        about to encode a batch starting with ``victim`` dies, once (a marker says it did)."""
+
+        def __init__(self, log: str, victim: str, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.log, self.victim = log, victim
+
+        def encode(self, texts: Any) -> Any:
+            if texts[0] == self.victim and not os.path.exists(self.log + ".died"):
+                Path(self.log + ".died").write_text("died\n")
+                os._exit(1)
+            with open(self.log, "a") as fh:
+                fh.write(json.dumps(texts[0]) + "\n")
+            return super().encode(texts)
+
+    return DyingEncoder
+
+
+def test_dense_retrieval_on_ray_is_the_local_run_and_a_killed_worker_repeats_no_batch(
+        engine: RayEngine, data_dir: Path, tmp_path: Path) -> None:
+    """The first 48 turns of LoCoMo conv-26 and their questions, dense retrieval with
+    all-MiniLM-L6-v2 in batches of 8: locally, and on Ray (batches encoded by the workers,
+    eight a task) with one worker killed before its second batch. The trace's rankings,
+    the TREC run and every cached vector are the local run's, byte for byte; every batch was
+    encoded once (the killed task's first batch came from its shard); no shard is left."""
+    from tiap.datasets import load
+    from tiap.memory.store import Item, write_items
+    from tiap.retrieval import DenseRetriever, EmbeddingCache, retrieve
+    from tiap.retrieval.cache import text_key
+    from tiap.retrieval.encoders import SentenceTransformerEncoder
+
+    bundle = next(load("locomo", data_dir).bundles())
+    turns = bundle.turns[:48]
+    units = {t.unit_id for t in turns}
+    items = [Item(t.unit_id, "raw", (t.unit_id,), text=f"{t.speaker}: {t.text}",
+                  collection=t.collection_id) for t in turns]
+    items += [Item(m.item_id, m.kind, m.sources, text=m.text, collection=m.collection_id)
+              for m in bundle.memories if m.sources and set(m.sources) <= units]
+    queries = [q for q in bundle.queries if q.evidence and set(q.evidence) <= units]
+    assert len(queries) >= 5
+    (tmp_path / "store").mkdir()
+    write_items(tmp_path / "store" / "items.jsonl", items)
+    qpath = tmp_path / "queries.jsonl"
+    qpath.write_text("".join(json.dumps(q.to_json()) + "\n" for q in queries))
+
+    with EmbeddingCache(tmp_path / "local-cache") as cache:
+        local = DenseRetriever(SentenceTransformerEncoder(batch_size=8), cache)
+        retrieve(tmp_path / "store", qpath, local, tmp_path / "local.jsonl", depth=20)
+    n_batches = -(-local.encoded // 8)
+    assert n_batches > 8  # more than one task
+    # the batch a local run encodes second: on Ray, the first task's second batch
+    texts = {it.text for it in items} | {q.question for q in queries}
+    order = sorted(texts, key=lambda t: (-len(t), text_key(t)))
+    victim = order[8]
+    log = str(tmp_path / "encoded.log")
+    with EmbeddingCache(tmp_path / "ray-cache") as cache, use_engine(engine):
+        ray_run = DenseRetriever(_dying_encoder_class()(log, victim, batch_size=8), cache)
+        retrieve(tmp_path / "store", qpath, ray_run, tmp_path / "ray.jsonl", depth=20)
+        assert ray_run.encoded == local.encoded
+        assert cache.merge_from(tmp_path / "local-cache") == {
+            "added": 0, "same": local.encoded, "differing": 0}
+    assert Path(log + ".died").read_text() == "died\n"  # a worker did die
+    firsts = [json.loads(x) for x in Path(log).read_text().splitlines()]
+    assert sorted(firsts) == sorted(order[i] for i in range(0, len(order), 8))  # once each
+    assert not (tmp_path / "ray-cache" / "shards").exists()
+    for a, b in (("local.jsonl", "ray.jsonl"), ("local.trec", "ray.trec")):
+        la, lb = ((tmp_path / x).read_text().split("\n") for x in (a, b))
+        if a.endswith(".jsonl"):  # the header names the cache folder: the rankings
+            la, lb = la[1:], lb[1:]
+        assert la == lb, a

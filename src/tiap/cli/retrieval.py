@@ -63,8 +63,9 @@ def retrieve_cmd(
     engine: Annotated[str, typer.Option(
         "--engine", help="Where collections are ranked: local (this process), ray (a local "
         "Ray instance), ray://HOST:PORT or ray:auto (a Ray cluster; pip install -e "
-        "'.[ray]'): one collection per task with bm25 (dense and hybrid rank here). The "
-        "trace is the same.")] = "local",
+        "'.[ray]'): bm25 ranks one collection per task; dense (and hybrid) encode the texts "
+        "the embedding cache lacks eight batches per task, each worker loading the model "
+        "once, and rank here. The trace is the same.")] = "local",
 ) -> None:
     """Rank each query's collection with BM25, dense embeddings or their RRF fusion; write a
     trace (header line + one ranking a line) and a TREC run. Reruns resume."""

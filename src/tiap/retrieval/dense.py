@@ -7,21 +7,40 @@ Vectors come from :class:`~tiap.retrieval.cache.EmbeddingCache`, keyed by the en
 model id and the sha256 of the text; only texts the cache lacks are encoded, in batches
 (each batch stored in one transaction, so an interrupted run keeps what it encoded), with a
 progress bar when one is given.
+
+**On an engine** (:mod:`tiap.engine`, ``tiap retrieve --engine ray``) the batches are encoded
+by the engine's workers, eight batches a task, each worker loading the model once; the
+batches are the ones a local run encodes (the same texts in the same order), so the vectors
+and the rankings are the same. A worker stores each batch it encodes in its task's shard, an
+embedding cache of its own (``<cache>/shards/<sha256 of the task's keys>/``), before the next
+batch; the driver puts a finished task's vectors in the cache and removes the shard. A killed
+worker's task runs again and encodes only what its shard lacks; a killed driver's shards are
+merged into the cache by the next run. Scoring (one product of unit vectors per collection)
+stays in the driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import hashlib
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tiap.retrieval.base import Retriever
-from tiap.retrieval.cache import EmbeddingCache, text_key
+from tiap.retrieval.cache import DB_NAME, EmbeddingCache, text_key
 from tiap.retrieval.encoders import Encoder
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+
+#: Batches of texts an engine's task encodes.
+TASK_BATCHES = 8
 
 
 class DenseRetriever(Retriever):
@@ -55,6 +74,7 @@ class DenseRetriever(Retriever):
         return self.encoder.versions()
 
     def prepare(self, texts: Sequence[str], progress: Progress | None = None) -> None:
+        self.merge_shards()  # what a killed driver's workers encoded is not encoded again
         keys = [text_key(t) for t in texts]
         missing = self._ensure(keys, texts, progress)
         self.cache_hits += len(set(keys)) - missing
@@ -77,9 +97,8 @@ class DenseRetriever(Retriever):
         if progress is not None:
             task = progress.add_task(f"encoding with {model}", total=len(order))
         bs = self.encoder.batch_size
-        for i in range(0, len(order), bs):
-            batch = order[i : i + bs]
-            vecs = self.encoder.encode([todo[k] for k in batch])
+        batches = [order[i : i + bs] for i in range(0, len(order), bs)]
+        for batch, vecs in self._encoded(batches, todo):
             self.cache.put(model, batch, vecs)
             self.encoded += len(batch)
             if progress is not None and task is not None:
@@ -87,6 +106,57 @@ class DenseRetriever(Retriever):
         if progress is not None and task is not None:
             progress.remove_task(task)
         return len(order)
+
+    def _encoded(self, batches: list[list[str]], texts: dict[str, str],
+                 ) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Each batch (keys) with its vectors, as it is encoded: here, or by the engine's
+        workers (module docstring), a finished task's batches at a time."""
+        from tiap.engine import current_engine
+
+        engine = current_engine()
+        if engine.name == "local":
+            for batch in batches:
+                yield batch, self.encoder.encode([texts[k] for k in batch])
+            return
+        shards = self._shard_root()
+        groups = [batches[i : i + TASK_BATCHES] for i in range(0, len(batches), TASK_BATCHES)]
+        tasks = []
+        for g in groups:
+            keys = [k for b in g for k in b]
+            where = None
+            if shards is not None:
+                where = str(shards / hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32])
+            tasks.append(_EncodeTask(self.encoder, tuple(
+                tuple((k, texts[k]) for k in b) for b in g), where))
+        with contextlib.closing(engine.imap_unordered(_encode_task, tasks, len(tasks))) as done:
+            for n, vectors in done:
+                for batch, vecs in zip(groups[n], vectors, strict=True):
+                    yield batch, vecs
+                if tasks[n].shard is not None:
+                    shutil.rmtree(tasks[n].shard, ignore_errors=True)
+        if shards is not None:
+            with contextlib.suppress(OSError):
+                shards.rmdir()
+
+    def _shard_root(self) -> Path | None:
+        """``<cache>/shards``, where workers keep what they encoded (``None``: the cache is
+        held in memory; workers then keep nothing)."""
+        return None if self.cache.directory is None else self.cache.directory / "shards"
+
+    def merge_shards(self) -> int:
+        """Put the vectors of every shard a killed driver left in the cache and remove the
+        shards; returns how many vectors were new."""
+        root = self._shard_root()
+        if root is None or not root.is_dir():
+            return 0
+        added = 0
+        for shard in sorted(root.iterdir()):
+            if (shard / DB_NAME).is_file():
+                added += self.cache.merge_from(shard)["added"]
+            shutil.rmtree(shard, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            root.rmdir()
+        return added
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (cached, encoding the missing ones)."""
@@ -102,3 +172,38 @@ class DenseRetriever(Retriever):
         if d.shape[1] != q.shape[1]:  # pragma: no cover - one model gives one dimension
             raise ValueError("query and document vectors differ in dimension")
         return q @ d.T
+
+
+@dataclass(frozen=True)
+class _EncodeTask:
+    """One engine task: the encoder (without a loaded model), batches of (key, text), and
+    the task's shard folder (``None``: keep nothing)."""
+
+    encoder: Encoder
+    batches: tuple[tuple[tuple[str, str], ...], ...]
+    shard: str | None
+
+
+_WORKER_ENCODERS: dict[tuple[str, str, int], Encoder] = {}
+
+
+def _encode_task(task: _EncodeTask) -> list[np.ndarray]:
+    """Encode a task's batches on a worker (the model loaded once per worker process): a
+    batch its shard holds (a killed attempt's) is read, not encoded again; each batch encoded
+    is stored in the shard before the next. Returns the vectors of each batch, in order."""
+    enc = task.encoder
+    wkey = (type(enc).__qualname__, enc.model_id, enc.batch_size)
+    enc = _WORKER_ENCODERS.setdefault(wkey, enc)
+    model = enc.model_id
+    shard = EmbeddingCache(task.shard)
+    out = []
+    try:
+        for batch in task.batches:
+            keys = [k for k, _ in batch]
+            if shard.missing(model, keys):
+                vecs = enc.encode([t for _, t in batch])
+                shard.put(model, keys, vecs)
+            out.append(shard.get(model, keys))
+    finally:
+        shard.close()
+    return out

@@ -107,6 +107,10 @@ class SentenceTransformerEncoder(Encoder):
     def loaded(self) -> bool:
         return self._model is not None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What an engine's task carries: the settings, never a loaded model."""
+        return {**self.__dict__, "_model": None}
+
     def max_seq_length(self) -> int | None:
         """From the model folder's ``sentence_bert_config.json``, without loading the model."""
         cfg = self.path / "sentence_bert_config.json"
@@ -180,6 +184,10 @@ class OllamaEncoder(Encoder):
         self.batch_size = batch_size
         self.timeout = timeout
         self._client: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What an engine's task carries: the settings, never an open client."""
+        return {**self.__dict__, "_client": None}
 
     def spec(self) -> dict[str, Any]:
         return {"backend": "ollama", "model": OLLAMA_PREFIX + self.model,

@@ -18,7 +18,8 @@ The header holds no timestamp: the same inputs and settings give a byte-identica
 On an engine (:mod:`tiap.engine`, ``--engine ray``) a portable retriever (BM25:
 :attr:`Retriever.portable <tiap.retrieval.base.Retriever.portable>`) ranks each collection in
 its own task; the rankings are the same and are written in the queries' order, so the trace
-is byte-identical to a local run's.
+is byte-identical to a local run's. Dense retrieval (alone or in a hybrid) encodes on the
+engine's workers (:mod:`tiap.retrieval.dense`) and ranks here.
 
 Resuming: each finished collection's rankings are written (atomically) to a work folder
 next to the output, ``<out>.work/``, together with the run's fingerprint (inputs' sha256,
