@@ -38,8 +38,8 @@ from typing import Any, Protocol, TypeVar
 
 from tiap.errors import TiapError
 
-__all__ = ["ENGINES", "Engine", "LocalEngine", "RayEngine", "current_engine", "make_engine",
-           "use_engine"]
+__all__ = ["ENGINES", "Engine", "LocalEngine", "RayEngine", "current_engine",
+           "endpoint_tasks", "make_engine", "use_engine"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -165,6 +165,18 @@ class RayEngine:
         res = self._ray.cluster_resources()
         return {"engine": "ray", "address": self.address or "local",
                 "ray": self._ray.__version__, "cpus": res.get("CPU")}
+
+
+#: Requests an endpoint task asks one after another, at most.
+ENDPOINT_TASK = 8
+
+
+def endpoint_tasks(items: Sequence[T], concurrency: int) -> list[Sequence[T]]:
+    """``items`` (an endpoint's requests) in tasks of up to :data:`ENDPOINT_TASK`, asked
+    one after another, small enough that ``concurrency`` tasks in flight (the bound on what
+    the endpoint is sent at once) keep every slot busy."""
+    size = max(1, min(ENDPOINT_TASK, -(-len(items) // max(1, concurrency))))
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _run_chunk(fn: Callable[[T], R], items: list[T]) -> list[R]:

@@ -69,7 +69,7 @@ from typing import Any
 from tiap.audit.cases import Case
 from tiap.audit.judges import Judge, Request, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
-from tiap.engine import current_engine
+from tiap.engine import current_engine, endpoint_tasks
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
 from tiap.llm import InvalidReplies, redact
@@ -591,10 +591,10 @@ def _ask_on_engine(engine: Any, judge: Judge, items: list[tuple[str, Case, Reque
     # its batch size (or single requests), every task at once
     if judge.endpoint:
         window = max(1, judge.concurrency)
-        size = max(1, min(8, -(-len(items) // window)))
+        groups = endpoint_tasks(items, window)
     else:
         window, size = len(items), judge.batch_size or 1
-    groups = [items[i:i + size] for i in range(0, len(items), size)]
+        groups = [items[i:i + size] for i in range(0, len(items), size)]
     tasks = [_Task(judge.spec if judge.spec is not None else judge, judge.name,
                    tuple((k, c.case_id, r) for k, c, r in g),
                    str(shard_path(shard_dir, [k for k, _, _ in g]))) for g in groups]

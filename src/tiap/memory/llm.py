@@ -654,9 +654,10 @@ class LlmParser(Parser):
                          ) -> Iterator[tuple[int, str, str, _TurnResult]]:
         """The turns of ``todo`` asked by the engine's workers (module docstring); each
         finished task's replies, then its shard removed."""
+        from tiap.engine import endpoint_tasks
+
         window = max(1, self.concurrency)
-        size = max(1, min(8, -(-len(todo) // window)))
-        groups = [todo[j:j + size] for j in range(0, len(todo), size)]
+        groups = endpoint_tasks(todo, window)
         make = (type(self), self._args)
         tasks = [_ParseTask(make, self.structured.used,
                             tuple((key, uid, m) for _, key, uid, m in g),
