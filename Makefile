@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench bench-stats clean
+.PHONY: demo test test-all bench bench-stats clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,13 +52,14 @@ $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[bm25,dense,report,stats,cost]'
 	@touch $@ $(VENV)/.installed-base
 
-## test: the whole test suite, slow full-dataset tests included
+## test: the test suite (what CI runs): every test but the one marked slow (the whole
+## LongMemEval-S build, 245k turns, about 90 s); `make test-all` runs that too
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 -q
-
-## test-fast: everything but the slow full-dataset tests
-test-fast: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+## test-all: the whole test suite, the slow full-dataset test included
+test-all: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n 2 -q
 
 ## bench: rescoring against trec_eval (pytrec_eval), ranx and ir_measures at 10^3-10^6
 ## queries, as recorded in benchmarks/README.md (about 15 minutes; writes the results JSON).

@@ -1,4 +1,5 @@
-"""Whole-dataset builds (slow): pinned counts, caps and streaming on the real data.
+"""Whole-dataset builds: pinned counts, caps and streaming on the real data (LoCoMo and
+BEAM-100K in seconds, run every time; LongMemEval-S, 245k turns, marked slow).
 
 The pinned fact counts change when the heuristic parser changes on purpose; update them then.
 """
@@ -13,9 +14,6 @@ import pytest
 from tiap.datasets import load
 from tiap.memory import build_store, make_parser
 
-pytestmark = pytest.mark.slow
-
-
 @pytest.mark.parametrize(("n", "facts", "turns_at_cap"), [(1, 3537, 3537), (5, 6477, 155),
                                                          (8, 6554, 4)])
 def test_locomo_densities(n: int, facts: int, turns_at_cap: int, data_dir: Path,
@@ -29,6 +27,7 @@ def test_locomo_densities(n: int, facts: int, turns_at_cap: int, data_dir: Path,
     assert c["derived_per_turn"][str(n)] == turns_at_cap
 
 
+@pytest.mark.slow
 def test_longmemeval_s_density_5(data_dir: Path, tmp_path: Path) -> None:
     res = build_store(load("longmemeval/s", data_dir), make_parser("heuristic", max_facts=5),
                       tmp_path, workers=2)

@@ -101,7 +101,6 @@ def test_mem0_vs_memoryos_change_and_depth(transfer: Path) -> None:
         float(depth[("mem0", "60")]["relative_shift"])
 
 
-@pytest.mark.slow
 def test_density_recommendation_depends_on_target(data_dir: Path, tmp_path: Path) -> None:
     runs = _runs_dir(data_dir)
     traces = {}
