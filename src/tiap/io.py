@@ -486,10 +486,11 @@ def write_jsonl(path: str | Path, rows: Any) -> int:
     return n
 
 
-def shard_path(folder: Path, keys: Iterable[str]) -> Path:
+def shard_path(folder: Path, keys: Iterable[str], suffix: str = ".jsonl") -> Path:
     """A task's shard in ``folder``: named by the sha256 of its request keys
-    (content-addressed: a retried task finds its predecessor's)."""
-    return folder / (hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32] + ".jsonl")
+    (content-addressed: a retried task finds its predecessor's), then ``suffix`` (``""``
+    for a shard that is a folder, as an embedding cache is)."""
+    return folder / (hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32] + suffix)
 
 
 def append_shard(fh: IO[str], row: dict[str, Any]) -> None:

@@ -719,7 +719,10 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
             for part in (retriever, *getattr(retriever, "components", ())):
                 if hasattr(part, "cache_hits"):  # dense: how the embedding cache served
                     log(f"{system}: embeddings {part.cache_hits:,} cached, "
-                        f"{part.encoded:,} encoded")
+                        f"{part.encoded:,} encoded" + (
+                            f"; warning: {part.shard_differing:,} vectors of an interrupted "
+                            "run's shards differ from the cache's (the cache's kept)"
+                            if part.shard_differing else ""))
 
         step(f"retrieve-{system}", spec, [trace], run_retrieval)
 

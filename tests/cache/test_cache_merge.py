@@ -105,3 +105,38 @@ def test_a_corrupt_shard_line_is_a_located_error(tmp_path: Path) -> None:
     (shards / "a.jsonl").write_text('{"key": "k2", "jud')  # a kill's cut line alone
     with VerdictCache(tmp_path / "c.sqlite") as c:
         assert c.merge_from(shards) == {"added": 0, "same": 0, "differing": 0}
+
+
+def test_a_killed_drivers_embedding_shards_are_merged_and_differences_counted(
+        tmp_path: Path) -> None:
+    """Shards an interrupted dense run's workers left (``<cache>/shards/<sha>/``): the next
+    run puts their vectors in the cache before encoding, encodes only the rest, keeps the
+    cache's vector where a shard's differs, counts that, and removes the shards."""
+    from tiap.retrieval import DenseRetriever
+    from tiap.retrieval.encoders import Encoder
+
+    class Unit(Encoder):  # one-hot vectors by text length: enough to tell them apart
+        model_id, batch_size = "unit-test", 2
+        asked: list[str] = []
+
+        def encode(self, texts):  # type: ignore[no-untyped-def]
+            self.asked.extend(texts)
+            return np.eye(8, dtype=np.float32)[[len(t) % 8 for t in texts]]
+
+        def spec(self):  # type: ignore[no-untyped-def]
+            return {"model": self.model_id}
+
+    texts = ["a", "bb", "ccc", "dddd"]
+    cache = EmbeddingCache(tmp_path / "emb")
+    cache.put("unit-test", [text_key("a")], np.eye(8, dtype=np.float32)[[1]])
+    shard = EmbeddingCache(shard_path(tmp_path / "emb" / "shards", ["x"], ""))
+    shard.put("unit-test", [text_key("a"), text_key("bb")],  # "a" differs from the cache's
+              np.eye(8, dtype=np.float32)[[5, 2]])
+    shard.close()
+    enc = Unit()
+    d = DenseRetriever(enc, cache)
+    d.prepare(texts)
+    assert d.shard_differing == 1
+    assert sorted(enc.asked) == ["ccc", "dddd"]  # "a" cached, "bb" from the shard
+    assert cache.get("unit-test", [text_key("a")]).argmax() == 1  # the cache's kept
+    assert not (tmp_path / "emb" / "shards").exists()

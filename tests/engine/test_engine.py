@@ -320,6 +320,7 @@ def test_llm_parser_on_ray_a_killed_worker_repeats_no_turn(
     stats = ray_run.manifest["parser_stats"]
     assert stats["turns"] == 6 and stats["cache_hits"] == 0
     assert stats["requests"] == len(asked) - 1  # the turn already in the shard: not again
+    assert stats["tasks_retried"] == 1  # the killed worker's task
     assert stats["response_format"]["used"] == "json_schema"
     shards = cache.with_name(cache.name + ".shards")
     assert not shards.exists()  # every shard committed, the folder removed
@@ -360,7 +361,9 @@ def test_a_killed_drivers_parser_shard_is_merged_not_asked_again(
         m = build_messages(c, 3)
         items.append((parser.key(m), c.turn.unit_id, m))
     shard = shard_path(parser.shard_dir, [k for k, _, _ in items])
-    results, report = _parse_task(_ParseTask((LlmParser, args), None, tuple(items), str(shard)))
+    results, report, retried = _parse_task(_ParseTask((LlmParser, args), None, tuple(items),
+                                                      str(shard)))
+    assert not retried
     parser.close()
     assert report["used"] == "json_schema"
     valid = sum(r.status == "ok" for r in results)
@@ -370,6 +373,7 @@ def test_a_killed_drivers_parser_shard_is_merged_not_asked_again(
     res = build_store(ds, "llm", tmp_path / "store", parser_args=args)
     stats = res.manifest["parser_stats"]
     assert stats["cache_hits"] == valid and stats["requests"] == 2 - valid
+    assert stats["tasks_retried"] == 0  # the shard was merged before any task ran
     assert not shard.exists() and not parser.shard_dir.exists()
 
 

@@ -202,6 +202,7 @@ def test_on_an_engine_an_endpoint_down_stops_the_build_and_keeps_finished_turns(
     assert not shards.exists()
     stats = res.manifest["parser_stats"]
     assert (stats["turns"], stats["cache_hits"], stats["requests"]) == (5, 2, 3)
+    assert stats["tasks_retried"] == 0
     # the same store as a build with threads, from the same cache
     local = build_store(inline_dataset, llm_parser(fake_llm, tmp_path), tmp_path / "t",
                         store="s")

@@ -112,6 +112,12 @@ def retrieve_cmd(
                           highlight=False)
     elif encoded is not None:
         err_console.print("every vector came from the embedding cache", highlight=False)
+    differing = sum(getattr(p, "shard_differing", 0)
+                    for p in (ret, *getattr(ret, "components", ())))
+    if differing:
+        err_console.print(f"[yellow]warning[/]: {differing:,} vectors an interrupted run's "
+                          "workers left in shards differ from the embedding cache's; the "
+                          "cache's were kept", highlight=False)
     if result.empty:
         err_console.print(
             f"[yellow]warning[/]: {len(result.empty):,} queries have an empty ranking (no "

@@ -44,8 +44,10 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   shard (``<cache>.shards/<sha256 of the task's keys>.jsonl``, fsynced) before its next
   request; the driver commits a finished task's turns to the cache (and counts them, and
   watches the invalid replies, exactly as locally) and removes the shard. A worker killed
-  mid-task has its task run again, which asks only what its shard lacks; a killed driver's
-  shards are committed by the next build before it asks anything. The workers tell the
+  mid-task has its task run again, which asks only what its shard lacks (``parser_stats.
+  tasks_retried`` counts such tasks; ``requests`` counts the replies received, so a request
+  in flight when a worker died is not in it: a lower bound when ``tasks_retried`` is not 0);
+  a killed driver's shards are committed by the next build before it asks anything. The workers tell the
   driver the structured output mode they settled on and the refusals they met; the store is
   byte-identical to a local build's.
 - **Cache**: every turn with a valid reply is committed to an SQLite database in WAL mode
@@ -396,6 +398,7 @@ class _Stats:
     turns_invalid: int = 0
     facts_dropped_over_cap: int = 0
     replies_cut: int = 0
+    tasks_retried: int = 0  # engine tasks run again after their worker died
 
 
 class LlmParser(Parser):
@@ -664,8 +667,9 @@ class LlmParser(Parser):
                             str(shard_path(self.shard_dir, [key for _, key, _, _ in g])))
                  for g in groups]
         with contextlib.closing(engine.imap_unordered(_parse_task, tasks, window)) as done:
-            for n, (answers, report) in done:
+            for n, (answers, report, retried) in done:
                 self.structured.absorb(report)
+                self.s.tasks_retried += retried
                 for (i, key, uid, _), res in zip(groups[n], answers, strict=False):
                     yield i, key, uid, res  # committed before the next is read
                 Path(tasks[n].shard).unlink(missing_ok=True)
@@ -696,6 +700,9 @@ class LlmParser(Parser):
             "http_retries": s.http_retries, "json_retries": s.json_retries,
             "turns_invalid": s.turns_invalid, "facts_dropped_over_cap": s.facts_dropped_over_cap,
             "replies_cut": s.replies_cut,
+            # requests counts the replies received: a retried task's request in flight when
+            # its worker died is not in it (a lower bound when this is not 0)
+            "tasks_retried": s.tasks_retried,
             "invalid_reasons": dict(sorted(self.invalid.reasons.items())),
             "max_invalid": self.max_invalid,
             "max_tokens": self.max_tokens,
@@ -736,12 +743,13 @@ class _ParseTask:
 _WORKER_PARSERS: dict[str, LlmParser] = {}
 
 
-def _parse_task(task: _ParseTask) -> tuple[list[_TurnResult], dict[str, Any]]:
+def _parse_task(task: _ParseTask) -> tuple[list[_TurnResult], dict[str, Any], bool]:
     """Ask a task's turns on a worker, one after another: a turn its shard holds (a killed
     attempt's) is not asked again, each valid reply is appended to the shard (fsynced)
     before the next request. Stops at an endpoint that failed for good (that turn's result
     says so; the rest are not asked). Returns the results in order and what the worker's
-    structured output learnt (its report, with this task's refusals only)."""
+    structured output learnt (its report, with this task's refusals only), and whether an
+    earlier attempt of the task had started (its shard was there: a worker died)."""
     cls, args = task.make
     wkey = json.dumps([cls.__module__, cls.__qualname__, args], sort_keys=True, default=str)
     parser = _WORKER_PARSERS.get(wkey)
@@ -751,6 +759,7 @@ def _parse_task(task: _ParseTask) -> tuple[list[_TurnResult], dict[str, Any]]:
         parser.structured.absorb({"used": task.settled})
     before = len(parser.structured.refusals)
     shard = Path(task.shard)
+    retried = shard.exists()
     have = read_shard(shard, _SHARD_KEYS, "parsed turn")
     out: list[_TurnResult] = []
     shard.parent.mkdir(parents=True, exist_ok=True)
@@ -768,7 +777,7 @@ def _parse_task(task: _ParseTask) -> tuple[list[_TurnResult], dict[str, Any]]:
                 break
     report = parser.structured.report()
     report["refusals"] = report["refusals"][before:]
-    return out, report
+    return out, report, retried
 
 
 class LlmSettings(Settings):

@@ -22,7 +22,6 @@ stays in the driver.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tiap.io import shard_path
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.cache import DB_NAME, EmbeddingCache, text_key
 from tiap.retrieval.encoders import Encoder
@@ -60,6 +60,8 @@ class DenseRetriever(Retriever):
         self.encoded = 0
         #: How many distinct texts :meth:`prepare` found in the cache (cache hits).
         self.cache_hits = 0
+        #: Vectors of a killed run's shards that differed from the cache's (cache's kept).
+        self.shard_differing = 0
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -120,14 +122,10 @@ class DenseRetriever(Retriever):
             return
         shards = self._shard_root()
         groups = [batches[i : i + TASK_BATCHES] for i in range(0, len(batches), TASK_BATCHES)]
-        tasks = []
-        for g in groups:
-            keys = [k for b in g for k in b]
-            where = None
-            if shards is not None:
-                where = str(shards / hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32])
-            tasks.append(_EncodeTask(self.encoder, tuple(
-                tuple((k, texts[k]) for k in b) for b in g), where))
+        tasks = [_EncodeTask(self.encoder, tuple(tuple((k, texts[k]) for k in b) for b in g),
+                             None if shards is None
+                             else str(shard_path(shards, [k for b in g for k in b], "")))
+                 for g in groups]
         with contextlib.closing(engine.imap_unordered(_encode_task, tasks, len(tasks))) as done:
             for n, vectors in done:
                 for batch, vecs in zip(groups[n], vectors, strict=True):
@@ -145,14 +143,18 @@ class DenseRetriever(Retriever):
 
     def merge_shards(self) -> int:
         """Put the vectors of every shard a killed driver left in the cache and remove the
-        shards; returns how many vectors were new."""
+        shards; returns how many vectors were new. A shard's vector that differs from the
+        cache's (another machine's rounding) is not taken: counted in
+        :attr:`shard_differing`, which the commands report."""
         root = self._shard_root()
         if root is None or not root.is_dir():
             return 0
         added = 0
         for shard in sorted(root.iterdir()):
             if (shard / DB_NAME).is_file():
-                added += self.cache.merge_from(shard)["added"]
+                got = self.cache.merge_from(shard)
+                added += got["added"]
+                self.shard_differing += got["differing"]
             shutil.rmtree(shard, ignore_errors=True)
         with contextlib.suppress(OSError):
             root.rmdir()
