@@ -117,7 +117,9 @@ def test_a_killed_drivers_embedding_shards_are_merged_and_differences_counted(
 
     class Unit(Encoder):  # one-hot vectors by text length: enough to tell them apart
         model_id, batch_size = "unit-test", 2
-        asked: list[str] = []
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
 
         def encode(self, texts):  # type: ignore[no-untyped-def]
             self.asked.extend(texts)
