@@ -8,7 +8,10 @@ out are the ones that grow with an audit's size:
 - Stage III: the randomization test of every shared subset of queries (each family's sign
   vectors come from the seed and the subset alone, so no task depends on another or on the
   order tasks finish in; :func:`tiap.sensitivity.stats.evaluate_gaps`);
-- rescoring: each run (system) against its store (:func:`tiap.scoring.rescore.rescore`);
+- rescoring: each run (system) against its store, in query shards of ``query_shard``
+  queries (default: one shard per run) whose per-query values are concatenated in query
+  order (:func:`tiap.scoring.rescore.rescore`; a query's value depends on its own ranking
+  and targets alone, so the shards' bits are the whole run's);
 - building a store: each collection (:func:`tiap.memory.build.build_store`), or, for the
   ``llm`` parser, its requests, a few turns per task, at most its ``concurrency`` tasks in
   flight (:class:`tiap.memory.llm.LlmParser`);
@@ -28,17 +31,18 @@ so concurrent callers do not see each other's) and read with :func:`current_engi
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import importlib.util
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from tiap.errors import TiapError
 
-__all__ = ["ENGINES", "Engine", "LocalEngine", "RayEngine", "current_engine",
+__all__ = ["ENGINES", "Engine", "LocalEngine", "RayEngine", "Shared", "current_engine",
            "endpoint_tasks", "make_engine", "use_engine"]
 
 T = TypeVar("T")
@@ -48,8 +52,41 @@ R = TypeVar("R")
 ENGINES = ("local", "ray")
 
 
+class Shared(Generic[T]):
+    """A value many tasks read (a store's lineage): :meth:`Engine.share` sends it once (to
+    Ray's object store), the tasks carry this handle and :meth:`get` it where they run. A
+    worker process keeps the last few values it got, so its next tasks on the same value do
+    not read and unpickle it again (tasks only read it)."""
+
+    def __init__(self, value: T | None = None, ref: Any = None) -> None:
+        self._value = value
+        self._ref = ref
+
+    def get(self) -> T:
+        if self._ref is None:
+            return cast(T, self._value)
+        key = self._ref.hex()
+        if key in _GOT:
+            _GOT.move_to_end(key)
+            return cast(T, _GOT[key])
+        import ray
+
+        value = ray.get(self._ref)
+        _GOT[key] = value
+        while len(_GOT) > _GOT_KEEP:
+            _GOT.popitem(last=False)
+        return cast(T, value)
+
+
+#: Per process: the shared values its tasks got, by object id (most recent last).
+_GOT: collections.OrderedDict[str, Any] = collections.OrderedDict()
+_GOT_KEEP = 4
+
+
 class Engine(Protocol):
     name: str
+    #: queries per rescoring task (None: one task per run)
+    query_shard: int | None
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``[fn(x) for x in items]``, in the order of ``items``."""
@@ -59,6 +96,10 @@ class Engine(Protocol):
                        window: int) -> Iterator[tuple[int, R]]:
         """``(i, fn(items[i]))`` as each finishes, with at most ``window`` in flight (the
         bound on the requests an endpoint is sent at once)."""
+        ...
+
+    def share(self, value: T) -> Shared[T]:
+        """A handle on ``value`` for the tasks of :meth:`map` to read."""
         ...
 
     def close(self) -> None: ...
@@ -71,6 +112,9 @@ class LocalEngine:
 
     name = "local"
 
+    def __init__(self, *, query_shard: int | None = None) -> None:
+        self.query_shard = _query_shard(query_shard)
+
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [fn(x) for x in items]
 
@@ -78,6 +122,9 @@ class LocalEngine:
                        window: int) -> Iterator[tuple[int, R]]:
         for i, x in enumerate(items):
             yield i, fn(x)
+
+    def share(self, value: T) -> Shared[T]:
+        return Shared(value)
 
     def close(self) -> None:
         pass
@@ -96,7 +143,8 @@ class RayEngine:
     name = "ray"
 
     def __init__(self, address: str | None = None, *, num_cpus: int | None = None,
-                 chunk: int = 1, max_retries: int = 3) -> None:
+                 chunk: int = 1, max_retries: int = 3,
+                 query_shard: int | None = None) -> None:
         if importlib.util.find_spec("ray") is None:
             raise TiapError("--engine ray needs Ray: pip install -e '.[ray]'",
                             code="missing-extra")
@@ -122,6 +170,7 @@ class RayEngine:
         self.address = address
         self.chunk = max(1, chunk)
         self.max_retries = max_retries
+        self.query_shard = _query_shard(query_shard)
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         if not items:
@@ -157,6 +206,9 @@ class RayEngine:
             for ref in in_flight:
                 ray.cancel(ref)
 
+    def share(self, value: T) -> Shared[T]:
+        return Shared(ref=self._ray.put(value))
+
     def close(self) -> None:
         if self._owned:
             self._ray.shutdown()
@@ -183,17 +235,26 @@ def _run_chunk(fn: Callable[[T], R], items: list[T]) -> list[R]:
     return [fn(x) for x in items]
 
 
-def make_engine(spec: str | None = None, *, num_cpus: int | None = None) -> Engine:
+def _query_shard(n: int | None) -> int | None:
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise TiapError(f"query_shard must be a positive integer, got {n!r}",
+                        code="invalid-value")
+    return n
+
+
+def make_engine(spec: str | None = None, *, num_cpus: int | None = None,
+                query_shard: int | None = None) -> Engine:
     """``local`` (default), ``ray`` (a local Ray instance), ``ray://HOST:PORT`` or
-    ``ray:auto`` (an existing cluster)."""
+    ``ray:auto`` (an existing cluster). ``query_shard``: queries per rescoring task
+    (default: a task per run)."""
     if spec in (None, "", "local"):
-        return LocalEngine()
+        return LocalEngine(query_shard=query_shard)
     if spec == "ray":
-        return RayEngine(num_cpus=num_cpus)
+        return RayEngine(num_cpus=num_cpus, query_shard=query_shard)
     if spec.startswith("ray://"):
-        return RayEngine(spec)
+        return RayEngine(spec, query_shard=query_shard)
     if spec == "ray:auto":
-        return RayEngine("auto")
+        return RayEngine("auto", query_shard=query_shard)
     raise TiapError(f"unknown engine {spec!r}: local, ray, ray://HOST:PORT or ray:auto",
                     code="invalid-value")
 

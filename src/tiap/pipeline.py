@@ -31,8 +31,10 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     sensitivity = true                # Stage III and the HTML report (default true)
     audit = ["lexical"]               # optional: judge every contested credit offline and
                                       # report what survives (graded nDCG, Coverage@k)
-    engine = "local"                  # where Stage III's tests run: local, ray (a local
+    engine = "local"                  # where the work runs: local, ray (a local
                                       # instance), ray://HOST:PORT or ray:auto (a cluster)
+    query_shard = 50000               # optional: queries per rescoring task (default: a
+                                      # task per run); the outputs are the same
     seed = 0                          # seed of the sign-flip tests
     resamples = 10000                 # random sign vectors per shared subset
     alpha = 0.05                      # family-wise level
@@ -72,6 +74,7 @@ alpha          a finite number with 0 < alpha < 1
 correction     holm, bh or none (any case)
 audit          offline judges only (lexical, embedding), none twice
 engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs the same
+query_shard    >= 1 (``--query-shard``); outputs the same
 min_effect     a finite number >= 0
 =============  =====================================================================
 
@@ -212,7 +215,8 @@ class PipelineConfig(Schema):
     local_threads: int = Field(1, ge=1)
     sensitivity: bool = True
     audit: Seq[str] = ()  # offline judges of the contested credits (lexical, embedding)
-    engine: str = "local"  # where Stage III's tests run: local, ray, ray://HOST:PORT
+    engine: str = "local"  # where the work runs: local, ray, ray://HOST:PORT, ray:auto
+    query_shard: int | None = Field(None, ge=1)  # queries per rescoring task (None: a run)
     seed: int = Field(0, ge=0)
     resamples: int = Field(10_000, ge=1)
     alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
@@ -480,14 +484,15 @@ def _once(values: Sequence[str], what: str) -> None:
 
 #: The keys command options override, and the option that sets each.
 OPTIONS = {"retrievers": "--retriever", "collections": "--collections",
-           "resamples": "--resamples", "engine": "--engine"}
+           "resamples": "--resamples", "engine": "--engine", "query_shard": "--query-shard"}
 
 
 def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
                 collections: Sequence[str] | None = None,
-                resamples: int | None = None, engine: str | None = None) -> PipelineConfig:
-    """Read and check a pipeline TOML file; ``retrievers``/``collections``/``resamples``
-    (the command's options) override it.
+                resamples: int | None = None, engine: str | None = None,
+                query_shard: int | None = None) -> PipelineConfig:
+    """Read and check a pipeline TOML file; ``retrievers``/``collections``/``resamples``/
+    ``engine``/``query_shard`` (the command's options) override it.
 
     Every problem of the file (a TOML syntax error, an unknown or missing key, a wrong type,
     a value out of range, a store a design names but the file does not define) is reported
@@ -504,7 +509,7 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
             if isinstance(s, dict) else s for s in data["stores"]]
     given = {"retrievers": list(retrievers) if retrievers else None,
              "collections": list(collections) if collections else None,
-             "resamples": resamples, "engine": engine}
+             "resamples": resamples, "engine": engine, "query_shard": query_shard}
     data.update({k: v for k, v in given.items() if v is not None})
     cfg = validate(PipelineConfig, data, file=p, text=text,
                    options={k: OPTIONS[k] for k, v in given.items() if v is not None})
@@ -591,7 +596,7 @@ def run_pipeline(
 
     def engine() -> Any:
         if not engines:
-            engines.append(make_engine(cfg.engine))
+            engines.append(make_engine(cfg.engine, query_shard=cfg.query_shard))
         return engines[0]
 
     try:

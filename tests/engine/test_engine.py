@@ -97,16 +97,18 @@ def test_sensitivity_on_ray_writes_the_same_bytes(engine: RayEngine, tmp_path: P
 def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Path,
                                                 tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The main job on LoCoMo conv-26 with --engine ray: its stores, its traces and TREC
-    runs, and every CSV of its rescoring, audit and Stage III are byte-identical to the
-    local engine's."""
+    """The main job on LoCoMo conv-26 with --engine ray, rescoring in query shards of 50
+    (each run's queries in several tasks): its stores, its traces and TREC runs, and
+    every CSV of its rescoring, audit and Stage III are byte-identical to the local
+    engine's, which scores each run whole."""
     base = ["audit-run", "configs/locomo.toml", "--collections", "conv-26", "--resamples",
             "2000", "--data", str(data_dir)]
     root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)  # the config path is relative to the checkout
     assert main([*base, "--out", str(tmp_path / "local")]) == 0
     with use_engine(engine):
-        assert main([*base, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+        assert main([*base, "--out", str(tmp_path / "ray"), "--engine", "ray",
+                     "--query-shard", "50"]) == 0
     local = sorted(p.relative_to(tmp_path / "local")
                    for p in (tmp_path / "local").rglob("*")
                    if p.suffix in (".csv", ".trec") or p.name == "items.jsonl"
@@ -120,6 +122,39 @@ def test_audit_run_on_ray_writes_the_same_bytes(engine: RayEngine, data_dir: Pat
             # a trace's header names its input paths (two output folders here): its rankings
             a, b = a.split(b"\n", 1)[1], b.split(b"\n", 1)[1]
         assert a == b, rel
+
+
+def test_qrels_rescoring_in_query_shards_on_ray_writes_the_same_bytes(
+        engine: RayEngine, tmp_path: Path) -> None:
+    """`tiap rescore --qrels` of two runs: a task per run on Ray, shards of 7 queries on Ray
+    (12 tasks), and whole here: every CSV byte for byte."""
+    import random
+
+    rng = random.Random(3)
+    args = ["rescore", "--measures", "nDCG@10,R@10,RR@10,Success@1,P@5", "--credit", "set"]
+    for name in ("a", "b"):
+        lines = []
+        for q in range(40):
+            docs = rng.sample(range(200), rng.choice([1, 5, 30, 70]))
+            lines += [f"q{q} Q0 d{d} {r} {len(docs) - r} {name}\n"
+                      for r, d in enumerate(docs, 1)]
+        (tmp_path / f"{name}.trec").write_text("".join(lines))
+        args += ["--run", f"{name}={tmp_path / f'{name}.trec'}"]
+    for t in ("t0", "t1"):
+        rows = [f"q{q} 0 d{d} {rng.randint(0, 3)}\n" for q in range(40) if rng.random() > 0.1
+                for d in rng.sample(range(200), rng.randint(1, 12))]
+        (tmp_path / f"{t}.qrels").write_text("".join(rows))
+        args += ["--qrels", f"{t}={tmp_path / f'{t}.qrels'}"]
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    with use_engine(engine):
+        assert main([*args, "--out", str(tmp_path / "ray"), "--engine", "ray"]) == 0
+        assert main([*args, "--out", str(tmp_path / "shards"), "--engine", "ray",
+                     "--query-shard", "7"]) == 0
+    local = sorted(p.name for p in (tmp_path / "local").glob("*.csv"))
+    assert "per_query.csv" in local and "summary.csv" in local
+    for side in ("ray", "shards"):
+        for name in local:
+            assert (tmp_path / side / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), (side, name)
 
 
 def test_ray_keeps_the_commands_signal_handlers() -> None:

@@ -25,9 +25,12 @@ def audit_run_cmd(
         "--resamples", help="Bootstrap resamples for Stage III (default: the config's, 10,000).",
         show_default=False)] = None,
     engine: Annotated[str | None, typer.Option(
-        "--engine", help="Where Stage III's tests run (default: the config's, local): local, "
-        "ray (a local Ray instance), ray://HOST:PORT or ray:auto (a cluster). The outputs "
-        "are the same.", show_default=False)] = None,
+        "--engine", help="Where the work runs (default: the config's, local): local, ray (a "
+        "local Ray instance), ray://HOST:PORT or ray:auto (a cluster); docs/scale.md says "
+        "what is split how. The outputs are the same.", show_default=False)] = None,
+    query_shard: Annotated[int | None, typer.Option(
+        "--query-shard", min=1, help="Queries per rescoring task (default: the config's, a "
+        "task per run). The outputs are the same.", show_default=False)] = None,
     data: DataOption = None,
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
@@ -38,7 +41,8 @@ def audit_run_cmd(
     # the options override the config's keys and are checked by the same schema
     cfg = load_config(config, retrievers=retriever, resamples=resamples,
                       collections=[c.strip() for c in collections.split(",")]
-                      if collections is not None else None, engine=engine)
+                      if collections is not None else None, engine=engine,
+                      query_shard=query_shard)
     err_console.print(f"[bold]{cfg.name}[/]: {cfg.dataset}, stores "
                       f"{', '.join(s.name for s in cfg.stores)}, "
                       f"retrievers {', '.join(cfg.retrievers)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
@@ -121,8 +122,12 @@ def rescore_cmd(
         "Repeatable.", show_default=False)] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the runs are scored: local, ray (a local Ray instance), "
-        "ray://HOST:PORT or ray:auto (a cluster); each run is one task, the outputs the same.")
-        ] = "local",
+        "ray://HOST:PORT or ray:auto (a cluster); a task per run, or per --query-shard "
+        "queries of a run; the outputs the same.")] = "local",
+    query_shard: Annotated[int | None, typer.Option(
+        "--query-shard", min=1, help="Queries per scoring task (default: a task per run): a "
+        "run's shards are scored apart and concatenated in query order, the outputs the "
+        "same.", show_default=False)] = None,
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", help="Tokenizer of cost.csv (context tokens of the top k) and of "
         "token-budget measures (nDCG@tok2000): cl100k_base (default, where the cost extra is "
@@ -166,8 +171,6 @@ def rescore_cmd(
     measures = measures if measures is not None else default_measures(k or DEFAULT_K)
     _check_measures(measures)
     tlist = split_targets(targets) if targets is not None else None
-    overlay_report: dict[str, Any] = {}
-    check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
     if qrels:
         given = [o for o, v in (("--items", items), ("--queries", queries),
                                 ("--targets", targets), ("--overlay", overlay),
@@ -175,35 +178,19 @@ def rescore_cmd(
         if given:
             raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
                             "(each qrels file is a target)")
-        result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
-                                                      credit=credit, missing=missing,
-                                                      dedup=dedup, depth=depth)
-        judged: dict[str, None] = {}
-        for s in result.systems:
-            judged.update(dict.fromkeys(result.query_ids[s]))
-        query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
     else:
         missing_opts = [o for o, v in (("--items", items), ("--queries", queries)) if not v]
         if missing_opts:
             raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
                             "and a queries file (--items, --queries), or qrels files (--qrels)")
-        overlays, overlay_files = read_overlays(overlay or [])
-        names = tlist or ["raw", "source", "canonical"]
-        if tlist is None:  # each target under each overlay too
-            names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
-        from tiap.engine import make_engine, use_engine
+    check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
+    from tiap.engine import make_engine, use_engine
 
-        eng = make_engine(engine)
-        try:
-            with use_engine(eng):
-                result, inputs, query_rows, run_warnings = _rescore_lineage(
-                    run, items or [], queries,  # type: ignore[arg-type]
-                    names, measures=measures, credit=credit, missing=missing, dedup=dedup,
-                    depth=depth, overlays=overlays, tokenizer=tokenizer)
-        finally:
-            eng.close()
-        inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
-        overlay_report = _overlay_findings(overlays, query_rows, out)
+    eng = make_engine(engine, query_shard=query_shard)
+    with contextlib.closing(eng), use_engine(eng):
+        result, inputs, query_rows, run_warnings, overlay_report = _rescore_any(
+            run, items, queries, qrels, tlist, overlay, tokenizer, out,
+            measures=measures, credit=credit, missing=missing, dedup=dedup, depth=depth)
     if shared:
         _check_shared(result)
     opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "depth": depth}
@@ -219,8 +206,40 @@ def rescore_cmd(
     err_console.print(f"wrote {out}")
 
 
+def _rescore_any(run: list[str], items: list[str] | None, queries: Path | None,
+                 qrels: list[str] | None, tlist: list[str] | None,
+                 overlay: list[str] | None, tokenizer: str | None, out: Path, *,
+                 measures: str, credit: str, missing: str, dedup: str,
+                 depth: int | None) -> tuple[Any, dict[str, Any], list[Any], list[str],
+                                             dict[str, Any]]:
+    """Rescore under qrels files or under lineage targets (the options are checked), on
+    the engine in use."""
+    overlay_report: dict[str, Any] = {}
+    if qrels:
+        result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
+                                                      credit=credit, missing=missing,
+                                                      dedup=dedup, depth=depth)
+        judged: dict[str, None] = {}
+        for s in result.systems:
+            judged.update(dict.fromkeys(result.query_ids[s]))
+        query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
+    else:
+        overlays, overlay_files = read_overlays(overlay or [])
+        names = tlist or ["raw", "source", "canonical"]
+        if tlist is None:  # each target under each overlay too
+            names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
+        result, inputs, query_rows, run_warnings = _rescore_lineage(
+            run, items or [], queries,  # type: ignore[arg-type]
+            names, measures=measures, credit=credit, missing=missing, dedup=dedup,
+            depth=depth, overlays=overlays, tokenizer=tokenizer)
+        inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
+        overlay_report = _overlay_findings(overlays, query_rows, out)
+    return result, inputs, query_rows, run_warnings, overlay_report
+
+
 def _print_integrity(result: Any) -> None:
-    """integrity.csv's checks, one line per system and check that flags something."""
+    """integrity.csv's checks, one line per finding, naming the systems it holds for."""
+    by_text: dict[str, list[str]] = {}
     for r in getattr(result, "integrity", ()):
         if r["check"] == "k_covers_pool" and r["flagged"]:
             text = (f"{r['flagged']:,} of {r['queries']:,} queries rank at least their whole "
@@ -239,8 +258,11 @@ def _print_integrity(result: Any) -> None:
                         "in one session" + (f"; {r['detail']}" if r["detail"] else ""))
         else:
             continue
-        err_console.print(f"integrity: {r['system']}: {text}", highlight=False,
-                          soft_wrap=True)
+        by_text.setdefault(text, []).append(r["system"])
+    for text, systems in by_text.items():
+        who = ", ".join(systems[:3]) + (f" and {len(systems) - 3} more" if len(systems) > 3
+                                         else "")
+        err_console.print(f"integrity: {who}: {text}", highlight=False, soft_wrap=True)
 
 
 def _print_cost(result: Any) -> None:

@@ -36,6 +36,8 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.scoring.kernels import row_dot
+
 __all__ = ["err_ia_norm", "greedy_ideal_gains", "intent_gains"]
 
 FloatArray = NDArray[np.float64]
@@ -95,7 +97,7 @@ def greedy_ideal_gains(items: NDArray[np.integer], intents: NDArray[np.integer],
         free = np.ones(codes.size, bool)
         row = out[q[a]]
         for rank in range(min(k, codes.size)):
-            score = np.where(free, member @ weight, -1.0)
+            score = np.where(free, row_dot(member, weight), -1.0)
             best = score.max()
             cand = np.flatnonzero(score == best)
             pick = cand[np.argmax(tie[cand])]

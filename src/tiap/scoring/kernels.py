@@ -782,6 +782,20 @@ def _discounts(n: int) -> FloatArray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
+def row_dot(matrix: NDArray[np.generic], weights: NDArray[np.float64]) -> FloatArray:
+    """``sum_j matrix[i, j] * weights[j]`` for every row ``i``, added column after column:
+    a row's value depends on that row alone, not on which rows are computed with it (a
+    query shard, a subset of the queries) or where they sit. (A BLAS matrix-vector product
+    handles rows in groups and may round a row differently by its place in the matrix.)
+    ``weights`` may be 2-D, ``[columns, n]``: then the result is ``[rows, n]``."""
+    w = np.asarray(weights, np.float64)
+    out = np.zeros((matrix.shape[0], *w.shape[1:]), np.float64)
+    for j in range(matrix.shape[1]):
+        col = matrix[:, j].astype(np.float64, copy=False)
+        out += col[:, None] * w[j] if w.ndim == 2 else col * w[j]
+    return out
+
+
 def _ideal_dcg_table(n: int) -> FloatArray:
     """``table[m]`` = DCG of ``m`` ones = sum_{i=1..m} 1/log2(i+1), summed in rank order."""
     table = np.zeros(n + 1, np.float64)
@@ -834,7 +848,7 @@ def _dcg_table16() -> FloatArray:
     """``table[j, v]`` = DCG of the ranks ``16 j + b`` for the set bits ``b`` of ``v``."""
     bits = ((np.arange(1 << 16)[:, None] >> np.arange(16)[None, :]) & 1).astype(np.float64)
     disc = _discounts(64).reshape(4, 16)
-    return _readonly(np.stack([bits @ disc[j] for j in range(4)]))
+    return _readonly(np.stack([row_dot(bits, disc[j]) for j in range(4)]))
 
 
 class _WordReader:
@@ -845,7 +859,7 @@ class _WordReader:
         n_bytes = words.shape[1] * 8
         bit_of_byte = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
         disc = _discounts(n_bytes * 8).reshape(n_bytes, 8)
-        self._dcg_table = disc @ bit_of_byte.T  # [n_bytes, 256]
+        self._dcg_table = np.ascontiguousarray(row_dot(bit_of_byte, disc.T).T)  # [n_bytes, 256]
         self._cache: dict[int, NDArray[np.uint64]] = {}
 
     def _masked(self, k: int) -> NDArray[np.uint64]:
@@ -1050,7 +1064,7 @@ def _score_ranks(
                 disc = _jk_discounts(depth)
                 n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
                 table = np.r_[0.0, np.cumsum(_jk_discounts(int(n_ideal.max(initial=0))))]
-                value = (rank_gains()[:, :k] @ disc[:k]) / table[n_ideal]
+                value = row_dot(rank_gains()[:, :k], disc[:k]) / table[n_ideal]
             elif m.family in _DENSE and m.cutoff is not None:
                 if gains is not None:
                     raise TiapError(f"{m.family} takes binary targets (no graded relevance)")
@@ -1061,19 +1075,19 @@ def _score_ranks(
                     if ideal is None:  # set credit: every relevant item is its own intent
                         idcg = _ideal_dcg_table(m.cutoff)[np.minimum(n_targets, m.cutoff)]
                     else:
-                        idcg = ideal @ _discounts(m.cutoff)
-                    value = (g[:, :k] @ disc[:k]) / idcg
+                        idcg = row_dot(ideal, _discounts(m.cutoff))
+                    value = row_dot(g[:, :k], disc[:k]) / idcg
                 else:
                     inv = 1.0 / np.arange(1, depth + 1, dtype=np.float64)
                     from tiap.scoring.intents import err_ia_norm
 
-                    value = (g[:, :k] @ inv[:k]) / err_ia_norm(n_targets, m.cutoff, alpha)
+                    value = row_dot(g[:, :k], inv[:k]) / err_ia_norm(n_targets, m.cutoff, alpha)
             elif m.family == "Rall":
                 value = (hits(k) == n_targets).astype(np.float64)
             elif m.family == "nDCG":
                 n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
                 if gains is not None and relevance is not None:
-                    dcg = gains[:, :k] @ _discounts(k)
+                    dcg = row_dot(gains[:, :k], _discounts(k))
                     idcg = _graded_ideal(targets, relevance, m.cutoff)
                 else:
                     dcg = reader.dcg(k)

@@ -3,7 +3,10 @@
 :func:`rescore` takes the stores (items with lineage), the queries, and any number of runs,
 builds each target's groups from lineage (:mod:`tiap.targets`), and scores every run under
 every target with the vectorised kernels of :mod:`tiap.scoring.kernels`. The ranking matrix
-of a run is coded once and kept fixed while the targets change.
+of a run is coded once and kept fixed while the targets change. A run is scored whole, or in
+shards of consecutive queries (the engine's ``query_shard``, :mod:`tiap.engine`), anywhere:
+a query's values depend on its own ranking and groups alone, so the shards' values,
+concatenated in query order, are the whole run's, bit for bit.
 
 The query universe is explicit:
 
@@ -28,8 +31,9 @@ one ``int32`` matrix. The query universe is then the queries the qrels files jud
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -49,6 +53,7 @@ from tiap.targets.groups import QueryLike
 from tiap.traces.runs import Run
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tiap.engine import Shared
     from tiap.traces.columnar import ColumnarRun, Qrels
 
 Missing = Literal["skip", "zero"]
@@ -530,48 +535,31 @@ def rescore(
     from tiap.engine import current_engine
 
     engine = current_engine()
-    if engine.name != "local" and len(runs) > 1:
-        # each run is scored on its own (against its own store), anywhere; the results are
-        # merged in run order, as one call over every run would have written them
-        qlist = list(queries)
-        jobs = [_RunJob(r, qlist, {k: v for k, v in stores.items()
-                                   if k == (r.system if r.system in stores else None)},
-                        dict(targets=ts, measures=ms, credit=mode, missing=missing,
-                             depth=depth, overlays=overlays, tokenizer=tokenizer))
-                for r in runs]
-        return _merge_results(engine.map(_rescore_run, jobs))
-
     qlist = list(queries)
     qindex = {q.query_id: i for i, q in enumerate(qlist)}
     run_stores = store_lineages(runs, stores)
-    sets: dict[str, TargetSets] = {}
-    values: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
-    flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
-    qids_by_system: dict[str, tuple[str, ...]] = {}
-    reports: dict[str, SystemReport] = {}
-    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
-    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
-    target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
-    lower: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
-    upper: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
-    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = {}
-    undetermined: dict[tuple[str, str], dict[str, str]] = {}
-    flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
-    flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
-    intent_aware = any(m.family in ("alpha_nDCG", "ERR_IA") for m in ms)
-    block_cache: dict[tuple[str, str], Blocks] = {}
+    flip_ks = tuple(sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)}))
     budgeted = [m for m in ms if m.budget is not None]
     if budgeted and any(t.granularity != TURN for t in ts):
         raise TiapError("a token budget counts ranks, a session or window target's cutoff "
                         "counts blocks: rescore them apart", code="invalid-value")
     tok, cost_note = _tokenizer(tokenizer, budgeted)
+    options = engine.share(_Options(ts, ms, mode, depth, overlays, flip_ks))
+    sets: dict[str, TargetSets] = {}
+    shared: dict[str, Shared[_StoreWork]] = {}
     cost: list[dict[str, Any]] = []
     integrity: list[dict[str, Any]] = []
+    scored_by: dict[str, tuple[str, ...]] = {}
+    reports: dict[str, SystemReport] = {}
+    jobs: list[_Shard] = []
 
     for run in runs:
         sname, lineage = run_stores[run.system]
         if sname not in sets:
             sets[sname] = build_groups(lineage, qlist, ts, overlays=overlays)
+            blocks = {g: Blocks.build(lineage, g)
+                      for g in dict.fromkeys(t.granularity for t in ts) if g != TURN}
+            shared[sname] = engine.share(_StoreWork(lineage, sets[sname], blocks))
         tsets = sets[sname]
 
         by_q = {rk.query_id: rk for rk in run.rankings}
@@ -604,68 +592,14 @@ def rescore(
             cost += cost_rows(run.system, cut_rankings, tokens, cuts,
                               [by_q[q].latency_ms if q in by_q else None for q in scored],
                               tok.name)
-        vocab = Vocabulary()
-        eff_cache: dict[tuple[str, str], dict[int, NDArray[np.int64]]] = {}
-        matrix = encode_rankings(rankings, vocab, depth=depth, query_ids=scored)
-        index = RankingIndex(matrix)
-        zero: dict[str, int] = {}
-        for t in ts:
-            tg = tsets[t.name]
-            groups = [tg[q] for q in scored]
-            zero[t.name] = sum(1 for g in groups if not g)
-            zt = tg.zero_target
-            zero_reasons[(run.system, t.name)] = {q: zt[q] for q in scored if q in zt}
-            zero_codes[(run.system, t.name)] = {
-                q: str(tg.queries[q].zero_target) for q in scored if q in zt}
-            coded = encode_targets(groups, vocab, query_ids=scored)
-            target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
-            order = id_order(vocab) if intent_aware else None
-            if t.granularity == TURN:
-                plain = [m for m in [*ms, *flip_measures] if m.budget is None]
-                got = index.score(coded, plain, mode, ideal_order=order)
-                if budgeted:
-                    got.update(_cutoff_scores(index, coded, mode, order, {
-                        m: budget_cutoffs(cut_rankings, tokens, m.budget or 0,
-                                          system=run.system, query_ids=scored)
-                        for m in budgeted}))
-            else:
-                blocks = block_cache.get((sname, t.granularity))
-                if blocks is None:
-                    blocks = block_cache[(sname, t.granularity)] = Blocks.build(
-                        lineage, t.granularity)
-                cut = [r[:depth] if depth is not None else r for r in rankings]
-                got, short = _block_scores(index, coded, [*ms, *flip_measures], mode, order,
-                                           cut, blocks, eff_cache.setdefault(
-                                               (sname, t.granularity), {}))
-                _short_rankings(short, lineage, [qlist[qindex[q]] for q in scored], scored,
-                                cut, t, ms, got, (run.system, t.name), lower, upper,
-                                undetermined, possibly_empty)
-            if lineage.uncertain:
-                open_ = _bound_pass(lineage, t, mode,
-                                    [_under(qlist[qindex[q]], t, overlays) for q in scored],
-                                    scored, rankings, depth, [*ms, *flip_measures], got)
-                key = (run.system, t.name)
-                if open_.members is not None:
-                    target_sizes[key] = (coded.group_counts, open_.members)
-                zero[t.name] -= int(open_.defined_now.sum())
-                for q in open_.reasons:
-                    zero_reasons[key].pop(q, None)
-                    zero_codes[key].pop(q, None)
-                undetermined[key] = open_.reasons
-                possibly_empty[key] = open_.possibly_empty
-                for m in ms:
-                    if open_.any:
-                        lower[(run.system, t.name, m)] = open_.lower[m]
-                        upper[(run.system, t.name, m)] = open_.upper[m]
-            for m in ms:
-                values[(run.system, t.name, m)] = got[m]
-            for k, fm in zip(flip_ks, flip_measures, strict=True):
-                flips[(run.system, t.name, k)] = got[fm]
-
-        integrity += integrity_rows(run.system, lineage, [qlist[qindex[q]] for q in scored
-                                                          if q in qindex],
-                                    [r for q, r in zip(scored, cut_rankings, strict=True)
-                                     if q in qindex], ms, depth)
+        run_queries = [qlist[qindex[q]] for q in scored]
+        integrity += integrity_rows(run.system, lineage, run_queries, cut_rankings, ms, depth)
+        step = engine.query_shard or len(scored)
+        for a in range(0, len(scored), step):
+            jobs.append(_Shard(run.system, shared[sname], options, run_queries[a:a + step],
+                               rankings[a:a + step],
+                               {i: tokens[i] for r in cut_rankings[a:a + step] for i in r}
+                               if budgeted else {}))
         scored_set = set(scored)
         ue = {q: u for q, u in tsets.unknown_evidence.items() if q in scored_set}
         reports[run.system] = SystemReport(
@@ -681,29 +615,34 @@ def rescore(
             queries_with_unknown_items=unknown_q,
             unknown_evidence_queries=len(ue),
             unknown_evidence_examples=tuple(list(ue.items())[:MAX_EXAMPLES]),
-            zero_target=zero,
             run_warnings=_run_findings(run, notes=False),
             run_notes=_run_findings(run, notes=True),
         )
-        qids_by_system[run.system] = tuple(scored)
+        scored_by[run.system] = tuple(scored)
 
+    parts: dict[str, list[_Scored]] = {}
+    for job, part in zip(jobs, engine.map(_score_shard, jobs), strict=True):
+        parts.setdefault(job.system, []).append(part)
+    merged = _Scored.concat([parts[s] for s in names], names, ts, ms, flip_ks)
+    for s in names:
+        reports[s] = replace(reports[s], zero_target=merged.zero[s])
     return RescoreResult(
         systems=tuple(names),
         targets=ts,
         measures=ms,
         credit=mode,
-        query_ids=qids_by_system,
-        values=values,
-        flips=flips,
+        query_ids=scored_by,
+        values=merged.values,
+        flips=merged.flips,
         reports=reports,
         target_sets=sets,
-        zero_reasons=zero_reasons,
-        zero_codes=zero_codes,
-        target_sizes=target_sizes,
-        lower=lower,
-        upper=upper,
-        possibly_empty=possibly_empty,
-        undetermined=undetermined,
+        zero_reasons=merged.zero_reasons,
+        zero_codes=merged.zero_codes,
+        target_sizes=merged.target_sizes,
+        lower=merged.lower,
+        upper=merged.upper,
+        possibly_empty=merged.possibly_empty,
+        undetermined=merged.undetermined,
         cost=tuple(cost),
         tokenizer={"name": tok.name, "version": tok.version} if tok is not None else {},
         cost_note=cost_note,
@@ -712,39 +651,155 @@ def rescore(
 
 
 @dataclass(frozen=True)
-class _RunJob:
-    """One run's rescoring: the run, the queries, its store and the options."""
+class _Options:
+    """What every query shard is scored with (targets: lineage targets, or qrels files)."""
 
-    run: Run
+    targets: tuple[Any, ...]
+    measures: tuple[Measure, ...]
+    credit: Credit
+    depth: int | None
+    overlays: Mapping[str, Mapping[str, Sequence[str]]] | None
+    flip_ks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _StoreWork:
+    """A store as its shards read it: its lineage, every query's groups, its blocks."""
+
+    lineage: Lineage
+    sets: TargetSets
+    blocks: Mapping[str, Blocks]
+
+
+@dataclass(frozen=True)
+class _Shard:
+    """Consecutive scored queries of one run (a task): their queries and rankings, and the
+    token counts of the ranked items for token-budget measures."""
+
+    system: str
+    store: Shared[_StoreWork]
+    options: Shared[_Options]
     queries: list[QueryLike]
-    stores: Mapping[str | None, Any]
-    options: dict[str, Any]
+    rankings: list[tuple[str, ...]]
+    tokens: dict[str, int | None]
 
 
-def _rescore_run(job: _RunJob) -> RescoreResult:
-    return rescore([job.run], job.queries, job.stores, **job.options)
+@dataclass
+class _Scored:
+    """Per-query results of some queries of some runs, keyed as in :class:`RescoreResult`
+    (``zero``: system -> target -> undefined queries)."""
 
+    values: dict[tuple[str, str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    flips: dict[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
+    zero_reasons: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    zero_codes: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = field(
+        default_factory=dict)
+    lower: dict[tuple[str, str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    upper: dict[tuple[str, str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
+    undetermined: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    zero: dict[str, dict[str, int]] = field(default_factory=dict)
+    n: int = 0
 
-def _merge_results(parts: Sequence[RescoreResult]) -> RescoreResult:
-    """The results of disjoint runs as one (every field keyed by system, in run order)."""
-    first = parts[0]
-
-    def union(name: str) -> dict[Any, Any]:
-        out: dict[Any, Any] = {}
-        for p in parts:
-            out.update(getattr(p, name))
+    @classmethod
+    def concat(cls, runs: Sequence[Sequence[_Scored]], systems: Sequence[str],
+               targets: Sequence[TargetLike], measures: Sequence[Measure],
+               flip_ks: Sequence[int]) -> _Scored:
+        """Each run's shards (``runs[i]``: the shards of ``systems[i]``, in query order) as
+        one result, the keys in one order (system, target, measure) whatever the shards."""
+        out = cls()
+        for s, shards in zip(systems, runs, strict=True):
+            out.zero[s] = {}
+            for t in targets:
+                key = (s, t.name)
+                out.zero[s][t.name] = sum(p.zero[s][t.name] for p in shards)
+                for m in measures:
+                    k3 = (*key, m)
+                    out.values[k3] = np.concatenate([p.values[k3] for p in shards])
+                    if any(k3 in p.lower for p in shards):
+                        out.lower[k3] = np.concatenate([p.lower.get(k3, p.values[k3])
+                                                        for p in shards])
+                        out.upper[k3] = np.concatenate([p.upper.get(k3, p.values[k3])
+                                                        for p in shards])
+                for k in flip_ks:
+                    out.flips[(*key, k)] = np.concatenate([p.flips[(*key, k)] for p in shards])
+                out.zero_reasons[key] = {q: r for p in shards for q, r in p.zero_reasons[key].items()}
+                out.zero_codes[key] = {q: r for p in shards for q, r in p.zero_codes[key].items()}
+                out.target_sizes[key] = (
+                    np.concatenate([p.target_sizes[key][0] for p in shards]),
+                    np.concatenate([p.target_sizes[key][1] for p in shards]))
+                if any(key in p.possibly_empty for p in shards):
+                    out.possibly_empty[key] = np.concatenate([
+                        p.possibly_empty.get(key, np.zeros(p.n, bool)) for p in shards])
+                if any(key in p.undetermined for p in shards):
+                    out.undetermined[key] = {q: r for p in shards
+                                             for q, r in p.undetermined.get(key, {}).items()}
         return out
 
-    return RescoreResult(
-        systems=tuple(s for p in parts for s in p.systems),
-        targets=first.targets, measures=first.measures, credit=first.credit,
-        query_ids=union("query_ids"), values=union("values"), flips=union("flips"),
-        reports=union("reports"), target_sets=union("target_sets"),
-        zero_reasons=union("zero_reasons"), zero_codes=union("zero_codes"),
-        target_sizes=union("target_sizes"), lower=union("lower"), upper=union("upper"),
-        possibly_empty=union("possibly_empty"), undetermined=union("undetermined"),
-        cost=tuple(r for p in parts for r in p.cost), tokenizer=first.tokenizer,
-        cost_note=first.cost_note, integrity=tuple(r for p in parts for r in p.integrity))
+
+def _score_shard(job: _Shard) -> _Scored:
+    """Score one query shard of one run under every target. A query's values depend on its
+    own ranking and groups alone (the kernels' rows are independent, and an intent-aware
+    ideal only compares ids), so the shards of a run give the whole run's values."""
+    work, o = job.store.get(), job.options.get()
+    lineage, tsets, ms, mode, depth = work.lineage, work.sets, o.measures, o.credit, o.depth
+    flip_measures = [parse_measures(f"Success@{k}")[0] for k in o.flip_ks]
+    intent_aware = any(m.family in ("alpha_nDCG", "ERR_IA") for m in ms)
+    budgeted = [m for m in ms if m.budget is not None]
+    qlist, rankings, system = job.queries, job.rankings, job.system
+    scored = [q.query_id for q in qlist]
+    cut_rankings = [r[:depth] if depth is not None else r for r in rankings]
+    out = _Scored(n=len(scored), zero={system: {}})
+    vocab = Vocabulary()
+    eff_cache: dict[str, dict[int, NDArray[np.int64]]] = {}
+    index = RankingIndex(encode_rankings(rankings, vocab, depth=depth, query_ids=scored))
+    for t in o.targets:
+        key = (system, t.name)
+        tg = tsets[t.name]
+        groups = [tg[q] for q in scored]
+        zt = tg.zero_target
+        out.zero_reasons[key] = {q: zt[q] for q in scored if q in zt}
+        out.zero_codes[key] = {q: str(tg.queries[q].zero_target) for q in scored if q in zt}
+        zero = sum(1 for g in groups if not g)
+        coded = encode_targets(groups, vocab, query_ids=scored)
+        out.target_sizes[key] = (coded.group_counts, coded.set_sizes)
+        order = id_order(vocab) if intent_aware else None
+        if t.granularity == TURN:
+            plain = [m for m in [*ms, *flip_measures] if m.budget is None]
+            got = index.score(coded, plain, mode, ideal_order=order)
+            if budgeted:
+                got.update(_cutoff_scores(index, coded, mode, order, {
+                    m: budget_cutoffs(cut_rankings, job.tokens, m.budget or 0,
+                                      system=system, query_ids=scored)
+                    for m in budgeted}))
+        else:
+            got, short = _block_scores(index, coded, [*ms, *flip_measures], mode, order,
+                                       cut_rankings, work.blocks[t.granularity],
+                                       eff_cache.setdefault(t.granularity, {}))
+            _short_rankings(short, lineage, qlist, scored, cut_rankings, t, ms, got, key,
+                            out.lower, out.upper, out.undetermined, out.possibly_empty)
+        if lineage.uncertain:  # (turn targets only: build_groups rolls up no partial lineage)
+            open_ = _bound_pass(lineage, t, mode, [_under(q, t, o.overlays) for q in qlist],
+                                scored, rankings, depth, [*ms, *flip_measures], got)
+            if open_.members is not None:
+                out.target_sizes[key] = (coded.group_counts, open_.members)
+            zero -= int(open_.defined_now.sum())
+            for q in open_.reasons:
+                out.zero_reasons[key].pop(q, None)
+                out.zero_codes[key].pop(q, None)
+            out.undetermined[key] = open_.reasons
+            out.possibly_empty[key] = open_.possibly_empty
+            if open_.any:
+                for m in ms:
+                    out.lower[(*key, m)] = open_.lower[m]
+                    out.upper[(*key, m)] = open_.upper[m]
+        for m in ms:
+            out.values[(*key, m)] = got[m]
+        for k, fm in zip(o.flip_ks, flip_measures, strict=True):
+            out.flips[(*key, k)] = got[fm]
+        out.zero[system][t.name] = zero
+    return out
 
 
 @dataclass
@@ -800,19 +855,11 @@ def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
     """
     ks = [m.cutoff for m in measures if m.cutoff is not None]
     k = max(ks) if ks else (depth or max((len(r) for r in rankings), default=0))
-    pool: dict[str | None, int] = {}
-    session: dict[str, str] = {}
-    for it in lineage.items.values():
-        pool[it.collection] = pool.get(it.collection, 0) + 1
-        sid = dict(it.meta).get("session_id")
-        if it.is_raw and sid is not None and len(it.sources) == 1:
-            session[it.sources[0]] = f"{it.collection}:{sid}"
+    pool, session, exact = _store_facts(lineage)
     total = len(lineage.items)
     n = len(queries)
     covered = [q.query_id for q in queries
                if k >= pool.get(getattr(q, "collection_id", None) or None, total)]
-    exact = {i for i, it in lineage.items.items()
-             if i not in lineage.possible and it.placeholder is None}
     ranked = sum(min(len(r), k) for r in rankings)
     known = sum(len(exact.intersection(r[:k])) for r in rankings)
     with_ev = [q for q in queries if q.evidence]
@@ -833,6 +880,29 @@ def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
          "detail": (f"{unknown:,} queries not determined (a turn's session unknown)"
                     if unknown else "")},
     ]
+
+
+_FACTS: weakref.WeakKeyDictionary[Lineage, tuple[dict[str | None, int], dict[str, str],
+                                                  frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def _store_facts(lineage: Lineage) -> tuple[dict[str | None, int], dict[str, str],
+                                            frozenset[str]]:
+    """What :func:`integrity_rows` reads of a store, computed once per lineage (the runs of
+    a store share it): items per collection, the session of each raw turn, and the items
+    whose lineage is known."""
+    if lineage not in _FACTS:
+        pool: dict[str | None, int] = {}
+        session: dict[str, str] = {}
+        for it in lineage.items.values():
+            pool[it.collection] = pool.get(it.collection, 0) + 1
+            sid = dict(it.meta).get("session_id")
+            if it.is_raw and sid is not None and len(it.sources) == 1:
+                session[it.sources[0]] = f"{it.collection}:{sid}"
+        exact = frozenset(i for i, it in lineage.items.items()
+                          if i not in lineage.possible and it.placeholder is None)
+        _FACTS[lineage] = (pool, session, exact)
+    return _FACTS[lineage]
 
 
 def _tokenizer(name: str | None, budgeted: Sequence[Measure]) -> tuple[Any, str]:
@@ -951,7 +1021,8 @@ def _bound_pass(
     measures: Sequence[Measure], got: dict[Measure, NDArray[np.float64]],
 ) -> _Open:
     """Replace, in ``got``, every value the partial lineage does not determine by NaN, and
-    return its bounds (module :mod:`tiap.scoring.bounds`)."""
+    return its bounds (module :mod:`tiap.scoring.bounds`). Where the bounds agree (within
+    float noise), the value and both bounds are the lower one."""
     from tiap.scoring.bounds import bounds_index, exact_problem, group_bounds, query_problem
     from tiap.scoring.bounds import set_bounds as set_b
 
@@ -981,8 +1052,10 @@ def _bound_pass(
         determined = not empty and all(hi - lo <= _SAME for lo, hi in bounds.values())
         for m in measures:
             lo, hi = bounds[m]
-            lower[m][i], upper[m][i] = lo, hi
-            got[m][i] = lo if hi - lo <= _SAME else np.nan
+            if hi - lo <= _SAME:
+                lower[m][i] = upper[m][i] = got[m][i] = lo
+            else:
+                lower[m][i], upper[m][i], got[m][i] = lo, hi, np.nan
         if determined:
             continue  # every value agrees under every lineage the store allows
         maybe_empty[i] = empty
@@ -1054,6 +1127,53 @@ def qrels_targets(
     """
     if not isinstance(queries, IdIndex):
         queries = IdIndex(queries)
+    return qrels_lines(qrels, queries, items).targets(queries, name=name)
+
+
+@dataclass(frozen=True)
+class QrelsLines:
+    """A qrels file's relevant judgments of some queries, ready for :class:`Targets`: each
+    judgment's query row (sorted), item code and relevance, and which rows the file judges
+    at all. :meth:`shard` cuts out consecutive rows, so a query shard carries only its own
+    judgments."""
+
+    rows: NDArray[np.int32]
+    items: NDArray[np.int32]
+    relevance: NDArray[np.floating]
+    judged: NDArray[np.bool_]
+    graded: bool
+
+    def shard(self, start: int, stop: int) -> QrelsLines:
+        """The judgments of rows ``start:stop``, rows counted from ``start``."""
+        lo, hi = np.searchsorted(self.rows, [start, stop]).tolist()
+        return QrelsLines(self.rows[lo:hi] - np.int32(start), self.items[lo:hi],
+                          self.relevance[lo:hi], self.judged[start:stop], self.graded)
+
+    def targets(self, queries: IdIndex | Sequence[str], *,
+                name: str = "qrels") -> tuple[Targets, dict[str, str]]:
+        """The targets of the rows (``queries``: their ids) and the undefined queries'
+        reasons, as :func:`qrels_targets`."""
+        n_queries = len(queries)
+        counts = np.bincount(self.rows, minlength=n_queries)
+        targets = _known_distinct(Targets(  # a qrels file judges an id once per query
+            group_ptr=np.concatenate([[0], np.cumsum(counts)]),
+            member_ptr=np.arange(self.rows.size + 1, dtype=np.int64),
+            items=self.items,
+            relevance=self.relevance.astype(np.float64) if self.graded else None,
+        ))
+        empty = np.flatnonzero(counts == 0)
+        ids = (queries.take(empty) if isinstance(queries, IdIndex)
+               else [queries[i] for i in empty.tolist()])
+        non_relevant = f"only non-relevant judgments (rel <= 0) in qrels {name!r}"
+        unjudged = f"no judgment in qrels {name!r}"
+        reasons = dict(zip(ids, [non_relevant if j else unjudged
+                                 for j in self.judged[empty].tolist()], strict=True))
+        return targets, reasons
+
+
+def qrels_lines(qrels: Qrels, queries: IdIndex, items: IdIndex) -> QrelsLines:
+    """The relevant judgments of ``queries`` (rows) in one qrels file, in ``items``' codes
+    (see :func:`qrels_targets`)."""
     n_queries = len(queries)
     row_of = queries.codes(qrels.query_ids).astype(np.int32)  # int32 keeps 10^7 lines small
     rows = row_of[qrels.query]
@@ -1069,22 +1189,9 @@ def qrels_targets(
     if rows.size > 1 and (rows[1:] < rows[:-1]).any():
         order = np.argsort(rows, kind="stable")
         rows, member_items, relevance = rows[order], member_items[order], relevance[order]
-    counts = np.bincount(rows, minlength=n_queries)
-    targets = _known_distinct(Targets(  # a qrels file judges an id once per query
-        group_ptr=np.concatenate([[0], np.cumsum(counts)]),
-        member_ptr=np.arange(rows.size + 1, dtype=np.int64),
-        items=member_items,
-        relevance=relevance.astype(np.float64) if qrels.graded else None,
-    ))
     judged = np.zeros(n_queries, bool)
     judged[row_of[row_of >= 0]] = True
-    empty = np.flatnonzero(counts == 0)
-    non_relevant = f"only non-relevant judgments (rel <= 0) in qrels {name!r}"
-    unjudged = f"no judgment in qrels {name!r}"
-    reasons = dict(zip(queries.take(empty),
-                       [non_relevant if j else unjudged for j in judged[empty].tolist()],
-                       strict=True))
-    return targets, reasons
+    return QrelsLines(rows, member_items, relevance, judged, qrels.graded)
 
 
 def _check_systems(names: Sequence[str]) -> None:
@@ -1142,16 +1249,18 @@ def rescore_qrels(
         raise TiapError(f"qrels {', '.join(map(repr, graded))} grade relevance above 1: "
                         "graded gains are only defined for set credit (--credit set)")
 
+    from tiap.engine import current_engine
+
+    engine = current_engine()
     judged = IdIndex.union(q.query_ids for q in qrels.values())
-    flip_ks = sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)})
-    flip_measures = [parse_measures(f"Success@{k}")[0] for k in flip_ks]
-    values: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
-    flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+    flip_ks = tuple(sorted({1, *(hit_cutoff(m, ms, depth or 0) for m in ms)}))
+    options = engine.share(_Options(targets, ms, mode, depth, None, flip_ks))
+    whole = engine.query_shard is None
+    shared_qrels = engine.share(dict(qrels)) if whole else None
     qids_by_system: dict[str, tuple[str, ...]] = {}
     reports: dict[str, SystemReport] = {}
-    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
-    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
-    target_sizes: dict[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
+    jobs: list[_QrelsShard] = []
+    parts: dict[str, list[_Scored]] = {}
 
     for run in runs:
         ranked = IdIndex(run.query_ids)
@@ -1173,25 +1282,19 @@ def rescore_qrels(
                           list(judged.take(np.arange(min(3, len(judged))))), "qrels files")
         if depth is not None and depth < matrix.shape[1]:
             matrix = matrix[:, :depth]
-        index = RankingIndex(matrix)
-        del matrix
-        changed = bool(not_in_file) or (missing == "zero" and bool(not_in_run))
-        scored_ids = IdIndex(scored) if changed else ranked
-        zero: dict[str, int] = {}
-        for t in targets:
-            coded, reasons = qrels_targets(qrels[t.name], scored_ids, run.items, name=t.name)
-            zero[t.name] = len(reasons)
-            zero_reasons[(run.system, t.name)] = reasons
-            # in a qrels file: no judgment = no evidence; only rel <= 0 = no member credited
-            zero_codes[(run.system, t.name)] = {
-                q: "no_members" if r.startswith("only non-relevant") else "no_evidence"
-                for q, r in reasons.items()}
-            target_sizes[(run.system, t.name)] = (coded.group_counts, coded.set_sizes)
-            got = index.score(coded, [*ms, *flip_measures], mode)
-            for m in ms:
-                values[(run.system, t.name, m)] = got[m]
-            for k, fm in zip(flip_ks, flip_measures, strict=True):
-                flips[(run.system, t.name, k)] = got[fm]
+        if whole:  # a task per run, all runs at once: each task finds its judgments
+            jobs.append(_QrelsShard(run.system, options, tuple(scored), matrix,
+                                    qrels=shared_qrels, items=engine.share(run.items)))
+        else:  # the run's judgments found here once, each shard sent its own
+            ids = IdIndex(scored)
+            lines = {t.name: qrels_lines(qrels[t.name], ids, run.items) for t in targets}
+            step = engine.query_shard or len(scored)
+            shards = [_QrelsShard(run.system, options, tuple(scored[a:a + step]),
+                                  matrix[a:a + step],
+                                  lines={n: ln.shard(a, a + step) for n, ln in lines.items()})
+                      for a in range(0, len(scored), step)]
+            del lines
+            parts[run.system] = engine.map(_score_qrels_shard, shards)
         reports[run.system] = SystemReport(
             system=run.system,
             store="-",
@@ -1200,23 +1303,74 @@ def rescore_qrels(
             not_in_queries_file=not_in_file,
             not_in_run=not_in_run,
             missing_policy=missing,
-            zero_target=zero,
             run_warnings=_run_findings(run, notes=False),
             run_notes=_run_findings(run, notes=True),
             universe="qrels files",
         )
         qids_by_system[run.system] = tuple(scored)
+        del matrix
 
+    for job, part in zip(jobs, engine.map(_score_qrels_shard, jobs), strict=True):
+        parts[job.system] = [part]
+    names = [r.system for r in runs]
+    merged = _Scored.concat([parts[s] for s in names], names, targets, ms, flip_ks)
+    for s in names:
+        reports[s] = replace(reports[s], zero_target=merged.zero[s])
     return RescoreResult(
         systems=tuple(r.system for r in runs),
         targets=targets,
         measures=ms,
         credit=mode,
         query_ids=qids_by_system,
-        values=values,
-        flips=flips,
+        values=merged.values,
+        flips=merged.flips,
         reports=reports,
-        zero_reasons=zero_reasons,
-        zero_codes=zero_codes,
-        target_sizes=target_sizes,
+        zero_reasons=merged.zero_reasons,
+        zero_codes=merged.zero_codes,
+        target_sizes=merged.target_sizes,
     )
+
+
+@dataclass(frozen=True)
+class _QrelsShard:
+    """Consecutive scored queries of one columnar run (a task): their rows of its matrix,
+    and their judgments (``lines``), or what to find them in (a whole run's task)."""
+
+    system: str
+    options: Shared[_Options]
+    query_ids: tuple[str, ...]
+    rankings: NDArray[np.int32]
+    lines: Mapping[str, QrelsLines] | None = None
+    qrels: Shared[dict[str, Qrels]] | None = None
+    items: Shared[IdIndex] | None = None
+
+
+def _score_qrels_shard(job: _QrelsShard) -> _Scored:
+    """Score one query shard of a columnar run under every qrels file (as
+    :func:`_score_shard`: the shards give the whole run's values)."""
+    o = job.options.get()
+    flip_measures = [parse_measures(f"Success@{k}")[0] for k in o.flip_ks]
+    index = RankingIndex(job.rankings)
+    queries = IdIndex(job.query_ids)
+    lines = job.lines
+    if lines is None:
+        assert job.qrels is not None and job.items is not None
+        qrels, items = job.qrels.get(), job.items.get()
+        lines = {t.name: qrels_lines(qrels[t.name], queries, items) for t in o.targets}
+    out = _Scored(n=len(job.query_ids), zero={job.system: {}})
+    for t in o.targets:
+        key = (job.system, t.name)
+        coded, reasons = lines[t.name].targets(queries, name=t.name)
+        out.zero[job.system][t.name] = len(reasons)
+        out.zero_reasons[key] = reasons
+        # in a qrels file: no judgment = no evidence; only rel <= 0 = no member credited
+        out.zero_codes[key] = {
+            q: "no_members" if r.startswith("only non-relevant") else "no_evidence"
+            for q, r in reasons.items()}
+        out.target_sizes[key] = (coded.group_counts, coded.set_sizes)
+        got = index.score(coded, [*o.measures, *flip_measures], o.credit)
+        for m in o.measures:
+            out.values[(*key, m)] = got[m]
+        for k, fm in zip(o.flip_ks, flip_measures, strict=True):
+            out.flips[(*key, k)] = got[fm]
+    return out
