@@ -10,18 +10,6 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     measures = ["nDCG@20", "nDCG@40", "nDCG@60", "R@60", "RR@60", "Success@60", "Success@1"]
     credit = "group"
 
-    [[stores]]                        # one per store design
-    name = "f1"
-    parser = "heuristic"
-    max_facts = 1
-
-    [[stores]]
-    name = "native"
-    parser = "native"
-
-    [design]                          # optional: configurations compared in Stage III
-    density = ["f1", "f5", "f8"]
-
     collections = ["conv-26"]         # optional: only these collections (default: all)
     sessions = 5                      # optional: the first N sessions of each collection
     local_model = "qwen2.5-coder-1.5b"  # optional: serve it for the llm stores (below)
@@ -40,6 +28,19 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     alpha = 0.05                      # family-wise level
     correction = "holm"               # holm, bh or none
     min_effect = 0.0                  # smallest gap (measure units) a headline flip needs
+
+    # tables come after every plain key (TOML puts a key below a table into it)
+    [[stores]]                        # one per store design
+    name = "f1"
+    parser = "heuristic"
+    max_facts = 1
+
+    [[stores]]
+    name = "native"
+    parser = "native"
+
+    [design]                          # optional: configurations compared in Stage III
+    density = ["f1", "f5", "f8"]
 
 The file is checked against the schema :class:`PipelineConfig` before anything is read or
 written (:mod:`tiap.config`): types are strict (``k = true`` and ``sensitivity = "false"``
