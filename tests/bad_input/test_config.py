@@ -75,8 +75,8 @@ def test_stores_is_not_a_number(tmp_path: Path, capsys) -> None:
 # -- unknown, missing, nested, syntax, empty --------------------------------------------------
 
 KNOWN = ("alpha, audit, collections, correction, credit, dataset, design, engine, k, "
-         "local_model, local_port, local_threads, measures, min_effect, name, resamples, "
-         "retrievers, seed, sensitivity, sessions, stores, targets")
+         "local_model, local_port, local_threads, measures, min_effect, name, query_shard, "
+         "resamples, retrievers, seed, sensitivity, sessions, stores, targets")
 
 
 def test_unknown_key_with_did_you_mean(tmp_path: Path, capsys) -> None:
@@ -165,6 +165,8 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
     ("k = 0", "key k: expected a value >= 1, got 0 (an integer)"),
     ("seed = -1", "key seed: expected a value >= 0, got -1 (an integer)"),
     ("resamples = 0", "key resamples: expected a value >= 1, got 0 (an integer)"),
+    ("query_shard = 0", "key query_shard: expected a value >= 1, got 0 (an integer)"),
+    ('query_shard = "big"', 'key query_shard: expected an integer, got "big" (a string)'),
     ('credit = "sets"', "key credit: unknown credit mode 'sets' (did you mean 'set'?); known: "
                         "group, set"),
     ('dataset = "locmo"', None),  # replaced below: the dataset line is line 2
