@@ -186,11 +186,28 @@ def rescore_cmd(
     check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
     from tiap.engine import make_engine, use_engine
 
+    overlay_report: dict[str, Any] = {}
     eng = make_engine(engine, query_shard=query_shard)
     with contextlib.closing(eng), use_engine(eng):
-        result, inputs, query_rows, run_warnings, overlay_report = _rescore_any(
-            run, items, queries, qrels, tlist, overlay, tokenizer, out,
-            measures=measures, credit=credit, missing=missing, dedup=dedup, depth=depth)
+        if qrels:
+            result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
+                                                          credit=credit, missing=missing,
+                                                          dedup=dedup, depth=depth)
+            judged: dict[str, None] = {}
+            for s in result.systems:
+                judged.update(dict.fromkeys(result.query_ids[s]))
+            query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
+        else:
+            overlays, overlay_files = read_overlays(overlay or [])
+            names = tlist or ["raw", "source", "canonical"]
+            if tlist is None:  # each target under each overlay too
+                names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
+            result, inputs, query_rows, run_warnings = _rescore_lineage(
+                run, items or [], queries,  # type: ignore[arg-type]
+                names, measures=measures, credit=credit, missing=missing, dedup=dedup,
+                depth=depth, overlays=overlays, tokenizer=tokenizer)
+            inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
+            overlay_report = _overlay_findings(overlays, query_rows, out)
     if shared:
         _check_shared(result)
     opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "depth": depth}
@@ -204,37 +221,6 @@ def rescore_cmd(
         _print_cost(result)
     _print_integrity(result)
     err_console.print(f"wrote {out}")
-
-
-def _rescore_any(run: list[str], items: list[str] | None, queries: Path | None,
-                 qrels: list[str] | None, tlist: list[str] | None,
-                 overlay: list[str] | None, tokenizer: str | None, out: Path, *,
-                 measures: str, credit: str, missing: str, dedup: str,
-                 depth: int | None) -> tuple[Any, dict[str, Any], list[Any], list[str],
-                                             dict[str, Any]]:
-    """Rescore under qrels files or under lineage targets (the options are checked), on
-    the engine in use."""
-    overlay_report: dict[str, Any] = {}
-    if qrels:
-        result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
-                                                      credit=credit, missing=missing,
-                                                      dedup=dedup, depth=depth)
-        judged: dict[str, None] = {}
-        for s in result.systems:
-            judged.update(dict.fromkeys(result.query_ids[s]))
-        query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
-    else:
-        overlays, overlay_files = read_overlays(overlay or [])
-        names = tlist or ["raw", "source", "canonical"]
-        if tlist is None:  # each target under each overlay too
-            names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
-        result, inputs, query_rows, run_warnings = _rescore_lineage(
-            run, items or [], queries,  # type: ignore[arg-type]
-            names, measures=measures, credit=credit, missing=missing, dedup=dedup,
-            depth=depth, overlays=overlays, tokenizer=tokenizer)
-        inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
-        overlay_report = _overlay_findings(overlays, query_rows, out)
-    return result, inputs, query_rows, run_warnings, overlay_report
 
 
 def _print_integrity(result: Any) -> None:

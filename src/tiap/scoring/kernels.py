@@ -786,13 +786,11 @@ def row_dot(matrix: NDArray[np.generic], weights: NDArray[np.float64]) -> FloatA
     """``sum_j matrix[i, j] * weights[j]`` for every row ``i``, added column after column:
     a row's value depends on that row alone, not on which rows are computed with it (a
     query shard, a subset of the queries) or where they sit. (A BLAS matrix-vector product
-    handles rows in groups and may round a row differently by its place in the matrix.)
-    ``weights`` may be 2-D, ``[columns, n]``: then the result is ``[rows, n]``."""
+    handles rows in groups and may round a row differently by its place in the matrix.)"""
     w = np.asarray(weights, np.float64)
-    out = np.zeros((matrix.shape[0], *w.shape[1:]), np.float64)
+    out = np.zeros(matrix.shape[0], np.float64)
     for j in range(matrix.shape[1]):
-        col = matrix[:, j].astype(np.float64, copy=False)
-        out += col[:, None] * w[j] if w.ndim == 2 else col * w[j]
+        out += matrix[:, j].astype(np.float64, copy=False) * w[j]
     return out
 
 
@@ -859,7 +857,7 @@ class _WordReader:
         n_bytes = words.shape[1] * 8
         bit_of_byte = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
         disc = _discounts(n_bytes * 8).reshape(n_bytes, 8)
-        self._dcg_table = np.ascontiguousarray(row_dot(bit_of_byte, disc.T).T)  # [n_bytes, 256]
+        self._dcg_table = np.stack([row_dot(bit_of_byte, d) for d in disc])  # [n_bytes, 256]
         self._cache: dict[int, NDArray[np.uint64]] = {}
 
     def _masked(self, k: int) -> NDArray[np.uint64]:

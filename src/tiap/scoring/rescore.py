@@ -1282,11 +1282,12 @@ def rescore_qrels(
                           list(judged.take(np.arange(min(3, len(judged))))), "qrels files")
         if depth is not None and depth < matrix.shape[1]:
             matrix = matrix[:, :depth]
+        changed = bool(not_in_file) or (missing == "zero" and bool(not_in_run))
+        ids = IdIndex(scored) if changed else ranked
         if whole:  # a task per run, all runs at once: each task finds its judgments
-            jobs.append(_QrelsShard(run.system, options, tuple(scored), matrix,
+            jobs.append(_QrelsShard(run.system, options, ids, matrix,
                                     qrels=shared_qrels, items=engine.share(run.items)))
         else:  # the run's judgments found here once, each shard sent its own
-            ids = IdIndex(scored)
             lines = {t.name: qrels_lines(qrels[t.name], ids, run.items) for t in targets}
             step = engine.query_shard or len(scored)
             shards = [_QrelsShard(run.system, options, tuple(scored[a:a + step]),
@@ -1338,7 +1339,7 @@ class _QrelsShard:
 
     system: str
     options: Shared[_Options]
-    query_ids: tuple[str, ...]
+    query_ids: IdIndex | tuple[str, ...]
     rankings: NDArray[np.int32]
     lines: Mapping[str, QrelsLines] | None = None
     qrels: Shared[dict[str, Qrels]] | None = None
@@ -1351,13 +1352,13 @@ def _score_qrels_shard(job: _QrelsShard) -> _Scored:
     o = job.options.get()
     flip_measures = [parse_measures(f"Success@{k}")[0] for k in o.flip_ks]
     index = RankingIndex(job.rankings)
-    queries = IdIndex(job.query_ids)
+    queries = job.query_ids
     lines = job.lines
-    if lines is None:
-        assert job.qrels is not None and job.items is not None
+    if lines is None:  # a whole run's task (its query ids an IdIndex)
+        assert isinstance(queries, IdIndex) and job.qrels is not None and job.items is not None
         qrels, items = job.qrels.get(), job.items.get()
         lines = {t.name: qrels_lines(qrels[t.name], queries, items) for t in o.targets}
-    out = _Scored(n=len(job.query_ids), zero={job.system: {}})
+    out = _Scored(n=len(queries), zero={job.system: {}})
     for t in o.targets:
         key = (job.system, t.name)
         coded, reasons = lines[t.name].targets(queries, name=t.name)
