@@ -1,8 +1,8 @@
 """A text's vector depends on the text alone: not on the batch it is encoded in, the number
 of threads, or the process (an engine's worker runs one thread in a process of its own).
 
-Before the encoder kept forward passes unpadded and MKL in its strict mode, 58 of 100
-LoCoMo turns changed in the last bits between a batch of 8 and one text at a time, and 20
+Before the encoder padded each text to a width of its own and kept MKL in its strict mode, 58
+of 100 LoCoMo turns changed in the last bits between a batch of 8 and one text at a time, and 20
 between one thread and two: a test on Ray failed on one CPU and passed on another.
 """
 

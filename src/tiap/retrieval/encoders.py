@@ -12,9 +12,10 @@ must produce the same vectors.
   **A text's vector depends on the text alone**, not on the batch it was encoded in, the
   number of threads or the process (a local run, an engine's worker): on the same machine and
   software it is the same bytes. Two things are needed, and both are measured facts of torch's
-  CPU build (MKL): (1) no padding: a forward pass holds texts of one token length only, since a
-  padded batch rounds a row differently from the same text alone (58 of 100 LoCoMo turns
-  differed in the last bits); (2) MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``),
+  CPU build (MKL): (1) a text is padded to a width fixed by its own token count (rounded up to a
+  multiple of 8), never to the longest text of its batch, since a row padded differently
+  rounds differently (58 of 100 LoCoMo turns differed in the last bits between a batch of 8
+  and one text at a time); a forward pass holds texts of one width; (2) MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``),
   since MKL's default mode rounds differently with the number of threads (20 of 100 differed
   between one and two threads; an engine's worker runs one). The mode must be set before MKL's
   first call in the process: this module sets ``MKL_CBWR`` when it is imported (for this process
@@ -62,7 +63,7 @@ _MKL_CBWR_AUTO = 2
 _MKL_CBWR_ALL = -1
 #: How the sentence-transformers encoder computes vectors; part of its cache key, so vectors
 #: computed another way (padded batches, thread-dependent rounding) are never mixed in.
-VECTOR_RULE = "unpadded-strict"
+VECTOR_RULE = "pad8-strict"
 
 
 def reproducible_blas() -> str:
@@ -189,7 +190,7 @@ class SentenceTransformerEncoder(Encoder):
             "max_seq_length": self.max_seq_length(),
             "normalize": True,
             "device": self.device,
-            "forward_passes": "one token length each (no padding)",
+            "padding": f"each text to its token count rounded up to a multiple of {PAD_TO}",
             "blas": self._blas or "mkl strict, once loaded (not loaded in this process)",
         }
 
@@ -218,27 +219,48 @@ class SentenceTransformerEncoder(Encoder):
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts``; each forward pass holds texts of one token length (after
-        the model's own truncation), so no row is padded and a vector depends on its text
-        alone (module docstring)."""
+        """Unit vectors of ``texts``. Each text is tokenized as sentence-transformers does and
+        padded to its own *width*, its token count rounded up to a multiple of
+        :data:`PAD_TO`, whatever the batch; a forward pass holds texts of one width only, so
+        a vector depends on its text alone (module docstring)."""
+        import torch
+
         model = self._load()
         texts = list(texts)
+        dim = (getattr(model, "get_embedding_dimension", None)
+               or model.get_sentence_embedding_dimension)()
+        out = np.empty((len(texts), dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
-        lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist()
-        by_length: dict[int, list[int]] = {}
-        for i, n in enumerate(lengths):
-            by_length.setdefault(int(n), []).append(i)
-        out: np.ndarray | None = None
-        for rows in by_length.values():
-            vecs = model.encode([texts[i] for i in rows], batch_size=self.batch_size,
-                                normalize_embeddings=True, convert_to_numpy=True,
-                                show_progress_bar=False)
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
-            out[rows] = vecs
-        assert out is not None
+            return out
+        prepare = getattr(model, "preprocess", None) or model.tokenize
+        features = prepare(texts)  # the model's own tokenization, padded to the longest
+        pad_id = model.tokenizer.pad_token_id or 0
+        widths = -(-features["attention_mask"].sum(dim=1) // PAD_TO) * PAD_TO
+        with torch.inference_mode():
+            for width in sorted(set(widths.tolist()), reverse=True):
+                rows = torch.nonzero(widths == width).flatten()
+                for chunk in rows.split(self.batch_size):
+                    batch = {k: _to_width(v[chunk], width, pad_id if k == "input_ids" else 0)
+                             if isinstance(v, torch.Tensor) else v
+                             for k, v in features.items()}
+                    vecs = model(batch)["sentence_embedding"]
+                    out[chunk.numpy()] = vecs.float().cpu().numpy()
         return normalize_rows(out)
+
+
+#: A text is padded to its token count rounded up to a multiple of this (its width).
+PAD_TO = 8
+
+
+def _to_width(t: Any, width: int, fill: int) -> Any:
+    """Columns ``[:width]`` of a ``(rows, tokens)`` tensor, padded on the right with ``fill``."""
+    import torch
+
+    if t.ndim != 2:
+        return t
+    if t.shape[1] >= width:
+        return t[:, :width]
+    return torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
 
 
 class OllamaEncoder(Encoder):
