@@ -34,7 +34,9 @@ def audit_run_cmd(
     data: DataOption = None,
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
-    are skipped on a rerun, so an interrupted run resumes."""
+    are skipped on a rerun, so an interrupted run resumes. A step runs again when its
+    settings, TIAP's code, a file it reads or a file it wrote (deleted or edited since:
+    checked by sha256) changed; the run says which file."""
     from tiap.cli.rescore import print_summary
     from tiap.pipeline import load_config, run_pipeline
 
