@@ -89,6 +89,10 @@ CODES: dict[str, tuple[str, str]] = {
                       "unscored, and the reply was not cached.",
                       "Rerun the same command: those requests are asked again. Many of them "
                       "stop the run with error[endpoint]."),
+    "unmatched_label": (("Labels name cases (human labels) or items (graded targets) the "
+                         "audit does not hold; they are left out of every figure."),
+                        ("Check the labels are of this audit (its cases.jsonl and "
+                         "rescoring); nothing, if they label more on purpose.")),
 }
 
 
