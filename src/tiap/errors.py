@@ -89,6 +89,33 @@ CODES: dict[str, tuple[str, str]] = {
                       "unscored, and the reply was not cached.",
                       "Rerun the same command: those requests are asked again. Many of them "
                       "stop the run with error[endpoint]."),
+    "response_format": (("An LLM endpoint refused a structured output mode "
+                         "(response_format); the requests were asked with the next mode "
+                         "(json_schema, json_object, none)."),
+                        ("Nothing; --response-format asks for a mode the server supports "
+                         "from the start.")),
+    "overlay_unknown_query": (("Rows of an evidence overlay name queries the queries file "
+                               "does not hold; they change nothing."),
+                              ("Check that the overlay is of this dataset; nothing, if the "
+                               "queries file holds part of it on purpose.")),
+    "unmapped_id": (("An item of an overlay's source has an id that names no question of "
+                     "the dataset; it is left out of the overlay (problems.jsonl)."),
+                    "Check the source file against the pinned one."),
+    "question_mismatch": (("An item of an overlay's source asks another question than the "
+                           "one its id names; it is left out of the overlay "
+                           "(problems.jsonl)."),
+                          "Check the source file and the dataset are the pinned ones."),
+    "unresolvable_evidence": (("An overlay's evidence id names a turn the conversation "
+                               "does not hold; the id is dropped (problems.jsonl)."),
+                              "Nothing: the item's other evidence ids are used."),
+    "malformed_evidence": (("An overlay's evidence is not a list, or an id of it is not "
+                            "`D<session>:<turn>`; the item or the id is dropped "
+                            "(problems.jsonl)."),
+                           "Nothing; the message names a close id when one exists."),
+    "unmatched_label": (("Labels name cases (human labels) or items (graded targets) the "
+                         "audit does not hold; they are left out of every figure."),
+                        ("Check the labels are of this audit (its cases.jsonl and "
+                         "rescoring); nothing, if they label more on purpose.")),
 }
 
 

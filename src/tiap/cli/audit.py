@@ -359,12 +359,15 @@ def agreement_cmd(
     human: Annotated[list[str] | None, typer.Option(
         "--human", help="Human labels ([NAME=]CSV): a case_id + label CSV, or the paper's "
         "validation files (semantic_validation_sample_115.csv, "
-        "external_semantic_review_set_36*.csv). Repeatable.")] = None,
+        "external_semantic_review_set_36*.csv); its case_id column holds case ids of "
+        "cases.jsonl (labels of cases no judge labelled are counted and left out). "
+        "Repeatable.")] = None,
     tie_rule: Annotated[str, typer.Option(
         "--tie-rule", help="Majority-vote ties: conservative (least support), lenient (most "
         "support) or none (no majority).")] = "conservative",
     judges: Annotated[str | None, typer.Option(
-        "--judges", help="Only these judges (comma-separated), in this order.")] = None,
+        "--judges", help="Only these judges (comma-separated), in this order; a name no "
+        "label carries is an error.")] = None,
     force: ForceOption = False,
 ) -> None:
     """Agreement between judges: Fleiss' and Cohen's kappa, Krippendorff's alpha, percent
@@ -385,7 +388,7 @@ def agreement_cmd(
         inputs[f"human:{name or path.name}"] = path
     rep = agreement(recs, human=hum, tie_rule=tie_rule,  # type: ignore[arg-type]
                     raters=raters)
-    write_agreement(rep, out, inputs=inputs, force=force)
+    man = write_agreement(rep, out, inputs=inputs, force=force)
     s = rep.summary
     console.print(f"{len(rep.raters)} raters, {rep.n_cases:,} cases, {rep.n_complete:,} "
                   "labelled by every rater", highlight=False)
@@ -414,6 +417,7 @@ def agreement_cmd(
             t.add_row(r3["human"], r3["rater"], f"{r3['n']:,}", _fmt(r3["agreement"]),
                       _fmt(r3["cohen_kappa"]), _fmt(r2["agreement"]), _fmt(r2["cohen_kappa"]))
         console.print(t)
+    print_warnings(man.get("warnings"), out / "manifest.json")
     err_console.print(f"wrote {out}")
 
 
@@ -445,7 +449,8 @@ def graded_cmd(
         "Default: keep for nDCG, unknown for composed support.", show_default=False)
     ] = None,
     judges: Annotated[str | None, typer.Option(
-        "--judges", help="Use only these judges' labels (comma-separated).")] = None,
+        "--judges", help="Use only these judges' labels (comma-separated); a name no label "
+        "carries is an error.")] = None,
     tie_rule: Annotated[str, typer.Option(
         "--tie-rule", help="Combining several labels of one item: conservative or lenient.")
         ] = "conservative",
@@ -513,6 +518,7 @@ def graded_cmd(
                       f"{UNJUDGED[result.unjudged]}) in nDCG; {result.support_unjudged} in "
                       "composed support", highlight=False, markup=False)
     _print_support(result)
+    print_warnings(man.get("warnings"), out / "manifest.json")
     for store, entry in man["stores"].items():
         err_console.print(f"qrels of store {store} (systems {', '.join(entry['systems'])}): "
                           + ", ".join(str(out / p) for p in entry["qrels"].values()),
