@@ -8,6 +8,7 @@ recursive JSON values.
 from __future__ import annotations
 
 import copy
+import difflib
 import gzip
 import io
 import json
@@ -46,6 +47,15 @@ def id_text(v: Any) -> bool:
     character (docs/datasets.md, "Ids")."""
     return isinstance(v, str) and v != "" and not any(
         c.isspace() or unicodedata.category(c) == "Cc" for c in v)
+
+
+def near_miss(key: str, known: set[str]) -> bool:
+    """An extra key the format refuses as a misspelling of a known one (docs/datasets.md)."""
+    def norm(k: str) -> str:
+        return k.casefold().replace("-", "_")
+    return any(norm(key) == norm(k) or (abs(len(k) - len(key)) <= 2 and
+                                        difflib.SequenceMatcher(None, key, k).ratio() >= 0.8)
+               for k in known)
 
 
 def is_str(v: Any) -> bool:
@@ -612,6 +622,7 @@ def ref_queries(raw: bytes) -> Any:
             continue
         o = ref_json_text(line)
         need(isinstance(o, dict))
+        need(not any(near_miss(k, QUERY_KEYS) for k in o if k not in QUERY_KEYS))
         qid = o.get("query_id")
         need(is_id(qid) and qid != "" and str(qid) not in seen)
         seen.add(str(qid))
@@ -629,6 +640,10 @@ def ref_queries(raw: bytes) -> Any:
                     abstention, tuple(map(str, sess or ())), note))
     need(bool(out))  # a file of no query is refused
     return out
+
+
+QUERY_KEYS = {"query_id", "question", "answer", "category", "evidence", "collection",
+              "abstention", "evidence_given", "evidence_sessions", "evidence_note"}
 
 
 def got_queries(path: Path) -> Any:
