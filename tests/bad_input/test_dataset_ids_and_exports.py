@@ -188,9 +188,9 @@ def test_locomo_sample_id_with_a_control_character_is_refused(
     out = tmp_path / "out"
     rc, lines = export_cli(root, "locomo", out, capsys)
     assert rc == 2 and not out.exists()  # before the fix: exit 0, the id in every unit id
-    assert lines == [f"error[invalid-value]: {f}, record .[0].sample_id: conversation 0: "
+    assert lines == [(f"error[invalid-value]: {f}, record .[0].sample_id: conversation 0: "
                      f"sample_id {sample_id!r} {id_problem(sample_id)}; it would be copied "
-                     "into unit, query and collection ids"]
+                     "into unit, query and collection ids")]
 
 
 def test_locomo_dia_ids_are_checked_all_at_once(tmp_path: Path) -> None:

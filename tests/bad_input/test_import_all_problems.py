@@ -79,16 +79,16 @@ def test_every_stage_of_the_reader_at_once(tmp_path: Path) -> None:
     ])
     assert problems(src) == [
         f"{src}:1: invalid JSON (Expecting ',' delimiter at column 67)",
-        f"{src}:2, record .: key 'kind' occurs more than once in this object (JSON would keep only the "
-        "last); expected each key once",
+        (f"{src}:2, record .: key 'kind' occurs more than once in this object (JSON would "
+         "keep only the last); expected each key once"),
         f"{src}:3, record x: field 'kind' must be a string, got the number 3",
         f"{src}:3, record x: field 'serving' must be true or false",
         f"{src}:3, record x: field 'sources' must be a list of ids, got a string 'u1'",
         f"{src}:6, record m: 2 sources but max_sources 1",
         # "x" was refused above: it is not also reported as missing from the ranking
         f"{src}:4, record f1: parent 'ghost' is not an item",
-        f"{src}:8, query q1: rank 1: 'p' is a placeholder (it stands for unseen items and is "
-        "never ranked)",
+        (f"{src}:8, query q1: rank 1: 'p' is a placeholder (it stands for unseen items and is "
+        "never ranked)"),
         f"{src}:9, query q9: ranking for a query with no query record",
     ]
 
@@ -125,26 +125,26 @@ def test_no_key_is_ignored_in_silence(tmp_path: Path) -> None:
         {"type": "ranking", "query_id": "q4", "ranked": [{"item_id": "t1", "scroe": 1}]},
     ])
     assert problems(src) == [
-        f"{src}:1, record t1: unknown key 'Sources' in an item record; did you mean "
-        f"'sources'? {NEAR}",
-        f"{src}:2, record f1: unknown key 'parnts' in an item record; did you mean "
-        f"'parents'? {NEAR}",
-        f"{src}:3, record m1: field 'uncertain' has unknown key(s) 'posible_sources' (did you "
+        (f"{src}:1, record t1: unknown key 'Sources' in an item record; did you mean "
+        f"'sources'? {NEAR}"),
+        (f"{src}:2, record f1: unknown key 'parnts' in an item record; did you mean "
+        f"'parents'? {NEAR}"),
+        (f"{src}:3, record m1: field 'uncertain' has unknown key(s) 'posible_sources' (did you "
         "mean 'possible_sources'?); expected possible_sources, excluded_sources, requires, "
-        "max_sources, exclusive",
-        f"{src}:4, record ph: field 'placeholder' must be an object with 'existence' and "
-        "optional 'count'; unknown key 'cuont' (did you mean 'count'?)",
-        f"{src}:5: unknown record type None; expected one of item, query, ranking in the field "
-        "'type' (is 'tpye' meant to be 'type'?)",
-        f"{src}:6, query q1: unknown key 'evidnce' in a query record; did you mean "
-        f"'evidence'? {NEAR}",
-        f"{src}:8, query q2: unknown key 'scores' in a ranking record; expected only "
-        "'query_id', 'ranked', 'type'",
+        "max_sources, exclusive"),
+        (f"{src}:4, record ph: field 'placeholder' must be an object with 'existence' and "
+        "optional 'count'; unknown key 'cuont' (did you mean 'count'?)"),
+        (f"{src}:5: unknown record type None; expected one of item, query, ranking in the field "
+        "'type' (is 'tpye' meant to be 'type'?)"),
+        (f"{src}:6, query q1: unknown key 'evidnce' in a query record; did you mean "
+        f"'evidence'? {NEAR}"),
+        (f"{src}:8, query q2: unknown key 'scores' in a ranking record; expected only "
+        "'query_id', 'ranked', 'type'"),
         f"{src}:9, query q3: unknown key 'rankd' in a ranking record; did you mean 'ranked'?",
-        f"{src}:9, query q3: 'ranked' must be a list of item ids or {{\"item_id\", \"score\"}} "
-        "objects",
-        f"{src}:10, query q4: rank 1: unknown key 'scroe' in a ranked entry; did you mean "
-        "'score'?",
+        (f"{src}:9, query q3: 'ranked' must be a list of item ids or {{\"item_id\", \"score\"}} "
+        "objects"),
+        (f"{src}:10, query q4: rank 1: unknown key 'scroe' in a ranked entry; did you mean "
+        "'score'?"),
     ]
 
 
@@ -173,8 +173,8 @@ def test_items_and_queries_files_follow_the_same_rules(tmp_path: Path) -> None:
         read_items(items)
     assert [(p.line, p.message) for p in info.value.problems] == [
         (1, f"unknown key 'sorces' in an item record; did you mean 'sources'? {NEAR}"),
-        (2, "item id 't\\t2' holds a tab (U+0009) at character 2; ids may hold no whitespace "
-            "and no control character (TREC files split on whitespace)"),
+        (2, ("item id 't\\t2' holds a tab (U+0009) at character 2; ids may hold no whitespace "
+            "and no control character (TREC files split on whitespace)")),
         (3, "field 'serving' must be true or false"),
     ]
     queries = write(tmp_path / "queries.jsonl", [{"query_id": "q1", "Answer": "Lyon"}])
