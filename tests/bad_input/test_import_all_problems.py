@@ -62,7 +62,8 @@ def test_three_problems_in_one_run(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_every_stage_of_the_reader_at_once(tmp_path: Path) -> None:
     """Bad JSON, a key twice, an item with three bad fields, a dangling parent, a ranked
-    placeholder, a lineage no lineage meets, a ranking of an unknown query: one error."""
+    placeholder, partial lineage no lineage meets, a ranking of an unknown query: one
+    error."""
     src = write(tmp_path / "all.jsonl", [
         '{"type": "item", "item_id": "t1", "kind": "raw", "sources": ["u1"]',       # 1
         '{"type": "item", "item_id": "t2", "kind": "raw", "kind": "fact"}',          # 2
@@ -76,6 +77,8 @@ def test_every_stage_of_the_reader_at_once(tmp_path: Path) -> None:
         {"type": "query", "query_id": "q1", "evidence": ["u1"]},
         {"type": "ranking", "query_id": "q1", "ranked": ["p", "x"]},                 # 8
         {"type": "ranking", "query_id": "q9", "ranked": ["f1"]},                     # 9
+        {"type": "item", "item_id": "r", "kind": "fact", "sources": [],              # 10
+         "uncertain": {"possible_sources": ["u1"], "requires": [["u9"]]}},
     ])
     assert problems(src) == [
         f"{src}:1: invalid JSON (Expecting ',' delimiter at column 67)",
@@ -88,7 +91,10 @@ def test_every_stage_of_the_reader_at_once(tmp_path: Path) -> None:
         # "x" was refused above: it is not also reported as missing from the ranking
         f"{src}:4, record f1: parent 'ghost' is not an item",
         (f"{src}:8, query q1: rank 1: 'p' is a placeholder (it stands for unseen items and is "
-        "never ranked)"),
+         "never ranked)"),
+        # checked on the items whose parents exist, despite f1's missing parent
+        (f"{src}:10, record r: 'uncertain.requires' ['u9']: the item may reach none of these "
+         "units, so no lineage meets it"),
         f"{src}:9, query q9: ranking for a query with no query record",
     ]
 

@@ -229,14 +229,14 @@ def read_generic(
     if query_records and (dataset is not None or queries_path is not None):
         probs.add("the file has query records: do not also give --dataset or --queries")
 
-    # lineage: cycles, and partial lineage that no lineage satisfies
+    # lineage: cycles, and partial lineage that no lineage satisfies, checked on the items
+    # whose parents all exist (a missing parent is reported above)
+    linked = _linked(items, set(item_line))
     lineage: Lineage | None = None
     try:
-        lineage = build_lineage(items)
+        lineage = build_lineage(linked)
     except TiapError as exc:
         for prob in exc.problems:
-            if prob.message.startswith("dangling parent"):
-                continue  # located above, with the parent's name
             probs.add(prob.message, item_line.get(prob.record or ""), record=prob.record)
     if lineage is not None:
         for iid, message in lineage_problems(lineage):
@@ -291,6 +291,17 @@ def read_generic(
     inputs = (path,) if ext_file is None else (path, ext_file)
     return ImportResult(system=system, format="generic", items=tuple(items),
                         queries=tuple(queries), run=run, inputs=inputs, findings=notes)
+
+
+def _linked(items: list[Item], known: set[str]) -> list[Item]:
+    """The items whose parents, and their parents' parents, are all items."""
+    missing = {it.item_id for it in items if any(p not in known for p in it.parents)}
+    while True:
+        more = {it.item_id for it in items
+                if it.item_id not in missing and any(p in missing for p in it.parents)}
+        if not more:
+            return [it for it in items if it.item_id not in missing]
+        missing |= more
 
 
 def lineage_problems(lineage: Lineage) -> list[tuple[str, str]]:
