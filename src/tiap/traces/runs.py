@@ -11,9 +11,11 @@ optionally with scores. Three interchange formats are read, recognised by their 
 ``jsonl``
     JSONL rankings, one query per line:
     ``{"query_id": ..., "system": ..., "ranking": [...], "scores": [...]}`` (and
-    optionally ``"latency_ms"``, the system's time for the query). The list order
-    is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
-    ``system`` (and an optional ``benchmark``) may be omitted. A first line holding
+    optionally ``"latency_ms"``, the system's time for the query, and ``"store"``). The list
+    order is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
+    ``system`` (and an optional ``benchmark``) may be omitted. No other key is read: one is
+    an error suggesting the nearest key (:mod:`tiap.fields`), so a misspelled ``"sytem"`` or
+    ``"score"`` is never dropped in silence. A first line holding
     ``"tiap_trace"`` is the header of a TIAP trace (``tiap retrieve``): it is skipped and kept
     as :attr:`Run.header`.
 ``rows-csv`` / ``rows-tsv`` / ``rows-jsonl``
@@ -21,7 +23,8 @@ optionally with scores. Three interchange formats are read, recognised by their 
     ``benchmark, system, query_id, retrieved_id, rank, score``: a CSV or TSV file with that
     header, or JSONL objects with those keys. ``query_id``, ``retrieved_id`` and ``rank`` are
     required; ``benchmark``, ``system`` and ``score`` may be absent. Ordered by ``rank``,
-    as for TREC.
+    as for TREC. Other columns are ignored, except a near miss of one of these names
+    (``scroe``, ``retreived_id``), which is an error suggesting the name.
 
 Everything TIAP scores follows the rank order given, so the readers never re-sort by score.
 trec_eval does the opposite: it ignores the rank column and sorts by score, breaking ties by
@@ -56,6 +59,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from tiap.errors import Problem, Problems, TiapError
+from tiap.fields import key_problems
 from tiap.io import atomic_write, json_error, open_text
 
 __all__ = [
@@ -97,6 +101,10 @@ Dedup = Literal["error", "first"]
 MAX_EXAMPLES = 5
 
 ROW_COLUMNS: tuple[str, ...] = ("benchmark", "system", "query_id", "retrieved_id", "rank", "score")
+#: The keys of a JSONL ranking; no other key is read.
+JSONL_KEYS: tuple[str, ...] = ("query_id", "system", "benchmark", "store", "ranking", "scores",
+                               "latency_ms")
+_ROWS_EXTRA = "other columns are ignored"
 _ROW_REQUIRED = frozenset({"query_id", "retrieved_id", "rank"})
 _TREC_LAYOUT = "qid Q0 docid rank score tag"
 _EXPECTED = (
@@ -593,6 +601,11 @@ def _parse_jsonl_rankings(
         if qid is None:
             probs.add("'query_id' is missing or not a string/integer", lineno)
             continue
+        unknown = key_problems(obj, JSONL_KEYS, "a JSONL ranking")
+        for message in unknown:
+            probs.add(message, lineno, qid)
+        if unknown:
+            continue
         system = _name_value(obj.get("system")) or default_system
         benchmark = _name_value(obj.get("benchmark"))
         store = obj.get("store")
@@ -737,6 +750,9 @@ def _parse_rows_csv(
     if dup_cols:
         probs.add(f"the header repeats the columns {dup_cols}", header_line)
         return groups
+    for message in key_problems(dict.fromkeys(header), ROW_COLUMNS, "the header",
+                                strict=False, extras=_ROWS_EXTRA):
+        probs.add(message, header_line)  # the rows are still read: all problems at once
     qid_col = header.index("query_id")
     while True:
         try:
@@ -770,6 +786,9 @@ def _parse_rows_jsonl(
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
     for lineno, obj in _json_lines(lines, probs):
+        for message in key_problems(obj, ROW_COLUMNS, "a ranked-trace row", strict=False,
+                                    extras=_ROWS_EXTRA):
+            probs.add(message, lineno)  # the row is still read: all problems at once
         parsed = _row_fields(obj, lineno, probs, default_system, True)
         if parsed is not None:
             _add_row(groups, *parsed)
