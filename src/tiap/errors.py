@@ -66,7 +66,8 @@ CODES: dict[str, tuple[str, str]] = {
                           "Fix the run if the repeat is a bug of the system that wrote it."),
     "score_order": ("Scores rise along the given ranks; TIAP keeps the rank order, "
                     "trec_eval would re-sort by score.",
-                    "Nothing, unless you meant the scores to define the order."),
+                    "Nothing, unless you meant the scores to define the order: then "
+                    "pass --order score (trec_eval's order)."),
     "query_not_judged": ("A run ranks queries the queries file (or the qrels) does not "
                          "hold; they are left out of every score.",
                          "Check that the run and the queries are of the same dataset; "
@@ -83,7 +84,8 @@ CODES: dict[str, tuple[str, str]] = {
                              "the store's lineage."),
     "score_ties": ("Rankings hold tied scores; TIAP keeps the given rank order, trec_eval "
                    "breaks ties by docno.",
-                   "Nothing, unless you compare against trec_eval's own ordering."),
+                   "Nothing, unless you compare against trec_eval's own ordering: then "
+                   "pass --order score."),
     "invalid_reply": ("An LLM endpoint's reply for a turn or case was not usable (not a chat "
                       "completion, not the expected JSON); the turn has no fact, the case is "
                       "unscored, and the reply was not cached.",

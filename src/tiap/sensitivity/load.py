@@ -692,7 +692,7 @@ def _pool(folders: list[_Folder]) -> Dataset:
         queries_input=(first.manifest.get("inputs") or {}).get("queries"),
         inputs=inputs,
         options={k: v for k, v in (first.manifest.get("options") or {}).items()
-                 if k in ("missing", "dedup", "depth")},
+                 if k in ("missing", "dedup", "order", "depth")},
         notes=tuple(notes),
     )
 
