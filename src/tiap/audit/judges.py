@@ -345,8 +345,8 @@ def _threshold(value: float, supports: float, partial: float) -> str:
 class _Thresholds(Settings):
     """``supports`` and ``partial`` thresholds, ``partial <= supports``; a non-blank name."""
 
-    supports: float
-    partial: float
+    supports: Annotated[float, ranged("cosine")]  # each judge narrows the range
+    partial: Annotated[float, ranged("cosine")]
     name: str | None = None
 
     @model_validator(mode="after")

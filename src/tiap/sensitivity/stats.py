@@ -141,10 +141,13 @@ def _check_memory(jobs: Sequence[_SubsetJob], dataset: str) -> None:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if subset_test_bytes(n, mid, c) <= free else (lo, mid - 1)
     fits = lo
+    def size(x: int) -> str:
+        return f"{x / 1e9:,.1f} GB" if x >= 1e9 else f"{x / 1e6:,.0f} MB"
+
     raise TiapError(
         f"resamples (--resamples) {number(job.resamples)}: the sign-flip test of a shared "
-        f"subset of {n:,} queries ({c:,} gaps, dataset {dataset}) needs about "
-        f"{need / 1e9:.1f} GB, more than the {free / 1e9:.1f} GB this machine has available; "
+        f"subset of {n:,} queries ({c:,} gap{'s' if c != 1 else ''}, dataset {dataset}) needs "
+        f"about {size(need)}, more than the {size(free)} this machine has available; "
         + (f"give at most --resamples {number(fits)}" if fits >= 1 else
            "free memory first"), code="invalid-value")
 
