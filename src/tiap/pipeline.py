@@ -768,7 +768,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         with use_engine(engine()):
             result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
                              credit=cfg.credit)
-        write_rescore(result, rdir, queries=qs, inputs=inputs,
+        write_rescore(result, rdir, queries=qs, inputs=inputs, dataset=cfg.dataset,
                       options={"pipeline": cfg.source,
                                "design": {k: list(v) for k, v in cfg.design.items()}})
         held["result"] = result
