@@ -138,7 +138,7 @@ LIMITS: dict[str, Limit] = {
     "window": Limit(1, 1_000, "Mem0's extraction prompt holds the window's turns: a "
                     "thousand turns fit no model's context"),
     # -- parallel work --------------------------------------------------------------------
-    "workers": Limit(1, CPUS, "a process per CPU at most: more only cost memory",
+    "workers": Limit(1, CPUS, "a process per CPU at most: more only costs memory",
                      high_note="this machine's CPUs"),
     "concurrency": Limit(1, 256, "each request in flight holds a connection and a thread; "
                          "an endpoint throttles long before"),
@@ -167,8 +167,9 @@ LIMITS: dict[str, Limit] = {
     "context_turns": Limit(0, 1_000, "a thousand earlier turns fit no model's context"),
     "chars": Limit(1, 10_000_000, "ten million characters fit no model's context"),
     # -- retrieval ------------------------------------------------------------------------
-    "rrf_k": Limit(0, 1_000_000, "past a million, 1/(rrf_k + rank) no longer separates "
-                   "ranks within 12 digits", integer=False),
+    "rrf_k": Limit(0, 1_000_000, "the constant in use is about 60; past a million, the "
+                   "weight 1/(rrf_k + rank) of rank r is within r in a million of rank 1's: "
+                   "the fusion no longer reads the ranks", integer=False),
     "bm25_k1": Limit(0.0, 100.0, "past a few (1.2 to 2 in use), BM25 weighs raw term "
                      "frequency", integer=False),
     "unit": Limit(0.0, 1.0, "", integer=False),

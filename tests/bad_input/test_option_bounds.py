@@ -226,3 +226,24 @@ def test_resamples_that_do_not_fit_the_memory_are_refused_before_any_test(monkey
     monkeypatch.setattr(limits, "available_memory", lambda: None)
     (res,) = stats.evaluate_gaps(gaps, seed=0, dataset="d", resamples=50)
     assert res.n == 40
+
+
+# -- the docs ----------------------------------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "limits.md"
+
+
+def table() -> str:
+    """The ranges table of docs/limits.md, as it must read (rendered from LIMITS)."""
+    rows = ["| range | values | why the upper bound |", "|---|---|---|"]
+    for name, lim in LIMITS.items():
+        rows.append(f"| `{name}` | {lim.expected(doc=True)} | {lim.why or '-'} |")
+    return "\n".join(rows)
+
+
+def test_docs_list_exactly_the_declared_ranges() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index("<!-- limits:start -->") + len("<!-- limits:start -->")
+    end = text.index("<!-- limits:end -->")
+    assert text[start:end].strip() == table(), (
+        "docs/limits.md is out of date; its table must read:\n\n" + table())
