@@ -56,27 +56,28 @@ name           a folder name (letters, digits, ``_ . -``; no ``/``)
 dataset        a registered dataset id
 stores         at least one; names unique; parser registered; its arguments valid
 retrievers     at least one of bm25, dense, hybrid, none twice (``--retriever``)
-k              >= 1, and no measure's cutoff above it (``R@100`` with ``k = 60``)
+k              1 to 1,000,000, and no measure's cutoff above it (``R@100`` with
+               ``k = 60``)
 targets        known target names or ``name=spec`` definitions, none twice
 measures       known measures, none twice
 credit         group or set
 design         every group names at least 2 of the stores above
 collections    ids, none twice, none empty (``--collections``); each must exist in the
                dataset (checked before the first step writes)
-sessions       >= 1: the first N sessions of each collection (by position) are stored,
+sessions       1 to 10^9: the first N sessions of each collection (by position) are stored,
                and the queries whose evidence lies wholly in them are asked
 local_model    a model of ``tiap llm models``; at least one store uses parser ``llm``,
                and none names another ``base_url`` or ``model``
-local_port     1-65535 (default 8089)
-local_threads  >= 1 (default 1)
-seed           >= 0
-resamples      >= 1 (``--resamples``)
+local_port     1 to 65,535 (default 8089)
+local_threads  1 to 512 (default 1)
+seed           0 to 2^63 - 1
+resamples      1 to 10,000,000 (``--resamples``), and what fits the machine's memory
 alpha          a finite number with 0 < alpha < 1
 correction     holm, bh or none (any case)
 audit          offline judges only (lexical, embedding), none twice
 engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs the same
-query_shard    >= 1 (``--query-shard``); outputs the same
-min_effect     a finite number >= 0
+query_shard    1 to 10^9 (``--query-shard``); outputs the same
+min_effect     a number from 0 to 1
 =============  =====================================================================
 
 With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
@@ -86,7 +87,9 @@ rerun whose stores are up to date starts no server); each ``llm`` store gets its
 them. The port is fixed so that the parser cache's keys, which name the endpoint, hold
 across runs.
 
-A bad value given by an option is reported as ``error[usage]: option --resamples: ...``.
+The ranges are declared once (:data:`tiap.limits.LIMITS`, ``docs/limits.md``) and shared
+with the command options. A bad value given by an option is reported as ``error[usage]:
+option --resamples: ...``.
 
 Every step writes into ``OUT/<name>/`` and records what it did in ``.steps/<step>.json``:
 its settings, the sha256 of every file of an earlier step it reads, TIAP's version and a
@@ -122,7 +125,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -132,6 +135,7 @@ from tiap.config import (
     Seq,
     check_nested,
     did_you_mean,
+    ranged,
     read_toml,
     toml_value,
     validate,
@@ -213,26 +217,27 @@ class PipelineConfig(Schema):
     dataset: str
     stores: Seq[StoreSpec] = Field(min_length=1)
     retrievers: Seq[str] = Field(("bm25",), min_length=1)
-    k: int = Field(60, ge=1)
+    k: Annotated[int, ranged("cutoff")] = 60
     targets: Seq[str] = Field(("raw", "source", "canonical"), min_length=1)
     measures: Seq[str] = Field(("nDCG@20", "nDCG@40", "nDCG@60", "R@60", "RR@60",
                                 "Success@60", "Success@1"), min_length=1)
     credit: str = "group"
     design: dict[str, Seq[str]] = Field(default_factory=dict)
     collections: Seq[str] = ()  # empty: all
-    sessions: int | None = Field(None, ge=1)  # None: all
+    sessions: Annotated[int | None, ranged("count")] = None  # None: all
     local_model: str | None = None
-    local_port: int = Field(DEFAULT_PORT, ge=1, le=65535)
-    local_threads: int = Field(1, ge=1)
+    local_port: Annotated[int, ranged("port")] = DEFAULT_PORT
+    local_threads: Annotated[int, ranged("threads")] = 1
     sensitivity: bool = True
     audit: Seq[str] = ()  # offline judges of the contested credits (lexical, embedding)
     engine: str = "local"  # where the work runs: local, ray, ray://HOST:PORT, ray:auto
-    query_shard: int | None = Field(None, ge=1)  # queries per rescoring task (None: a run)
-    seed: int = Field(0, ge=0)
-    resamples: int = Field(10_000, ge=1)
-    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
+    # queries per rescoring task (None: a task per run)
+    query_shard: Annotated[int | None, ranged("count")] = None
+    seed: Annotated[int, ranged("seed")] = 0
+    resamples: Annotated[int, ranged("resamples")] = 10_000
+    alpha: Annotated[float, ranged("alpha")] = 0.05
     correction: str = "holm"
-    min_effect: float = Field(0.0, ge=0, allow_inf_nan=False)
+    min_effect: Annotated[float, ranged("min_effect")] = 0.0
     _source: str = PrivateAttr("")
     _overridden: tuple[str, ...] = PrivateAttr(())
 
@@ -871,7 +876,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         with use_engine(engine()):
             result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
                              credit=cfg.credit)
-        write_rescore(result, rdir, queries=qs, inputs=inputs,
+        write_rescore(result, rdir, queries=qs, inputs=inputs, dataset=cfg.dataset,
                       options={"pipeline": cfg.source,
                                "design": {k: list(v) for k, v in cfg.design.items()}})
         held["result"] = result

@@ -113,7 +113,8 @@ def test_inline_stores_each_key_located(tmp_path: Path, capsys) -> None:
 def test_a_parsers_own_checks_are_config_errors(tmp_path: Path, capsys) -> None:
     text = HEAD + STORES + "max_facts = 0\n"  # the key is on line 7
     _expect(tmp_path, text, capsys, [  # the parser's declared schema locates the key
-        "error[config]: FILE:7: key stores[0].max_facts: expected a value >= 1, got 0 "
+        "error[config]: FILE:7: key stores[0].max_facts: expected an integer from 1 to 1,000, "
+         "got 0 "
         "(an integer)"])
 
 
@@ -155,17 +156,19 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
 # -- values, ranges and rules across keys -----------------------------------------------------
 
 @pytest.mark.parametrize(("body", "expected"), [
-    ("alpha = 1.5", "key alpha: expected a value < 1.0, got 1.5 (a float)"),
-    ("alpha = 0", "key alpha: expected a value > 0.0, got 0 (an integer)"),
-    ("alpha = nan", "key alpha: expected a finite number, got nan (a float)"),
-    ("min_effect = -0.1", "key min_effect: expected a value >= 0.0, got -0.1 (a float)"),
+    ("alpha = 1.5", "key alpha: expected a number in (0, 1), got 1.5 (a float)"),
+    ("alpha = 0", "key alpha: expected a number in (0, 1), got 0 (an integer)"),
+    ("alpha = nan", "key alpha: expected a number in (0, 1), got nan (a float)"),
+    ("min_effect = -0.1", "key min_effect: expected a number from 0 to 1, got -0.1 (a float)"),
     ('min_effect = "big"', 'key min_effect: expected a number, got "big" (a string)'),
     ('correction = "bonferroni"',
      'key correction: expected one of holm, bh, none, got "bonferroni" (a string)'),
-    ("k = 0", "key k: expected a value >= 1, got 0 (an integer)"),
-    ("seed = -1", "key seed: expected a value >= 0, got -1 (an integer)"),
-    ("resamples = 0", "key resamples: expected a value >= 1, got 0 (an integer)"),
-    ("query_shard = 0", "key query_shard: expected a value >= 1, got 0 (an integer)"),
+    ("k = 0", "key k: expected an integer from 1 to 1,000,000, got 0 (an integer)"),
+    ("seed = -1", "key seed: expected an integer from 0 to 2^63 - 1, got -1 (an integer)"),
+    ("resamples = 0", "key resamples: expected an integer from 1 to 10,000,000, got 0 (an "
+     "integer)"),
+    ("query_shard = 0", "key query_shard: expected an integer from 1 to 1,000,000,000, got 0 (an "
+     "integer)"),
     ('query_shard = "big"', 'key query_shard: expected an integer, got "big" (a string)'),
     ('credit = "sets"', "key credit: unknown credit mode 'sets' (did you mean 'set'?); known: "
                         "group, set"),
@@ -223,7 +226,8 @@ def test_bad_overrides_name_their_option(tmp_path: Path, capsys) -> None:
         "error[usage]: option --retriever: unknown retriever 'bm52' (did you mean 'bm25'?); "
         "known: bm25, dense, hybrid",
         "error[usage]: option --collections: expected a collection id, got an empty string",
-        "error[usage]: option --resamples: expected a value >= 1, got 0 (an integer)",
+        "error[usage]: option --resamples: expected an integer from 1 to 10,000,000, got 0 (an "
+         "integer)",
     ], "--retriever", "bm52", "--resamples", "0", "--collections", "conv-26,")
 
 
@@ -466,9 +470,11 @@ def test_local_model_gives_the_llm_stores_its_endpoint(tmp_path: Path) -> None:
     ('local_model = "smollm2-135m"\n',
      ["error[config]: FILE:3: key local_model: no store uses parser 'llm': the local model "
       "would serve nothing"]),
-    ("sessions = 0\n", ["error[config]: FILE:3: key sessions: expected a value >= 1, got 0 "
+    ("sessions = 0\n", ["error[config]: FILE:3: key sessions: expected an integer from 1 to "
+     "1,000,000,000, got 0 "
                         "(an integer)"]),
-    ("local_threads = 0\n", ["error[config]: FILE:3: key local_threads: expected a value >= 1, "
+    ("local_threads = 0\n", ["error[config]: FILE:3: key local_threads: expected an integer from "
+     "1 to 512, "
                              "got 0 (an integer)"]),
 ])
 def test_local_model_and_sessions_errors(tmp_path: Path, capsys, body: str,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tiap.cli.common import DataOption, err_console, track
+from tiap.cli.common import DataOption, bounded, err_console, track
 
 
 def audit_run_cmd(
@@ -21,16 +21,17 @@ def audit_run_cmd(
         "--collections", help="Comma-separated collection ids (default: all).",
         show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Redo steps that are up to date.")] = False,
-    resamples: Annotated[int | None, typer.Option(
-        "--resamples", help="Bootstrap resamples for Stage III (default: the config's, 10,000).",
+    resamples: Annotated[int | None, bounded(
+        "resamples", "--resamples", help="Random sign vectors per shared subset for Stage "
+        "III's tests (default: the config's, 10,000).", schema=True,
         show_default=False)] = None,
     engine: Annotated[str | None, typer.Option(
         "--engine", help="Where the work runs (default: the config's, local): local, ray (a "
         "local Ray instance), ray://HOST:PORT or ray:auto (a cluster); docs/scale.md says "
         "what is split how. The outputs are the same.", show_default=False)] = None,
-    query_shard: Annotated[int | None, typer.Option(
-        "--query-shard", min=1, help="Queries per rescoring task (default: the config's, a "
-        "task per run). The outputs are the same.", show_default=False)] = None,
+    query_shard: Annotated[int | None, bounded(
+        "count", "--query-shard", help="Queries per rescoring task (default: the config's, a "
+        "task per run). The outputs are the same.", schema=True, show_default=False)] = None,
     data: DataOption = None,
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
@@ -80,9 +81,7 @@ def print_flips(sdir: Path) -> None:
     if not flips:
         console.print("no winner flip between targets")
         return
-    ndcg = sorted({r["measure"] for r in flips if r["measure"].startswith("nDCG@")},
-                  key=lambda m: int(m.split("@")[1]))
-    headline = ndcg[-1] if ndcg else flips[0]["measure"]
+    headline = flip_headline([r["measure"] for r in flips])
     rows = [r for r in flips if r["measure"] == headline]
     n_head = sum(r.get("headline") == "true" for r in rows)
     t = Table(title=f"winner flips on {headline} ({len(rows)}, {n_head} significant after "
@@ -111,6 +110,17 @@ def print_flips(sdir: Path) -> None:
         console.print(f"≤: the raw p-value is the floor of {res:,} resamples, 1/{res + 1:,}: "
                       "an upper bound")
     console.print(f"all winner flips, with intervals and p-values: {path}")
+
+
+def flip_headline(measures: list[str]) -> str:
+    """The measure whose flips are printed: the headline measure (nDCG at its largest
+    rank cutoff, :func:`tiap.scoring.measures.primary_measure`) among the flipped ones, as
+    written in winner_flips.csv. A token budget (``nDCG@tok500``) is a measure like any
+    other, never read as a rank cutoff."""
+    from tiap.scoring.measures import parse_measure, primary_measure
+
+    written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
+    return written[str(primary_measure(list(dict.fromkeys(measures))))]
 
 
 def _verdict(r: dict[str, str]) -> str:

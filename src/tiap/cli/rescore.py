@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tiap.cli.common import (
     ForceOption,
+    bounded,
     console,
     err_console,
     one_of,
@@ -126,16 +127,16 @@ def rescore_cmd(
         "--engine", help="Where the runs are scored: local, ray (a local Ray instance), "
         "ray://HOST:PORT or ray:auto (a cluster); a task per run, or per --query-shard "
         "queries of a run; the outputs the same.")] = "local",
-    query_shard: Annotated[int | None, typer.Option(
-        "--query-shard", min=1, help="Queries per scoring task (default: a task per run): a "
+    query_shard: Annotated[int | None, bounded(
+        "count", "--query-shard", help="Queries per scoring task (default: a task per run): a "
         "run's shards are scored apart and concatenated in query order, the outputs the "
         "same.", show_default=False)] = None,
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", help="Tokenizer of cost.csv (context tokens of the top k) and of "
         "token-budget measures (nDCG@tok2000): cl100k_base (default, where the cost extra is "
         "installed), o200k_base, or none.", show_default=False)] = None,
-    k: Annotated[int | None, typer.Option(
-        "--k", min=1, help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
+    k: Annotated[int | None, bounded(
+        "cutoff", "--k", help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
         f"(default {DEFAULT_K}, as retrieval's depth).", show_default=False)] = None,
     measures: Annotated[str | None, typer.Option(
         "--measures", help="Measures instead of --k's, e.g. nDCG@20,nDCG@60,R@60,Success@1; "
@@ -160,8 +161,8 @@ def rescore_cmd(
         "(trec_eval's rule: the rank column is ignored, items sorted by score, highest first, "
         "equal scores by item id, the greater id as bytes first). See docs/rescore.md.",
         callback=one_of("rank", "score"))] = "rank",
-    depth: Annotated[int | None, typer.Option(
-        "--depth", min=1, help="Cut rankings to this depth (at least 1).")] = None,
+    depth: Annotated[int | None, bounded(
+        "cutoff", "--depth", help="Cut rankings to this depth.")] = None,
     parquet: Annotated[bool, typer.Option(
         "--parquet", help="Also write per_query/ as Parquet, partitioned by system and target "
         "(system=S/target=T/part-0.parquet).")] = False,

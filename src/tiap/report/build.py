@@ -146,10 +146,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`). ``audits``:
     output folders of ``tiap audit graded``, each a section on what survives the judges
     (graded nDCG, composed support)."""
-    if not 100 <= latex_width <= 1000:
-        raise TiapError(f"--latex-width {latex_width:g}: give the text width in points, "
-                        "100 to 1000 (a one-column article: 345; a two-column paper's "
-                        "column: about 240)", code="usage")
+    from tiap.limits import check
+
+    check("latex_width", latex_width, "--latex-width (the text width in points; a "
+          "one-column article: 345, a two-column paper's column: about 240)")
     check_output_folder(out, "report", force=force, known=REPORT_OUTPUTS)
     sds = load_sensitivity_dirs(dirs)
     plots._plt()  # fail early with the install hint when matplotlib is missing

@@ -128,9 +128,12 @@ def analyze(
     if correction not in CORRECTIONS:
         raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
                         f"{correction!r}")
-    if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)) or not (
-            min_effect >= 0 and math.isfinite(min_effect)):
-        raise TiapError(f"--min-effect must be a non-negative number, got {min_effect!r}")
+    from tiap.limits import check
+
+    # the declared ranges of the options (tiap.limits), checked before anything is read
+    check("min_effect", min_effect, "min_effect (--min-effect)")
+    check("seed", seed, "seed (--seed)")
+    check("cutoff", answer_depth, "answer_depth (--answer-depth)")
     datasets = [select_pairs(ds, pairs) for ds in load_datasets(dirs, preloaded=preloaded)]
     notes: list[str] = [n for ds in datasets for n in ds.notes]
     total = (2 * len(datasets) + sum(by_category_tests and len(ds.systems) > 1

@@ -272,7 +272,8 @@ def _hits_from_rr(ds: Dataset, system: str, depth: int,
     k >= depth (or RR): exactly, since the first credited item sits at rank 1 / RR, so
     Success@depth = [RR >= 1 / depth] (NaN stays NaN). ``None`` when no such RR was
     rescored (then the caller rescores Success@depth itself)."""
-    rr = [m for m in ds.measures if m.family == "RR" and (m.cutoff is None or m.cutoff >= depth)]
+    rr = [m for m in ds.measures if m.family == "RR" and m.budget is None
+          and (m.cutoff is None or m.cutoff >= depth)]  # RR@tok500 is cut by tokens, not ranks
     if not rr:
         return None
     sc = ds.systems[system]

@@ -542,6 +542,22 @@ def trace_store(path: str | Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def trace_dataset(path: str | Path) -> str | None:
+    """The dataset a TIAP trace's header names (``tiap retrieve`` writes the store's), else
+    ``None``."""
+    path = Path(path)
+    try:
+        with open_text(path) as fh:
+            first = _first_line(_numbered_lines(fh, path))
+    except (OSError, TiapError):
+        return None
+    header = _trace_header(first[1]) if first is not None else None
+    value = (header or {}).get("dataset")
+    if isinstance(value, dict):
+        value = value.get("id")
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def detect_run_format(path: str | Path) -> str:
     """The format of a run file (one of :data:`RUN_FORMATS`), recognised from its content.
 
