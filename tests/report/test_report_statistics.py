@@ -257,5 +257,7 @@ def test_open_interval_ends() -> None:
     assert ci(None, 0.1, open_ends=True) == "(-∞, +0.100]"
     assert ci(-0.25, None, open_ends=True) == "[-0.250, +∞)"
     assert ci(None, None, open_ends=True) == "(-∞, +∞)"
-    # a bound that would print as 0 even at 6 digits is shown in scientific notation
-    assert ci(3.98686e-07, 0.00121) == "[+4.0e-07, +0.001210]"
+    # a bound that would print as 0 at 6 digits gets more, and so does the other end
+    # (one number of decimals for both, never scientific notation; tiap.numfmt)
+    assert ci(3.98686e-07, 0.00121) == "[+0.0000004, +0.0012100]"
+    assert ci(-1e-12, 0.001048) == "[+0.000, +0.001]"  # float noise at an end prints as 0

@@ -81,7 +81,9 @@ def test_flip_rules() -> None:
 
 def test_gap_text() -> None:
     assert gap_text({"gap_1": 0.01234}, 1) == "+0.0123"
-    assert gap_text({"gap_1": "-0.0000312"}, 1) == "-3.1e-05"  # never a signed zero
+    # a gap too small for 4 decimals gets more (never -0.0000, never scientific notation)
+    assert gap_text({"gap_1": "-0.0000312"}, 1) == "-0.00003"
+    assert gap_text({"gap_1": -3e-13}, 1) == "+0.0000"  # float noise is 0, not -3.0e-13
     assert gap_text({"gap_2": 0.0}, 2) == "+0.0000"
     assert gap_text({"gap_1": "", "gap_1_lower": "-0.25", "gap_1_upper": "0.5"}, 1) == \
         "[-0.2500, +0.5000]"

@@ -124,7 +124,10 @@ def sensitivity_cmd(
 
 
 def ci_text(lo: float | None, hi: float | None) -> str:
-    return "-" if lo is None or hi is None else f"{lo:+.3f}, {hi:+.3f}"
+    """An interval in parentheses' inside: ``+0.042, +0.055`` (:mod:`tiap.numfmt`)."""
+    from tiap.numfmt import interval
+
+    return interval(lo, hi, open_ends=True, missing="-")[1:-1]
 
 
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]

@@ -584,7 +584,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         t.add([r["group"], comp, r["target"], signed(r["gap"]),
                ci(r["ci_low"], r["ci_high"], open_ends=tested),
                p_cell(r, "p" if legacy else "p_adjusted", opts.get("resamples")),
-               *([] if legacy else ["–" if eff is None else f"{eff:+.2f}", pct(r.get("moved"))]),
+               *([] if legacy else [signed(eff, 2), pct(r.get("moved"))]),
                r["preferred"] + (" *" if truth(r["significant"]) else ""),
                "yes" if changed else "no"], mark=changed)
     page.table(t)

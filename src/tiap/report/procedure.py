@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tiap.numfmt import signed
 from tiap.report.load import num, truth
 
 __all__ = ["CORRECTION_NAMES", "after_correction", "correction_name", "effect_pair",
@@ -159,8 +160,7 @@ def flip_status(r: Mapping[str, Any]) -> str:
 
 
 def _dz(x: Any) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:+.2f}"
+    return signed(x, 2)
 
 
 def effect_pair(r: Mapping[str, Any]) -> str:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap import numfmt
 from tiap.scoring.measures import Measure
 from tiap.sensitivity.load import Dataset
 from tiap.sensitivity.stability import mde
@@ -93,20 +94,12 @@ def is_flip(gap_1: float | None, gap_2: float | None) -> bool:
 
 def gap_text(row: Mapping[str, Any], which: int, digits: int = 4) -> str:
     """A flip row's gap ``which`` (1 or 2) as text: ``+0.1234``, or ``[+0.0768, +0.5768]``
-    when partial lineage only bounds it (rows as written or as read back from CSV)."""
-    def num(v: Any) -> float | None:
-        return None if v in (None, "") else float(v)
-
-    def fmt(x: float) -> str:  # a gap too small for `digits` keeps its sign and size
-        return f"{x:+.1e}" if 0 < abs(x) < 0.5 * 10 ** -digits else f"{x:+.{digits}f}"
-
-    g = num(row.get(f"gap_{which}"))
-    if g is not None:
-        return fmt(g)
-    lo, hi = num(row.get(f"gap_{which}_lower")), num(row.get(f"gap_{which}_upper"))
-    if lo is None or hi is None:
-        return "-"
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    when partial lineage only bounds it (rows as written or as read back from CSV), by the
+    printing rule of :mod:`tiap.numfmt` (a gap too small for ``digits`` gets more)."""
+    if numfmt.value(row.get(f"gap_{which}")) is not None:
+        return numfmt.signed(row.get(f"gap_{which}"), digits)
+    return numfmt.interval(row.get(f"gap_{which}_lower"), row.get(f"gap_{which}_upper"),
+                           digits, missing="-")
 
 
 def _none(x: float) -> float | None:
