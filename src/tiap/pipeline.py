@@ -27,7 +27,9 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     resamples = 10000                 # random sign vectors per shared subset
     alpha = 0.05                      # family-wise level
     correction = "holm"               # holm, bh or none
-    min_effect = 0.0                  # smallest gap (measure units) a headline flip needs
+    min_dz = 0.2                      # smallest |d_z| of both gaps a headline flip needs
+                                      # (default 0.2, Cohen's "small"; 0: none)
+    min_effect = 0.0                  # smallest |gap| (measure units) it needs (0: none)
 
     # tables come after every plain key (TOML puts a key below a table into it)
     [[stores]]                        # one per store design
@@ -76,7 +78,8 @@ correction     holm, bh or none (any case)
 audit          offline judges only (lexical, embedding), none twice
 engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs the same
 query_shard    >= 1 (``--query-shard``); outputs the same
-min_effect     a finite number >= 0
+min_dz         a finite number >= 0 (default 0.2: docs/sensitivity.md says why)
+min_effect     a finite number >= 0 (default 0)
 =============  =====================================================================
 
 With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
@@ -223,6 +226,7 @@ class PipelineConfig(Schema):
     alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
     correction: str = "holm"
     min_effect: float = Field(0.0, ge=0, allow_inf_nan=False)
+    min_dz: float = Field(0.2, ge=0, allow_inf_nan=False)  # flips.DEFAULT_MIN_DZ
     _source: str = PrivateAttr("")
     _overridden: tuple[str, ...] = PrivateAttr(())
 
@@ -800,7 +804,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                                      for f in ("per_query.csv", "manifest.json")},
                          "name": cfg.name, "seed": cfg.seed, "resamples": cfg.resamples,
                          "alpha": cfg.alpha, "correction": cfg.correction,
-                         "min_effect": cfg.min_effect, "configs": configs}
+                         "min_effect": cfg.min_effect, "min_dz": cfg.min_dz,
+                         "configs": configs}
 
             def run_sensitivity() -> None:
                 if "result" in held:  # the values just written, as Stage III would read them
@@ -808,7 +813,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                 with use_engine(engine()):
                     sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
                                    alpha=cfg.alpha, correction=cfg.correction,
-                                   min_effect=cfg.min_effect, configs=configs or None,
+                                   min_effect=cfg.min_effect, min_dz=cfg.min_dz,
+                                   configs=configs or None,
                                    preloaded=preloaded)
                 write_sensitivity(sens, sdir)
 

@@ -163,6 +163,8 @@ SENSITIVITY_CASES = [
     (["--alpha", "nan"], "--alpha", "(0, 1)"),
     (["--min-effect", "-0.1"], "--min-effect", ">= 0"),
     (["--min-effect", "inf"], "--min-effect", ">= 0"),
+    (["--min-dz", "-0.1"], "--min-dz", ">= 0"),
+    (["--min-dz", "nan"], "--min-dz", ">= 0"),
     (["--resamples", "0"], "--resamples", _ge(1)),
     (["--answer-depth", "0"], "--answer-depth", _ge(1)),
     (["--correction", "bonferroni"], "--correction", "not one of holm, bh, none"),

@@ -115,7 +115,7 @@ def test_large_flip_is_significant_tiny_is_not(tmp_path) -> None:  # type: ignor
     assert r["ci_1_low"] > 0 > r["ci_2_high"]
     assert r["p_1"] < 0.01 and r["p_2"] < 0.01
     assert r["p_1_adjusted"] == pytest.approx(2 * max(r["p_1"], r["p_2"]))  # Holm, m = 2
-    assert r["practical"] and r["headline"]  # min_effect 0: every significant flip
+    assert r["practical"] and r["headline"]  # |d_z| > 1 clears the default 0.2
     assert r["moved_1"] == 1.0 and r["effect_1"] > 1
     tiny = analyze([_noisy(tmp_path, 0.004)], seed=1, resamples=2_000, answers=False)
     r = tiny.table("winner_flips")[0]

@@ -43,8 +43,13 @@ def sensitivity_cmd(
     ] = "holm",
     min_effect: Annotated[float, typer.Option(
         "--min-effect", help="Smallest gap, in the measure's units, that counts as a "
-        "practical difference: a flip smaller than it is reported, never headlined.",
-        callback=finite("--min-effect", low=0))] = 0.0,
+        "practical difference: a flip smaller than it is reported, never headlined (0: no "
+        "floor).", callback=finite("--min-effect", low=0))] = 0.0,
+    min_dz: Annotated[float, typer.Option(
+        "--min-dz", help="Smallest paired effect size |d_z| (mean / sd of the per-query "
+        "differences) that counts as a practical difference: a headline flip needs both "
+        "gaps significant and at least this (0.2: Cohen's 'small'; 0: none).",
+        callback=finite("--min-dz", low=0))] = 0.2,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the randomization tests run: local (this process), ray (a "
         "local Ray instance on this machine's cores), ray://HOST:PORT or ray:auto (an "
@@ -112,7 +117,7 @@ def sensitivity_cmd(
                       configs=parse_configs(configs or []), primary=primary, answers=answers,
                       answer_inputs=overrides, answer_depth=answer_depth,
                       by_category_tests=not no_category_tests, correction=correction.lower(),
-                      min_effect=min_effect, progress=progress,
+                      min_effect=min_effect, min_dz=min_dz, progress=progress,
                       pairs=split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
                       if pairs is not None else ())
     eng.close()
@@ -131,6 +136,7 @@ def ci_text(lo: float | None, hi: float | None) -> str:
 
 
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
+    from tiap.report.procedure import threshold_text
     from tiap.report.render import p_cell
     from tiap.sensitivity.flips import gap_text
 
@@ -139,15 +145,15 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     on_primary = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
     rows = [r for r in on_primary if r["headline"]]
     o = res.options
-    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}, "
-           f"minimum effect {o['min_effect']:g}")
+    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}; "
+           f"practical threshold: {threshold_text(o)}")
     if not rows:
-        console.print(f"no significant winner flip on the primary measure ({how}; "
-                      f"{len(on_primary)} flips there not significant or below the minimum "
-                      f"effect, {len(flips)} over all measures: winner_flips.csv)",
+        console.print(f"no headline winner flip on the primary measure ({how}; "
+                      f"{len(on_primary)} flips there not significant or below the practical "
+                      f"threshold, {len(flips)} over all measures: winner_flips.csv)",
                       highlight=False)
         return
-    t = RichTable(title=f"significant winner flips on the primary measure ({len(rows)} of "
+    t = RichTable(title=f"headline winner flips on the primary measure ({len(rows)} of "
                   f"{len(on_primary)} flips; {how})", title_justify="left")
     for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "p adj",
               "gap 2 (CI)", "p adj "):
