@@ -5,6 +5,8 @@
   min_effect``. A significant gap with a small ``d_z`` is reported, never headlined.
 - Under partial lineage the ``d_z`` checked is the smallest any lineage can have (a bound,
   :func:`tiap.sensitivity.flips.dz_floor`).
+- A preferred configuration is named only when it beats every other one significantly;
+  otherwise the preference is ``tie (not significant)`` with the tied set.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sensitivity_fixtures import write_rescore_dir
+from sensitivity_fixtures import read_csv, write_rescore_dir
 
 from tiap.cli.main import main
-from tiap.sensitivity import analyze
+from tiap.sensitivity import analyze, parse_configs
 from tiap.sensitivity.flips import DEFAULT_MIN_DZ, dz_floor
 from tiap.sensitivity.stats import Gap, GapResult
 
@@ -196,3 +198,100 @@ def test_partial_lineage_headline_needs_the_dz_of_every_lineage(
     assert r["flip"] and r["significant_flip"]
     assert r["headline"] is headline
 
+
+# -- the preferred configuration: significant, or a tie ---------------------------------------
+
+M = 400
+
+
+def _configs(tmp_path: Path) -> Path:
+    """Configurations c1, c2, c3 on 400 queries, nDCG@10.
+
+    raw: c1 = 1 everywhere, c2 = c3 = 1 on the first 200 queries and 0 on the rest: c1 beats
+    both by 0.5 (differences 1 on 200 queries), c2 = c3 (gap 0). Preferred: c1, margin 0.5.
+    source: c1 = 0.5, c3 = 0 everywhere, c2 = 1 on q0 and q1 and 0.5 elsewhere: c2 leads c1
+    by 2 · 0.5 / 400 = 0.0025, which no test can call significant (two differences of 0.5:
+    half the sign vectors reach it, p about 1/2); both beat c3 (0.5 on every query, p at the
+    floor 1/2001, Holm x9 = 0.0045). Preferred: a tie of c2 and c1, margin 0.0025.
+    canonical: c3 = 1, c1 = c2 = 0 everywhere: c3 beats both. Preferred: c3.
+    """
+    one, half, zero = [1.0] * M, [0.5] * M, [0.0] * M
+    return write_rescore_dir(tmp_path / "c", {
+        ("c1", "raw", "nDCG@10"): one,
+        ("c1", "source", "nDCG@10"): half,
+        ("c1", "canonical", "nDCG@10"): zero,
+        ("c2", "raw", "nDCG@10"): [1.0] * 200 + [0.0] * 200,
+        ("c2", "source", "nDCG@10"): [1.0, 1.0] + [0.5] * (M - 2),
+        ("c2", "canonical", "nDCG@10"): zero,
+        ("c3", "raw", "nDCG@10"): [1.0] * 200 + [0.0] * 200,
+        ("c3", "source", "nDCG@10"): zero,
+        ("c3", "canonical", "nDCG@10"): one,
+    }, [f"q{i}" for i in range(M)])
+
+
+def _design(tmp_path: Path, pairs: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    return analyze([_configs(tmp_path)], seed=0, resamples=2000, answers=False,
+                   by_category_tests=False, configs=parse_configs(["d=c1,c2,c3"]),
+                   pairs=pairs)
+
+
+def test_margin_not_significant_is_a_tie(tmp_path: Path) -> None:
+    res = _design(tmp_path)
+    pref = {r["target"]: r for r in res.table("design_preferred")}
+    raw, src, can = pref["raw"], pref["source"], pref["canonical"]
+    assert raw["ranking"] == "c1 > c2 = c3" and raw["margin"] == pytest.approx(0.5)
+    assert raw["preferred"] == "c1" and raw["significant"] is True and raw["tied"] == "c1"
+    assert raw["margin_p_adjusted"] <= 0.05
+    # source: c2's lead of 0.0025 over c1 is not significant: no preference is named
+    assert src["ranking"] == "c2 > c1 > c3" and src["margin"] == pytest.approx(0.0025)
+    assert src["preferred"] == "tie (not significant): c2, c1"
+    assert src["significant"] is False and src["tied"] == "c2, c1"
+    assert src["margin_p_adjusted"] > 0.05
+    assert can["preferred"] == "c3" and can["significant"] is True
+    row = next(r for r in res.table("design_changes") if r["comparison"] == "preferred")
+    assert row["preferences"] == ("raw: c1; source: tie (not significant): c2, c1; "
+                                  "canonical: c3")
+
+
+@pytest.mark.parametrize(("pairs", "changes", "significant"), [
+    (("raw:source",), True, False),     # {c1} against the tie {c2, c1}: they share c1
+    (("raw:canonical",), True, True),   # {c1} against {c3}: c1 and c3 swap, both significant
+    (("source:canonical",), True, True),  # the tie {c2, c1} against {c3}: disjoint
+])
+def test_a_preference_change_is_significant_only_between_disjoint_tied_sets(
+        tmp_path: Path, pairs: tuple[str, ...], changes: bool, significant: bool) -> None:
+    res = _design(tmp_path, pairs)
+    row = next(r for r in res.table("design_changes") if r["comparison"] == "preferred")
+    assert row["changes"] is changes and row["significant_change"] is significant
+
+
+def test_the_report_prints_the_tie(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from tiap.report import build_report
+    from tiap.sensitivity import write_sensitivity
+
+    write_sensitivity(_design(tmp_path), tmp_path / "s")
+    build_report([tmp_path / "s"], tmp_path / "rep")
+    text = next((tmp_path / "rep" / "tables").glob("*_design.md")).read_text(encoding="utf-8")
+    text = text.replace("**", "")  # every row is highlighted: the preference changes
+    assert "| source | 400 | tie (not significant): c2, c1 | c2 &gt; c1 &gt; c3 | 0.0025 |" \
+        in text
+    # Holm over the group's 9 gaps, 6 of them at the floor 1/2001: 9/2001 = 0.0045
+    assert "| raw | 400 | c1 | c1 &gt; c2 = c3 | 0.5000 | ≤ 0.0045 |" in text
+    card = (tmp_path / "rep" / "target_card.md").read_text(encoding="utf-8")
+    assert "source: tie (not significant): c2, c1" in card
+    # an older folder (no tested preference): the report says the margin is untested
+    pref = read_csv(tmp_path / "s" / "design_preferred.csv")
+    keep = ["dataset", "group", "measure", "target", "n_matched", "preferred", "ranking",
+            "margin"]
+    with open(tmp_path / "s" / "design_preferred.csv", "w", newline="",
+              encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, keep, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(pref)
+    man = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    man["outputs"]["design_preferred.csv"].pop("sha256", None)
+    (tmp_path / "s" / "manifest.json").write_text(json.dumps(man))
+    build_report([tmp_path / "s"], tmp_path / "old")
+    old = next((tmp_path / "old" / "tables").glob("*_design.md")).read_text(encoding="utf-8")
+    assert "the margin's significance is not known" in old and "margin p adj" not in old

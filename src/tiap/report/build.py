@@ -562,18 +562,30 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         return
     page.h(3, "Design recommendations per target")
     groups = unique(r["group"] for r in pref)
+    opts = sd.manifest.get("options", {})
+    legacy = is_legacy(opts)
+    tested = "significant" in pref[0]  # older folders name the top mean, untested
     t = ReportTable(f"{slug}_design", f"{label}: preferred configuration per target "
                     f"({primary})", ["group", "target", "n matched", "preferred", "ranking",
-                                     "margin"], key=2)
+                                     "margin", *(["margin p adj"] if tested else [])],
+                    caption=(f"Preferred: the configuration with the highest mean when its gap "
+                             f"to every other one is significant {after_correction(opts)} at "
+                             f"alpha {number(opts.get('alpha'))} (the pairwise tests below), "
+                             "else a tie (not significant) of it and every configuration "
+                             "whose gap to it is not. Margin: the top two's difference of "
+                             "means; margin p adj: their gap's adjusted p-value."
+                             if tested else "Preferred: the highest mean (a folder written "
+                             "before preferences were tested: the margin's significance is "
+                             "not known)."), key=2)
     chg = {(r["group"], r["comparison"]): r for r in sd.rows("design_changes", name,
                                                             measure=primary)}
     for r in pref:
         changed = truth(chg.get((r["group"], "preferred"), {}).get("changes", "false"))
         t.add([r["group"], r["target"], r["n_matched"], r["preferred"], r["ranking"],
-               f4(r["margin"])], mark=changed)
+               f4(r["margin"]),
+               *([p_cell(r, "margin_p_adjusted", opts.get("resamples"))] if tested else [])],
+              mark=changed)
     page.table(t)
-    opts = sd.manifest.get("options", {})
-    legacy = is_legacy(opts)
     t = ReportTable(f"{slug}_design_pairwise", f"{label}: pairwise preferences ({primary})",
                     ["group", "A vs B", "target", "gap", "CI", "p" if legacy else "p adj",
                      *([] if legacy else ["d_z", "moved"]), "preferred", "changes"], key=3)
