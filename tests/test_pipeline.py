@@ -23,6 +23,18 @@ def test_shipped_configs_load() -> None:
     assert (cfg.correction, cfg.min_effect, cfg.alpha) == ("holm", 0.0, 0.05)
 
 
+def test_every_shipped_config_states_its_headline_threshold() -> None:
+    """A headline flip's practical threshold is set in every shipped config, not left to a
+    default (docs/sensitivity.md, "When a flip is a headline")."""
+    import tomllib
+
+    shipped = sorted((ROOT / "configs").glob("*.toml"))
+    assert len(shipped) >= 4
+    for path in shipped:
+        with open(path, "rb") as fh:
+            assert tomllib.load(fh).get("min_dz") == 0.2, path.name
+
+
 # bad configs: tests/bad_input/test_config.py
 
 
@@ -54,7 +66,7 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     cfg = load_config(ROOT / "configs" / "locomo.toml")
     cold = analyze([(cfg.name, root / "rescore")], seed=cfg.seed, resamples=cfg.resamples,
                    alpha=cfg.alpha, correction=cfg.correction, min_effect=cfg.min_effect,
-                   configs={f"{d}-bm25": [f"{m}-bm25" for m in ms]
+                   min_dz=cfg.min_dz, configs={f"{d}-bm25": [f"{m}-bm25" for m in ms]
                             for d, ms in cfg.design.items()})
     write_sensitivity(cold, tmp_path / "cold")
     tables = sorted(p.name for p in (root / "sensitivity").glob("*.csv"))

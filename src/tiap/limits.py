@@ -129,6 +129,9 @@ LIMITS: dict[str, Limit] = {
     "alpha": Limit(0, 1, "", integer=False, low_open=True, high_open=True),
     "min_effect": Limit(0.0, 1.0, "every measure lies in [0, 1], so no gap exceeds 1",
                         integer=False),
+    "min_dz": Limit(0.0, 10.0, "a paired effect size d_z of 10 (a mean difference of ten "
+                    "standard deviations) is past any threshold in use; Cohen's 'large' is 0.8",
+                    integer=False),
     # -- depths, cutoffs and counts -------------------------------------------------------
     "cutoff": Limit(1, MAX_DEPTH, _DEPTH_WHY),
     "count": Limit(1, 1_000_000_000, _COUNT_WHY),

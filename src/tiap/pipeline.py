@@ -27,7 +27,9 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     resamples = 10000                 # random sign vectors per shared subset
     alpha = 0.05                      # family-wise level
     correction = "holm"               # holm, bh or none
-    min_effect = 0.0                  # smallest gap (measure units) a headline flip needs
+    min_dz = 0.2                      # smallest |d_z| of both gaps a headline flip needs
+                                      # (default 0.2, Cohen's "small"; 0: none)
+    min_effect = 0.0                  # smallest |gap| (measure units) it needs (0: none)
 
     # tables come after every plain key (TOML puts a key below a table into it)
     [[stores]]                        # one per store design
@@ -77,7 +79,8 @@ correction     holm, bh or none (any case)
 audit          offline judges only (lexical, embedding), none twice
 engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs the same
 query_shard    1 to 10^9 (``--query-shard``); outputs the same
-min_effect     a number from 0 to 1
+min_dz         a number from 0 to 10 (default 0.2: docs/sensitivity.md says why)
+min_effect     a number from 0 to 1 (default 0)
 =============  =====================================================================
 
 With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
@@ -238,6 +241,7 @@ class PipelineConfig(Schema):
     alpha: Annotated[float, ranged("alpha")] = 0.05
     correction: str = "holm"
     min_effect: Annotated[float, ranged("min_effect")] = 0.0
+    min_dz: Annotated[float, ranged("min_dz")] = 0.2  # flips.DEFAULT_MIN_DZ
     _source: str = PrivateAttr("")
     _overridden: tuple[str, ...] = PrivateAttr(())
 
@@ -909,7 +913,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                        for d, members in cfg.design.items() for r in cfg.retrievers}
             sens_spec = {"name": cfg.name, "seed": cfg.seed, "resamples": cfg.resamples,
                          "alpha": cfg.alpha, "correction": cfg.correction,
-                         "min_effect": cfg.min_effect, "configs": configs}
+                         "min_effect": cfg.min_effect, "min_dz": cfg.min_dz,
+                         "configs": configs}
 
             def run_sensitivity() -> None:
                 if "result" in held:  # the values just written, as Stage III would read them
@@ -917,7 +922,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                 with use_engine(engine()):
                     sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
                                    alpha=cfg.alpha, correction=cfg.correction,
-                                   min_effect=cfg.min_effect, configs=configs or None,
+                                   min_effect=cfg.min_effect, min_dz=cfg.min_dz,
+                                   configs=configs or None,
                                    preloaded=preloaded)
                 write_sensitivity(sens, sdir)
 

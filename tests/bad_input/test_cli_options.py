@@ -164,6 +164,8 @@ SENSITIVITY_CASES = [
     (["--alpha", "nan"], "--alpha", "(0, 1)"),
     (["--min-effect", "-0.1"], "--min-effect", "a number from 0 to 1"),
     (["--min-effect", "inf"], "--min-effect", "a number from 0 to 1"),
+    (["--min-dz", "-0.1"], "--min-dz", "a number from 0 to 10"),
+    (["--min-dz", "nan"], "--min-dz", "a number from 0 to 10"),
     (["--resamples", "0"], "--resamples", _ge(1)),
     (["--answer-depth", "0"], "--answer-depth", _ge(1)),
     (["--correction", "bonferroni"], "--correction", "not one of holm, bh, none"),

@@ -75,7 +75,7 @@ def test_stores_is_not_a_number(tmp_path: Path, capsys) -> None:
 # -- unknown, missing, nested, syntax, empty --------------------------------------------------
 
 KNOWN = ("alpha, audit, collections, correction, credit, dataset, design, engine, k, "
-         "local_model, local_port, local_threads, measures, min_effect, name, query_shard, "
+         "local_model, local_port, local_threads, measures, min_dz, min_effect, name, query_shard, "
          "resamples, retrievers, seed, sensitivity, sessions, stores, targets")
 
 
@@ -161,6 +161,8 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
     ("alpha = nan", "key alpha: expected a number in (0, 1), got nan (a float)"),
     ("min_effect = -0.1", "key min_effect: expected a number from 0 to 1, got -0.1 (a float)"),
     ('min_effect = "big"', 'key min_effect: expected a number, got "big" (a string)'),
+    ("min_dz = -0.2", "key min_dz: expected a value >= 0.0, got -0.2 (a float)"),
+    ("min_dz = inf", "key min_dz: expected a finite number, got inf (a float)"),
     ('correction = "bonferroni"',
      'key correction: expected one of holm, bh, none, got "bonferroni" (a string)'),
     ("k = 0", "key k: expected an integer from 1 to 1,000,000, got 0 (an integer)"),
@@ -252,6 +254,10 @@ def test_good_values_load(tmp_path: Path) -> None:
                  'measures = ["nDCG@20", "RR"]\n' + STORES + "max_facts = 3\n", encoding="utf-8")
     cfg = load_config(f, retrievers=["dense"], resamples=7)
     assert (cfg.correction, cfg.min_effect, cfg.alpha, cfg.k) == ("bh", 0.0, 0.1, 20)
+    # no min_dz given: the documented default, |d_z| >= 0.2 (never a silent 0)
+    from tiap.sensitivity.flips import DEFAULT_MIN_DZ
+
+    assert cfg.min_dz == DEFAULT_MIN_DZ == 0.2
     assert cfg.measures == ("nDCG@20", "RR") and cfg.retrievers == ("dense",)
     assert cfg.stores == (StoreSpec(name="a", parser="heuristic", args={"max_facts": 3}),)
     assert cfg.resamples == 7 and cfg.source == str(f)
@@ -281,7 +287,7 @@ FAST = settings(max_examples=150, deadline=None, derandomize=True,
 
 KEYS = ["name", "dataset", "stores", "retrievers", "k", "targets", "measures", "credit",
         "design", "collections", "sensitivity", "seed", "resamples", "alpha", "correction",
-        "min_effect", "parser", "max_facts", "kinds", "density", "f1", "colour"]
+        "min_effect", "min_dz", "parser", "max_facts", "kinds", "density", "f1", "colour"]
 
 scalars = st.one_of(
     st.booleans(), st.integers(-3, 100), st.integers(), st.floats(allow_nan=True),
@@ -347,6 +353,7 @@ def good_config(draw: st.DrawFn) -> dict:
         "alpha": st.floats(0, 1, exclude_min=True, exclude_max=True),
         "correction": st.sampled_from(["holm", "BH", "none"]),
         "min_effect": st.floats(0, 1e6),
+        "min_dz": st.floats(0, 1e6),
     }
     for key, strategy in optional.items():
         if draw(st.booleans()):

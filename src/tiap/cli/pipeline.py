@@ -65,12 +65,13 @@ def audit_run_cmd(
 
 
 def print_flips(sdir: Path) -> None:
-    """Winner flips on the headline measure, and design recommendations that change."""
+    """Winner flips on the headline measure, with the practical threshold a headline needs."""
     import csv
 
     from rich.table import Table
 
     from tiap.cli.common import console
+    from tiap.report.procedure import effect_pair
     from tiap.sensitivity.flips import gap_text
 
     path = sdir / "winner_flips.csv"
@@ -81,28 +82,31 @@ def print_flips(sdir: Path) -> None:
     if not flips:
         console.print("no winner flip between targets")
         return
-    headline = flip_headline([r["measure"] for r in flips])
-    rows = [r for r in flips if r["measure"] == headline]
-    n_head = sum(r.get("headline") == "true" for r in rows)
-    t = Table(title=f"winner flips on {headline} ({len(rows)}, {n_head} significant after "
-              f"correction and at least the minimum effect; {len(flips)} over all measures; "
-              "gap = system_a - system_b)", title_justify="left")
-    for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
-                "p adj ", "headline"):
-        t.add_column(col, justify="right" if col.startswith(("gap", "p ")) else "left")
     import json
 
+    from tiap.report.procedure import after_correction, threshold_text
     from tiap.report.render import p_cell
 
-    res = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"].get(
-        "resamples")
+    opts = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"]
+    res = opts.get("resamples")
+    headline = flip_headline([r["measure"] for r in flips])
+    rows = [r for r in flips if r["measure"] == headline]
+    n_sig = sum(r.get("significant_flip") == "true" for r in rows)
+    n_head = sum(r.get("headline") == "true" for r in rows)
+    t = Table(title=f"winner flips on {headline} ({len(rows)}; {n_sig} significant "
+              f"{after_correction(opts)}, {n_head} of them headline: practical threshold "
+              f"{threshold_text(opts)}; {len(flips)} over all measures; gap = system_a - "
+              "system_b)", title_justify="left")
+    for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
+                "p adj ", "d_z 1 / 2", "headline"):
+        t.add_column(col, justify="right" if col.startswith(("gap", "p ", "d_z")) else "left")
     floor = False
     for r in rows[:20]:
         p1, p2 = p_cell(r, "p_1_adjusted", res), p_cell(r, "p_2_adjusted", res)
         p1, p2 = p1.replace("\u00a0", " "), p2.replace("\u00a0", " ")
         floor |= "≤" in p1 + p2
         t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1), p1,
-                  r["target_2"], gap_text(r, 2), p2, _verdict(r))
+                  r["target_2"], gap_text(r, 2), p2, effect_pair(r), _verdict(r))
     console.print(t)
     if len(rows) > 20:
         console.print(f"... and {len(rows) - 20} more")
@@ -127,5 +131,5 @@ def _verdict(r: dict[str, str]) -> str:
     if r.get("headline") == "true":
         return "yes"
     if r.get("significant_flip") == "true":
-        return "below min effect"
+        return "below threshold"
     return "not significant"

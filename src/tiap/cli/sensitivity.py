@@ -44,6 +44,10 @@ def sensitivity_cmd(
         "min_effect", "--min-effect", help="Smallest gap, in the measure's units, that counts "
         "as a practical difference: a flip smaller than it is reported, never headlined.")
     ] = 0.0,
+    min_dz: Annotated[float, bounded(
+        "min_dz", "--min-dz", help="Smallest paired effect size |d_z| (mean / sd of the "
+        "per-query differences) that counts as a practical difference: a headline flip needs "
+        "both gaps significant and at least this (0.2: Cohen's 'small'; 0: none).")] = 0.2,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the randomization tests run: local (this process), ray (a "
         "local Ray instance on this machine's cores), ray://HOST:PORT or ray:auto (an "
@@ -111,7 +115,7 @@ def sensitivity_cmd(
                       configs=parse_configs(configs or []), primary=primary, answers=answers,
                       answer_inputs=overrides, answer_depth=answer_depth,
                       by_category_tests=not no_category_tests, correction=correction.lower(),
-                      min_effect=min_effect, progress=progress,
+                      min_effect=min_effect, min_dz=min_dz, progress=progress,
                       pairs=split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
                       if pairs is not None else ())
     eng.close()
@@ -123,10 +127,14 @@ def sensitivity_cmd(
 
 
 def ci_text(lo: float | None, hi: float | None) -> str:
-    return "-" if lo is None or hi is None else f"{lo:+.3f}, {hi:+.3f}"
+    """An interval in parentheses' inside: ``+0.042, +0.055`` (:mod:`tiap.numfmt`)."""
+    from tiap.numfmt import interval
+
+    return interval(lo, hi, open_ends=True, missing="-")[1:-1]
 
 
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
+    from tiap.report.procedure import threshold_text
     from tiap.report.render import p_cell
     from tiap.sensitivity.flips import gap_text
 
@@ -135,15 +143,15 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     on_primary = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
     rows = [r for r in on_primary if r["headline"]]
     o = res.options
-    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}, "
-           f"minimum effect {o['min_effect']:g}")
+    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}; "
+           f"practical threshold: {threshold_text(o)}")
     if not rows:
-        console.print(f"no significant winner flip on the primary measure ({how}; "
-                      f"{len(on_primary)} flips there not significant or below the minimum "
-                      f"effect, {len(flips)} over all measures: winner_flips.csv)",
+        console.print(f"no headline winner flip on the primary measure ({how}; "
+                      f"{len(on_primary)} flips there not significant or below the practical "
+                      f"threshold, {len(flips)} over all measures: winner_flips.csv)",
                       highlight=False)
         return
-    t = RichTable(title=f"significant winner flips on the primary measure ({len(rows)} of "
+    t = RichTable(title=f"headline winner flips on the primary measure ({len(rows)} of "
                   f"{len(on_primary)} flips; {how})", title_justify="left")
     for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "p adj",
               "gap 2 (CI)", "p adj "):
