@@ -161,8 +161,10 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
     ("alpha = nan", "key alpha: expected a number in (0, 1), got nan (a float)"),
     ("min_effect = -0.1", "key min_effect: expected a number from 0 to 1, got -0.1 (a float)"),
     ('min_effect = "big"', 'key min_effect: expected a number, got "big" (a string)'),
-    ("min_dz = -0.2", "key min_dz: expected a value >= 0.0, got -0.2 (a float)"),
-    ("min_dz = inf", "key min_dz: expected a finite number, got inf (a float)"),
+    ("min_dz = -0.2", "key min_dz: expected a number from 0 to 10, got -0.2 (a float)"),
+    ("min_dz = inf", "key min_dz: expected a number from 0 to 10, got inf (a float); a paired "
+     "effect size d_z of 10 (a mean difference of ten standard deviations) is past any "
+     "threshold in use; Cohen's 'large' is 0.8"),
     ('correction = "bonferroni"',
      'key correction: expected one of holm, bh, none, got "bonferroni" (a string)'),
     ("k = 0", "key k: expected an integer from 1 to 1,000,000, got 0 (an integer)"),
