@@ -28,11 +28,13 @@ np.save(sys.argv[2], enc.encode(texts[::-1])[::-1])
 
 
 @pytest.fixture(scope="module")
-def texts(data_dir: Path) -> list[str]:
-    from tiap.datasets import load
-
-    bundle = next(load("locomo", data_dir).bundles())
-    return sorted({f"{t.speaker}: {t.text}" for t in bundle.turns[:48]})
+def texts() -> list[str]:
+    """48 texts of 3 to 60 words, built here: lengths vary, so batches mix widths."""
+    words = ("we went to the lake on saturday and my sister brought her new dog "
+             "because the weather was warm enough for a swim after lunch").split()
+    return [f"Speaker {i % 3}: " + " ".join(words[(i * 7 + j) % len(words)]
+                                           for j in range(3 + (i * 13) % 58))
+            for i in range(48)]
 
 
 def test_a_vector_depends_on_its_text_alone(texts: list[str], tmp_path: Path) -> None:
