@@ -30,7 +30,9 @@ np.save(sys.argv[2], enc.encode(texts[::-1])[::-1])
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
     """48 texts of 3 to 60 words, built here: lengths vary, so batches mix widths."""
-    words = ["we", "went", "to", "the", "lake", "on", "saturday", "and", "my", "sister", "brought", "her", "new", "dog", "because", "the", "weather", "was", "warm", "enough", "for", "a", "swim", "after", "lunch"]
+    words = ["we", "went", "to", "the", "lake", "on", "saturday", "and", "my", "sister",
+             "brought", "her", "new", "dog", "because", "the", "weather", "was", "warm",
+             "enough", "for", "a", "swim", "after", "lunch"]
     return [f"Speaker {i % 3}: " + " ".join(words[(i * 7 + j) % len(words)]
                                            for j in range(3 + (i * 13) % 58))
             for i in range(48)]
