@@ -35,7 +35,7 @@ def test_native_build(data_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--parser", "magic"], "unknown parser 'magic'; known: heuristic, llm, native"),
     (["--parser", "heuristic", "--max-facts", "0"],
-     "Invalid value for '--max-facts'"),
+     "option --max-facts: expected an integer from 1 to 1,000, got 0"),
     (["--parser", "native", "--max-facts", "5"], "--max-facts does not apply to --parser native"),
     (["--parser", "heuristic", "--model", "m"], "options for --parser llm only: --model"),
     (["--parser", "llm"], "base_url: missing: the llm parser needs the endpoint's API root"),

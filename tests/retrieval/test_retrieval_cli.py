@@ -50,8 +50,10 @@ def test_system_and_rrf_options_reach_the_header(args: list[str], tmp_path: Path
         (["--retriever", "bm25", "--model", "x"],
          "model: applies to the dense and hybrid retrievers only, not to 'bm25'"),
         (["--retriever", "dense", "--model", "nope"], "unknown embedding model 'nope'"),
-        (["--retriever", "bm25", "--k", "0"], "Invalid value for '--k'"),
-        (["--retriever", "hybrid", "--rrf-k", "-1"], "Invalid value for '--rrf-k'"),
+        (["--retriever", "bm25", "--k", "0"],
+         "option --k: expected an integer from 1 to 1,000,000, got 0"),
+        (["--retriever", "hybrid", "--rrf-k", "-1"],
+         "option --rrf-k: expected a number from 0 to 1,000,000, got -1"),
         (["--retriever", "dense", "--no-cache", "--cache-dir", "x"], "exclude each other"),
     ],
 )
