@@ -78,7 +78,11 @@ def test_mem0_source_and_canonical_through_the_cli(data_dir: Path, tmp_path: Pat
             r = rows[(target, measure)]
             assert int(r["n"]) == 1977 and r["mean"] == ""  # an interval, not a point
             assert float(r["lower"]) <= pub[MEASURES[measure]] <= float(r["upper"]), r
-    assert int(rows[("canonical", "nDCG@60")]["n_possibly_empty"]) == 140
+    # 140 queries' gold turns show no derived item, but in 74 of them a ranked observation is
+    # flagged as a family match (credited under Canonical, so some Canonical group exists),
+    # and in 2 more an observation the run does not rank is flagged for a query whose gold
+    # turns all lie in this one's: 64 may have an empty target
+    assert int(rows[("canonical", "nDCG@60")]["n_possibly_empty"]) == 64
 
 
 NATIVE = (

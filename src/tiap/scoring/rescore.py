@@ -1048,7 +1048,8 @@ def _bound_pass(
             continue  # no group can exist: a zero-target case, as on certain lineage
         was_undefined = bool(np.isnan(got[measures[0]][i]))
         bounds = solve(problem, measures)
-        empty = problem.possibly_empty if credit == "group" else problem.set_size[0] == 0
+        empty = (problem.possibly_empty if credit == "group"
+                 else problem.set_size[0] == 0 and not problem.proven_nonempty)
         determined = not empty and all(hi - lo <= _SAME for lo, hi in bounds.values())
         for m in measures:
             lo, hi = bounds[m]
