@@ -151,6 +151,9 @@ def analyze(
         else:
             tables[name] = Table(name, cols, list(rows))
 
+    # partial lineage: the change tables also give every count's bounds
+    change_cols = _CHANGE_COLUMNS + (change.CHANGE_BOUND_COLUMNS if any(
+        sc.lower for ds in datasets for sc in ds.systems.values()) else ())
     primaries: dict[str, Measure] = {}
     for ds in datasets:
         pm = parse_measure(primary) if primary is not None else change.primary_measure(
@@ -160,7 +163,7 @@ def analyze(
                             f"(it has {', '.join(map(str, ds.measures))})")
         primaries[ds.name] = pm
         step(f"{ds.name}: per-query change")
-        add("change", _CHANGE_COLUMNS, _wilson(change.change_rows(ds), alpha))
+        add("change", change_cols, _wilson(change.change_rows(ds), alpha))
         add("deltas", ("dataset", "system", "measure", "target_1", "target_2", "query_id",
                        "delta"), change.delta_rows(ds, pm))
         add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
@@ -178,7 +181,7 @@ def analyze(
         cats = np.asarray(ds.categories, dtype=object)
         groups = [({"category": cat}, cats == cat) for cat in dict.fromkeys(ds.categories)]
         for label, mask in groups:
-            add("category_change", _with(_CHANGE_COLUMNS, "category"),
+            add("category_change", _with(change_cols, "category"),
                 _wilson(change.change_rows(ds, mask=mask, extra=label), alpha))
             add("category_means", _with(flips.MEANS_COLUMNS, "category"),
                 flips.system_means_rows(ds, mask=mask, extra=label))
