@@ -521,6 +521,11 @@ def test_change_counts_under_partial_lineage_by_hand(tmp_path: Path) -> None:
     assert r["changed_fraction_high"] == pytest.approx(_wilson(3, 4)[1])
     s = rows["Success@5"]
     assert (s["changed"], s["changed_lower"], s["changed_upper"]) == (None, 0, 1)
+    # the same pair compared the other way round (--pairs source:raw): the same decision
+    from tiap.sensitivity.analyze import select_pairs
+
+    back = {x["measure"]: x for x in change.change_rows(select_pairs(ds, ["source:raw"]))}
+    assert (back["nDCG@5"]["hit_flips_lower"], back["nDCG@5"]["hit_flips_upper"]) == (0, 1)
     # without the rescoring's shared-lineage decision q3 may flip too
     (tmp_path / "r" / "flip_pairs.csv").unlink()
     (ds,) = load_datasets([tmp_path / "r"])

@@ -172,6 +172,13 @@ def flip_state(a: NDArray[np.int8], b: NDArray[np.int8],
     return out
 
 
+def _decided(sc: SystemScores, t1: str, t2: str, k: int) -> NDArray[np.int8] | None:
+    """The rescoring's shared-lineage flip decisions for two targets (in either order: a
+    flip is symmetric)."""
+    got = sc.flip_pairs.get((t1, t2, k))
+    return got if got is not None else sc.flip_pairs.get((t2, t1, k))
+
+
 def change_counts(
     lo1: NDArray[np.float64], hi1: NDArray[np.float64],
     lo2: NDArray[np.float64], hi2: NDArray[np.float64],
@@ -249,9 +256,9 @@ def change_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                 h1, h2 = hit_state(sc, t1, k, ds.measures), hit_state(sc, t2, k, ds.measures)
                 p1, p2 = top1_state(sc, t1, ds.measures), top1_state(sc, t2, ds.measures)
                 hits = (None if h1 is None or h2 is None else
-                        flip_state(h1, h2, sc.flip_pairs.get((t1, t2, k)) if k else None))
+                        flip_state(h1, h2, _decided(sc, t1, t2, k) if k else None))
                 tops = (None if p1 is None or p2 is None else
-                        flip_state(p1, p2, sc.flip_pairs.get((t1, t2, 1))))
+                        flip_state(p1, p2, _decided(sc, t1, t2, 1)))
                 if mask is not None:
                     lo1, hi1, lo2, hi2 = lo1[mask], hi1[mask], lo2[mask], hi2[mask]
                     hits, tops = (None if x is None else x[mask] for x in (hits, tops))
