@@ -113,8 +113,21 @@ def test_native_traces_through_the_cli(rel: str, data_dir: Path, tmp_path: Path)
             s, t = strict[(target, measure)], text[(target, measure)]
             assert int(s["n"]) == int(t["n"]) == pub["queries"] == 453
             assert float(s["lower"]) - 1e-9 <= pub[figure] <= float(s["upper"]) + 1e-9
-            assert int(t["n_exact"]) == 453, (target, measure)
+            # the text assignment is an assumption: the values resting on it are counted as
+            # inferred, never as exact (Raw never rests on it: no raw item is assigned)
+            assert int(t["n_exact"]) + int(t["n_inferred"]) == 453, (target, measure)
+            assert (int(t["n_inferred"]) == 0) == (target == "raw"), (target, measure)
             assert float(t["mean"]) == pytest.approx(pub[figure], abs=1e-9), (target, measure)
+    # every query the importer calls inferred (a ranked gold-family item given its turn by
+    # its text) is inferred in the rescoring too (which also counts a group whose existence
+    # rests on such an item): never exact
+    report = json.loads((imp / "mtel_report.json").read_text())
+    with open(tmp_path / "text" / "rescore" / "inferred.csv", newline="") as fh:
+        inferred = {(r["target"], r["query_id"]) for r in csv.DictReader(fh)}
+    for q in report["queries"]:
+        for target in TARGET_KEYS:
+            if q[target] == "inferred":
+                assert (target, q["query_id"]) in inferred, (target, q["query_id"])
     # family sizes: every gold turn's family holds exactly the trace's number of items (the
     # ones it places, plus the placeholders' counts)
     size: dict[str, int] = {}

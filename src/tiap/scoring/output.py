@@ -3,8 +3,12 @@ in at the end: it holds exactly one rescoring's files).
 
 - ``per_query.csv``: ``system,target,query_id,measure,value`` (value empty where undefined,
   or where partial lineage does not determine it: ``intervals.csv`` then has its bounds);
-- ``summary.csv``: ``system,target,measure,n,n_exact,n_possibly_empty,mean,lower,upper``
-  (``mean`` empty unless every value is determined; ``[lower, upper]`` bounds the mean);
+- ``summary.csv``: ``system,target,measure,n,n_exact,n_possibly_empty,mean,lower,upper,
+  n_inferred`` (``mean`` empty unless every value is a single number; ``[lower, upper]``
+  bounds the mean; ``n_inferred``: values that rest on lineage the import inferred, never
+  counted in ``n_exact``);
+- ``inferred.csv`` (only when some item's lineage is inferred): ``system,target,query_id,
+  reason`` for every value that rests on it;
 - ``flip_pairs.csv`` (only with partial lineage): ``system,target_1,target_2,k,query_id,
   flip`` for every query whose hit flip at ``k`` the items' shared lineage decides though
   each target's bounds leave it open (read by ``tiap sensitivity`` for ``change.csv``);
@@ -46,7 +50,8 @@ from tiap.scoring.rescore import RescoreResult
 SCHEMA_VERSION = 1
 PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
 SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_empty", "mean",
-                   "lower", "upper")
+                   "lower", "upper", "n_inferred")
+INFERRED_COLUMNS = ("system", "target", "query_id", "reason")
 FLIP_PAIR_COLUMNS = ("system", "target_1", "target_2", "k", "query_id", "flip")
 INTERVAL_COLUMNS = ("system", "target", "query_id", "measure", "lower", "upper")
 UNDETERMINED_COLUMNS = ("system", "target", "query_id", "possibly_empty", "reason")
@@ -104,6 +109,12 @@ def write_rescore(
             w.writerows((s, t, q, "true" if e else "false", r)
                         for s, t, q, e, r in result.undetermined_rows())
         extra: list[str] = []
+        if result.inferred:
+            extra.append("inferred.csv")
+            with open(tmp / "inferred.csv", "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(INFERRED_COLUMNS)
+                w.writerows(result.inferred_rows())
         if result.flip_pairs:
             extra.append("flip_pairs.csv")
             with open(tmp / "flip_pairs.csv", "w", newline="", encoding="utf-8") as fh:
@@ -239,7 +250,7 @@ class Summary:
         self.systems = list(dict.fromkeys(r["system"] for r in rows))
         self.target_names = list(dict.fromkeys(r["target"] for r in rows))
         self.measures = list(dict.fromkeys(r["measure"] for r in rows))
-        self.bounded = any(r["n_exact"] < r["n"] for r in rows)
+        self.bounded = any(r["mean"] is None and r["n"] for r in rows)
 
     def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
         if shared:
@@ -255,7 +266,9 @@ def read_summary(folder: str | Path) -> Summary:
     rows = []
     with (folder / "summary.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
-            rows.append({**r, **{k: int(r[k]) for k in ("n", "n_exact", "n_possibly_empty")},
+            r.setdefault("n_inferred", "0")  # a folder written before the column
+            rows.append({**r, **{k: int(r[k]) for k in ("n", "n_exact", "n_possibly_empty",
+                                                        "n_inferred")},
                          **{k: float(r[k]) if r[k] != "" else None
                             for k in ("mean", "lower", "upper")}})
     man = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))

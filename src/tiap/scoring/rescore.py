@@ -241,6 +241,9 @@ class RescoreResult:
     #: (:func:`tiap.scoring.counts.joint_flip`) where each target's bounds leave it open
     flip_pairs: Mapping[tuple[str, str, str, int], NDArray[np.int8]] = field(
         default_factory=dict)
+    #: (system, target) -> {query id: why}: the queries whose value (or bounds) rests on an
+    #: item whose lineage the import inferred rather than proved (``Item.inferred``)
+    inferred: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -342,30 +345,51 @@ class RescoreResult:
             for i in open_.tolist():
                 yield s, t, qids[i], str(m), float(lo[i]), float(hi[i])
 
+    def inferred_mask(self, system: str, target: str) -> NDArray[np.bool_]:
+        """Queries of ``system`` whose value under ``target`` rests on inferred lineage."""
+        why = self.inferred.get((system, target), {})
+        return np.fromiter((q in why for q in self.query_ids[system]), bool,
+                           len(self.query_ids[system]))
+
+    def inferred_rows(self) -> Iterable[tuple[str, str, str, str]]:
+        """``(system, target, query_id, reason)`` for every value that rests on inferred
+        lineage."""
+        for s in self.systems:
+            for t in self.target_names:
+                for q, why in self.inferred.get((s, t), {}).items():
+                    yield s, t, q, why
+
     def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
-        """``system, target, measure, n, n_exact, n_possibly_empty, mean, lower, upper``: the
-        mean over the defined queries (with ``shared``: over the queries defined under every
-        target); where some value is only bounded, ``mean`` is empty and ``[lower, upper]``
-        holds the mean under every consistent lineage."""
+        """``system, target, measure, n, n_exact, n_possibly_empty, mean, lower, upper,
+        n_inferred``: the mean over the defined queries (with ``shared``: over the queries
+        defined under every target); where some value is only bounded, ``mean`` is empty and
+        ``[lower, upper]`` holds the mean under every consistent lineage. ``n_exact`` counts
+        the values the lineage determines; ``n_inferred`` those that rest on lineage the
+        import inferred (:attr:`inferred`; a single value, or bounds, that hold only if the
+        inference is right), never counted as exact."""
         rows = []
         for s in self.systems:
             mask = self.shared_mask(s) if shared else None
             for t in self.target_names:
                 pe = self.possibly_empty.get((s, t))
+                inf = self.inferred_mask(s, t) if (s, t) in self.inferred else None
                 for m in self.measures:
                     lo, hi = self.interval(s, t, m)
                     sel = mask if mask is not None else ~np.isnan(lo)
                     n = int(sel.sum())
-                    exact = ~np.isnan(self.values[(s, t, m)]) & sel
-                    n_exact = int(exact.sum())
+                    point = ~np.isnan(self.values[(s, t, m)]) & sel
+                    n_point = int(point.sum())
+                    n_inferred = int((inf & sel).sum()) if inf is not None else 0
+                    n_exact = int((point & ~inf).sum()) if inf is not None else n_point
                     mean_lo = float(lo[sel].mean()) if n else None
                     mean_hi = float(hi[sel].mean()) if n else None
                     rows.append({
                         "system": s, "target": t, "measure": str(m), "n": n,
                         "n_exact": n_exact,
                         "n_possibly_empty": int(pe[sel].sum()) if pe is not None else 0,
-                        "mean": mean_lo if n and n_exact == n else None,
+                        "mean": mean_lo if n and n_point == n else None,
                         "lower": mean_lo, "upper": mean_hi,
+                        "n_inferred": n_inferred,
                     })
         return rows
 
@@ -715,6 +739,7 @@ def rescore(
         flip_lower=merged.flip_lower,
         flip_upper=merged.flip_upper,
         flip_pairs=merged.flip_pairs,
+        inferred=merged.inferred,
     )
 
 
@@ -770,6 +795,7 @@ class _Scored:
     flip_lower: dict[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
     flip_upper: dict[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
     flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    inferred: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     zero: dict[str, dict[str, int]] = field(default_factory=dict)
     n: int = 0
 
@@ -814,6 +840,9 @@ class _Scored:
                                              for q, r in p.undetermined.get(key, {}).items()}
             for key in dict.fromkeys(k for p in shards for k in p.flip_pairs):
                 out.flip_pairs[key] = np.concatenate([p.flip_pairs[key] for p in shards])
+            for key2 in dict.fromkeys(k for p in shards for k in p.inferred):
+                out.inferred[key2] = {q: r for p in shards
+                                      for q, r in p.inferred.get(key2, {}).items()}
         return out
 
 
@@ -886,6 +915,10 @@ def _score_shard(job: _Shard) -> _Scored:
                 for k, fm in zip(o.flip_ks, flip_measures, strict=True):
                     out.flip_lower[(*key, k)] = open_.lower[fm]
                     out.flip_upper[(*key, k)] = open_.upper[fm]
+        if _inference_index(lineage).items:
+            out.inferred[key] = _inferred_queries(
+                lineage, t, mode, [_under(q, t, o.overlays) for q in qlist], scored,
+                cut_rankings)
         for m in ms:
             out.values[(*key, m)] = got[m]
         for k, fm in zip(o.flip_ks, flip_measures, strict=True):
@@ -893,6 +926,137 @@ def _score_shard(job: _Shard) -> _Scored:
         out.zero[system][t.name] = zero
     if lineage.uncertain:
         _joint_flips(lineage, o, system, qlist, rankings, out)
+    return out
+
+
+@dataclass(frozen=True)
+class _Inferences:
+    """A store's items whose lineage the import inferred (``Item.inferred``, passed on to
+    the items derived from them through ``parents``): per item, the units its proven
+    lineage may reach (``None``: any of its collection) and whether its kind is inferred;
+    which items may reach each unit; those that may reach any unit, by collection."""
+
+    items: Mapping[str, tuple[frozenset[str] | None, bool]]
+    by_unit: Mapping[str, tuple[str, ...]]
+    anywhere: Mapping[str | None, tuple[str, ...]]
+    by_collection: Mapping[str | None, tuple[str, ...]]
+
+
+_INFERENCES: weakref.WeakKeyDictionary[Lineage, _Inferences] = weakref.WeakKeyDictionary()
+
+
+def _inference_index(lineage: Lineage) -> _Inferences:
+    """The :class:`_Inferences` of a store, computed once per lineage."""
+    if lineage in _INFERENCES:
+        return _INFERENCES[lineage]
+    items = lineage.items
+    got: dict[str, tuple[frozenset[str] | None, bool] | None] = {}
+
+    def of(iid: str, path: frozenset[str] = frozenset()) -> tuple[frozenset[str] | None,
+                                                                   bool] | None:
+        if iid in got:
+            return got[iid]
+        it = items[iid]
+        parts = [of(p, path | {iid}) for p in it.parents if p in items and p not in path]
+        parts = [x for x in parts if x is not None]
+        own = it.inferred
+        if own is None and not parts:
+            got[iid] = None
+            return None
+        units: frozenset[str] | None = frozenset(lineage.sources[iid])
+        kind = False
+        if own is not None:
+            units = None if own.possible is None else units | frozenset(own.possible)
+            kind = own.kind
+        for p_units, _ in parts:
+            units = None if units is None or p_units is None else units | p_units
+        got[iid] = (units, kind)
+        return got[iid]
+
+    found = {iid: v for iid in items if (v := of(iid)) is not None}
+    by_unit: dict[str, list[str]] = {}
+    anywhere: dict[str | None, list[str]] = {}
+    by_coll: dict[str | None, list[str]] = {}
+    for iid, (units, _) in found.items():
+        coll = items[iid].collection
+        by_coll.setdefault(coll, []).append(iid)
+        if units is None:
+            anywhere.setdefault(coll, []).append(iid)
+        else:
+            for u in units:
+                by_unit.setdefault(u, []).append(iid)
+    out = _Inferences(found, {u: tuple(v) for u, v in by_unit.items()},
+                      {c: tuple(v) for c, v in anywhere.items()},
+                      {c: tuple(v) for c, v in by_coll.items()})
+    _INFERENCES[lineage] = out
+    return out
+
+
+def _inferred_queries(lineage: Lineage, target: Target, credit: Credit,
+                      queries: Sequence[QueryLike], scored: Sequence[str],
+                      rankings: Sequence[Sequence[str]]) -> dict[str, str]:
+    """``{query id: why}`` for the queries whose value under ``target`` may depend on
+    inferred lineage: an inferred item the target may credit (its kind
+    matches, or is inferred too) that may reach an evidence unit by its proven lineage and
+    is ranked (within the depth), or, unranked, may change the groups: under set credit
+    any such item, under group credit one on which a group's existence rests (no item of
+    proven lineage certainly in it). For a session or window target, any inferred item of
+    the query's collection."""
+    idx = _inference_index(lineage)
+    items, families = lineage.items, lineage.families
+    matches: dict[str, bool] = {}
+
+    def credits(iid: str) -> bool:
+        if iid not in matches:
+            matches[iid] = target.matches(items[iid])
+        return matches[iid]
+
+    def proven_member(u: str) -> bool:
+        for y in families.get(u, ()):
+            ph = items[y].placeholder
+            if y not in idx.items and credits(y) and (ph is None or ph.certain):
+                return True
+        return False
+
+    out: dict[str, str] = {}
+    for q, qid, ranking in zip(queries, scored, rankings, strict=True):
+        coll = getattr(q, "collection_id", None) or None
+        colls = [coll, None] if coll is not None else list(idx.by_collection)
+        units = tuple(dict.fromkeys(q.evidence))
+        evidence = frozenset(units)
+        if target.granularity != TURN:
+            cands = [x for c in dict.fromkeys(colls) for x in idx.by_collection.get(c, ())]
+        else:
+            cands = list(dict.fromkeys(
+                [x for u in units for x in idx.by_unit.get(u, ())]
+                + [x for c in dict.fromkeys(colls) for x in idx.anywhere.get(c, ())]))
+        if not cands:
+            continue
+        ranked = frozenset(ranking)
+        # ranked items first, in rank order, then the others: one reason, whatever the order
+        # of the store or the process's string hashing
+        listed = frozenset(cands)
+        cands = [x for x in dict.fromkeys(ranking) if x in listed] + [
+            x for x in cands if x not in ranked]
+        for x in cands:
+            reach, kind = idx.items[x]
+            it = items[x]
+            if not (kind or credits(x)):
+                continue
+            if coll is not None and it.collection is not None and it.collection != coll:
+                continue
+            if x in ranked:
+                out[qid] = f"ranked item {x} has inferred lineage"
+                break
+            if credit == "set" or target.granularity != TURN:
+                out[qid] = f"item {x}, of inferred lineage, may belong to its groups"
+                break
+            open_ = sorted(u for u in evidence if (reach is None or u in reach)
+                           and not proven_member(u))
+            if open_:
+                out[qid] = (f"whether the group of {open_[0]} exists rests on item {x}, of "
+                            "inferred lineage")
+                break
     return out
 
 

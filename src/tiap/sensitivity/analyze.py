@@ -309,6 +309,15 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
         for t in ds.targets:
             ok = sc.defined(t, ds.measures)
             entry: dict[str, Any] = {"defined": int(ok.sum())}
+            universe = sc.in_universe(t, ds.measures)
+            inf = sc.inferred_mask(t)
+            if inf is not None or (universe & ~ok).any():
+                # partial or inferred lineage: how many values are exact, inferred, bounded
+                inferred = universe & inf if inf is not None else np.zeros(ds.n, bool)
+                entry.update({"in_universe": int(universe.sum()),
+                              "exact": int((ok & ~inferred).sum()),
+                              "inferred": int(inferred.sum()),
+                              "bounded": int((universe & ~ok & ~inferred).sum())})
             if t in sc.sizes:
                 g, mem = sc.sizes[t]
                 entry["mean_groups"] = _mean_or_none(g[ok])

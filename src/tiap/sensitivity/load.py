@@ -16,7 +16,8 @@ Partial lineage: a value the lineage only bounds is NaN in ``values`` (it is not
 and its ``[lower, upper]`` (``intervals.csv``) is kept in :attr:`SystemScores.lower` /
 :attr:`SystemScores.upper`, so that the analyses that need a point value use the queries
 whose values are determined, and the winner flips decide on the bounds. ``flip_pairs.csv``
-(hit flips the items' shared lineage decides) is kept in :attr:`SystemScores.flip_pairs`.
+(hit flips the items' shared lineage decides) is kept in :attr:`SystemScores.flip_pairs`,
+``inferred.csv`` (values that rest on inferred lineage) in :attr:`SystemScores.inferred`.
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ class SystemScores:
     #: whether exactly one target credits something in the top k though each target's
     #: bounds leave it open (``flip_pairs.csv``), -1 elsewhere
     flip_pairs: Mapping[tuple[str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    #: target -> per query: does the value rest on lineage the import inferred
+    #: (``inferred.csv``); a target absent here has none
+    inferred: Mapping[str, NDArray[np.bool_]] = field(default_factory=dict)
+
+    def inferred_mask(self, target: str) -> NDArray[np.bool_] | None:
+        """Queries whose value under ``target`` rests on inferred lineage (``None``: none)."""
+        return self.inferred.get(target)
 
     def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
         """Per-query values: NaN where undefined or only bounded (:meth:`interval`)."""
@@ -156,6 +164,8 @@ class _Folder:
     category_source: str
     #: (system, target 1, target 2, k) -> per local query 0, 1 or -1 (flip_pairs.csv)
     flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    #: (system, target) -> per local query: inferred (inferred.csv)
+    inferred: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -496,12 +506,13 @@ def load_rescore_dir(path: str | Path, name: str | None = None, *,
     targets = {str(t.get("name")) for t in _targets(man) if isinstance(t, Mapping)} or {
         k[1] for k in values}
     flip_pairs = _read_flip_pairs(path / "flip_pairs.csv", order, targets)
+    inferred = _read_inferred(path / "inferred.csv", order, targets)
     categories, source = _categories(path, man)
     universe: dict[str, None] = {}
     for qs in order.values():
         universe.update(dict.fromkeys(qs))
     return _Folder(path, name or path.name, man, tuple(universe), order, values, bounds,
-                   sizes, categories, source, flip_pairs)
+                   sizes, categories, source, flip_pairs, inferred)
 
 
 def _per_query_row(path: Path, lineno: int, s: str, q: str, targets: set[str],
@@ -541,6 +552,24 @@ def _read_flip_pairs(path: Path, order: Mapping[str, Mapping[str, int]], targets
             raise TiapError(f"the flip of ({s}, {t1}, {t2}, {k}, {q}) occurs twice",
                             file=path, line=lineno, query_id=q, code="duplicate")
         arr[i] = int(flip)
+    return out
+
+
+def _read_inferred(path: Path, order: Mapping[str, Mapping[str, int]], targets: set[str],
+                   ) -> dict[tuple[str, str], NDArray[np.bool_]]:
+    """``inferred.csv`` (absent: none): per (system, target), the inferred queries."""
+    out: dict[tuple[str, str], NDArray[np.bool_]] = {}
+    if not path.exists():
+        return out
+    rows = iter_csv(path, ("system", "target", "query_id", "reason"))
+    next(rows)
+    for lineno, (s, t, q, _) in rows:
+        i = _per_query_row(path, lineno, s, q, targets, (t,), order)
+        arr = out.setdefault((s, t), np.zeros(len(order[s]), bool))
+        if arr[i]:
+            raise TiapError(f"({s}, {t}, {q}) occurs twice", file=path, line=lineno,
+                            query_id=q, code="duplicate")
+        arr[i] = True
     return out
 
 
@@ -714,8 +743,16 @@ def _pool(folders: list[_Folder]) -> Dataset:
                     arr_p = np.full(n, -1, np.int8)
                     arr_p[pos] = got_p
                     pairs[(t1, t2, k)] = arr_p
+            inferred: dict[str, NDArray[np.bool_]] = {}
+            for t in target_order:
+                got_i = f.inferred.get((s, t))
+                if got_i is not None:
+                    arr_i = np.zeros(n, bool)
+                    arr_i[pos] = got_i
+                    inferred[t] = arr_i
             report = (f.manifest.get("systems") or {}).get(s, {})
-            systems[s] = SystemScores(s, f.path, vals, sz, report, lows, highs, pairs)
+            systems[s] = SystemScores(s, f.path, vals, sz, report, lows, highs, pairs,
+                                      inferred)
             store = report.get("store", s)
             entry: dict[str, Any] = {}
             for key in (f"items:{store}", f"items:{s}", "items"):
