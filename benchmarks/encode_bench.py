@@ -66,7 +66,7 @@ def main() -> None:
         return time.perf_counter() - t0, d
 
     local_s, local = run(warm=True)
-    want = local.cache.get(local.encoder.model_id, keys).tobytes()
+    want = local.cache.get(local.encoder.cache_id, keys).tobytes()
     t0 = time.perf_counter()
     engine = RayEngine(num_cpus=a.workers)
     ray_start = time.perf_counter() - t0
@@ -77,7 +77,7 @@ def main() -> None:
             for _ in range(2):  # cold (each worker loads the model), then warm
                 s, d = run()
                 ray_s.append(s)
-                same &= d.cache.get(d.encoder.model_id, keys).tobytes() == want
+                same &= d.cache.get(d.encoder.cache_id, keys).tobytes() == want
     finally:
         engine.close()
     res = {"collections": a.collections, "texts": len(keys), "batch_size": a.batch_size,

@@ -23,6 +23,18 @@ def test_shipped_configs_load() -> None:
     assert (cfg.correction, cfg.min_effect, cfg.alpha) == ("holm", 0.0, 0.05)
 
 
+def test_every_shipped_config_states_its_headline_threshold() -> None:
+    """A headline flip's practical threshold is set in every shipped config, not left to a
+    default (docs/sensitivity.md, "When a flip is a headline")."""
+    import tomllib
+
+    shipped = sorted((ROOT / "configs").glob("*.toml"))
+    assert len(shipped) >= 4
+    for path in shipped:
+        with open(path, "rb") as fh:
+            assert tomllib.load(fh).get("min_dz") == 0.2, path.name
+
+
 # bad configs: tests/bad_input/test_config.py
 
 
@@ -54,7 +66,7 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
     cfg = load_config(ROOT / "configs" / "locomo.toml")
     cold = analyze([(cfg.name, root / "rescore")], seed=cfg.seed, resamples=cfg.resamples,
                    alpha=cfg.alpha, correction=cfg.correction, min_effect=cfg.min_effect,
-                   configs={f"{d}-bm25": [f"{m}-bm25" for m in ms]
+                   min_dz=cfg.min_dz, configs={f"{d}-bm25": [f"{m}-bm25" for m in ms]
                             for d, ms in cfg.design.items()})
     write_sensitivity(cold, tmp_path / "cold")
     tables = sorted(p.name for p in (root / "sensitivity").glob("*.csv"))
@@ -101,13 +113,21 @@ def test_locomo_one_conversation_end_to_end(data_dir: Path, tmp_path: Path, caps
         assert f"  {name}: up to date, skipped" in again.err
     assert again.out == printed.out
     assert "every step was up to date, nothing was recomputed" in again.err
-    # a changed run (retrieved again, or edited) makes rescoring and what follows run again
+    # a run touched (a new mtime, the same bytes) is still up to date; a run edited by hand
+    # is retrieved again (the retriever's own bytes), so its rescoring stands
+    # (tests/bad_input/test_step_outputs.py: every step's outputs deleted or edited)
     run = root / "runs" / "f5-bm25.jsonl"
+    clean = run.read_bytes()
     os.utime(run, ns=(run.stat().st_atime_ns, run.stat().st_mtime_ns + 10**9))
     assert main(args) == 0
+    assert "every step was up to date" in capsys.readouterr().err
+    head, first, rest = clean.split(b"\n", 2)
+    run.write_bytes(b"\n".join([head, first.replace(b'"ranking":["', b'"ranking":["x", "'), rest]))
+    assert main(args) == 0
     err = capsys.readouterr().err
-    assert "rescore: up to date" not in err and "sensitivity: up to date" not in err
-    assert err.count("up to date, skipped") == 1 + 4 + 4
+    assert "retrieve-f5-bm25: recomputed: runs/f5-bm25.jsonl changed since the step wrote it" in err
+    assert err.count("up to date, skipped") == 1 + 4 + 3 + 3 + report_built
+    assert run.read_bytes() == clean
     # changed code (a parser being developed) makes the steps run again
     from tiap import pipeline
 

@@ -40,12 +40,19 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    TypeAdapter,
+    ValidationError,
+    WrapValidator,
+)
 
 from tiap.errors import Problem, TiapError
 
 __all__ = ["Invalid", "Schema", "Seq", "Settings", "active_options", "check_nested",
-           "command_options",
+           "command_options", "ranged",
            "did_you_mean", "key_path", "read_toml", "toml_value", "validate", "validate_value"]
 
 Loc = tuple[str | int, ...]
@@ -69,6 +76,46 @@ def _as_tuple(value: Any) -> Any:
 #: ``Seq[str]``: a TOML array (a Python list or tuple) kept as a tuple; anything else is an
 #: error (a string is not an array of strings).
 Seq = Annotated[tuple[T, ...], BeforeValidator(_as_tuple)]
+
+
+class _InRange:
+    """The check of one declared range (:data:`tiap.limits.LIMITS`); ``limit`` names it."""
+
+    def __init__(self, limit: str) -> None:
+        from tiap.limits import LIMITS
+
+        self.limit = limit
+        self.range = LIMITS[limit]
+
+    def __call__(self, value: Any) -> Any:
+        if value is None:
+            return value
+        wrong = self.range.problem(value)
+        if wrong is not None:
+            raise Invalid(f"{wrong}, got {toml_value(value)}{self.range.reason(value)}")
+        return value
+
+
+def _in_range(check: _InRange) -> Any:
+    def validate(value: Any, handler: Any) -> Any:
+        typed = handler(value)  # the type first (strict); the range names the value as given
+        if typed is not None and check.range.problem(typed) is not None:
+            check(value)
+        return typed
+
+    validate.limit = check.limit  # type: ignore[attr-defined]
+    return validate
+
+
+def ranged(limit: str) -> Any:
+    """The validator of a key whose values are the declared range ``limit`` of
+    :data:`tiap.limits.LIMITS`, the one the matching command option takes::
+
+        resamples: Annotated[int, ranged("resamples")] = 10_000
+
+    Out of range is ``key resamples: expected an integer from 1 to 10,000,000: REASON, got
+    ...`` (or ``option --resamples: ...`` for a key a command option set)."""
+    return WrapValidator(_in_range(_InRange(limit)))
 
 
 class Invalid(ValueError):

@@ -66,7 +66,8 @@ CODES: dict[str, tuple[str, str]] = {
                           "Fix the run if the repeat is a bug of the system that wrote it."),
     "score_order": ("Scores rise along the given ranks; TIAP keeps the rank order, "
                     "trec_eval would re-sort by score.",
-                    "Nothing, unless you meant the scores to define the order."),
+                    "Nothing, unless you meant the scores to define the order: then "
+                    "pass --order score (trec_eval's order)."),
     "query_not_judged": ("A run ranks queries the queries file (or the qrels) does not "
                          "hold; they are left out of every score.",
                          "Check that the run and the queries are of the same dataset; "
@@ -83,12 +84,40 @@ CODES: dict[str, tuple[str, str]] = {
                              "the store's lineage."),
     "score_ties": ("Rankings hold tied scores; TIAP keeps the given rank order, trec_eval "
                    "breaks ties by docno.",
-                   "Nothing, unless you compare against trec_eval's own ordering."),
+                   "Nothing, unless you compare against trec_eval's own ordering: then "
+                   "pass --order score."),
     "invalid_reply": ("An LLM endpoint's reply for a turn or case was not usable (not a chat "
                       "completion, not the expected JSON); the turn has no fact, the case is "
                       "unscored, and the reply was not cached.",
                       "Rerun the same command: those requests are asked again. Many of them "
                       "stop the run with error[endpoint]."),
+    "response_format": (("An LLM endpoint refused a structured output mode "
+                         "(response_format); the requests were asked with the next mode "
+                         "(json_schema, json_object, none)."),
+                        ("Nothing; --response-format asks for a mode the server supports "
+                         "from the start.")),
+    "overlay_unknown_query": (("Rows of an evidence overlay name queries the queries file "
+                               "does not hold; they change nothing."),
+                              ("Check that the overlay is of this dataset; nothing, if the "
+                               "queries file holds part of it on purpose.")),
+    "unmapped_id": (("An item of an overlay's source has an id that names no question of "
+                     "the dataset; it is left out of the overlay (problems.jsonl)."),
+                    "Check the source file against the pinned one."),
+    "question_mismatch": (("An item of an overlay's source asks another question than the "
+                           "one its id names; it is left out of the overlay "
+                           "(problems.jsonl)."),
+                          "Check the source file and the dataset are the pinned ones."),
+    "unresolvable_evidence": (("An overlay's evidence id names a turn the conversation "
+                               "does not hold; the id is dropped (problems.jsonl)."),
+                              "Nothing: the item's other evidence ids are used."),
+    "malformed_evidence": (("An overlay's evidence is not a list, or an id of it is not "
+                            "`D<session>:<turn>`; the item or the id is dropped "
+                            "(problems.jsonl)."),
+                           "Nothing; the message names a close id when one exists."),
+    "unmatched_label": (("Labels name cases (human labels) or items (graded targets) the "
+                         "audit does not hold; they are left out of every figure."),
+                        ("Check the labels are of this audit (its cases.jsonl and "
+                         "rescoring); nothing, if they label more on purpose.")),
 }
 
 

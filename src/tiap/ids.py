@@ -11,7 +11,9 @@ scoring kernels share it without importing each other:
   :func:`joined`), so that hashing integers stands in for hashing strings;
 - the limits every coded array respects (:data:`MAX_CODE`, :data:`MAX_DEPTH`);
 - :class:`ItemKey`, an item's identity: ``(store, item_id)``. An item id is only unique
-  within its store; wherever two stores meet, items are keyed by both.
+  within its store; wherever two stores meet, items are keyed by both;
+- :func:`id_problem`, the one rule for text that becomes an id: no whitespace and no
+  control character (TREC files split on whitespace), never empty.
 
 Integer keys
 ------------
@@ -26,7 +28,9 @@ the strings instead.
 
 from __future__ import annotations
 
+import re
 import sys
+import unicodedata
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -47,6 +51,7 @@ __all__ = [
     "Vocabulary",
     "comparable",
     "encode_keys",
+    "id_problem",
     "joined",
     "keys_of",
 ]
@@ -71,6 +76,36 @@ class ItemKey(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.store}/{self.item_id}"
+
+
+# --------------------------------------------------------------------------------------------
+# What text may become an id
+# --------------------------------------------------------------------------------------------
+
+#: Characters no id may hold: whitespace of any kind (TREC run and qrels lines are split on
+#: it) and control characters (C0, DEL, C1: a tab, a newline, a NUL).
+_NOT_IN_ID = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+_NAMES = {"\t": "a tab", "\n": "a newline", "\r": "a carriage return", "\x00": "a NUL",
+          " ": "a space"}
+
+
+def id_problem(text: str) -> str | None:
+    """Why ``text`` cannot be an id or a part of one, or ``None`` when it can.
+
+    An id is never empty and holds no whitespace and no control character: TREC files are
+    whitespace-separated, so such an id would split a line or be read back as another id,
+    and a control character is invisible in every report. Readers refuse such ids with a
+    located error; they never escape or strip them (two different ids could become one).
+    """
+    if not text:
+        return "is empty"
+    m = _NOT_IN_ID.search(text)
+    if m is None:
+        return None
+    ch = m.group()
+    name = _NAMES.get(ch) or unicodedata.name(ch, "a control character").lower()
+    return (f"holds {name} (U+{ord(ch):04X}) at character {m.start() + 1}; ids may hold no "
+            "whitespace and no control character (TREC files split on whitespace)")
 
 
 # --------------------------------------------------------------------------------------------

@@ -60,9 +60,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator
 
-from tiap.config import Invalid, Settings
+from tiap.config import Invalid, Settings, ranged
 from tiap.errors import Problem, TiapError, require
 
 #: Statuses worth another attempt besides 5xx.
@@ -171,12 +171,16 @@ def _env_name(v: str) -> str:
 BaseUrl = Annotated[str, AfterValidator(_base_url)]
 #: The name of the environment variable holding a key (never the key).
 EnvName = Annotated[str, AfterValidator(_env_name)]
-#: A finite number of seconds > 0 (a timeout).
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-#: A finite number of seconds >= 0 (a wait).
-Wait = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-#: A finite share in [0, 1].
-Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+#: Seconds > 0 (a timeout), at most a day (:data:`tiap.limits.LIMITS`).
+Seconds = Annotated[float, ranged("timeout")]
+#: Seconds >= 0 (a wait), at most an hour.
+Wait = Annotated[float, ranged("wait")]
+#: A share in [0, 1].
+Share = Annotated[float, ranged("share")]
+#: Retries of a request.
+Retries = Annotated[int, ranged("retries")]
+#: A seed sent to an endpoint.
+Seed = Annotated[int, ranged("seed")]
 
 
 class ClientSettings(Settings):
@@ -187,7 +191,7 @@ class ClientSettings(Settings):
     base_url: BaseUrl
     api_key_env: EnvName | None = "OPENAI_API_KEY"
     timeout: Seconds = 60.0
-    max_retries: int = Field(3, ge=0)
+    max_retries: Retries = 3
     backoff: Wait = 1.0
     max_backoff: Wait = 30.0
 

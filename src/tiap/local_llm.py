@@ -356,13 +356,12 @@ class LocalServer:
                  log_file: str | Path | None = None,
                  log: Callable[[str], None] = lambda s: None) -> None:
         self.spec = get_model(model)
-        for what, v, lo in (("port", port, 0), ("ctx", ctx, 256), ("threads", threads, 1),
-                            ("parallel", parallel, 1)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo or (
-                    what == "port" and v > 65535):
-                raise TiapError(f"--{what} must be an integer of at least {lo}"
-                                f"{' and at most 65535' if what == 'port' else ''}, got {v!r}",
-                                code="usage")
+        from tiap.limits import check
+
+        for what, v, limit in (("port", port, "serve_port"), ("ctx", ctx, "ctx"),
+                               ("threads", threads, "threads"),
+                               ("parallel", parallel, "parallel")):
+            check(limit, v, f"--{what}")  # the ranges of `tiap llm serve`'s options
         if ctx > self.spec.trained_context:
             raise TiapError(f"--ctx {ctx:,} is more than {self.spec.name} was trained for "
                             f"({self.spec.trained_context:,} tokens)", code="usage")

@@ -27,7 +27,9 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     resamples = 10000                 # random sign vectors per shared subset
     alpha = 0.05                      # family-wise level
     correction = "holm"               # holm, bh or none
-    min_effect = 0.0                  # smallest gap (measure units) a headline flip needs
+    min_dz = 0.2                      # smallest |d_z| of both gaps a headline flip needs
+                                      # (default 0.2, Cohen's "small"; 0: none)
+    min_effect = 0.0                  # smallest |gap| (measure units) it needs (0: none)
 
     # tables come after every plain key (TOML puts a key below a table into it)
     [[stores]]                        # one per store design
@@ -56,27 +58,29 @@ name           a folder name (letters, digits, ``_ . -``; no ``/``)
 dataset        a registered dataset id
 stores         at least one; names unique; parser registered; its arguments valid
 retrievers     at least one of bm25, dense, hybrid, none twice (``--retriever``)
-k              >= 1, and no measure's cutoff above it (``R@100`` with ``k = 60``)
+k              1 to 1,000,000, and no measure's cutoff above it (``R@100`` with
+               ``k = 60``)
 targets        known target names or ``name=spec`` definitions, none twice
 measures       known measures, none twice
 credit         group or set
 design         every group names at least 2 of the stores above
 collections    ids, none twice, none empty (``--collections``); each must exist in the
                dataset (checked before the first step writes)
-sessions       >= 1: the first N sessions of each collection (by position) are stored,
+sessions       1 to 10^9: the first N sessions of each collection (by position) are stored,
                and the queries whose evidence lies wholly in them are asked
 local_model    a model of ``tiap llm models``; at least one store uses parser ``llm``,
                and none names another ``base_url`` or ``model``
-local_port     1-65535 (default 8089)
-local_threads  >= 1 (default 1)
-seed           >= 0
-resamples      >= 1 (``--resamples``)
+local_port     1 to 65,535 (default 8089)
+local_threads  1 to 512 (default 1)
+seed           0 to 2^63 - 1
+resamples      1 to 10,000,000 (``--resamples``), and what fits the machine's memory
 alpha          a finite number with 0 < alpha < 1
 correction     holm, bh or none (any case)
 audit          offline judges only (lexical, embedding), none twice
 engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs the same
-query_shard    >= 1 (``--query-shard``); outputs the same
-min_effect     a finite number >= 0
+query_shard    1 to 10^9 (``--query-shard``); outputs the same
+min_dz         a number from 0 to 10 (default 0.2: docs/sensitivity.md says why)
+min_effect     a number from 0 to 1 (default 0)
 =============  =====================================================================
 
 With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
@@ -86,16 +90,28 @@ rerun whose stores are up to date starts no server); each ``llm`` store gets its
 them. The port is fixed so that the parser cache's keys, which name the endpoint, hold
 across runs.
 
-A bad value given by an option is reported as ``error[usage]: option --resamples: ...``.
+The ranges are declared once (:data:`tiap.limits.LIMITS`, ``docs/limits.md``) and shared
+with the command options. A bad value given by an option is reported as ``error[usage]:
+option --resamples: ...``.
 
-Every step writes into ``OUT/<name>/`` and records a fingerprint of what it was asked to do
-(``.steps/<step>.json``: the step's spec, TIAP's version and a hash of its source files); a
-rerun skips a step whose fingerprint and outputs are unchanged, so an interrupted run
-resumes without repeating finished work (the steps themselves write atomically, and
-retrieval also resumes inside a step, collection by collection). The steps: ``queries``,
-``store-<name>``, ``retrieve-<system>``, ``rescore`` (its spec names every store, run and
-the queries file by size and mtime), ``sensitivity`` (the rescoring's files) and ``report``
-(Stage III's manifest); a rerun with nothing changed recomputes nothing and says so.
+Every step writes into ``OUT/<name>/`` and records what it did in ``.steps/<step>.json``:
+its settings, the sha256 of every file of an earlier step it reads, TIAP's version and a
+hash of its source files, and the sha256 of every file it wrote. A rerun skips a step only
+when all of these match; so an interrupted run resumes without repeating finished work
+(the steps themselves write atomically, and retrieval also resumes inside a step,
+collection by collection). A step whose output was deleted or edited (``runs/<system>.jsonl``
+edited by hand, ``rescore/pairwise.csv`` deleted) is run again, and so is every later step
+whose input files then differ; the run says why, e.g. ``rescore: recomputed:
+rescore/pairwise.csv was deleted since the step wrote it`` or ``sensitivity: recomputed:
+its input rescore/manifest.json changed``. A step run again that writes the same bytes as
+before leaves the steps after it up to date (a run file edited by hand is retrieved again,
+byte for byte the retriever's; the rescoring of it stands). The steps, and the steps whose
+files each reads: ``queries``; ``store-<name>``; ``retrieve-<system>`` (queries, its
+store); ``rescore`` (queries, every store and run); ``audit`` and ``sensitivity`` (the
+rescoring, and what it read); ``report`` (the rescoring, the stores, Stage III and the
+audit). The audit's verdict cache is not an output (a rerun reuses its verdicts). A rerun
+with nothing changed recomputes nothing and says so; checking hashes every output once
+(about 0.2 s for the 100 MB of the LoCoMo demo).
 """
 
 from __future__ import annotations
@@ -112,7 +128,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -122,6 +138,7 @@ from tiap.config import (
     Seq,
     check_nested,
     did_you_mean,
+    ranged,
     read_toml,
     toml_value,
     validate,
@@ -203,26 +220,28 @@ class PipelineConfig(Schema):
     dataset: str
     stores: Seq[StoreSpec] = Field(min_length=1)
     retrievers: Seq[str] = Field(("bm25",), min_length=1)
-    k: int = Field(60, ge=1)
+    k: Annotated[int, ranged("cutoff")] = 60
     targets: Seq[str] = Field(("raw", "source", "canonical"), min_length=1)
     measures: Seq[str] = Field(("nDCG@20", "nDCG@40", "nDCG@60", "R@60", "RR@60",
                                 "Success@60", "Success@1"), min_length=1)
     credit: str = "group"
     design: dict[str, Seq[str]] = Field(default_factory=dict)
     collections: Seq[str] = ()  # empty: all
-    sessions: int | None = Field(None, ge=1)  # None: all
+    sessions: Annotated[int | None, ranged("count")] = None  # None: all
     local_model: str | None = None
-    local_port: int = Field(DEFAULT_PORT, ge=1, le=65535)
-    local_threads: int = Field(1, ge=1)
+    local_port: Annotated[int, ranged("port")] = DEFAULT_PORT
+    local_threads: Annotated[int, ranged("threads")] = 1
     sensitivity: bool = True
     audit: Seq[str] = ()  # offline judges of the contested credits (lexical, embedding)
     engine: str = "local"  # where the work runs: local, ray, ray://HOST:PORT, ray:auto
-    query_shard: int | None = Field(None, ge=1)  # queries per rescoring task (None: a run)
-    seed: int = Field(0, ge=0)
-    resamples: int = Field(10_000, ge=1)
-    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False)
+    # queries per rescoring task (None: a task per run)
+    query_shard: Annotated[int | None, ranged("count")] = None
+    seed: Annotated[int, ranged("seed")] = 0
+    resamples: Annotated[int, ranged("resamples")] = 10_000
+    alpha: Annotated[float, ranged("alpha")] = 0.05
     correction: str = "holm"
-    min_effect: float = Field(0.0, ge=0, allow_inf_nan=False)
+    min_effect: Annotated[float, ranged("min_effect")] = 0.0
+    min_dz: Annotated[float, ranged("min_dz")] = 0.2  # flips.DEFAULT_MIN_DZ
     _source: str = PrivateAttr("")
     _overridden: tuple[str, ...] = PrivateAttr(())
 
@@ -535,35 +554,115 @@ def _code_identity() -> str:
     return h.hexdigest()
 
 
-def _fingerprint(spec: dict[str, Any]) -> str:
-    """A step's identity: its spec, the TIAP version and the code that ran it."""
-    from tiap import __version__
+def _files(paths: Sequence[Path], exclude: Sequence[Path]) -> list[Path]:
+    """The files ``paths`` names: a file itself, a folder every file below it (at any
+    depth), leaving out ``exclude`` (caches: a file, or a folder and what is below it)."""
+    out: list[Path] = []
+    for p in paths:
+        found = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else (
+            [p] if p.is_file() else [])
+        out.extend(f for f in found
+                   if not any(f == x or x in f.parents for x in exclude))
+    return out
 
-    blob = json.dumps({"spec": spec, "tiap": __version__, "code": _code_identity()},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+
+def _listing(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``, ``a, b, c and 2 more``."""
+    shown = names if len(names) <= 3 else [*names[:3], f"{len(names) - 3} more"]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
 
 
 class _Steps:
-    """Fingerprints of finished steps in ``<out>/.steps``."""
+    """The record of every finished step, ``<out>/.steps/<step>.json``: the step's spec
+    (its options, and the sha256 of every file of an earlier step it reads), TIAP's version
+    and code, and the sha256 of every file it wrote. A step is up to date only when all of
+    them match; :meth:`check` says what does not."""
 
-    def __init__(self, out: Path) -> None:
-        self.dir = out / ".steps"
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.dir = root / ".steps"
+        # step -> {path relative to root: sha256} of its outputs, as checked or written by
+        # this run: what a later step that reads them records as its inputs
+        self.written: dict[str, dict[str, str]] = {}
 
-    def done(self, step: str, spec: dict[str, Any], outputs: Sequence[Path]) -> bool:
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def needs(self, steps: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The inputs of a step that reads the outputs of ``steps``: their sha256s."""
+        return {s: self.written.get(s, {}) for s in steps}
+
+    def check(self, step: str, spec: dict[str, Any]) -> str | None:
+        """``None`` when ``step`` is up to date, else why it is not (``""``: it never
+        finished here)."""
+        from tiap import __version__
+        from tiap.io import sha256_file
+
         f = self.dir / f"{step}.json"
-        if not f.exists() or not all(o.exists() for o in outputs):
-            return False
+        if not f.exists():
+            return ""
         try:
-            return json.loads(f.read_text())["fingerprint"] == _fingerprint(spec)
-        except (ValueError, KeyError):
-            return False
+            rec = json.loads(f.read_text(encoding="utf-8"))
+            old, outputs = rec["spec"], rec["outputs"]
+            if not isinstance(outputs, dict) or not isinstance(old, dict):
+                raise TypeError
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+            return f"its record {self._rel(f)} is unreadable or from an older TIAP"
+        why = []
+        if rec.get("tiap") != __version__ or rec.get("code") != _code_identity():
+            why.append("TIAP's code changed since the step ran")
+        else:
+            why += _spec_change(old, json.loads(json.dumps(spec, default=str)))
+        gone, changed = [], []
+        for rel, sha in outputs.items():
+            try:
+                now = sha256_file(self.root / rel)
+            except FileNotFoundError:
+                gone.append(rel)
+                continue
+            except OSError:  # a folder where the file was, or unreadable
+                now = None
+            if now != sha:
+                changed.append(rel)
+        if changed:
+            why.append(f"{_listing(changed)} changed since the step wrote "
+                       f"{'it' if len(changed) == 1 else 'them'}")
+        if gone:
+            why.append(f"{_listing(gone)} {'was' if len(gone) == 1 else 'were'} deleted "
+                       f"since the step wrote {'it' if len(gone) == 1 else 'them'}")
+        if why:
+            return "; ".join(why)
+        self.written[step] = outputs
+        return None
 
-    def mark(self, step: str, spec: dict[str, Any], seconds: float) -> None:
+    def mark(self, step: str, spec: dict[str, Any], outputs: Sequence[Path],
+             exclude: Sequence[Path], seconds: float) -> None:
+        from tiap import __version__
+        from tiap.io import sha256_file
+
+        written = {self._rel(f): sha256_file(f) for f in _files(outputs, exclude)}
+        self.written[step] = written
         self.dir.mkdir(parents=True, exist_ok=True)
         with atomic_write(self.dir / f"{step}.json") as fh:
-            json.dump({"fingerprint": _fingerprint(spec), "spec": spec,
+            json.dump({"spec": spec, "tiap": __version__, "code": _code_identity(),
+                       "outputs": written,
                        "seconds": round(seconds, 3)}, fh, default=str, indent=2)
+
+
+def _spec_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between a step's recorded spec and this run's: the files of earlier
+    steps it reads that changed, and the names of the settings that changed."""
+    why = []
+    old_in, new_in = old.get("needs") or {}, new.get("needs") or {}
+    changed = sorted({rel for s in {*old_in, *new_in}
+                      for rel in {*old_in.get(s, {}), *new_in.get(s, {})}
+                      if old_in.get(s, {}).get(rel) != new_in.get(s, {}).get(rel)})
+    if changed:
+        why.append(f"its input{'s' if len(changed) > 1 else ''} {_listing(changed)} changed")
+    keys = sorted(k for k in {*old, *new} if k != "needs" and old.get(k) != new.get(k))
+    if keys:
+        why.append(f"its settings changed ({', '.join(keys)})")
+    return why
 
 
 @dataclass
@@ -616,8 +715,10 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.datasets.queryfile import read_queries, write_queries
     from tiap.engine import use_engine
     from tiap.memory import build_store
+    from tiap.memory.build import cache_entries
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
+    from tiap.retrieval.pipeline import trec_path_for
     from tiap.scoring.output import read_summary, write_rescore
     from tiap.scoring.rescore import rescore
     from tiap.traces.runs import read_run
@@ -633,18 +734,28 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
 
         ds = SessionSlice(ds, cfg.sessions)
     pinned = manifest(ds.folder)
-    ds_sha = _fingerprint({p: pinned[p].stored_sha256 for p in ds.file_paths()})
+    ds_sha = hashlib.sha256(json.dumps({p: pinned[p].stored_sha256 for p in ds.file_paths()},
+                                       sort_keys=True).encode()).hexdigest()
 
     def step(name: str, spec: dict[str, Any], outputs: Sequence[Path],
-             fn: Callable[[], None]) -> None:
-        if not force and steps.done(name, spec, outputs):
+             fn: Callable[[], None], *, needs: Sequence[str] = (),
+             exclude: Sequence[Path] = ()) -> None:
+        """Run ``fn`` unless the step is up to date: its spec (with the sha256 of every
+        output of the steps it ``needs``), TIAP's code, and the sha256 of every file it
+        wrote (``outputs``: files, or folders and every file below them but ``exclude``)
+        all as recorded. Otherwise say why, run it and record all of them again."""
+        spec = {**spec, "needs": steps.needs(needs)} if needs else spec
+        why = None if force else steps.check(name, spec)
+        if why is None and not force:
             skipped.append(name)
             log(f"{name}: up to date, skipped")
             return
+        if why:
+            log(f"{name}: recomputed: {why}")
         t0 = time.monotonic()
         fn()
         timings[name] = time.monotonic() - t0
-        steps.mark(name, spec, timings[name])
+        steps.mark(name, spec, outputs, exclude, timings[name])
         log(f"{name}: {timings[name]:.1f} s")
 
     # 1. the queries, as the dataset defines them
@@ -695,7 +806,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
 
         for s in cfg.stores:
             sdir = root / "stores" / s.name
-            spec = {"dataset": cfg.dataset, "parser": s.parser, "args": s.args,
+            spec = {"dataset": cfg.dataset, "files": ds_sha, "parser": s.parser,
+                    "args": s.args,
                     "collections": sorted(wanted), "sessions": cfg.sessions}
 
             def build(s: StoreSpec = s, sdir: Path = sdir) -> None:
@@ -708,13 +820,13 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                                 collections=list(cfg.collections) or None,
                                 progress=progress, store=s.name, served=served)
 
-            step(f"store-{s.name}", spec, [sdir / "items.jsonl"], build)
+            step(f"store-{s.name}", spec, [sdir / "items.jsonl", sdir / "manifest.json"],
+                 build)
 
     # 3. retrieval
     for system, s, r in cfg.systems():
         trace = root / "runs" / f"{system}.jsonl"
-        spec = {"store": _fingerprint_file(root / "stores" / s.name / "items.jsonl"),
-                "queries": _fingerprint_file(qpath), "retriever": r, "k": cfg.k}
+        spec = {"retriever": r, "k": cfg.k}
 
         def run_retrieval(s: StoreSpec = s, r: str = r, system: str = system,
                           trace: Path = trace) -> None:
@@ -730,7 +842,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                             "run's shards differ from the cache's (the cache's kept)"
                             if part.shard_differing else ""))
 
-        step(f"retrieve-{system}", spec, [trace], run_retrieval)
+        step(f"retrieve-{system}", spec, [trace, trec_path_for(trace)], run_retrieval,
+             needs=["queries", f"store-{s.name}"])
 
     # 4. rescoring, every run under every target (a step like the others: a rerun with the
     # same stores, runs, queries and settings reads the summary back instead)
@@ -739,10 +852,14 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     for system, s, _ in cfg.systems():
         inputs[f"items:{system}"] = root / "stores" / s.name / "items.jsonl"
         inputs[f"run:{system}"] = root / "runs" / f"{system}.jsonl"
-    rescore_spec = {"inputs": {k: _fingerprint_file(v) for k, v in inputs.items()},
+    rescore_spec = {"inputs": {k: v.relative_to(root).as_posix() for k, v in inputs.items()},
                     "targets": list(cfg.targets), "measures": list(cfg.measures),
                     "credit": cfg.credit, "pipeline": cfg.source,
                     "design": {k: list(v) for k, v in cfg.design.items()}}
+    # the steps whose files rescoring reads (and, through its manifest, the audit and
+    # Stage III: the run, store and queries of every system)
+    store_steps = [f"store-{s.name}" for s in cfg.stores]
+    scored = ["queries", *store_steps, *(f"retrieve-{system}" for system, _, _ in cfg.systems())]
     preloaded: dict[Path, Any] = {}  # what was read here, for Stage III's answer alignment
     held: dict[str, Any] = {}
 
@@ -763,7 +880,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         with use_engine(engine()):
             result = rescore(runs, qs, stores, targets=cfg.targets, measures=cfg.measures,
                              credit=cfg.credit)
-        write_rescore(result, rdir, queries=qs, inputs=inputs,
+        write_rescore(result, rdir, queries=qs, inputs=inputs, dataset=cfg.dataset,
                       options={"pipeline": cfg.source,
                                "design": {k: list(v) for k, v in cfg.design.items()}})
         held["result"] = result
@@ -772,8 +889,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     # is not traversed again by each of the hundreds of cyclic collections that rescoring's
     # and Stage III's many small rows trigger (about 0.4 s of the demo's Stage III).
     with _gc_frozen():
-        step("rescore", rescore_spec, [rdir / "per_query.csv", rdir / "summary.csv",
-                                       rdir / "manifest.json"], run_rescore)
+        step("rescore", rescore_spec, [rdir], run_rescore, needs=scored)
         result = held.get("result") or read_summary(rdir)
 
         # 5. the semantic audit of the contested credits, by offline judges (the CLI's own
@@ -781,11 +897,10 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         adir = root / "audit"
         gdir = adir / "graded"
         if cfg.audit:
-            audit_spec = {"rescore": {f: _fingerprint_file(rdir / f)
-                                      for f in ("per_query.csv", "manifest.json")},
-                          "judges": list(cfg.audit)}
-            step("audit", audit_spec, [gdir / "manifest.json", gdir / "support_summary.csv"],
-                 lambda: _offline_audit(rdir, adir, cfg.audit, log))
+            audit_spec = {"judges": list(cfg.audit)}
+            step("audit", audit_spec, [adir], lambda: _offline_audit(rdir, adir, cfg.audit, log),
+                 needs=["rescore", *scored], exclude=[adir / e for e in cache_entries(
+                     adir / VERDICT_CACHE, adir)])
 
         # 6. Stage III and the report (plots need the `report` extra)
         sdir, report_dir = root / "sensitivity", root / "report"
@@ -796,11 +911,10 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
 
             configs = {f"{d}-{r}": [f"{m}-{r}" for m in members]
                        for d, members in cfg.design.items() for r in cfg.retrievers}
-            sens_spec = {"rescore": {f: _fingerprint_file(rdir / f)
-                                     for f in ("per_query.csv", "manifest.json")},
-                         "name": cfg.name, "seed": cfg.seed, "resamples": cfg.resamples,
+            sens_spec = {"name": cfg.name, "seed": cfg.seed, "resamples": cfg.resamples,
                          "alpha": cfg.alpha, "correction": cfg.correction,
-                         "min_effect": cfg.min_effect, "configs": configs}
+                         "min_effect": cfg.min_effect, "min_dz": cfg.min_dz,
+                         "configs": configs}
 
             def run_sensitivity() -> None:
                 if "result" in held:  # the values just written, as Stage III would read them
@@ -808,28 +922,33 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                 with use_engine(engine()):
                     sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
                                    alpha=cfg.alpha, correction=cfg.correction,
-                                   min_effect=cfg.min_effect, configs=configs or None,
+                                   min_effect=cfg.min_effect, min_dz=cfg.min_dz,
+                                   configs=configs or None,
                                    preloaded=preloaded)
                 write_sensitivity(sens, sdir)
 
-            step("sensitivity", sens_spec, [sdir / "manifest.json", sdir / "winner_flips.csv"],
-                 run_sensitivity)
+            step("sensitivity", sens_spec, [sdir], run_sensitivity,
+                 needs=["rescore", *scored])
 
             def run_report() -> None:
                 from tiap.report import build_report
 
                 build_report([sdir], report_dir, audits=[gdir] if cfg.audit else ())
 
-            report_spec = {"sensitivity": _fingerprint_file(sdir / "manifest.json")}
-            if cfg.audit:
-                report_spec["audit"] = _fingerprint_file(gdir / "manifest.json")
             try:
-                step("report", report_spec, [report_dir / "index.html"], run_report)
+                step("report", {}, [report_dir], run_report,
+                     needs=["rescore", *store_steps, "sensitivity",
+                            *(["audit"] if cfg.audit else [])])
             except MissingExtraError as exc:
                 log(f"report skipped: {exc}")
         return PipelineResult(root, rdir, timings, skipped, result,
                               sdir if cfg.sensitivity else None,
                               report_dir if (report_dir / "index.html").exists() else None)
+
+
+#: The offline audit's verdict cache, in ``OUT/<name>/audit/``: not an output of the step
+#: (a rerun reuses its verdicts), so not among the files its record hashes.
+VERDICT_CACHE = "verdicts.sqlite"
 
 
 def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> None:
@@ -842,7 +961,7 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
     commands = [
         ["audit", "cases", str(rdir), "--each", "--out", str(cases)],
         ["audit", "judge", str(cases), *[x for j in judges for x in ("--judge", j)],
-         "--cache", str(adir / "verdicts.sqlite"), "--out", str(judged)],
+         "--cache", str(adir / VERDICT_CACHE), "--out", str(judged)],
         ["audit", "graded", str(rdir), "--labels", str(judged / "labels.jsonl"),
          "--out", str(graded)],
     ]
@@ -867,12 +986,3 @@ def _gc_frozen() -> typing.Iterator[None]:
         yield
     finally:
         gc.unfreeze()
-
-
-def _fingerprint_file(path: Path) -> str:
-    """A cheap identity of a file for step fingerprints: size and mtime, or 'missing'."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return "missing"
-    return f"{st.st_size}:{st.st_mtime_ns}"

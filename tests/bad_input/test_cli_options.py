@@ -2,8 +2,9 @@
 list, an empty item or a name defined nowhere is one located error line, exit 2, naming
 the option and what it takes, and nothing is written; never a silent default.
 
-The mechanisms (src/tiap/cli/common.py): typer's ``min=`` on integer options, the callbacks
-:func:`finite` (finite numbers in a range) and :func:`one_of` (choices), and
+The mechanisms (src/tiap/cli/common.py): :func:`bounded` options (the declared ranges of
+:data:`tiap.limits.LIMITS`, checked by the callback :func:`in_range`), :func:`one_of`
+(choices), and
 :func:`split_names` for lists of names (``--targets``, ``--measures``, ``--collections``).
 Every input is built here in ``tmp_path``.
 """
@@ -19,7 +20,7 @@ import typer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tiap.cli.common import finite, one_of, split_names
+from tiap.cli.common import in_range, one_of, split_names
 from tiap.cli.main import main
 from tiap.errors import TiapError
 
@@ -68,8 +69,8 @@ def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def _ge(n: int) -> re.Pattern[str]:
-    """typer's wording of ``min=n``."""
-    return re.compile(rf"(greater than or equal to {n}|>= ?{n})")
+    """The wording of a declared range starting at ``n`` (tiap.limits)."""
+    return re.compile(rf"option --[a-z0-9-]+: expected an integer from {n} to ")
 
 
 def _says(says: str | re.Pattern[str], line: str) -> bool:
@@ -161,8 +162,10 @@ SENSITIVITY_CASES = [
     (["--alpha", "1"], "--alpha", "(0, 1)"),
     (["--alpha", "1.5"], "--alpha", "(0, 1)"),
     (["--alpha", "nan"], "--alpha", "(0, 1)"),
-    (["--min-effect", "-0.1"], "--min-effect", ">= 0"),
-    (["--min-effect", "inf"], "--min-effect", ">= 0"),
+    (["--min-effect", "-0.1"], "--min-effect", "a number from 0 to 1"),
+    (["--min-effect", "inf"], "--min-effect", "a number from 0 to 1"),
+    (["--min-dz", "-0.1"], "--min-dz", "a number from 0 to 10"),
+    (["--min-dz", "nan"], "--min-dz", "a number from 0 to 10"),
     (["--resamples", "0"], "--resamples", _ge(1)),
     (["--answer-depth", "0"], "--answer-depth", _ge(1)),
     (["--correction", "bonferroni"], "--correction", "not one of holm, bh, none"),
@@ -203,10 +206,10 @@ def test_sensitivity_headline_is_measure_or_k(f, rescored, capsys) -> None:
 RETRIEVE_CASES = [
     (["--k", "0"], "--k", _ge(1)),
     (["--batch-size", "0"], "--batch-size", _ge(1)),  # was silently 64
-    (["--rrf-k", "-1"], "--rrf-k", _ge(0)),
+    (["--rrf-k", "-1"], "--rrf-k", re.compile("expected a number from 0 to 1,000,000")),
     (["--system", ""], "--system", re.compile("non-empty")),  # was silently the retriever's
-    (["--bm25-b", "1.5"], "--bm25-b", re.compile(r"in \[0, 1\]")),
-    (["--bm25-k1", "-1"], "--bm25-k1", re.compile(">= 0")),
+    (["--bm25-b", "1.5"], "--bm25-b", re.compile(r"a number from 0 to 1\b")),
+    (["--bm25-k1", "-1"], "--bm25-k1", re.compile("a number from 0 to 100")),
 ]
 
 
@@ -228,8 +231,10 @@ BUILD_STORE_CASES = [
      "error[invalid-value]", "item 2 is empty"),
     (["--parser", "heuristic", "--max-facts", "0"], "--max-facts", "error[usage]", _ge(1)),
     (["--parser", "heuristic", "--workers", "0"], "--workers", "error[usage]", _ge(1)),
-    (["--parser", "llm", "--timeout", "0"], "--timeout", "error[usage]", "a number > 0"),
-    (["--parser", "llm", "--timeout", "nan"], "--timeout", "error[usage]", "a number > 0"),
+    (["--parser", "llm", "--timeout", "0"], "--timeout", "error[usage]",
+     "a number in (0, 86,400]"),
+    (["--parser", "llm", "--timeout", "nan"], "--timeout", "error[usage]",
+     "a number in (0, 86,400]"),
     (["--parser", "llm", "--concurrency", "0"], "--concurrency", "error[usage]", _ge(1)),
     (["--parser", "llm", "--max-retries", "-1"], "--max-retries", "error[usage]", _ge(0)),
     (["--parser", "llm", "--max-tokens", "0"], "--max-tokens", "error[usage]", _ge(1)),
@@ -270,13 +275,15 @@ def test_split_names_by_hand() -> None:
         "--collections 'conv-26, conv-30,conv-26': item 3 ('conv-26') repeats item 1"]
 
 
-def test_finite_and_one_of_by_hand() -> None:
-    unit = finite("--a", low=0, high=1, low_open=True, high_open=True)
+def test_in_range_and_one_of_by_hand() -> None:
+    unit = in_range("alpha", "--a")  # (0, 1), open at both ends
     assert unit(0.5) == 0.5 and unit(None) is None
     for bad in (0.0, 1.0, -1.0, float("nan"), float("inf")):
-        with pytest.raises(typer.BadParameter, match=r"is not a number in \(0, 1\)"):
+        with pytest.raises(TiapError, match=r"^option --a: expected a number in \(0, 1\), "
+                                            r"got .* \(a float\)$") as err:
             unit(bad)
-    closed = finite("--b", low=0, high=1)
+        assert err.value.problems[0].code == "usage"
+    closed = in_range("unit", "--b")  # [0, 1]
     assert closed(0.0) == 0.0 and closed(1.0) == 1.0
     pick = one_of("holm", "bh")
     assert pick("BH") == "bh"

@@ -75,7 +75,7 @@ def test_stores_is_not_a_number(tmp_path: Path, capsys) -> None:
 # -- unknown, missing, nested, syntax, empty --------------------------------------------------
 
 KNOWN = ("alpha, audit, collections, correction, credit, dataset, design, engine, k, "
-         "local_model, local_port, local_threads, measures, min_effect, name, query_shard, "
+         "local_model, local_port, local_threads, measures, min_dz, min_effect, name, query_shard, "
          "resamples, retrievers, seed, sensitivity, sessions, stores, targets")
 
 
@@ -113,7 +113,8 @@ def test_inline_stores_each_key_located(tmp_path: Path, capsys) -> None:
 def test_a_parsers_own_checks_are_config_errors(tmp_path: Path, capsys) -> None:
     text = HEAD + STORES + "max_facts = 0\n"  # the key is on line 7
     _expect(tmp_path, text, capsys, [  # the parser's declared schema locates the key
-        "error[config]: FILE:7: key stores[0].max_facts: expected a value >= 1, got 0 "
+        "error[config]: FILE:7: key stores[0].max_facts: expected an integer from 1 to 1,000, "
+         "got 0 "
         "(an integer)"])
 
 
@@ -155,17 +156,23 @@ def test_missing_file(tmp_path: Path, capsys) -> None:
 # -- values, ranges and rules across keys -----------------------------------------------------
 
 @pytest.mark.parametrize(("body", "expected"), [
-    ("alpha = 1.5", "key alpha: expected a value < 1.0, got 1.5 (a float)"),
-    ("alpha = 0", "key alpha: expected a value > 0.0, got 0 (an integer)"),
-    ("alpha = nan", "key alpha: expected a finite number, got nan (a float)"),
-    ("min_effect = -0.1", "key min_effect: expected a value >= 0.0, got -0.1 (a float)"),
+    ("alpha = 1.5", "key alpha: expected a number in (0, 1), got 1.5 (a float)"),
+    ("alpha = 0", "key alpha: expected a number in (0, 1), got 0 (an integer)"),
+    ("alpha = nan", "key alpha: expected a number in (0, 1), got nan (a float)"),
+    ("min_effect = -0.1", "key min_effect: expected a number from 0 to 1, got -0.1 (a float)"),
     ('min_effect = "big"', 'key min_effect: expected a number, got "big" (a string)'),
+    ("min_dz = -0.2", "key min_dz: expected a number from 0 to 10, got -0.2 (a float)"),
+    ("min_dz = inf", "key min_dz: expected a number from 0 to 10, got inf (a float); a paired "
+     "effect size d_z of 10 (a mean difference of ten standard deviations) is past any "
+     "threshold in use; Cohen's 'large' is 0.8"),
     ('correction = "bonferroni"',
      'key correction: expected one of holm, bh, none, got "bonferroni" (a string)'),
-    ("k = 0", "key k: expected a value >= 1, got 0 (an integer)"),
-    ("seed = -1", "key seed: expected a value >= 0, got -1 (an integer)"),
-    ("resamples = 0", "key resamples: expected a value >= 1, got 0 (an integer)"),
-    ("query_shard = 0", "key query_shard: expected a value >= 1, got 0 (an integer)"),
+    ("k = 0", "key k: expected an integer from 1 to 1,000,000, got 0 (an integer)"),
+    ("seed = -1", "key seed: expected an integer from 0 to 2^63 - 1, got -1 (an integer)"),
+    ("resamples = 0", "key resamples: expected an integer from 1 to 10,000,000, got 0 (an "
+     "integer)"),
+    ("query_shard = 0", "key query_shard: expected an integer from 1 to 1,000,000,000, got 0 (an "
+     "integer)"),
     ('query_shard = "big"', 'key query_shard: expected an integer, got "big" (a string)'),
     ('credit = "sets"', "key credit: unknown credit mode 'sets' (did you mean 'set'?); known: "
                         "group, set"),
@@ -223,7 +230,8 @@ def test_bad_overrides_name_their_option(tmp_path: Path, capsys) -> None:
         "error[usage]: option --retriever: unknown retriever 'bm52' (did you mean 'bm25'?); "
         "known: bm25, dense, hybrid",
         "error[usage]: option --collections: expected a collection id, got an empty string",
-        "error[usage]: option --resamples: expected a value >= 1, got 0 (an integer)",
+        "error[usage]: option --resamples: expected an integer from 1 to 10,000,000, got 0 (an "
+         "integer)",
     ], "--retriever", "bm52", "--resamples", "0", "--collections", "conv-26,")
 
 
@@ -248,6 +256,10 @@ def test_good_values_load(tmp_path: Path) -> None:
                  'measures = ["nDCG@20", "RR"]\n' + STORES + "max_facts = 3\n", encoding="utf-8")
     cfg = load_config(f, retrievers=["dense"], resamples=7)
     assert (cfg.correction, cfg.min_effect, cfg.alpha, cfg.k) == ("bh", 0.0, 0.1, 20)
+    # no min_dz given: the documented default, |d_z| >= 0.2 (never a silent 0)
+    from tiap.sensitivity.flips import DEFAULT_MIN_DZ
+
+    assert cfg.min_dz == DEFAULT_MIN_DZ == 0.2
     assert cfg.measures == ("nDCG@20", "RR") and cfg.retrievers == ("dense",)
     assert cfg.stores == (StoreSpec(name="a", parser="heuristic", args={"max_facts": 3}),)
     assert cfg.resamples == 7 and cfg.source == str(f)
@@ -277,7 +289,7 @@ FAST = settings(max_examples=150, deadline=None, derandomize=True,
 
 KEYS = ["name", "dataset", "stores", "retrievers", "k", "targets", "measures", "credit",
         "design", "collections", "sensitivity", "seed", "resamples", "alpha", "correction",
-        "min_effect", "parser", "max_facts", "kinds", "density", "f1", "colour"]
+        "min_effect", "min_dz", "parser", "max_facts", "kinds", "density", "f1", "colour"]
 
 scalars = st.one_of(
     st.booleans(), st.integers(-3, 100), st.integers(), st.floats(allow_nan=True),
@@ -343,6 +355,7 @@ def good_config(draw: st.DrawFn) -> dict:
         "alpha": st.floats(0, 1, exclude_min=True, exclude_max=True),
         "correction": st.sampled_from(["holm", "BH", "none"]),
         "min_effect": st.floats(0, 1e6),
+        "min_dz": st.floats(0, 1e6),
     }
     for key, strategy in optional.items():
         if draw(st.booleans()):
@@ -466,9 +479,11 @@ def test_local_model_gives_the_llm_stores_its_endpoint(tmp_path: Path) -> None:
     ('local_model = "smollm2-135m"\n',
      ["error[config]: FILE:3: key local_model: no store uses parser 'llm': the local model "
       "would serve nothing"]),
-    ("sessions = 0\n", ["error[config]: FILE:3: key sessions: expected a value >= 1, got 0 "
+    ("sessions = 0\n", ["error[config]: FILE:3: key sessions: expected an integer from 1 to "
+     "1,000,000,000, got 0 "
                         "(an integer)"]),
-    ("local_threads = 0\n", ["error[config]: FILE:3: key local_threads: expected a value >= 1, "
+    ("local_threads = 0\n", ["error[config]: FILE:3: key local_threads: expected an integer from "
+     "1 to 512, "
                              "got 0 (an integer)"]),
 ])
 def test_local_model_and_sessions_errors(tmp_path: Path, capsys, body: str,

@@ -291,10 +291,13 @@ PROBES = {"information_extraction": [{"question": "what?", "answer": "hi",
 
 
 def beam_root(tmp_path: Path, chat: Any, probes: Any) -> tuple[Path, Path, Path]:
-    d = tmp_path / "data" / "beam" / "100K" / "1"
-    d.mkdir(parents=True)
-    (d / "chat.json").write_text(json.dumps(chat))
-    (d / "probing_questions.json").write_text(json.dumps(probes))
+    """BEAM-100K with ``chat`` and ``probes`` as chat 1 and good copies of CHAT and PROBES as
+    chats 2-20: every pinned chat must be present (a missing one is an error)."""
+    for n in range(20, 0, -1):
+        d = tmp_path / "data" / "beam" / "100K" / str(n)
+        d.mkdir(parents=True)
+        (d / "chat.json").write_text(json.dumps(chat if n == 1 else CHAT))
+        (d / "probing_questions.json").write_text(json.dumps(probes if n == 1 else PROBES))
     return tmp_path / "data", d / "chat.json", d / "probing_questions.json"
 
 
@@ -321,7 +324,8 @@ def test_beam_duplicate_message_ids_and_bad_evidence_ids(tmp_path: Path, capsys)
 def test_beam_valid_loads(tmp_path: Path) -> None:
     root, _, _ = beam_root(tmp_path, CHAT, PROBES)
     ds = load("beam/100k", source=DataSource(root, verify=False, allow_download=False))
-    (b,) = list(ds.bundles())
+    b, *others = list(ds.bundles())
+    assert len(others) == 19
     assert [t.unit_id for t in b.turns] == ["chat-1:0", "chat-1:1"]
     assert b.queries[0].evidence == ("chat-1:0",) and b.sessions[0].date == "May 1"
 

@@ -265,7 +265,7 @@ def test_max_invalid_out_of_range_is_refused(tmp_path: Path, data_dir: Path, cap
     rc = main(llm_cli("http://127.0.0.1:9/v1", tmp_path / "c", tmp_path / "s", data_dir,
                       "--max-invalid", "1.5"))
     assert rc == 2 and "--max-invalid" in capsys.readouterr().err
-    with pytest.raises(TiapError, match="key max_invalid: expected a value >= 0"):
+    with pytest.raises(TiapError, match="key max_invalid: expected a number from 0 to 1"):
         parser("http://127.0.0.1:9/v1", tmp_path / "c", max_invalid=-0.1)
 
 

@@ -66,8 +66,9 @@ def _cases(tmp: Path, *extra: str) -> int:
 
 
 def _graded(tmp: Path, *extra: str) -> int:
-    labels = tmp / "labels.jsonl"
-    labels.write_text("", encoding="utf-8")
+    labels = tmp / "labels.jsonl"  # one label of the contested f1 (an empty file is refused)
+    labels.write_text(json.dumps({"case_id": "sys:q1:source", "judge": "j", "label": "partial",
+                                  "query_id": "q1", "item_id": "f1"}) + "\n", encoding="utf-8")
     return main(["audit", "graded", str(tmp / "rs"), "--labels", str(labels),
                  "--out", str(tmp / "graded"), *extra])
 

@@ -22,7 +22,8 @@ from tiap.traces.runs import Ranking, Run, write_jsonl_run
     ({"possible_sources": "c:1"},
      "field 'inferred.possible_sources' must be a list of ids, got a string 'c:1'"),
     ({"kind": "yes"}, "'inferred.kind' must be true or false, got a string"),
-    ({"sources": []}, "field 'inferred' has unknown key(s) 'sources'")])
+    ({"sources": []},
+     "field 'inferred' has unknown key(s) 'sources'; expected possible_sources, kind")])
 def test_a_bad_inferred_field_is_located(field: object, why: str) -> None:
     with pytest.raises(TiapError) as exc:
         item_from_json({"item_id": "f1", "kind": "fact", "inferred": field}, file="i.jsonl",

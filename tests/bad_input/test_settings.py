@@ -65,11 +65,13 @@ CASES = [
                 "response_format, timeout, max_retries, backoff, max_backoff, concurrency, "
                 "max_invalid, name, system_template, user_template, rubric_version")),
     (lambda: make_judge('openai(model="m", concurrency=0)'),
-     ("config", "judge 'openai': key concurrency: expected a value >= 1, got 0 (an integer)")),
+     ("config", "judge 'openai': key concurrency: expected an integer from 1 to 256, got 0 (an "
+      "integer)")),
     (lambda: make_judge('openai(model="m", max_retries=True)'),  # True was 1 retry
      ("config", "judge 'openai': key max_retries: expected an integer, got true (a boolean)")),
     (lambda: make_judge('openai(model="m", max_invalid=1.5)'),
-     ("config", "judge 'openai': key max_invalid: expected a value <= 1.0, got 1.5 (a float)")),
+     ("config", "judge 'openai': key max_invalid: expected a number from 0 to 1, got 1.5 (a "
+      "float)")),
     (lambda: make_judge('openai(model="m", user_template="Q: {questoin}")'),  # was a KeyError
      ("config", "judge 'openai': key user_template: unknown placeholder {questoin}; the "
                 "template is filled with question, answer, item_text, item_kind, "
@@ -81,9 +83,9 @@ CASES = [
      ("config", "judge 'lexical' takes no argument 'suports' (did you mean 'supports'?); it "
                 "takes supports, partial, name")),
     (lambda: LexicalJudge(supports=1.5),
-     ("config", "judge 'lexical': key supports: expected a value <= 1.0, got 1.5 (a float)")),
+     ("config", "judge 'lexical': key supports: expected a number from 0 to 1, got 1.5 (a float)")),
     (lambda: make_judge("embedding(partial=-2)"),
-     ("config", "judge 'embedding': key partial: expected a value >= -1.0, got -2 "
+     ("config", "judge 'embedding': key partial: expected a number from -1 to 1, got -2 "
                 "(an integer)")),
     (lambda: make_judge("embedding(batchsize=8)"),
      ("config", "judge 'embedding' takes no argument 'batchsize' (did you mean "
@@ -95,7 +97,8 @@ CASES = [
     (lambda: ChatClient("http://127.0.0.1:9/v1", timeout="60"),
      ("config", 'endpoint client: key timeout: expected a number, got "60" (a string)')),
     (lambda: ChatClient("http://127.0.0.1:9/v1", backoff=-1.0),
-     ("config", "endpoint client: key backoff: expected a value >= 0.0, got -1.0 (a float)")),
+     ("config", "endpoint client: key backoff: expected a number from 0 to 3,600, got -1.0 (a "
+      "float)")),
     (lambda: ChatClient("127.0.0.1:9/v1"),  # no scheme: every request would fail
      ("config", "endpoint client: key base_url: expected an http:// or https:// URL (the API "
                 "root, e.g. http://127.0.0.1:11434/v1), got '127.0.0.1:9/v1'")),
@@ -109,7 +112,7 @@ CASES = [
                 "context_chars, max_turn_chars, cache, max_invalid, response_format, "
                 "max_tokens")),
     (lambda: make_parser("llm", base_url="http://x/v1", model="m", context_turns=-1),
-     ("config", "parser 'llm': key context_turns: expected a value >= 0, got -1 "
+     ("config", "parser 'llm': key context_turns: expected an integer from 0 to 1,000, got -1 "
                 "(an integer)")),
     (lambda: make_parser("llm", base_url="http://x/v1", model="m", seed=1.5),
      ("config", "parser 'llm': key seed: expected an integer, got 1.5 (a float)")),
@@ -121,7 +124,7 @@ CASES = [
      ("config", "parser 'heuristic': key max_fact: unknown key (did you mean 'max_facts'?); "
                 "it takes: max_facts")),
     (lambda: make_parser("heuristic", max_facts=0),
-     ("config", "parser 'heuristic': key max_facts: expected a value >= 1, got 0 "
+     ("config", "parser 'heuristic': key max_facts: expected an integer from 1 to 1,000, got 0 "
                 "(an integer)")),
     # the retrievers
     (lambda: make_retriever("bm25", k1="1.2"),
@@ -130,9 +133,9 @@ CASES = [
      ("config", "retriever: key name: unknown retriever 'bm52' (did you mean 'bm25'?); "
                 "choose one of bm25, dense, hybrid")),
     (lambda: make_retriever("bm25", b=1.5),
-     ("config", "retriever 'bm25': key b: expected a value <= 1.0, got 1.5 (a float)")),
+     ("config", "retriever 'bm25': key b: expected a number from 0 to 1, got 1.5 (a float)")),
     (lambda: make_retriever("hybrid", rrf_k=math.nan),
-     ("config", "retriever 'hybrid': key rrf_k: expected a finite number, got nan "
+     ("config", "retriever 'hybrid': key rrf_k: expected a number from 0 to 1,000,000, got nan "
                 "(a float)")),
     (lambda: make_retriever("bm25", batch_size=8),  # was silently ignored
      ("config", "retriever 'bm25': key batch_size: applies to the dense and hybrid "
@@ -149,9 +152,11 @@ CASES = [
                 "threshold, window")),
     (lambda: Mem0RunConfig(infer=True, llm_base_url="http://127.0.0.1:9/v1", llm_model="m",
                            max_tokens=8),
-     ("config", "mem0 run: key max_tokens: expected a value >= 16, got 8 (an integer)")),
+     ("config", "mem0 run: key max_tokens: expected an integer from 16 to 1,000,000, got 8 (an "
+      "integer)")),
     (lambda: Mem0RunConfig(max_sessions=0),
-     ("config", "mem0 run: key max_sessions: expected a value >= 1, got 0 (an integer)")),
+     ("config", "mem0 run: key max_sessions: expected an integer from 1 to 1,000,000,000, got 0 "
+      "(an integer)")),
     (lambda: Mem0RunConfig(infer="yes"),  # a non-empty string was true
      ("config", 'mem0 run: key infer: expected true or false, got "yes" (a string)')),
     (lambda: Mem0RunConfig(system="my mem0"),  # a TREC tag with a space splits every line
@@ -167,8 +172,10 @@ def test_every_settings_object_names_the_key(build, expected) -> None:
 
 def test_all_problems_of_one_object_at_once() -> None:
     assert _problems(lambda: make_parser("llm", timeout=0, concurrency=0)) == [
-        ("config", "parser 'llm': key timeout: expected a value > 0.0, got 0 (an integer)"),
-        ("config", "parser 'llm': key concurrency: expected a value >= 1, got 0 (an integer)"),
+        ("config", "parser 'llm': key timeout: expected a number in (0, 86,400], got 0 (an "
+         "integer)"),
+        ("config", "parser 'llm': key concurrency: expected an integer from 1 to 256, got 0 (an "
+         "integer)"),
     ]
     # required keys, named (the factory's defaults are None)
     assert _problems(lambda: make_parser("llm")) == [
@@ -202,17 +209,20 @@ def test_a_password_in_a_base_url_is_never_echoed() -> None:
 def test_a_value_from_a_command_option_names_the_option() -> None:
     with command_options({"max_facts": "--max-facts"}):
         assert _line(lambda: make_parser("heuristic", max_facts=0)) == (
-            "error[usage]: option --max-facts: expected a value >= 1, got 0 (an integer)")
+            "error[usage]: option --max-facts: expected an integer from 1 to 1,000, got 0 (an "
+             "integer)")
     with command_options({"batch_size": "--batch-size", "k1": "--bm25-k1"}):
         assert _line(lambda: make_retriever("bm25", batch_size=8)) == (
             "error[usage]: option --batch-size: applies to the dense and hybrid retrievers "
             "only, not to 'bm25'")
     with command_options({"max_sessions": "--sessions"}):
         assert _line(lambda: Mem0RunConfig(max_sessions=0)) == (
-            "error[usage]: option --sessions: expected a value >= 1, got 0 (an integer)")
+            "error[usage]: option --sessions: expected an integer from 1 to 1,000,000,000, got 0 "
+             "(an integer)")
     # outside the block the same value is the key's again
     assert _line(lambda: Mem0RunConfig(max_sessions=0)) == (
-        "error[config]: mem0 run: key max_sessions: expected a value >= 1, got 0 (an integer)")
+        "error[config]: mem0 run: key max_sessions: expected an integer from 1 to 1,000,000,000, "
+         "got 0 (an integer)")
 
 
 def test_a_judge_specs_own_value_is_never_blamed_on_an_option() -> None:
@@ -220,10 +230,11 @@ def test_a_judge_specs_own_value_is_never_blamed_on_an_option() -> None:
     with command_options(options):
         # --concurrency 0 reached the judge through make_judge's defaults: the option's fault
         assert _line(lambda: make_judge('openai(model="m")', {"concurrency": 0})) == (
-            "error[usage]: option --concurrency: expected a value >= 1, got 0 (an integer)")
+            "error[usage]: option --concurrency: expected an integer from 1 to 256, got 0 (an "
+             "integer)")
         # the spec's own timeout: the spec's fault, even though --timeout exists
         assert _line(lambda: make_judge('openai(model="m", timeout=-1)', {"timeout": 5})) == (
-            "error[config]: judge 'openai': key timeout: expected a value > 0.0, got -1 "
+            "error[config]: judge 'openai': key timeout: expected a number in (0, 86,400], got -1 "
             "(an integer)")
 
 
@@ -277,9 +288,9 @@ _OPTION = "error\\[usage\\]: option {opt}: {says}$"
      r"http://127\.0\.0\.1:11434/v1\), got '127\.0\.0\.1:11434/v1'"),
     # mem0-run: ranges the harness checked only when run, now when the settings are built
     (["mem0-run", "locomo", "--limit", "0"], "--limit", "mem0 run", "limit",
-     r"expected a value >= 1, got 0 \(an integer\)"),
+     r"expected an integer from 1 to 1,000,000, got 0 \(an integer\)"),
     (["mem0-run", "locomo", "--threshold", "2"], "--threshold", "mem0 run", "threshold",
-     r"expected a value <= 1\.0, got 2\.0 \(a float\)"),
+     r"expected a number from 0 to 1, got 2\.0 \(a float\)"),
 ])
 def test_cli_option_values(tmp_path: Path, capsys, argv, opt, what, key, says) -> None:
     """A bad option value exits 2 with one line naming the option (``error[usage]``: the
@@ -310,9 +321,10 @@ def test_cli_audit_run_store_arguments_at_their_lines(tmp_path: Path, capsys) ->
     out = tmp_path / "out"
     rc, lines = _cli(capsys, ["audit-run", str(cfg), "--out", str(out)])
     assert rc == 2 and lines == [
-        f"error[config]: {cfg}:9: key stores[0].timeout: expected a value > 0.0, got 0 "
+        f"error[config]: {cfg}:9: key stores[0].timeout: expected a number in (0, 86,400], got 0 "
         "(an integer)",
-        f"error[config]: {cfg}:10: key stores[0].max_invalid: expected a value <= 1.0, got 1.5 "
+        f"error[config]: {cfg}:10: key stores[0].max_invalid: expected a number from 0 to 1, got "
+         f"1.5 "
         "(a float)",
     ]
     assert not out.exists()

@@ -8,10 +8,12 @@ recursive JSON values.
 from __future__ import annotations
 
 import copy
+import difflib
 import gzip
 import io
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,22 @@ class Reject(Exception):
 def need(cond: Any) -> None:
     if not cond:
         raise Reject
+
+
+def id_text(v: Any) -> bool:
+    """Text a loader may make ids of: a non-empty string with no whitespace and no control
+    character (docs/datasets.md, "Ids")."""
+    return isinstance(v, str) and v != "" and not any(
+        c.isspace() or unicodedata.category(c) == "Cc" for c in v)
+
+
+def near_miss(key: str, known: set[str]) -> bool:
+    """An extra key the format refuses as a misspelling of a known one (docs/datasets.md)."""
+    def norm(k: str) -> str:
+        return k.casefold().replace("-", "_")
+    return any(norm(key) == norm(k) or (abs(len(k) - len(key)) <= 2 and
+                                        difflib.SequenceMatcher(None, key, k).ratio() >= 0.8)
+               for k in known)
 
 
 def is_str(v: Any) -> bool:
@@ -147,7 +165,7 @@ def ref_locomo(doc: Any) -> Any:
     for conv in doc:
         need(isinstance(conv, dict))
         cid = conv.get("sample_id")
-        need(is_str(cid) and cid and cid not in ids)
+        need(is_str(cid) and cid and cid not in ids and id_text(cid))
         ids.add(cid)
         body = conv.get("conversation")
         need(isinstance(body, dict))
@@ -169,6 +187,7 @@ def ref_locomo(doc: Any) -> Any:
                 need(isinstance(t, dict))
                 dia, speaker, text = t.get("dia_id"), t.get("speaker"), t.get("text")
                 need(is_str(dia) and is_str(speaker) and is_str(text) and dia not in known)
+                need(id_text(dia))
                 extra = []
                 for src, dst in (("blip_caption", "image_caption"), ("query", "image_query")):
                     v = opt(t, src, lambda v: v is None or is_str(v))
@@ -381,10 +400,10 @@ def test_locomo_bytes(tmp_path: Path, raw: bytes) -> None:
 def ref_longmemeval(d: Any) -> Any:
     need(isinstance(d, dict))
     qid = d.get("question_id")
-    need(is_str(qid) and qid)
+    need(is_str(qid) and qid and id_text(qid))
     sids, dates, sess = (d.get(k) for k in
                          ("haystack_session_ids", "haystack_dates", "haystack_sessions"))
-    need(isinstance(sids, list) and all(map(is_str, sids)))
+    need(isinstance(sids, list) and all(map(is_str, sids)) and all(map(id_text, sids)))
     need(isinstance(dates, list) and all(x is None or is_str(x) for x in dates))
     need(isinstance(sess, list) and len(sids) == len(dates) == len(sess))
     count: dict[str, int] = {}
@@ -506,13 +525,13 @@ def ref_beam(cid: str, chat: Any, questions: Any) -> Any:
                     if text:
                         extra.append((k, text))
             mid = str(m["id"])
-            need(mid not in known)
+            need(mid not in known and id_text(mid))
             known.add(mid)
             turns.append((f"{cid}:{mid}", sid, mpos, m["role"], m["content"], tuple(extra)))
     need(isinstance(questions, dict))
     queries = []
     for ability, items in questions.items():
-        need(isinstance(items, list))
+        need(isinstance(items, list) and id_text(ability))
         for i, q in enumerate(items):
             need(isinstance(q, dict) and is_str(q.get("question")))
             ids = [] if q.get("source_chat_ids") is None else ref_ids(q["source_chat_ids"])
@@ -603,6 +622,7 @@ def ref_queries(raw: bytes) -> Any:
             continue
         o = ref_json_text(line)
         need(isinstance(o, dict))
+        need(not any(near_miss(k, QUERY_KEYS) for k in o if k not in QUERY_KEYS))
         qid = o.get("query_id")
         need(is_id(qid) and qid != "" and str(qid) not in seen)
         seen.add(str(qid))
@@ -620,6 +640,10 @@ def ref_queries(raw: bytes) -> Any:
                     abstention, tuple(map(str, sess or ())), note))
     need(bool(out))  # a file of no query is refused
     return out
+
+
+QUERY_KEYS = {"query_id", "question", "answer", "category", "evidence", "collection",
+              "abstention", "evidence_given", "evidence_sessions", "evidence_note"}
 
 
 def got_queries(path: Path) -> Any:

@@ -166,7 +166,8 @@ def test_bad_input(inline_dataset: InlineDataset, locomo, tmp_path: Path) -> Non
         make_parser("magic")
     with pytest.raises(TiapError, match="takes"):
         make_parser("heuristic", density=3)
-    with pytest.raises(TiapError, match="key max_facts: expected a value >= 1, got 0"):
+    with pytest.raises(TiapError, match="key max_facts: expected an integer from 1 to 1,000, got "
+     "0"):
         build_store(inline_dataset, "heuristic", tmp_path / "x", parser_args={"max_facts": 0})
     with pytest.raises(TiapError, match="no collection"):
         build_store(locomo, "heuristic", tmp_path / "y", collections=["conv-999"])

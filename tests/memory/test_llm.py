@@ -245,7 +245,7 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     msgs = [p.message for p in exc.value.problems]  # argument names, not a command's options
     assert [m.split(": missing")[0] for m in msgs] == ["parser 'llm': key base_url",
                                                        "parser 'llm': key model"]
-    with pytest.raises(TiapError, match="key max_facts: expected a value >= 1"):
+    with pytest.raises(TiapError, match="key max_facts: expected an integer from 1 to 1,000"):
         make_parser("llm", base_url="http://x/v1", model="m", max_facts=0)
     monkeypatch.setitem(sys.modules, "httpx", None)  # as if the extra were not installed
     with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[llm\]'"):

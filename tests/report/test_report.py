@@ -110,11 +110,13 @@ def test_target_card(report: Path) -> None:
     assert {p["n_shared"] for p in ds["shared_subsets"]["pairs"]} == {3}
     md = (report / "target_card.md").read_text()
     assert "## demo" in md and "kind == raw" in md and "### Winner flips" in md
-    # the sensitivity run used the defaults: Holm, no minimum effect
+    # the sensitivity run used the defaults: Holm, |d_z| >= 0.2, no floor in nDCG units
     st = card["statistics"]
     assert st["correction"] == "holm" and st["min_effect"] == 0 and st["resamples"] == 500
+    assert st["min_dz"] == 0.2 and st["threshold"] == "|d_z| ≥ 0.2 on both gaps"
     assert "bootstrap" not in json.dumps(st)
-    assert "- Correction: **Holm** (`holm`" in md and "- Minimum effect: **0** (" in md
+    assert "- Correction: **Holm** (`holm`" in md
+    assert "- Practical threshold of a headline: **\\|d_z\\| ≥ 0.2 on both gaps** (" in md
     for f in ds["winner_flips"]:
         assert set(f) >= {"p_1_adjusted", "p_2_adjusted", "effect_1", "effect_2", "headline"}
         assert isinstance(f["headline"], bool)
@@ -134,7 +136,7 @@ def test_three_queries_cannot_reject_anything(report: Path) -> None:
     assert "headline" not in "".join(ln.split("|")[-2] for ln in body)
     html = (report / "index.html").read_text(encoding="utf-8")
     assert "Correction: Holm over each family at alpha 0.05" in html
-    assert "(no minimum was set: every significant flip is a headline)" in html
+    assert "clear the practical threshold, |d_z| ≥ 0.2 on both gaps;" in html
     assert "bootstrap" not in html
     assert r"(-$\infty$, +$\infty$)" in (report / "tables.tex").read_text()
 

@@ -17,7 +17,8 @@ gaps (3 pairs of targets, 2 gaps each): the raw and the canonical gap twice each
 same small p-value ``p`` (12 equal differences on the same 16 queries), and the source gap
 twice with p = 1, so Benjamini-Hochberg gives the four ``p_adj = 6 p / 4 = 1.5 p``. With
 ``--min-effect 0.5`` the Success@1 flip (|gaps| 0.75) is a headline and the nDCG@5 flip
-(|gaps| 0.277) is significant but below the minimum effect: reported, never headlined.
+(|gaps| 0.277) is significant but below that threshold: reported, never headlined (both
+have |d_z| 1.68, past the default d_z threshold 0.2).
 """
 
 from __future__ import annotations
@@ -118,7 +119,9 @@ def test_intro_states_correction_and_min_effect(flipdemo: Path) -> None:
     assert "2000 resamples and seed 0" in intro
     assert "Correction: Benjamini-Hochberg over each family at alpha 0.05" in intro
     assert "Holm" not in intro
-    assert "the minimum effect, 0.5 in the measure's units" in intro
+    assert ("clear the practical threshold, |d_z| ≥ 0.2 and |gap| ≥ 0.5 in the measure's "
+            "units on both gaps") in intro
+    assert "Cohen (1988) calls 0.2 a small effect" in intro
     assert "reported, never headlined" in intro
     assert "excludes 0 exactly when the adjusted p-value is at most 0.05" in intro
     assert "bootstrap" not in text  # the old procedure is gone from a new folder's page
@@ -132,7 +135,7 @@ def test_flip_below_min_effect_is_not_a_headline(flipdemo: Path) -> None:
     # primary table: the nDCG@5 flip, |gap| 0.277 < 0.5
     ndcg = _row(text, "A vs B | raw → canonical | 16 | +0.2768")
     cells = [c.strip() for c in ndcg.split(" | ")]
-    assert cells[-2] == "significant, below min effect"
+    assert cells[-2] == "significant, below threshold"
     assert "headline" not in ndcg
     assert cells[5] == pval(1.5 * float(flips["nDCG@5"]["p_1"]))  # p adj 1
     assert cells[9] == "+1.68 / -1.68"  # d_z of both gaps
@@ -153,13 +156,16 @@ def test_flip_below_min_effect_is_not_a_headline(flipdemo: Path) -> None:
     assert by["nDCG@5"]["moved_2"] == pytest.approx(0.75)
     md = (flipdemo / "report" / "target_card.md").read_text()
     assert "- Correction: **Benjamini-Hochberg** (`bh`" in md
-    assert "- Minimum effect: **0.5** (in the measure's units)" in md
+    threshold = "\\|d_z\\| ≥ 0.2 and \\|gap\\| ≥ 0.5 in the measure's units on both gaps"
+    assert f"- Practical threshold of a headline: **{threshold}** (min_dz 0.2, min_effect " \
+           "0.5 in the measure's units" in md
     assert "2 winner flips, 2 significant after Benjamini-Hochberg at alpha 0.05, 1 headline " \
-           "(minimum effect 0.5)" in md
+           f"(practical threshold: {threshold})" in md
     ndcg_md = _row(md, "| nDCG@5 | A vs B |")
-    assert ndcg_md.endswith("| yes | no (below min effect) |")
+    assert ndcg_md.endswith("| yes | no (below threshold) |")
     assert _row(md, "| Success@1 | A vs B |").endswith("| yes | yes |")
-    assert "1 headline with minimum effect 0.5" in text  # the card section of the page
+    assert ("1 headline (practical threshold: |d_z| ≥ 0.2 and |gap| ≥ 0.5 in the measure's "
+            "units on both gaps)") in text  # the card section of the page
 
 
 def test_ranking_stability_section(flipdemo: Path) -> None:
@@ -189,9 +195,9 @@ def test_wilson_interval_in_change_tables(flipdemo: Path) -> None:
 def test_category_flips_show_correction_and_mde(flipdemo: Path) -> None:
     md = (flipdemo / "report" / "tables" / "flipdemo_category_flips.md").read_text()
     assert "p adj 1 / 2" in md and "MDE 1 / 2" in md
-    assert "(Benjamini-Hochberg)" in md and "at least 0.5 from 0" in md
+    assert "(Benjamini-Hochberg)" in md and "\\|gap\\| ≥ 0.5 in the measure's units" in md
     row = _row(md, "| **single-hop** |")
-    assert "significant, below min effect" in row and "headline" not in row
+    assert "significant, below threshold" in row and "headline" not in row
     cat = next(r for r in _csv(flipdemo / "sens" / "category_flips.csv")
                if r["flip"] == "true" and r["measure"] == "nDCG@5")
     assert f"{float(cat['mde_1']):.4f} / {float(cat['mde_2']):.4f}" in row
@@ -224,7 +230,7 @@ def _strip_new_columns(src: Path, dst: Path, *, legacy_manifest: bool) -> None:
     man = json.loads((dst / "manifest.json").read_text())
     man["outputs"] = [o for o in man["outputs"] if o != "ranking_stability.csv"]
     if legacy_manifest:
-        for k in ("correction", "min_effect", "test"):
+        for k in ("correction", "min_effect", "min_dz", "test"):
             man["options"].pop(k, None)
     (dst / "manifest.json").write_text(json.dumps(man))
 
@@ -257,5 +263,7 @@ def test_open_interval_ends() -> None:
     assert ci(None, 0.1, open_ends=True) == "(-∞, +0.100]"
     assert ci(-0.25, None, open_ends=True) == "[-0.250, +∞)"
     assert ci(None, None, open_ends=True) == "(-∞, +∞)"
-    # a bound that would print as 0 even at 6 digits is shown in scientific notation
-    assert ci(3.98686e-07, 0.00121) == "[+4.0e-07, +0.001210]"
+    # a bound that would print as 0 at 6 digits gets more, and so does the other end
+    # (one number of decimals for both, never scientific notation; tiap.numfmt)
+    assert ci(3.98686e-07, 0.00121) == "[+0.0000004, +0.0012100]"
+    assert ci(-1e-12, 0.001048) == "[+0.000, +0.001]"  # float noise at an end prints as 0

@@ -74,6 +74,10 @@ class Counting(Encoder):
         self.batches = 0
         self.fail_on_batch = fail_on_batch
 
+    @property
+    def cache_id(self) -> str:
+        return self.inner.cache_id
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.batches += 1
         if self.batches == self.fail_on_batch:
@@ -99,7 +103,7 @@ def test_dense_ranks_real_turns_and_reuses_the_cache(
     with EmbeddingCache(cache_dir) as cache:
         d1 = DenseRetriever(first, cache)
         res = retrieve(slice_["root"] / "raw", slice_["qpath"], d1, tmp_path / "dense.jsonl")
-        assert cache.count(encoder.model_id) == n_texts
+        assert cache.count(encoder.cache_id) == n_texts
     assert first.texts == n_texts  # every distinct text encoded once
     assert (d1.cache_hits, d1.encoded) == (0, n_texts)  # what tiap audit-run logs
 
@@ -154,7 +158,7 @@ def test_an_interrupted_encoding_keeps_finished_batches(
         broken = Counting(encoder, fail_on_batch=2)
         with pytest.raises(KeyboardInterrupt):
             DenseRetriever(broken, cache).prepare(texts)
-        assert cache.count(encoder.model_id) == encoder.batch_size  # batch 1 was committed
+        assert cache.count(encoder.cache_id) == encoder.batch_size  # batch 1 was committed
     with EmbeddingCache(cache_dir) as cache:
         again = Counting(encoder)
         dense = DenseRetriever(again, cache)

@@ -81,7 +81,9 @@ def test_flip_rules() -> None:
 
 def test_gap_text() -> None:
     assert gap_text({"gap_1": 0.01234}, 1) == "+0.0123"
-    assert gap_text({"gap_1": "-0.0000312"}, 1) == "-3.1e-05"  # never a signed zero
+    # a gap too small for 4 decimals gets more (never -0.0000, never scientific notation)
+    assert gap_text({"gap_1": "-0.0000312"}, 1) == "-0.00003"
+    assert gap_text({"gap_1": -3e-13}, 1) == "+0.0000"  # float noise is 0, not -3.0e-13
     assert gap_text({"gap_2": 0.0}, 2) == "+0.0000"
     assert gap_text({"gap_1": "", "gap_1_lower": "-0.25", "gap_1_upper": "0.5"}, 1) == \
         "[-0.2500, +0.5000]"
@@ -113,7 +115,7 @@ def test_large_flip_is_significant_tiny_is_not(tmp_path) -> None:  # type: ignor
     assert r["ci_1_low"] > 0 > r["ci_2_high"]
     assert r["p_1"] < 0.01 and r["p_2"] < 0.01
     assert r["p_1_adjusted"] == pytest.approx(2 * max(r["p_1"], r["p_2"]))  # Holm, m = 2
-    assert r["practical"] and r["headline"]  # min_effect 0: every significant flip
+    assert r["practical"] and r["headline"]  # |d_z| > 1 clears the default 0.2
     assert r["moved_1"] == 1.0 and r["effect_1"] > 1
     tiny = analyze([_noisy(tmp_path, 0.004)], seed=1, resamples=2_000, answers=False)
     r = tiny.table("winner_flips")[0]

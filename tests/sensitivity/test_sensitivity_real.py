@@ -181,15 +181,32 @@ def test_density_recommendation_depends_on_target(data_dir: Path, tmp_path: Path
                  "--configs", "allminilm=allminilm_f1,allminilm_f5,allminilm_f8"]) == 0
     pref = {(r["group"], r["target"]): r for r in read_csv(tmp_path / "sens" /
                                                            "design_preferred.csv")}
+    def top(g: str, t: str) -> str:  # the highest mean, tested or not
+        return pref[(g, t)]["ranking"].split(" ")[0]
+
     for g in ("lexical", "allminilm"):
         assert pref[(g, "raw")]["n_matched"] == "453"
-        assert pref[(g, "raw")]["preferred"] == f"{g}_f1"         # Raw prefers D1
-        assert pref[(g, "source")]["preferred"] != f"{g}_f1"      # Source a denser setting
-        assert pref[(g, "canonical")]["preferred"] == f"{g}_f1"   # Canonical back to D1
+        assert top(g, "raw") == f"{g}_f1"         # Raw ranks D1 first
+        assert top(g, "source") != f"{g}_f1"      # Source a denser setting
+        assert top(g, "canonical") == f"{g}_f1"   # Canonical back to D1
+    # but only lexical Raw's D1 beats both others significantly (Holm over the group's 9
+    # gaps); every other target's top is a tie with the configurations it does not beat
+    for (g, t), r in pref.items():
+        if (g, t) == ("lexical", "raw"):
+            assert r["preferred"] == "lexical_f1" and r["significant"] == "true"
+        else:
+            assert r["significant"] == "false"
+            assert r["preferred"] == f"tie (not significant): {r['tied']}"
+            assert r["tied"].split(", ")[0] == top(g, t)
     pairs = read_csv(tmp_path / "sens" / "design_pairwise.csv")
     # Source favours the denser configuration in all six pairwise comparisons
     src = [r for r in pairs if r["target"] == "source"]
     assert len(src) == 6 and all(r["preferred"] == r["config_b"] for r in src)
-    changes = [r for r in read_csv(tmp_path / "sens" / "design_changes.csv")
-               if r["comparison"] == "preferred"]
-    assert all(r["changes"] == "true" for r in changes)
+    changes = {r["group"]: r for r in read_csv(tmp_path / "sens" / "design_changes.csv")
+               if r["comparison"] == "preferred"}
+    # lexical: Raw's significant D1 against ties under Source and Canonical that hold D1
+    # too (a change of what can be claimed, not a significant reversal); allminilm: every
+    # target ties all three, so the reported preference does not change
+    assert changes["lexical"]["changes"] == "true"
+    assert changes["lexical"]["significant_change"] == "false"
+    assert changes["allminilm"]["changes"] == "false"

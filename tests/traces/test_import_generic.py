@@ -95,6 +95,7 @@ def test_every_problem_is_located(tmp_path: Path) -> None:
         f"{src}:3, record f1: parent 'zz' is not an item",
         (f"{src}:9, query q2: rank 1: 'ghost' has no item record (give it one; if its lineage "
          "is unknown, \"sources\": [] with \"uncertain\": {\"possible_sources\": \"any\"})"),
+        f"{src}:9, query q2: ranking for a query with no query record",  # same run: all at once
     ]
 
 
@@ -237,7 +238,8 @@ def test_partial_lineage_records_are_checked_with_their_lines(tmp_path: Path) ->
     with pytest.raises(TiapError) as exc:
         read_generic(src)
     assert [str(p) for p in exc.value.problems] == [
-        f"{src}:2, record b: field 'uncertain' has unknown key(s) 'maybe'",
+        (f"{src}:2, record b: field 'uncertain' has unknown key(s) 'maybe'; expected "
+         "possible_sources, excluded_sources, requires, max_sources, exclusive"),
         f"{src}:3, record c: units both in sources and excluded_sources: u1",
         f"{src}:4, record d: placeholder existence must be 'certain' or 'possible', got 'sure'",
         (f"{src}:7, query q1: rank 2: 'p' is a placeholder (it stands for unseen items and is "

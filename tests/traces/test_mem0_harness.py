@@ -245,8 +245,8 @@ def test_rerun_skips_finished_and_rebuilds_unfinished_without_duplicates(tmp_pat
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"infer": True}, "key llm_base_url: missing: infer=True needs an LLM"),
     ({"llm_model": "x"}, "key llm_model: applies with infer=True only"),
-    ({"limit": 0}, "key limit: expected a value >= 1, got 0 (an integer)"),
-    ({"threshold": 2.0}, "key threshold: expected a value <= 1.0, got 2.0 (a float)"),
+    ({"limit": 0}, "key limit: expected an integer from 1 to 1,000,000, got 0 (an integer)"),
+    ({"threshold": 2.0}, "key threshold: expected a number from 0 to 1, got 2.0 (a float)"),
 ])
 def test_bad_settings(tmp_path: Path, kwargs: dict, message: str) -> None:
     # the settings are a declared schema: refused when built, before run_mem0 reads anything

@@ -61,8 +61,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tiap.audit.labels import BINARY_LABELS, SEMANTIC_LABELS, LabelRecord
-from tiap.errors import TiapError
+from tiap.audit.labels import BINARY_LABELS, SEMANTIC_LABELS, LabelRecord, select_judges
+from tiap.errors import Problem, TiapError
 
 __all__ = [
     "TIE_RULES",
@@ -85,6 +85,7 @@ TieRule = Literal["conservative", "lenient", "none"]
 TIE_RULES: tuple[str, ...] = ("conservative", "lenient", "none")
 MAJORITY = "majority"
 _CODE = {lab: i for i, lab in enumerate(SEMANTIC_LABELS)}
+_EXAMPLES = 5  # located examples kept per counted warning
 IntArray = NDArray[np.int64]
 
 
@@ -321,6 +322,8 @@ class AgreementReport:
     majority: list[dict[str, Any]]
     human: list[dict[str, Any]] = field(default_factory=list)
     confusion: list[dict[str, Any]] = field(default_factory=list)
+    #: the manifest's counted warnings (``unmatched_label``: human labels of no judged case)
+    warnings: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         summary = dict(self.summary)
@@ -464,10 +467,16 @@ def agreement(labels: Iterable[LabelRecord], *, human: Iterable[LabelRecord] = (
             every judge and with the majority vote over the cases they share.
         tie_rule: the majority vote's tie rule.
         raters: the judges to include, in this order (default: all, in order of appearance).
+
+    Raises:
+        TiapError: before anything is computed, when the labels are empty, a rater of
+            ``raters`` is named by no label, or a rater taken gives no scored label
+            (:func:`tiap.audit.labels.select_judges`); the same for each human rater, and
+            when none of a human rater's scored labels names a case a judge labelled. Human
+            labels of cases no judge labelled are counted in :attr:`AgreementReport.warnings`
+            (``unmatched_label``) and left out.
     """
-    table = rating_table(labels, raters)
-    if not table.raters:
-        raise TiapError("no labels to compare")
+    table = rating_table(select_judges(labels, raters), raters)
     codes = table.codes
     complete: NDArray[np.bool_] = np.asarray((codes >= 0).all(axis=1), dtype=bool)
     n_complete = int(complete.sum())
@@ -513,7 +522,10 @@ def agreement(labels: Iterable[LabelRecord], *, human: Iterable[LabelRecord] = (
     hum = list(human)
     human_rows: list[dict[str, Any]] = []
     confusion: list[dict[str, Any]] = []
+    warnings: dict[str, Any] = {}
     if hum:
+        hum = select_judges(hum, who="human rater")
+        warnings = _check_human(hum, table)
         htable = rating_table(hum)
         units = {(r.judge, r.case_id): r.judgment for r in hum}
         human_rows, confusion = _human_rows(table, htable, majority, units, tie_rule)
@@ -537,7 +549,43 @@ def agreement(labels: Iterable[LabelRecord], *, human: Iterable[LabelRecord] = (
         raters=table.raters, n_cases=len(table.case_ids), n_complete=n_complete,
         tie_rule=tie_rule, summary=summary, pairwise=pw,
         distribution=_distribution(table, majority), majority=maj_rows,
-        human=human_rows, confusion=confusion)
+        human=human_rows, confusion=confusion, warnings=warnings)
+
+
+def _check_human(hum: Sequence[LabelRecord], table: RatingTable) -> dict[str, Any]:
+    """Human labels against the judges' cases, before any agreement with them is computed:
+    a human rater none of whose scored labels names a case a judge labelled (scored) is an
+    error naming its file and example cases of both sides (its agreement would be computed
+    over nothing); human labels of cases no judge labelled are counted
+    (``unmatched_label``, the manifest's ``warnings``) and left out."""
+    cases = set(table.case_ids)
+    scored = {c for c, row in zip(table.case_ids, table.codes, strict=True) if (row >= 0).any()}
+    problems: list[Problem] = []
+    for h in dict.fromkeys(r.judge for r in hum):
+        mine = [r for r in hum if r.judge == h]
+        if any(r.scored and r.case_id in scored for r in mine):
+            continue
+        files = list(dict.fromkeys(r.origin[0] for r in mine if r.origin))
+        theirs = ", ".join(list(dict.fromkeys(r.case_id for r in mine))[:3])
+        ours = ", ".join([c for c in table.case_ids if c in scored][:3])
+        problems.append(Problem(
+            f"human rater {h!r} labels no case that a judge labelled, so its agreement would "
+            f"be computed over nothing: its {len(mine):,} labels name cases such as {theirs}; "
+            f"the judges' are such as {ours}. Are the human labels of another audit (their "
+            f"case_id must be the case ids of cases.jsonl)?",
+            file=files[0] if len(files) == 1 else None, code="invalid-value"))
+    if problems:
+        raise TiapError(problems=problems, code="invalid-value")
+    missed = [r for r in hum if r.case_id not in cases]
+    if not missed:
+        return {}
+    examples = [str(Problem(f"case {r.case_id!r} has no judge's label", code="unmatched_label",
+                            **r.where()))
+                for r in missed[:_EXAMPLES]]
+    return {"unmatched_label": {
+        "message": f"human labels name cases that no judge labelled; they are left out "
+                   f"({len(missed):,} of {len(hum):,} human labels)",
+        "count": len(missed), "examples": examples}}
 
 
 def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
@@ -586,6 +634,8 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
         man = manifest_header(AGREEMENT_COMMAND, 1)
         man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
         man["options"] = {"tie_rule": report.tie_rule, "raters": list(report.raters)}
+        if report.warnings:
+            man["warnings"] = dict(report.warnings)
         man["outputs"] = outputs
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man

@@ -638,7 +638,7 @@ def load_rescore_inputs(
     for name, path in run_specs:
         if not given_runs:
             check(f"run:{name}", None, "--run")
-        got = read_run(path, dedup="first")
+        got = read_run(path, dedup="first", order=rescore_dir.options.get("order") or "rank")
         inputs[f"run:{name or path.name}"] = path
         if name is None or name == path.name:
             chosen = got

@@ -69,20 +69,21 @@ import csv
 import json
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from tiap.audit.agreement import TieRule, majority_vote
-from tiap.audit.labels import GRADES, SEMANTIC_LABELS, LabelRecord
-from tiap.errors import Problems, TiapError
+from tiap.audit.labels import GRADES, SEMANTIC_LABELS, LabelRecord, select_judges
+from tiap.errors import Problem, Problems, TiapError
 
 __all__ = [
     "SUPPORT_MEASURES",
     "SUPPORT_POLICIES",
     "GradedResult",
+    "Relevance",
     "RelevanceKey",
     "SupportBounds",
     "composed_support",
@@ -106,6 +107,7 @@ SUPPORT_MEASURES: tuple[str, ...] = ("Coverage", "GradedCoverage", "Sufficient")
 _CODE = {lab: i for i, lab in enumerate(SEMANTIC_LABELS)}
 #: (store, query_id, item_id): what one graded relevance is about.
 RelevanceKey = tuple[str, str, str]
+_EXAMPLES = 5  # located examples kept per counted warning
 
 
 def qrels_name(store: str, target: str) -> str:
@@ -113,13 +115,29 @@ def qrels_name(store: str, target: str) -> str:
     return f"{store}.{target}.graded.qrels"
 
 
+class Relevance(dict[RelevanceKey, int]):
+    """:func:`item_relevance`'s ``(store, query_id, item_id) -> grade``, with ``origins``:
+    the file and line of each key's first label (for located messages)."""
+
+    def __init__(self, grades: Mapping[RelevanceKey, int] = {},
+                 origins: Mapping[RelevanceKey, tuple[str, int]] = {}) -> None:
+        super().__init__(grades)
+        self.origins: dict[RelevanceKey, tuple[str, int]] = dict(origins)
+
+
 def item_relevance(labels: Iterable[LabelRecord], *, tie_rule: TieRule = "conservative",
                    judges: Sequence[str] | None = None,
                    grades: Mapping[str, int] = GRADES,
-                   stores: Collection[str] | None = None) -> dict[RelevanceKey, int]:
+                   stores: Collection[str] | None = None) -> Relevance:
     """``(store, query_id, item_id) -> grade`` from scored labels (majority vote per key).
 
+    The labels are checked first (:func:`tiap.audit.labels.select_judges`): no label, a
+    judge of ``judges`` that no label names, or a judge whose every label is unscored is
+    an error naming the files and the judges they hold, never a survival computed from no
+    label.
+
     Args:
+        judges: the judges whose labels grade (default: every judge of ``labels``).
         stores: the names of the stores the labels will grade. A label without a store (a
             file written before stores were named) is taken to be of the only store when
             there is exactly one; otherwise it is ambiguous (its item id may name different
@@ -127,9 +145,10 @@ def item_relevance(labels: Iterable[LabelRecord], *, tie_rule: TieRule = "conser
     """
     only = next(iter(stores)) if stores is not None and len(set(stores)) == 1 else None
     votes: dict[RelevanceKey, list[int]] = {}
+    origins: dict[RelevanceKey, tuple[str, int]] = {}
     problems = Problems()
-    for r in labels:
-        if not r.scored or (judges is not None and r.judge not in judges):
+    for r in select_judges(labels, judges):
+        if not r.scored:
             continue
         if not r.query_id or not r.item_id:
             problems.add("a label without query_id and item_id cannot grade a target",
@@ -143,17 +162,19 @@ def item_relevance(labels: Iterable[LabelRecord], *, tie_rule: TieRule = "conser
                          "and `tiap audit judge` (cached verdicts are reused)",
                          record=r.case_id, **r.where())
             continue
-        votes.setdefault((store, r.query_id, r.item_id), []).append(_CODE[r.label])
+        key = (store, r.query_id, r.item_id)
+        votes.setdefault(key, []).append(_CODE[r.label])
+        if r.origin is not None:
+            origins.setdefault(key, r.origin)
     problems.raise_if_any()
-    if not votes:
-        return {}
     keys = list(votes)
-    width = max(len(v) for v in votes.values())
+    width = max(len(v) for v in votes.values())  # select_judges: some label is scored
     codes = np.full((len(keys), width), -1, np.int64)
     for i, k in enumerate(keys):
         codes[i, : len(votes[k])] = votes[k]
     winner, _ = majority_vote(codes, 3, "conservative" if tie_rule == "none" else tie_rule)
-    return {k: int(grades[SEMANTIC_LABELS[int(w)]]) for k, w in zip(keys, winner, strict=True)}
+    return Relevance({k: int(grades[SEMANTIC_LABELS[int(w)]])
+                      for k, w in zip(keys, winner, strict=True)}, origins)
 
 
 def retained_ndcg(ranking: Sequence[str], relevance: Mapping[str, float], k: int,
@@ -252,7 +273,9 @@ class GradedResult:
     format (one row per (system, target, query, measure), and per (system, target, measure)),
     for Raw and each relaxed target. ``unjudged`` is the policy the nDCG columns used,
     ``support_unjudged`` the one of the composed-support measures, ``unjudged_given`` what
-    the caller chose (``None``: each its default, ``keep`` and ``unknown``)."""
+    the caller chose (``None``: each its default, ``keep`` and ``unknown``). ``warnings``
+    are the manifest's counted warnings (``unmatched_label``: labelled items that grade no
+    member)."""
 
     rows: tuple[dict[str, Any], ...]
     summary: tuple[dict[str, Any], ...]
@@ -264,6 +287,7 @@ class GradedResult:
     support_summary: tuple[dict[str, Any], ...] = ()
     support_unjudged: str = "unknown"
     unjudged_given: str | None = None
+    warnings: Mapping[str, Any] = field(default_factory=dict)
 
 
 def graded_rescore(
@@ -321,6 +345,7 @@ def graded_rescore(
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     qrels: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+    used: set[RelevanceKey] = set()  # the labelled items that grade a member
     for run in runs:
         sname, lineage = run_stores[run.system]
         if sname not in groups_of:
@@ -360,6 +385,7 @@ def graded_rescore(
                             rel[i] = 2
                         elif (sname, q, i) in relevance:
                             rel[i] = relevance[(sname, q, i)]
+                            used.add((sname, q, i))
                             judged += 1
                             rejected += rel[i] == 0
                         else:
@@ -411,11 +437,49 @@ def graded_rescore(
                 "rejected_members": int(sum(s[2] for s, m in zip(stats, shared, strict=True)
                                             if m)),
             })
+    warnings = _unmatched_labels(relevance, used, targets,
+                                 sorted({run_stores[r.system][0] for r in runs}))
     return GradedResult(rows=tuple(rows), summary=tuple(summary), k=k, unjudged=unjudged,
                         qrels=qrels, systems={r.system: run_stores[r.system][0] for r in runs},
                         support_rows=tuple(support_rows),
                         support_summary=tuple(support_summary),
-                        support_unjudged=support_policy, unjudged_given=given)
+                        support_unjudged=support_policy, unjudged_given=given,
+                        warnings=warnings)
+
+
+def _unmatched_labels(relevance: Mapping[RelevanceKey, int], used: Collection[RelevanceKey],
+                      targets: Sequence[str], stores: Sequence[str]) -> dict[str, Any]:
+    """The manifest's ``warnings`` for labelled items that grade no derived member of a
+    relaxed target of the runs (``unmatched_label``); an error when labels were given and
+    none of them grades one: every figure would be the binary target's, as if the labels
+    all said ``supports``."""
+    origins: Mapping[RelevanceKey, tuple[str, int]] = getattr(relevance, "origins", {})
+    missed = [key for key in relevance if key not in used]
+    if not missed:
+        return {}
+
+    def where(key: RelevanceKey) -> dict[str, Any]:
+        f = origins.get(key)
+        return {"file": f[0], "line": f[1]} if f else {}
+
+    def what(key: RelevanceKey) -> str:
+        return f"store {key[0]}, query {key[1]}, item {key[2]}"
+
+    if len(missed) == len(relevance):
+        theirs = sorted({key[0] for key in relevance})
+        raise TiapError(f"none of the {len(relevance):,} labelled items is a derived member "
+                        f"of a target ({', '.join(targets)}) of these runs, so the labels "
+                        f"would grade nothing (first: {what(missed[0])}); are they of another "
+                        f"audit? The labels' stores: {', '.join(theirs)}; the runs': "
+                        f"{', '.join(stores)}", code="invalid-value", **where(missed[0]))
+    examples = [str(Problem(f"{what(key)} grades no member", code="unmatched_label",
+                            **where(key)))
+                for key in missed[:_EXAMPLES]]
+    return {"unmatched_label": {
+        "message": f"labelled items that are no derived member of a target "
+                   f"({', '.join(targets)}) of these runs grade nothing and are left out "
+                   f"({len(missed):,} of {len(relevance):,} labelled items)",
+        "count": len(missed), "examples": examples}}
 
 
 def _support(system: str, store: str, rankings: Sequence[Any], tsets: Any, target: str,
@@ -569,6 +633,8 @@ def write_graded(result: GradedResult, out: str | Path, *,
             for store in sorted(set(result.systems.values()))}
         man["systems"] = {s: {"store": n, "qrels": files.get(n, {})}
                           for s, n in result.systems.items()}
+        if result.warnings:
+            man["warnings"] = dict(result.warnings)
         man["outputs"] = outputs
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return man

@@ -10,7 +10,8 @@
   one judgment copied to several cases, counted once by the agreement report; without it
   every row is its own judgment). Labels are read by
   :func:`tiap.audit.labels.normalize_label`; a value it does not know is an error naming the
-  file, line and value (so a typo is never silently dropped), unless it is empty.
+  file, line and value (so a typo is never silently dropped), unless it is empty. A file
+  with no row is an error naming it.
 
 Human raters are named ``human:NAME`` (``NAME`` from ``--human NAME=CSV``, the ``rater``
 column, or the file's role in the paper's data: ``primary``, ``external``, ``internal``).
@@ -37,6 +38,8 @@ def read_human_labels(path: str | Path, name: str | None = None,
     who = None if name is None else (name if name.startswith("human:") else f"human:{name}")
     paper = read_paper_human(path, who)
     if paper is not None:
+        if not paper:
+            raise TiapError("the human-label file holds no label row", file=path)
         return paper
     p = Path(path)
     with open(p, newline="", encoding="utf-8-sig") as fh:
@@ -69,4 +72,6 @@ def read_human_labels(path: str | Path, name: str | None = None,
                                              "source": p.name}))
     if problems:
         raise TiapError(problems=problems)
+    if not out:  # every agreement with it would be computed over nothing
+        raise TiapError("the human-label file holds no label row", file=p)
     return out

@@ -61,7 +61,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -73,7 +73,14 @@ from tiap.audit.labels import (
     Verdict,
     canonical_json,
 )
-from tiap.config import Invalid, Settings, active_options, command_options, did_you_mean
+from tiap.config import (
+    Invalid,
+    Settings,
+    active_options,
+    command_options,
+    did_you_mean,
+    ranged,
+)
 from tiap.errors import TiapError
 from tiap.llm import MAX_INVALID, StructuredOutput
 
@@ -338,8 +345,8 @@ def _threshold(value: float, supports: float, partial: float) -> str:
 class _Thresholds(Settings):
     """``supports`` and ``partial`` thresholds, ``partial <= supports``; a non-blank name."""
 
-    supports: float
-    partial: float
+    supports: Annotated[float, ranged("cosine")]  # each judge narrows the range
+    partial: Annotated[float, ranged("cosine")]
     name: str | None = None
 
     @model_validator(mode="after")
@@ -357,8 +364,8 @@ class LexicalSettings(_Thresholds):
 
     subject = "judge 'lexical'"
 
-    supports: float = Field(0.75, ge=0, le=1, allow_inf_nan=False)
-    partial: float = Field(0.1, ge=0, le=1, allow_inf_nan=False)
+    supports: Annotated[float, ranged("unit")] = 0.75
+    partial: Annotated[float, ranged("unit")] = 0.1
 
 
 class EmbeddingSettings(_Thresholds):
@@ -367,10 +374,10 @@ class EmbeddingSettings(_Thresholds):
 
     subject = "judge 'embedding'"
 
-    supports: float = Field(0.7, ge=-1, le=1, allow_inf_nan=False)
-    partial: float = Field(0.45, ge=-1, le=1, allow_inf_nan=False)
+    supports: Annotated[float, ranged("cosine")] = 0.7
+    partial: Annotated[float, ranged("cosine")] = 0.45
     model: str | None = Field(None, min_length=1)
-    batch_size: int = Field(64, ge=1)
+    batch_size: Annotated[int, ranged("batch_size")] = 64
 
 
 class LexicalJudge(Judge):

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ __all__ = [
     "normalize_label",
     "normalize_serving",
     "read_labels",
+    "select_judges",
     "write_labels",
 ]
 
@@ -303,7 +305,8 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
     """Read one or more ``labels.jsonl`` files.
 
     A (case, judge) pair labelled twice, in one file or across files, is an error naming
-    both places: agreement statistics need one label per rater and case.
+    both places: agreement statistics need one label per rater and case. A file with no
+    label is an error naming it: every figure would be computed as if it held none.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -311,6 +314,7 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
     seen: dict[tuple[str, str], str] = {}
     problems: list[Problem] = []
     for p in paths:
+        before = len(out) + len(problems)
         for line, obj in iter_jsonl(p):
             rec = LabelRecord.from_json(obj, file=p, line=line)
             key = (rec.case_id, rec.judge)
@@ -321,9 +325,84 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
                 continue
             seen[key] = f"{p}:{line}"
             out.append(rec)
+        if len(out) + len(problems) == before:  # a figure read from it would count nothing
+            problems.append(Problem("the labels file holds no label (an empty file: did "
+                                    "`tiap audit judge` write it?)", file=str(p)))
     if problems:
         raise TiapError(problems=problems)
     return out
+
+
+def select_judges(labels: Iterable[LabelRecord], judges: Sequence[str] | None = None, *,
+                  who: str = "judge") -> list[LabelRecord]:
+    """The labels of ``judges`` (every judge of ``labels`` when ``None``), checked before
+    any figure is computed from them. Each of these is an error naming the files the labels
+    came from and the judges each holds (all found are reported together):
+
+    - no label at all (``error[input]``);
+    - a judge asked for twice, or one that no label names (``error[invalid-value]``, with a
+      did-you-mean);
+    - a judge taken (asked for, or any judge when ``judges`` is ``None``) whose every label
+      is ``unscored`` (``error[input]``, with its reasons): it would count nothing, and the
+      figures would read as if it had been counted.
+
+    ``who`` names the raters in the messages (``judge``, ``human rater``).
+    """
+    labs = list(labels)
+    if not labs:
+        raise TiapError(f"no labels: there is no {who} to compute anything from")
+    per_file: dict[str, dict[str, int]] = {}  # file -> judge -> labels
+    for r in labs:
+        f = r.origin[0] if r.origin else ""
+        per_file.setdefault(f, {})
+        per_file[f][r.judge] = per_file[f].get(r.judge, 0) + 1
+    one_file = next(iter(per_file)) if len(per_file) == 1 and "" not in per_file else None
+
+    def held() -> str:
+        def names(js: Mapping[str, int]) -> str:
+            return ", ".join(f"{j} ({n:,} labels)" for j, n in js.items())
+        if len(per_file) == 1:
+            return f"the {who}s of the labels: {names(next(iter(per_file.values())))}"
+        return f"the {who}s of the labels: " + "; ".join(
+            f"{f or 'given in code'}: {names(js)}" for f, js in per_file.items())
+
+    def files_of(judge: str) -> list[str]:
+        return [f for f, js in per_file.items() if judge in js and f]
+
+    known = list(dict.fromkeys(r.judge for r in labs))
+    problems: list[Problem] = []
+    wanted = known if judges is None else list(judges)
+    first: dict[str, int] = {}
+    for i, j in enumerate(wanted, start=1):
+        if j in first:
+            problems.append(Problem(f"{who} {j!r} is asked for twice (items {first[j]} and "
+                                    f"{i})", file=one_file, code="invalid-value"))
+        first.setdefault(j, i)
+    from tiap.config import did_you_mean
+
+    for j in first:
+        if j not in known:
+            problems.append(Problem(f"{who} {j!r} is asked for, but no label names it"
+                                    f"{did_you_mean(j, known)}; {held()}", file=one_file,
+                                    code="invalid-value"))
+    chosen = set(first)
+    for j in first:
+        mine = [r for r in labs if r.judge == j]
+        if mine and not any(r.scored for r in mine):
+            reasons = Counter(r.reason or "no reason given" for r in mine)
+            why = "; ".join(f"{n:,} x {reason}" for reason, n in reasons.most_common(3))
+            fs = files_of(j)
+            where = f" in {', '.join(fs)}" if len(fs) > 1 else ""
+            n = "1 label" if len(mine) == 1 else f"{len(mine):,} labels"
+            problems.append(Problem(f"{who} {j!r} gives no scored label: its {n}{where}, all "
+                                    f"unscored ({why}); judge the cases again (an endpoint's "
+                                    f"invalid replies are asked again), or leave the {who} "
+                                    "out",
+                                    file=fs[0] if len(fs) == 1 else None, code="input"))
+    if problems:
+        codes = {p.code for p in problems}
+        raise TiapError(problems=problems, code=codes.pop() if len(codes) == 1 else None)
+    return [r for r in labs if r.judge in chosen]
 
 
 def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:

@@ -66,9 +66,9 @@ from __future__ import annotations
 import os
 import string
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from tiap.audit.judges import Judge, Request
 from tiap.audit.labels import UNSCORED, Verdict
@@ -83,7 +83,7 @@ from tiap.audit.rubric import (
     parse_verdict,
     render_messages,
 )
-from tiap.config import Invalid, Settings
+from tiap.config import Invalid, Settings, ranged
 from tiap.errors import TiapError
 from tiap.llm import (
     MAX_INVALID,
@@ -92,7 +92,9 @@ from tiap.llm import (
     ChatReply,
     EnvName,
     ResponseFormat,
+    Retries,
     Seconds,
+    Seed,
     Share,
     StructuredOutput,
     Wait,
@@ -116,15 +118,15 @@ class OpenAISettings(Settings):
     model: str | None = None
     base_url: BaseUrl | None = None
     api_key_env: EnvName | None = "OPENAI_API_KEY"
-    temperature: float = Field(0.0, ge=0, allow_inf_nan=False)
-    max_tokens: int = Field(400, ge=1)
-    seed: int | None = None
+    temperature: Annotated[float, ranged("temperature")] = 0.0
+    max_tokens: Annotated[int, ranged("max_tokens")] = 400
+    seed: Seed | None = None
     response_format: ResponseFormat = "json_schema"
     timeout: Seconds = 60.0
-    max_retries: int = Field(4, ge=0)
+    max_retries: Retries = 4
     backoff: Wait = 1.0
     max_backoff: Wait = 30.0
-    concurrency: int = Field(4, ge=1)
+    concurrency: Annotated[int, ranged("concurrency")] = 4
     max_invalid: Share = MAX_INVALID
     name: str | None = None
     system_template: str = SYSTEM_TEMPLATE

@@ -17,9 +17,9 @@ from rich.table import Table
 from tiap.cli.common import (
     K_HELP,
     ForceOption,
+    bounded,
     console,
     err_console,
-    finite,
     headline_option,
     print_warnings,
     split_names,
@@ -83,14 +83,15 @@ def cases_cmd(
         "--measure", help="Measure whose values the cases carry and whose cutoff bounds the "
         "walk (default: the headline measure, nDCG at the rescoring's largest cutoff).",
         show_default=False)] = None,
-    k: Annotated[int | None, typer.Option("--k", min=1, help=K_HELP, show_default=False)
+    k: Annotated[int | None, bounded("cutoff", "--k", help=K_HELP, show_default=False)
                  ] = None,
     sample: Annotated[str, typer.Option(
         "--sample", help="all, or stratified by dataset, system, case type and rank bucket.")
         ] = "all",
-    per_stratum: Annotated[int, typer.Option(
-        "--per-stratum", help="Cases drawn per stratum (--sample stratified).")] = 10,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the stratified draw.")] = 0,
+    per_stratum: Annotated[int, bounded(
+        "per_stratum", "--per-stratum", help="Cases drawn per stratum (--sample stratified).")
+    ] = 10,
+    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the stratified draw.")] = 0,
     dataset: Annotated[str | None, typer.Option(
         "--dataset", help="Dataset name of every case (default: the run's benchmark, else the "
         "queries' dataset field).", show_default=False)] = None,
@@ -173,23 +174,22 @@ def judge_cmd(
     api_key_env: Annotated[str | None, typer.Option(
         "--api-key-env", help="Environment variable holding the API key (default: "
         "OPENAI_API_KEY); the key is never written.", show_default=False)] = None,
-    concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", min=1, help="Requests in flight per openai judge (default: 4).",
+    concurrency: Annotated[int | None, bounded(
+        "concurrency", "--concurrency", help="Requests in flight per openai judge (default: "
+        "4).", show_default=False)] = None,
+    max_retries: Annotated[int | None, bounded(
+        "retries", "--max-retries", help="Retries on 429 / 5xx / timeouts (default: 4).",
         show_default=False)] = None,
-    max_retries: Annotated[int | None, typer.Option(
-        "--max-retries", min=0, help="Retries on 429 / 5xx / timeouts (default: 4).",
+    timeout: Annotated[float | None, bounded(
+        "timeout", "--timeout", help="Seconds per request (default: 60).",
         show_default=False)] = None,
-    timeout: Annotated[float | None, typer.Option(
-        "--timeout", help="Seconds per request (default: 60).", show_default=False,
-        callback=finite("--timeout", low=0, low_open=True))] = None,
-    backoff: Annotated[float | None, typer.Option(
-        "--backoff", help="First retry wait in seconds, doubled each retry (default: 1).",
-        show_default=False, callback=finite("--backoff", low=0))] = None,
-    max_invalid: Annotated[float | None, typer.Option(
-        "--max-invalid", help="Stop (error[endpoint]) when more than this share of an "
-        "openai judge's replies are invalid (default 0.5; 1: never). Invalid replies are "
-        "never cached: a rerun asks for them again.", show_default=False,
-        callback=finite("--max-invalid", low=0, high=1))] = None,
+    backoff: Annotated[float | None, bounded(
+        "wait", "--backoff", help="First retry wait in seconds, doubled each retry (default: "
+        "1).", show_default=False)] = None,
+    max_invalid: Annotated[float | None, bounded(
+        "share", "--max-invalid", help="Stop (error[endpoint]) when more than this share of "
+        "an openai judge's replies are invalid (default 0.5; 1: never). Invalid replies are "
+        "never cached: a rerun asks for them again.", show_default=False)] = None,
     response_format: Annotated[str | None, typer.Option(
         "--response-format", help="Structured output openai judges ask for: json_schema (the "
         "default: the server holds the reply to the verdict's JSON schema), json_object (any "
@@ -200,8 +200,8 @@ def judge_cmd(
         "127.0.0.1 for the run and give it to the openai judges (a judge naming another "
         "base_url or model is refused); defaults then fit a one-slot CPU server: "
         "--concurrency 1, --timeout 600.", show_default=False)] = None,
-    local_port: Annotated[int, typer.Option(
-        "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed, so "
+    local_port: Annotated[int, bounded(
+        "port", "--local-port", help="Port of the --local-model server (fixed, so "
         "that the verdict cache's keys, which name the endpoint, hold across runs).")
     ] = 8089,
     cache: Annotated[Path | None, typer.Option(
@@ -212,8 +212,8 @@ def judge_cmd(
         "--retry-unscored", help="Ask offline judges (lexical, embedding) again for the "
         "unscored verdicts they cached. Endpoint judges need no flag: their unscored "
         "verdicts (invalid replies) are never cached and always asked again.")] = False,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", min=1, help="Judge only the first N cases.")] = None,
+    limit: Annotated[int | None, bounded(
+        "count", "--limit", help="Judge only the first N cases.")] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the requests are asked: local (threads in this process), "
         "ray (tasks on a local Ray instance), ray://HOST:PORT or ray:auto (a Ray cluster; "
@@ -359,12 +359,15 @@ def agreement_cmd(
     human: Annotated[list[str] | None, typer.Option(
         "--human", help="Human labels ([NAME=]CSV): a case_id + label CSV, or the paper's "
         "validation files (semantic_validation_sample_115.csv, "
-        "external_semantic_review_set_36*.csv). Repeatable.")] = None,
+        "external_semantic_review_set_36*.csv); its case_id column holds case ids of "
+        "cases.jsonl (labels of cases no judge labelled are counted and left out). "
+        "Repeatable.")] = None,
     tie_rule: Annotated[str, typer.Option(
         "--tie-rule", help="Majority-vote ties: conservative (least support), lenient (most "
         "support) or none (no majority).")] = "conservative",
     judges: Annotated[str | None, typer.Option(
-        "--judges", help="Only these judges (comma-separated), in this order.")] = None,
+        "--judges", help="Only these judges (comma-separated), in this order; a name no "
+        "label carries is an error.")] = None,
     force: ForceOption = False,
 ) -> None:
     """Agreement between judges: Fleiss' and Cohen's kappa, Krippendorff's alpha, percent
@@ -385,7 +388,7 @@ def agreement_cmd(
         inputs[f"human:{name or path.name}"] = path
     rep = agreement(recs, human=hum, tie_rule=tie_rule,  # type: ignore[arg-type]
                     raters=raters)
-    write_agreement(rep, out, inputs=inputs, force=force)
+    man = write_agreement(rep, out, inputs=inputs, force=force)
     s = rep.summary
     console.print(f"{len(rep.raters)} raters, {rep.n_cases:,} cases, {rep.n_complete:,} "
                   "labelled by every rater", highlight=False)
@@ -414,6 +417,7 @@ def agreement_cmd(
             t.add_row(r3["human"], r3["rater"], f"{r3['n']:,}", _fmt(r3["agreement"]),
                       _fmt(r3["cohen_kappa"]), _fmt(r2["agreement"]), _fmt(r2["cohen_kappa"]))
         console.print(t)
+    print_warnings(man.get("warnings"), out / "manifest.json")
     err_console.print(f"wrote {out}")
 
 
@@ -435,8 +439,8 @@ def graded_cmd(
     targets: Annotated[str, typer.Option(
         "--targets", help="Relaxed targets.")] = "source,canonical",
     raw: Annotated[str, typer.Option("--raw", help="The strict target.")] = "raw",
-    k: Annotated[int | None, typer.Option(
-        "--k", min=1, help="nDCG cutoff, at least 1 (default: the cutoff of the rescoring's "
+    k: Annotated[int | None, bounded(
+        "cutoff", "--k", help="nDCG cutoff (default: the cutoff of the rescoring's "
         "headline measure, nDCG at its largest cutoff).", show_default=False)] = None,
     unjudged: Annotated[str | None, typer.Option(
         "--unjudged", help="Unjudged derived members: keep (relevance 2, support 1), partial "
@@ -445,7 +449,8 @@ def graded_cmd(
         "Default: keep for nDCG, unknown for composed support.", show_default=False)
     ] = None,
     judges: Annotated[str | None, typer.Option(
-        "--judges", help="Use only these judges' labels (comma-separated).")] = None,
+        "--judges", help="Use only these judges' labels (comma-separated); a name no label "
+        "carries is an error.")] = None,
     tie_rule: Annotated[str, typer.Option(
         "--tie-rule", help="Combining several labels of one item: conservative or lenient.")
         ] = "conservative",
@@ -513,6 +518,7 @@ def graded_cmd(
                       f"{UNJUDGED[result.unjudged]}) in nDCG; {result.support_unjudged} in "
                       "composed support", highlight=False, markup=False)
     _print_support(result)
+    print_warnings(man.get("warnings"), out / "manifest.json")
     for store, entry in man["stores"].items():
         err_console.print(f"qrels of store {store} (systems {', '.join(entry['systems'])}): "
                           + ", ".join(str(out / p) for p in entry["qrels"].values()),

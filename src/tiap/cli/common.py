@@ -215,36 +215,42 @@ def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
     return items
 
 
-def finite(option: str, *, low: float | None = None, high: float | None = None,
-           low_open: bool = False, high_open: bool = False):  # type: ignore[no-untyped-def]
-    """A typer callback that refuses a non-finite number or one outside the range (open or
-    closed at each end), naming the option and the range: a usage error, exit 2."""
-    import math
+def in_range(limit: str, option: str):  # type: ignore[no-untyped-def]
+    """A typer callback that refuses a value outside the declared range ``limit``
+    (:data:`tiap.limits.LIMITS`), naming the option, the range and why, as the config
+    schemas name an option's value: ``error[usage]: option --resamples: expected an integer
+    from 1 to 10,000,000, got 0 (an integer)``, exit 2."""
+    from tiap.limits import LIMITS
 
-    lo = "" if low is None else ("(" if low_open else "[") + f"{low:g}"
-    hi = "" if high is None else f"{high:g}" + (")" if high_open else "]")
-    if low is not None and high is not None:
-        want = f"a number in {lo}, {hi}"
-    elif low is not None:
-        want = f"a number {'>' if low_open else '>='} {low:g}"
-    elif high is not None:
-        want = f"a number {'<' if high_open else '<='} {high:g}"
-    else:
-        want = "a finite number"
+    declared = LIMITS[limit]
 
     def check(value: float | None) -> float | None:
         if value is None:
             return value
-        bad = not math.isfinite(value)
-        if low is not None and (value <= low if low_open else value < low):
-            bad = True
-        if high is not None and (value >= high if high_open else value > high):
-            bad = True
-        if bad:
-            raise typer.BadParameter(f"{value!r} is not {want}", param_hint=f"'{option}'")
+        wrong = declared.problem(value)
+        if wrong is not None:
+            from tiap.config import toml_value
+            from tiap.errors import TiapError
+
+            raise TiapError(f"option {option}: {wrong}, got {toml_value(value)}"
+                            f"{declared.reason(value)}", code="usage")
         return value
 
     return check
+
+
+def bounded(limit: str, *decls: str, help: str, schema: bool = False, **kw: Any) -> Any:
+    """``typer.Option(*decls, ...)`` for a number whose values are the declared range
+    ``limit`` of :data:`tiap.limits.LIMITS` (the same one the config key takes): ``--help``
+    ends with the range, and a value outside it is refused naming the option.
+
+    ``schema``: the option overrides a config key and the config's schema checks it (with
+    the same range, naming the option), so that its problems are reported together with
+    the other options' and the file's."""
+    from tiap.limits import LIMITS
+
+    return typer.Option(*decls, help=f"{help} {LIMITS[limit].help()}",
+                        callback=None if schema else in_range(limit, decls[0]), **kw)
 
 
 def one_of(*allowed: str):  # type: ignore[no-untyped-def]

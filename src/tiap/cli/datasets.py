@@ -105,7 +105,9 @@ def export_cmd(
     force: ForceOption = False,
 ) -> None:
     """Write turns.jsonl, queries.jsonl, memories.jsonl, problems.jsonl and a manifest
-    (the folder is replaced whole; one that is not an earlier export needs --force)."""
+    (the folder is replaced whole; one that is not an earlier export needs --force). Every
+    file the dataset reads must be present or downloadable: a missing one is an error, never
+    an export without it."""
     from tiap.datasets.export import COMMAND, export_dataset
     from tiap.io import check_output_folder
 

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from tiap.cli.common import console, err_console
+from tiap.cli.common import bounded, console, err_console
 from tiap.errors import TiapError
 
 if TYPE_CHECKING:
@@ -52,17 +52,20 @@ def models_cmd(
 @app.command("serve")
 def serve_cmd(
     model: ModelOption = "qwen2.5-coder-1.5b",
-    port: Annotated[int, typer.Option(
-        "--port", help="Port on 127.0.0.1 (0: a free one). Keep it fixed across runs: verdict "
+    port: Annotated[int, bounded(
+        "serve_port", "--port", help="Port on 127.0.0.1 (0: a free one). Keep it fixed across "
+         "runs: verdict "
         "and parser caches key requests by the endpoint.")] = 8089,
-    ctx: Annotated[int, typer.Option(
-        "--ctx", help="Context per slot, in tokens: what the longest request needs (the judge "
-        "and the parser about 1,000; `mem0-run --infer` 16,384).")] = 4096,
-    threads: Annotated[int, typer.Option(
-        "--threads", help="llama.cpp threads (on 2 cores keep 1: two collapse under load).")
+    ctx: Annotated[int, bounded(
+        "ctx", "--ctx", help="Context per slot, in tokens: what the longest request needs (the "
+        "judge and the parser about 1,000; `mem0-run --infer` 16,384), at most what the model "
+        "was trained for.")] = 4096,
+    threads: Annotated[int, bounded(
+        "threads", "--threads", help="llama.cpp threads (on 2 cores keep 1: two collapse under "
+         "load).")
     ] = 1,
-    parallel: Annotated[int, typer.Option(
-        "--parallel", help="Slots: requests answered at once.")] = 1,
+    parallel: Annotated[int, bounded(
+        "parallel", "--parallel", help="Slots: requests answered at once.")] = 1,
     check: Annotated[bool, typer.Option(
         "--check", help="Start, ask one question, print the reply and its time, stop.")
     ] = False,

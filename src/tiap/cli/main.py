@@ -150,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI. Input errors print one line per problem (``error[code]: ...``, codes in
     :data:`tiap.errors.CODES`) and exit with status 2; usage errors too; an interrupt exits
     with 130 and says what was kept."""
-    import click
-    from typer.exceptions import TyperException
+    from typer.exceptions import TyperException  # typer's parser errors (its own click) too
 
     args = sys.argv[1:] if argv is None else list(argv)
     from tiap import provenance
@@ -176,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:  # click turns Ctrl-C at a prompt into Abort
         _error("interrupted", f"interrupted: {_kept(args)}")
         return 130
-    except (TyperException, click.ClickException) as exc:
-        if isinstance(exc, (click.UsageError, click.BadParameter)) or hasattr(exc, "ctx"):
+    except TyperException as exc:
+        if hasattr(exc, "ctx"):  # a usage error of the parser (it names its context)
             return _usage_error(exc, args)
         _error("usage", exc.format_message())  # type: ignore[attr-defined]
         return getattr(exc, "exit_code", 1) or 1

@@ -14,6 +14,7 @@ from tiap.cli.common import (
     DataOption,
     ForceOption,
     NoVerifyOption,
+    bounded,
     console,
     err_console,
     print_manifest_warnings,
@@ -43,27 +44,32 @@ def mem0_run_cmd(
     llm_model: Annotated[str | None, typer.Option(
         "--llm-model", help="Model name at the endpoint (--infer only).",
         show_default=False)] = None,
-    window: Annotated[int, typer.Option(
-        "--window", help="Turns per add() call with --infer (a derived memory comes from one "
+    window: Annotated[int, bounded(
+        "window", "--window", help="Turns per add() call with --infer (a derived memory comes "
+         "from one "
         "or more of them: partial lineage, bounded; 1 gives exact per-turn lineage).")] = 2,
-    max_tokens: Annotated[int, typer.Option(
-        "--max-tokens", help="Cap on each extraction reply (--infer; a reply the cap cuts "
+    max_tokens: Annotated[int, bounded(
+        "mem0_max_tokens", "--max-tokens", help="Cap on each extraction reply (--infer; a reply "
+         "the cap cuts "
         "is not valid JSON: Mem0 stores nothing for that call, and the run counts it).")
     ] = 512,
-    limit: Annotated[int, typer.Option("--limit", help="Results per search (trace depth).")] = 60,
-    threshold: Annotated[float, typer.Option(
-        "--threshold", help="Mem0's minimum semantic score (Mem0's default 0.1 can cut lists "
+    limit: Annotated[int, bounded("cutoff", "--limit", help="Results per search (trace depth).")
+                     ] = 60,
+    threshold: Annotated[float, bounded(
+        "unit", "--threshold", help="Mem0's minimum semantic score (Mem0's default 0.1 can cut "
+         "lists "
         "short).")] = 0.0,
-    sessions: Annotated[int | None, typer.Option(
-        "--sessions", help="Feed only the first N sessions of each collection and search the "
+    sessions: Annotated[int | None, bounded(
+        "count", "--sessions", help="Feed only the first N sessions of each collection and "
+         "search the "
         "queries whose evidence lies in them.", show_default=False)] = None,
     system: Annotated[str, typer.Option("--system", help="System name in the run.")] = "mem0",
     local_model: Annotated[str | None, typer.Option(
         "--local-model", help="Serve this local model (see `tiap llm models`) on 127.0.0.1 "
         "for the run, with the 16k-token context Mem0's extraction request needs (--infer "
         "only; instead of --llm-base-url and --llm-model).", show_default=False)] = None,
-    local_port: Annotated[int, typer.Option(
-        "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed: the "
+    local_port: Annotated[int, bounded(
+        "port", "--local-port", help="Port of the --local-model server (fixed: the "
         "run's fingerprint names the endpoint, so finished collections are reused).")] = 8089,
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Discard the Mem0 stores of an earlier run in --out.")] = False,

@@ -13,9 +13,9 @@ from tiap.cli.common import (
     DataOption,
     ForceOption,
     NoVerifyOption,
+    bounded,
     console,
     err_console,
-    finite,
     print_warnings,
     split_names,
     track,
@@ -34,15 +34,17 @@ def build_store_cmd(
     name: Annotated[str | None, typer.Option(
         "--name", help="The store's name, written on every item (an item is identified by "
         "store and id); default: the name of the --out folder.", show_default=False)] = None,
-    max_facts: Annotated[int | None, typer.Option(
-        "--max-facts", min=1, help="At most N facts per turn (heuristic, llm; default 5). "
+    max_facts: Annotated[int | None, bounded(
+        "max_facts", "--max-facts", help="At most N facts per turn (heuristic, llm; default 5). "
         "The paper's densities are 1, 5 and 8.", show_default=False)] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Recorded; sent to LLM endpoints.")] = 1337,
+    seed: Annotated[int, bounded("seed", "--seed", help="Recorded; sent to LLM endpoints.")
+    ] = 1337,
     collections: Annotated[str | None, typer.Option(
         "--collections", help="Comma-separated collection ids to build (default: all).",
         show_default=False)] = None,
-    workers: Annotated[int | None, typer.Option(
-        "--workers", min=1, help="Processes for the heuristic parser (default: up to 4 CPUs for "
+    workers: Annotated[int | None, bounded(
+        "workers", "--workers", help="Processes for the heuristic parser (default: up to 4 CPUs "
+         "for "
         "datasets of more than 50 collections, else 1). The output is the same for any value.",
         show_default=False)] = None,
     base_url: Annotated[str | None, typer.Option(
@@ -54,32 +56,31 @@ def build_store_cmd(
         "--api-key-env", help="Environment variable holding the API key (default "
         "OPENAI_API_KEY; sent only when set, never written). " + LLM_ONLY,
         show_default=False)] = None,
-    concurrency: Annotated[int | None, typer.Option(
-        "--concurrency", min=1, help="Requests in flight (default 4). " + LLM_ONLY,
+    concurrency: Annotated[int | None, bounded(
+        "concurrency", "--concurrency", help="Requests in flight (default 4). " + LLM_ONLY,
         show_default=False)] = None,
-    timeout: Annotated[float | None, typer.Option(
-        "--timeout", help="Seconds per request (default 60). " + LLM_ONLY,
-        show_default=False, callback=finite("--timeout", low=0, low_open=True))] = None,
-    max_retries: Annotated[int | None, typer.Option(
-        "--max-retries", min=0, help="Retries on 429/5xx/timeouts (default 5). " + LLM_ONLY,
+    timeout: Annotated[float | None, bounded(
+        "timeout", "--timeout", help="Seconds per request (default 60). " + LLM_ONLY,
+        show_default=False)] = None,
+    max_retries: Annotated[int | None, bounded(
+        "retries", "--max-retries", help="Retries on 429/5xx/timeouts (default 5). " + LLM_ONLY,
         show_default=False)] = None,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="SQLite cache of finished turns, for resuming "
         "(default $TIAP_CACHE/llm/parser-cache.sqlite). " + LLM_ONLY,
         show_default=False)] = None,
-    max_invalid: Annotated[float | None, typer.Option(
-        "--max-invalid", help="Stop (error[endpoint]) when more than this share of the "
-        "endpoint's replies are invalid (default 0.5; 1: never). Invalid replies are never "
-        "cached. " + LLM_ONLY, show_default=False,
-        callback=finite("--max-invalid", low=0, high=1))] = None,
+    max_invalid: Annotated[float | None, bounded(
+        "share", "--max-invalid", help="Stop (error[endpoint]) when more than this share of "
+        "the endpoint's replies are invalid (default 0.5; 1: never). Invalid replies are never "
+        "cached. " + LLM_ONLY, show_default=False)] = None,
     response_format: Annotated[str | None, typer.Option(
         "--response-format", help="Structured output asked of the endpoint: json_schema (the "
         "default: the server holds the reply to the facts' JSON schema), json_object (any "
         "JSON object) or none (the prompt alone). A server that refuses one is asked with the "
         "next, and the manifest records what was used. " + LLM_ONLY,
         show_default=False)] = None,
-    max_tokens: Annotated[int | None, typer.Option(
-        "--max-tokens", min=1, help="Longest reply, in tokens (default 512): a reply cut "
+    max_tokens: Annotated[int | None, bounded(
+        "max_tokens", "--max-tokens", help="Longest reply, in tokens (default 512): a reply cut "
         "there is invalid, so a model that loops on a turn stops. " + LLM_ONLY,
         show_default=False)] = None,
     local_model: Annotated[str | None, typer.Option(
@@ -87,14 +88,14 @@ def build_store_cmd(
         "while the store is built, instead of --base-url and --model; defaults then fit a "
         "one-slot CPU server: --concurrency 1, --timeout 600. " + LLM_ONLY,
         show_default=False)] = None,
-    local_port: Annotated[int, typer.Option(
-        "--local-port", min=1, max=65535, help="Port of the --local-model server (fixed, so "
+    local_port: Annotated[int, bounded(
+        "port", "--local-port", help="Port of the --local-model server (fixed, so "
         "that the cache's keys, which name the endpoint, hold across runs).")] = 8089,
-    local_threads: Annotated[int, typer.Option(
-        "--local-threads", min=1, help="llama.cpp threads of the --local-model server (on 2 "
+    local_threads: Annotated[int, bounded(
+        "threads", "--local-threads", help="llama.cpp threads of the --local-model server (on 2 "
         "cores keep 1 when anything else runs).")] = 1,
-    sessions: Annotated[int | None, typer.Option(
-        "--sessions", min=1, help="Only the first N sessions of each collection (by "
+    sessions: Annotated[int | None, bounded(
+        "count", "--sessions", help="Only the first N sessions of each collection (by "
         "position), for a quick real slice.", show_default=False)] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the work runs: local (this process), ray (a local Ray "

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tiap.cli.common import DataOption, err_console, track
+from tiap.cli.common import DataOption, bounded, err_console, track
 
 
 def audit_run_cmd(
@@ -21,20 +21,23 @@ def audit_run_cmd(
         "--collections", help="Comma-separated collection ids (default: all).",
         show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Redo steps that are up to date.")] = False,
-    resamples: Annotated[int | None, typer.Option(
-        "--resamples", help="Bootstrap resamples for Stage III (default: the config's, 10,000).",
+    resamples: Annotated[int | None, bounded(
+        "resamples", "--resamples", help="Random sign vectors per shared subset for Stage "
+        "III's tests (default: the config's, 10,000).", schema=True,
         show_default=False)] = None,
     engine: Annotated[str | None, typer.Option(
         "--engine", help="Where the work runs (default: the config's, local): local, ray (a "
         "local Ray instance), ray://HOST:PORT or ray:auto (a cluster); docs/scale.md says "
         "what is split how. The outputs are the same.", show_default=False)] = None,
-    query_shard: Annotated[int | None, typer.Option(
-        "--query-shard", min=1, help="Queries per rescoring task (default: the config's, a "
-        "task per run). The outputs are the same.", show_default=False)] = None,
+    query_shard: Annotated[int | None, bounded(
+        "count", "--query-shard", help="Queries per rescoring task (default: the config's, a "
+        "task per run). The outputs are the same.", schema=True, show_default=False)] = None,
     data: DataOption = None,
 ) -> None:
     """Build the stores, retrieve, and rescore every run under every target; finished steps
-    are skipped on a rerun, so an interrupted run resumes."""
+    are skipped on a rerun, so an interrupted run resumes. A step runs again when its
+    settings, TIAP's code, a file it reads or a file it wrote (deleted or edited since:
+    checked by sha256) changed; the run says which file."""
     from tiap.cli.rescore import print_summary
     from tiap.pipeline import load_config, run_pipeline
 
@@ -62,12 +65,13 @@ def audit_run_cmd(
 
 
 def print_flips(sdir: Path) -> None:
-    """Winner flips on the headline measure, and design recommendations that change."""
+    """Winner flips on the headline measure, with the practical threshold a headline needs."""
     import csv
 
     from rich.table import Table
 
     from tiap.cli.common import console
+    from tiap.report.procedure import effect_pair
     from tiap.sensitivity.flips import gap_text
 
     path = sdir / "winner_flips.csv"
@@ -78,30 +82,31 @@ def print_flips(sdir: Path) -> None:
     if not flips:
         console.print("no winner flip between targets")
         return
-    ndcg = sorted({r["measure"] for r in flips if r["measure"].startswith("nDCG@")},
-                  key=lambda m: int(m.split("@")[1]))
-    headline = ndcg[-1] if ndcg else flips[0]["measure"]
-    rows = [r for r in flips if r["measure"] == headline]
-    n_head = sum(r.get("headline") == "true" for r in rows)
-    t = Table(title=f"winner flips on {headline} ({len(rows)}, {n_head} significant after "
-              f"correction and at least the minimum effect; {len(flips)} over all measures; "
-              "gap = system_a - system_b)", title_justify="left")
-    for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
-                "p adj ", "headline"):
-        t.add_column(col, justify="right" if col.startswith(("gap", "p ")) else "left")
     import json
 
+    from tiap.report.procedure import after_correction, threshold_text
     from tiap.report.render import p_cell
 
-    res = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"].get(
-        "resamples")
+    opts = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"]
+    res = opts.get("resamples")
+    headline = flip_headline([r["measure"] for r in flips])
+    rows = [r for r in flips if r["measure"] == headline]
+    n_sig = sum(r.get("significant_flip") == "true" for r in rows)
+    n_head = sum(r.get("headline") == "true" for r in rows)
+    t = Table(title=f"winner flips on {headline} ({len(rows)}; {n_sig} significant "
+              f"{after_correction(opts)}, {n_head} of them headline: practical threshold "
+              f"{threshold_text(opts)}; {len(flips)} over all measures; gap = system_a - "
+              "system_b)", title_justify="left")
+    for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
+                "p adj ", "d_z 1 / 2", "headline"):
+        t.add_column(col, justify="right" if col.startswith(("gap", "p ", "d_z")) else "left")
     floor = False
     for r in rows[:20]:
         p1, p2 = p_cell(r, "p_1_adjusted", res), p_cell(r, "p_2_adjusted", res)
         p1, p2 = p1.replace("\u00a0", " "), p2.replace("\u00a0", " ")
         floor |= "≤" in p1 + p2
         t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1), p1,
-                  r["target_2"], gap_text(r, 2), p2, _verdict(r))
+                  r["target_2"], gap_text(r, 2), p2, effect_pair(r), _verdict(r))
     console.print(t)
     if len(rows) > 20:
         console.print(f"... and {len(rows) - 20} more")
@@ -111,9 +116,20 @@ def print_flips(sdir: Path) -> None:
     console.print(f"all winner flips, with intervals and p-values: {path}")
 
 
+def flip_headline(measures: list[str]) -> str:
+    """The measure whose flips are printed: the headline measure (nDCG at its largest
+    rank cutoff, :func:`tiap.scoring.measures.primary_measure`) among the flipped ones, as
+    written in winner_flips.csv. A token budget (``nDCG@tok500``) is a measure like any
+    other, never read as a rank cutoff."""
+    from tiap.scoring.measures import parse_measure, primary_measure
+
+    written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
+    return written[str(primary_measure(list(dict.fromkeys(measures))))]
+
+
 def _verdict(r: dict[str, str]) -> str:
     if r.get("headline") == "true":
         return "yes"
     if r.get("significant_flip") == "true":
-        return "below min effect"
+        return "below threshold"
     return "not significant"

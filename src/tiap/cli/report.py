@@ -7,14 +7,15 @@ from typing import Annotated
 
 import typer
 
-from tiap.cli.common import ForceOption, err_console
+from tiap.cli.common import ForceOption, bounded, err_console
 
 
 def report_cmd(
     dirs: Annotated[list[Path], typer.Argument(help="Output folders of 'tiap sensitivity'.")],
     out: Annotated[Path, typer.Option("--out", help="Report folder.")],
-    latex_width: Annotated[float, typer.Option(
-        "--latex-width", help="Text width in points the LaTeX tables must fit: wider ones "
+    latex_width: Annotated[float, bounded(
+        "latex_width", "--latex-width", help="Text width in points the LaTeX tables must fit: "
+         "wider ones "
         "are split into parts that repeat the row's key (a one-column article: 345; a "
         "two-column paper's column: about 240).")] = 345.0,
     audit: Annotated[list[Path] | None, typer.Option(

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tiap.cli.common import (
     ForceOption,
+    bounded,
     console,
     err_console,
     one_of,
@@ -33,9 +34,11 @@ def parse_named(value: str) -> tuple[str | None, Path]:
     return None, Path(value)
 
 
-def load_runs(specs: list[str], dedup: str, *, columnar: bool = False) -> list[Any]:
+def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
+              order: str = "rank") -> list[Any]:
     """The runs of ``[NAME=]PATH`` specs: a NAME renames a file's only system, or picks one
-    of several. ``columnar`` reads them column-wise (the qrels path)."""
+    of several. ``columnar`` reads them column-wise (the qrels path); ``order`` is the
+    readers' (rank, or score as trec_eval orders)."""
     from tiap.traces.columnar import read_run_columnar
     from tiap.traces.runs import read_run
 
@@ -49,7 +52,7 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False) -> list[A
     runs = []
     for spec in specs:
         name, path = parse_named(spec)
-        got = read(path, dedup=dedup)  # type: ignore[arg-type]
+        got = read(path, dedup=dedup, order=order)  # type: ignore[arg-type]
         if name is None:
             runs.extend(got)
         elif len(got) == 1:
@@ -124,16 +127,16 @@ def rescore_cmd(
         "--engine", help="Where the runs are scored: local, ray (a local Ray instance), "
         "ray://HOST:PORT or ray:auto (a cluster); a task per run, or per --query-shard "
         "queries of a run; the outputs the same.")] = "local",
-    query_shard: Annotated[int | None, typer.Option(
-        "--query-shard", min=1, help="Queries per scoring task (default: a task per run): a "
+    query_shard: Annotated[int | None, bounded(
+        "count", "--query-shard", help="Queries per scoring task (default: a task per run): a "
         "run's shards are scored apart and concatenated in query order, the outputs the "
         "same.", show_default=False)] = None,
     tokenizer: Annotated[str | None, typer.Option(
         "--tokenizer", help="Tokenizer of cost.csv (context tokens of the top k) and of "
         "token-budget measures (nDCG@tok2000): cl100k_base (default, where the cost extra is "
         "installed), o200k_base, or none.", show_default=False)] = None,
-    k: Annotated[int | None, typer.Option(
-        "--k", min=1, help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
+    k: Annotated[int | None, bounded(
+        "cutoff", "--k", help="Cutoff of the default measures nDCG@K,R@K,RR@K,Success@K "
         f"(default {DEFAULT_K}, as retrieval's depth).", show_default=False)] = None,
     measures: Annotated[str | None, typer.Option(
         "--measures", help="Measures instead of --k's, e.g. nDCG@20,nDCG@60,R@60,Success@1; "
@@ -152,8 +155,14 @@ def rescore_cmd(
         "--dedup", help="A repeated id in one ranking: error, or first (keep the first, "
         "counted warning).",
         callback=one_of("error", "first"))] = "error",
-    depth: Annotated[int | None, typer.Option(
-        "--depth", min=1, help="Cut rankings to this depth (at least 1).")] = None,
+    order: Annotated[str, typer.Option(
+        "--order", help="How each query's items are ordered: rank (the rank column, or a "
+        "JSONL ranking's list order, is the data; ranks must run 1..n without ties) or score "
+        "(trec_eval's rule: the rank column is ignored, items sorted by score, highest first, "
+        "equal scores by item id, the greater id as bytes first). See docs/rescore.md.",
+        callback=one_of("rank", "score"))] = "rank",
+    depth: Annotated[int | None, bounded(
+        "cutoff", "--depth", help="Cut rankings to this depth.")] = None,
     parquet: Annotated[bool, typer.Option(
         "--parquet", help="Also write per_query/ as Parquet, partitioned by system and target "
         "(system=S/target=T/part-0.parquet).")] = False,
@@ -192,7 +201,8 @@ def rescore_cmd(
         if qrels:
             result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
                                                           credit=credit, missing=missing,
-                                                          dedup=dedup, depth=depth)
+                                                          dedup=dedup, order=order,
+                                                          depth=depth)
             judged: dict[str, None] = {}
             for s in result.systems:
                 judged.update(dict.fromkeys(result.query_ids[s]))
@@ -205,12 +215,13 @@ def rescore_cmd(
             result, inputs, query_rows, run_warnings = _rescore_lineage(
                 run, items or [], queries,  # type: ignore[arg-type]
                 names, measures=measures, credit=credit, missing=missing, dedup=dedup,
-                depth=depth, overlays=overlays, tokenizer=tokenizer)
+                order=order, depth=depth, overlays=overlays, tokenizer=tokenizer)
             inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
             overlay_report = _overlay_findings(overlays, query_rows, out)
     if shared:
         _check_shared(result)
-    opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "depth": depth}
+    opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "order": order,
+                            "depth": depth}
     if not qrels and overlay_report:
         opts["overlays"] = overlay_report
     write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
@@ -364,10 +375,10 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         stores[name] = read_store(path)
         inputs[f"items:{name}" if name else "items"] = path
     qs = read_queries(queries)
-    dedup = opts.pop("dedup")
+    dedup, order = opts.pop("dedup"), opts.pop("order")
     runs = []
     for spec in run:  # recorded under each system's name, so later steps find its run
-        got = load_runs([spec], dedup)
+        got = load_runs([spec], dedup, order=order)
         runs.extend(got)
         for r in got:
             inputs[f"run:{r.system}"] = parse_named(spec)[1]
@@ -380,17 +391,17 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
 
     from tiap.scoring.rescore import rescore_qrels
 
-    dedup = opts.pop("dedup")
+    dedup, order = opts.pop("dedup"), opts.pop("order")
     # the qrels files are read while the runs are (pyarrow parses without the GIL), unless
     # the runs are large: then one file at a time keeps the peak memory down
     run_bytes = sum(p.stat().st_size for p in (parse_named(r)[1] for r in run) if p.is_file())
     if run_bytes <= CONCURRENT_READ_BYTES:
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(load_qrels, qrels)
-            runs = load_runs(run, dedup, columnar=True)
+            runs = load_runs(run, dedup, columnar=True, order=order)
             judgments = pending.result()
     else:
-        runs = load_runs(run, dedup, columnar=True)
+        runs = load_runs(run, dedup, columnar=True, order=order)
         judgments = load_qrels(qrels)
     _check_stores(run, qrels)
     inputs: dict[str, Path] = {}

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tiap.cli.common import err_console, finite
+from tiap.cli.common import bounded, err_console
 from tiap.scoring.measures import DEFAULT_K
 
 
@@ -30,7 +30,7 @@ def retrieve_cmd(
     out: Annotated[Path, typer.Option(
         "--out", help="The trace to write (e.g. runs/bm25.jsonl; .jsonl.gz compresses); a "
         "TREC run is written next to it (runs/bm25.trec).")],
-    k: Annotated[int, typer.Option("--k", min=1, help="Ranking depth: items per query.")
+    k: Annotated[int, bounded("cutoff", "--k", help="Ranking depth: items per query.")
                  ] = DEFAULT_K,
     model: Annotated[str | None, typer.Option(
         "--model", help="Embedding model (dense, hybrid): all-MiniLM-L6-v2 (bundled, the "
@@ -39,24 +39,22 @@ def retrieve_cmd(
     ollama_url: Annotated[str | None, typer.Option(
         "--ollama-url", help="Ollama server for ollama:NAME models (default $OLLAMA_HOST, else "
         "http://127.0.0.1:11434).", show_default=False)] = None,
-    rrf_k: Annotated[int, typer.Option(
-        "--rrf-k", min=0, help="Hybrid: the RRF constant in 1/(rrf_k + rank).")] = 60,
+    rrf_k: Annotated[int, bounded(
+        "rrf_k", "--rrf-k", help="Hybrid: the RRF constant in 1/(rrf_k + rank).")] = 60,
     system: Annotated[str | None, typer.Option(
         "--system", help="System name in the trace and TREC tag (default: the retriever's "
         "name).", show_default=False, callback=_system_name)] = None,
-    batch_size: Annotated[int | None, typer.Option(
-        "--batch-size", min=1, help="Texts per encoding batch (default 64 local, 32 Ollama).",
+    batch_size: Annotated[int | None, bounded(
+        "batch_size", "--batch-size", help="Texts per encoding batch (default 64 local, 32 "
+         "Ollama).",
         show_default=False)] = None,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Embedding cache folder (default $TIAP_CACHE/embeddings, else "
         "~/.cache/tiap/embeddings).", show_default=False)] = None,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Keep embeddings in memory only.")] = False,
-    bm25_k1: Annotated[float, typer.Option(
-        "--bm25-k1", help="BM25 k1 (>= 0).", callback=finite("--bm25-k1", low=0))] = 1.5,
-    bm25_b: Annotated[float, typer.Option(
-        "--bm25-b", help="BM25 b (in [0, 1]).", callback=finite("--bm25-b", low=0, high=1))
-    ] = 0.75,
+    bm25_k1: Annotated[float, bounded("bm25_k1", "--bm25-k1", help="BM25 k1.")] = 1.5,
+    bm25_b: Annotated[float, bounded("unit", "--bm25-b", help="BM25 b.")] = 0.75,
     work: Annotated[Path | None, typer.Option(
         "--work", help="Folder for partial results, to resume an interrupted run (default "
         "<out>.work).", show_default=False)] = None,

@@ -11,9 +11,9 @@ from rich.table import Table as RichTable
 from tiap.cli.common import (
     K_HELP,
     ForceOption,
+    bounded,
     console,
     err_console,
-    finite,
     headline_option,
     one_of,
     progress_bar,
@@ -26,25 +26,28 @@ def sensitivity_cmd(
         help="Output folders of 'tiap rescore' ([NAME=]PATH). Folders with the same queries "
         "file are pooled into one dataset; systems are compared within a dataset.")],
     out: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomization tests (the "
-                                      "sign vectors of each shared subset of queries).")] = 0,
-    resamples: Annotated[int, typer.Option(
-        "--resamples", min=1, help="Random sign vectors per shared subset (all of them when 2^n is "
-        "fewer: exact).")] = 10_000,
-    alpha: Annotated[float, typer.Option(
-        "--alpha", help="Family-wise level of the tests (and 1 - the intervals' level), "
-        "in (0, 1).", callback=finite("--alpha", low=0, high=1, low_open=True,
-                                      high_open=True))
-    ] = 0.05,
+    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the randomization tests (the "
+                                 "sign vectors of each shared subset of queries).")] = 0,
+    resamples: Annotated[int, bounded(
+        "resamples", "--resamples", help="Random sign vectors per shared subset (all of them "
+        "when 2^n is fewer: exact); more needs more memory, checked against this machine's "
+        "once the queries are known.")] = 10_000,
+    alpha: Annotated[float, bounded(
+        "alpha", "--alpha", help="Family-wise level of the tests (and 1 - the intervals' "
+        "level).")] = 0.05,
     correction: Annotated[str, typer.Option(
         "--correction", help="Multiple-testing correction within each family (every gap of "
         "one table, dataset and measure): holm (family-wise error), bh (false discovery "
         "rate, Benjamini-Hochberg) or none.", callback=one_of("holm", "bh", "none"))
     ] = "holm",
-    min_effect: Annotated[float, typer.Option(
-        "--min-effect", help="Smallest gap, in the measure's units, that counts as a "
-        "practical difference: a flip smaller than it is reported, never headlined.",
-        callback=finite("--min-effect", low=0))] = 0.0,
+    min_effect: Annotated[float, bounded(
+        "min_effect", "--min-effect", help="Smallest gap, in the measure's units, that counts "
+        "as a practical difference: a flip smaller than it is reported, never headlined.")
+    ] = 0.0,
+    min_dz: Annotated[float, bounded(
+        "min_dz", "--min-dz", help="Smallest paired effect size |d_z| (mean / sd of the "
+        "per-query differences) that counts as a practical difference: a headline flip needs "
+        "both gaps significant and at least this (0.2: Cohen's 'small'; 0: none).")] = 0.2,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the randomization tests run: local (this process), ray (a "
         "local Ray instance on this machine's cores), ray://HOST:PORT or ray:auto (an "
@@ -61,7 +64,7 @@ def sensitivity_cmd(
     measure: Annotated[str | None, typer.Option(
         "--measure", help="Headline measure (default: nDCG at the rescoring's largest "
         "cutoff).", show_default=False)] = None,
-    k: Annotated[int | None, typer.Option("--k", min=1, help=K_HELP, show_default=False)
+    k: Annotated[int | None, bounded("cutoff", "--k", help=K_HELP, show_default=False)
                  ] = None,
     answers: Annotated[bool | None, typer.Option(
         "--answers/--no-answers", help="Answer-level alignment (default: when the rescore "
@@ -75,8 +78,8 @@ def sensitivity_cmd(
     run: Annotated[list[str] | None, typer.Option(
         "--run", help="[SYSTEM=]run file for the answer alignment (default: from the rescore "
         "manifest). Repeatable.")] = None,
-    answer_depth: Annotated[int, typer.Option(
-        "--answer-depth", min=1, help="Top items the extractive answerer reads.")] = 5,
+    answer_depth: Annotated[int, bounded(
+        "cutoff", "--answer-depth", help="Top items the extractive answerer reads.")] = 5,
     no_category_tests: Annotated[bool, typer.Option(
         "--no-category-tests", help="Skip the tests of winner flips within categories.")
     ] = False,
@@ -112,7 +115,7 @@ def sensitivity_cmd(
                       configs=parse_configs(configs or []), primary=primary, answers=answers,
                       answer_inputs=overrides, answer_depth=answer_depth,
                       by_category_tests=not no_category_tests, correction=correction.lower(),
-                      min_effect=min_effect, progress=progress,
+                      min_effect=min_effect, min_dz=min_dz, progress=progress,
                       pairs=split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
                       if pairs is not None else ())
     eng.close()
@@ -124,10 +127,14 @@ def sensitivity_cmd(
 
 
 def ci_text(lo: float | None, hi: float | None) -> str:
-    return "-" if lo is None or hi is None else f"{lo:+.3f}, {hi:+.3f}"
+    """An interval in parentheses' inside: ``+0.042, +0.055`` (:mod:`tiap.numfmt`)."""
+    from tiap.numfmt import interval
+
+    return interval(lo, hi, open_ends=True, missing="-")[1:-1]
 
 
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
+    from tiap.report.procedure import threshold_text
     from tiap.report.render import p_cell
     from tiap.sensitivity.flips import gap_text
 
@@ -136,15 +143,15 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     on_primary = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
     rows = [r for r in on_primary if r["headline"]]
     o = res.options
-    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}, "
-           f"minimum effect {o['min_effect']:g}")
+    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}; "
+           f"practical threshold: {threshold_text(o)}")
     if not rows:
-        console.print(f"no significant winner flip on the primary measure ({how}; "
-                      f"{len(on_primary)} flips there not significant or below the minimum "
-                      f"effect, {len(flips)} over all measures: winner_flips.csv)",
+        console.print(f"no headline winner flip on the primary measure ({how}; "
+                      f"{len(on_primary)} flips there not significant or below the practical "
+                      f"threshold, {len(flips)} over all measures: winner_flips.csv)",
                       highlight=False)
         return
-    t = RichTable(title=f"significant winner flips on the primary measure ({len(rows)} of "
+    t = RichTable(title=f"headline winner flips on the primary measure ({len(rows)} of "
                   f"{len(on_primary)} flips; {how})", title_justify="left")
     for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "p adj",
               "gap 2 (CI)", "p adj "):

@@ -62,6 +62,12 @@ class Dataset(ABC):
         """Notes about the dataset as a whole (e.g. missing chats)."""
         return ()
 
+    def unread_files(self) -> dict[str, str]:
+        """Pinned files of :attr:`folder` that this dataset does not read, each with the
+        reason (BEAM-1M questions of chats the release ships no ``chat.json`` for). Every
+        other pinned file of the dataset is in :meth:`file_paths` and must be present."""
+        return {}
+
     # -- shared API ---------------------------------------------------------------------
     def path(self, stored_path: str) -> Path:
         return self.source.path(self.folder, stored_path)
@@ -217,6 +223,9 @@ class SessionSlice(Dataset):
 
     def verify(self) -> list[Path]:
         return self.base.verify()
+
+    def unread_files(self) -> dict[str, str]:
+        return self.base.unread_files()
 
     def bundles(self) -> Iterator[Bundle]:
         for b in self.base.bundles():

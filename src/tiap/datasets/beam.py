@@ -11,7 +11,10 @@
 - evidence: ``source_chat_ids`` flattened from a flat list, nested lists or a dict of lists
   (the dict's keys, such as ``original_info`` / ``updated_info``, are kept in
   ``evidence_given``); ``abstention`` questions have none;
-- ``beam/1m`` loads the chats whose ``chat.json`` is present and names the missing ones;
+- a chat is loaded when its ``chat.json`` is pinned (the release ships it): all 20 of
+  ``beam/100k``; a pinned file that is absent is an error (or a download), never a chat left
+  out. ``beam/1m`` ships 9 chats' ``chat.json`` for 35 chats' questions: the 26 others are
+  not loaded, and are named in the notes and in an export's manifest (``pinned_not_read``);
 - every field is type-checked (:mod:`tiap.datasets.reading`); a message id or batch number
   given twice in a chat is a ``duplicate`` error naming both places, an id in
   ``source_chat_ids`` that is neither an integer nor a string is an error.
@@ -52,28 +55,35 @@ class Beam(Dataset):
         return sorted(nums, key=int)
 
     def available_chats(self) -> list[str]:
-        """Chats whose ``chat.json`` and questions are pinned and present locally."""
+        """Chats whose ``chat.json`` is pinned: the release ships them, so each is read (from
+        the data folder, the cache or a download) and one that cannot be had is an error,
+        as for every pinned file; it is never skipped."""
         pinned = manifest(self.folder)
-        out = []
-        for c in self.chats():
-            chat = f"{self.tier}/{c}/chat.json"
-            if chat in pinned and self.source.has(self.folder, chat):
-                out.append(c)
-        return out
+        return [c for c in self.chats() if f"{self.tier}/{c}/chat.json" in pinned]
 
     def missing_chats(self) -> list[str]:
-        return [c for c in self.chats() if c not in self.available_chats()]
+        """Chats with pinned questions but no ``chat.json`` in the release (BEAM-1M ships 9
+        of its 35 chats): not loaded, and named in :meth:`dataset_notes` and
+        :meth:`unread_files`."""
+        available = set(self.available_chats())
+        return [c for c in self.chats() if c not in available]
 
     def file_paths(self) -> list[str]:
         return [f"{self.tier}/{c}/{n}" for c in self.available_chats()
                 for n in ("chat.json", "probing_questions.json")]
 
+    def unread_files(self) -> dict[str, str]:
+        pinned = manifest(self.folder)
+        return {path: f"chat {c} has no chat.json in the BEAM release (not pinned)"
+                for c in self.missing_chats()
+                if (path := f"{self.tier}/{c}/probing_questions.json") in pinned}
+
     def dataset_notes(self) -> tuple[str, ...]:
         missing = self.missing_chats()
         if not missing:
             return ()
-        return (f"{len(missing)} of {len(self.chats())} chats have no chat.json here and are not "
-                f"loaded: {_ranges(missing)}",)
+        return (f"{len(missing)} of {len(self.chats())} chats have no chat.json in the release "
+                f"and are not loaded: {_ranges(missing)}",)
 
     def expected_collections(self) -> int:
         return len(self.available_chats())
@@ -149,6 +159,7 @@ def read_chat(cid: str, cpath: Path, qpath: Path) -> Bundle:
         sessions.append(Session(cid, sid, bpos, anchor))
         for mpos, (mat, m) in enumerate(ordered, start=1):
             mid = _id(ck, m["id"], mat.key("id"), "id") if "id" in m else None
+            mid = ck.ident(mid, mat.key("id"), "message id")
             if "id" not in m:
                 ck.add("missing field 'id'; expected a message id (an integer or a string)",
                        mat.key("id"))
@@ -174,6 +185,8 @@ def read_chat(cid: str, cpath: Path, qpath: Path) -> Bundle:
     problems: list[EvidenceProblem] = []
     for ability, items in qdata.items():
         aat = At().key(ability)
+        if qk.ident(ability, aat, "ability") is None:
+            continue
         for i, q in enumerate(qk.list(items, aat, expected="a list of questions")):
             qid = f"{cid}:{ability}:{i}"
             qat = aat.index(i, query_id=qid)

@@ -2,8 +2,13 @@
 
 Also written: ``memories.jsonl`` (derived memories the dataset ships, with lineage),
 ``problems.jsonl`` (every evidence problem) and ``manifest.json`` (schema version, the input
-files with the sha256 of the bytes actually read and whether they matched their pin, TIAP's
-version, the list of outputs). Everything is written into a temporary folder first and
+files with the sha256 of the bytes actually read and whether they matched their pin, the
+pinned files of the dataset that were not read and why (``pinned_not_read``: BEAM-1M's
+questions of chats the release ships no ``chat.json`` for), ``verified``, TIAP's version, the
+list of outputs). ``verified`` is true only when every input was checked against its pin and
+matched (false with ``--no-verify``). Every pinned file the dataset reads must be present
+(or downloadable): a missing one is an error before anything is read, as in every loader,
+never an export of the other files. Everything is written into a temporary folder first and
 swapped in whole only when complete (:func:`tiap.io.output_folder`): a bad record, or a
 unit, query or memory id met twice, is an error and leaves nothing behind, and a rerun
 leaves no file of an earlier export. A folder that is not an earlier export is refused
@@ -52,6 +57,7 @@ def export_dataset(ds: Dataset, out: str | Path, *, force: bool = False) -> dict
     """Export ``ds`` into ``out`` (module docstring); returns the counts. ``force``: replace
     ``out`` even if it is not an earlier export (what it holds is deleted)."""
     check_output_folder(out, COMMAND, force=force)  # before anything is read
+    ds.verify()  # every pinned file the dataset reads: present (or fetched) and checked
     counts = {"turns": 0, "queries": 0, "memories": 0, "problems": 0}
     pinned = manifest(ds.folder) if ds.folder else {}
     problems = Problems()
@@ -87,7 +93,10 @@ def export_dataset(ds: Dataset, out: str | Path, *, force: bool = False) -> dict
                 row["matches_pin"] = actual in (pinned[p].stored_sha256, pinned[p].source_sha256)
             inputs.append(row)
         man["inputs"] = inputs
-        man["verified"] = bool(getattr(ds.source, "check", True))
+        man["pinned_not_read"] = [{"path": f"{ds.folder}/{p}", "reason": why}
+                                  for p, why in ds.unread_files().items()]
+        man["verified"] = (bool(getattr(ds.source, "check", True)) and bool(inputs)
+                           and all(row.get("matches_pin") is True for row in inputs))
         man["counts"] = counts
         man["outputs"] = list(OUTPUTS)
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")

@@ -14,7 +14,9 @@
   ``event_summary`` events (the file names no turn: lineage to every turn of the session);
 - every field is type-checked (:mod:`tiap.datasets.reading`): a wrong type, a ``null`` text,
   a string where a list of strings belongs, a category other than 1-5, a ``sample_id`` or a
-  ``dia_id`` given twice are located errors, all of a file reported in one pass.
+  ``dia_id`` given twice, or holding whitespace or a control character (they become unit,
+  query and collection ids: :func:`tiap.ids.id_problem`), are located errors, all of a file
+  reported in one pass.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ def read_locomo(path: Any) -> list[Bundle]:
         if cid == "":
             ck.add("field 'sample_id' is empty; expected the conversation id",
                    at.key("sample_id"), code="invalid-value")
+        elif cid is not None:
+            cid = ck.ident(cid, at.key("sample_id"), "sample_id")
         if cid:
             at = At(at.path, cid)
             if cid in first:
@@ -149,7 +153,7 @@ def _bundle(ck: Checker, conv: dict[str, Any], cid: str, at: At) -> Bundle:
             t = ck.obj(t, tat)
             if t is None:
                 continue
-            dia = ck.str(t, "dia_id", tat)
+            dia = ck.ident(ck.str(t, "dia_id", tat), tat.key("dia_id"), "dia_id")
             speaker = ck.str(t, "speaker", tat)
             text = ck.str(t, "text", tat)
             extra = []

@@ -13,7 +13,9 @@ streamed one question at a time, so the 245k turns of LongMemEval-S are never al
 - ``_abs`` questions are abstention questions: no evidence (flags given are kept in
   ``evidence_given``); categories are the ``question_type`` values;
 - every field is type-checked (:mod:`tiap.datasets.reading`), a question id read from two
-  files is a ``duplicate`` error naming both, and every bad file is reported in one pass.
+  files is a ``duplicate`` error naming both, a question or session id holding whitespace
+  or a control character is an error (:func:`tiap.ids.id_problem`), and every bad file is
+  reported in one pass.
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ def read_question(path: Path) -> Bundle:
     top = At()
     qid = ck.str(d, "question_id", top) or ""
     if qid:
-        top = At(query_id=qid)
+        qid = ck.ident(qid, top.key("question_id"), "question_id") or ""
+        if qid:
+            top = At(query_id=qid)
     elif "question_id" in d and isinstance(d["question_id"], str):
         ck.add("field 'question_id' is empty; expected the question id", top.key("question_id"),
                code="invalid-value")
     sids_given = ck.list_of_str(d, "haystack_session_ids", top) or []
+    for k, sid in enumerate(sids_given):
+        ck.ident(sid, top.key("haystack_session_ids").index(k), "session id")
     dates_given = ck.field_list(d, "haystack_dates", top) or []
     dates = [None if x is None else ck.text(x, top.key("haystack_dates").index(k))
              for k, x in enumerate(dates_given)]

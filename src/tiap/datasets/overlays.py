@@ -41,6 +41,9 @@ __all__ = ["EvidenceOverlay", "OverlayProblem", "locomo_audit_overlay", "read_ov
            "write_overlay"]
 
 _AUDIT_ID = re.compile(r"locomo_([0-9]+)_qa([0-9]+)\Z")
+#: The warning code of each evidence problem of :func:`tiap.datasets.locomo.parse_dia_ids`
+#: (a ``split`` string is read, not a problem); written out so the codes test sees them.
+_EVIDENCE_CODES = {"malformed": "malformed_evidence", "unresolvable": "unresolvable_evidence"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class OverlayProblem:
     """An overlay row that could not be used, or a part of it."""
 
     record: str  # the id as the source gives it
-    kind: str  # unmapped_id, question_mismatch, unresolvable_evidence, malformed_evidence
+    kind: str  # a warning code: unmapped_id, question_mismatch, *_evidence (_EVIDENCE_CODES)
     detail: str
 
     def to_json(self) -> dict[str, str]:
@@ -181,7 +184,7 @@ def locomo_audit_overlay(errors_path: str | Path, conversations: Iterable[Any],
         for g in given:
             ok, bad = parse_dia_ids(str(g), known)
             resolved += [f"{q.collection_id}:{d}" for d in ok]
-            problems += [OverlayProblem(rid, f"{kind}_evidence", f"{part}: {detail}")
+            problems += [OverlayProblem(rid, _EVIDENCE_CODES[kind], f"{part}: {detail}")
                          for part, kind, detail in bad if kind != "split"]
         evidence[q.query_id] = tuple(dict.fromkeys(resolved))
         notes[q.query_id] = str(item.get("error_type", ""))

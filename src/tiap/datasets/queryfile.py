@@ -8,8 +8,10 @@ Every field is type-checked: ``query_id`` a non-empty string or an integer; ``qu
 ``category`` and ``collection`` strings (absent: empty; ``category`` may be a number);
 ``answer`` a string, a number or null; ``evidence`` and ``evidence_sessions`` lists of ids (a
 string there is an error, never split into characters); ``abstention`` true or false;
-``evidence_note`` a string or null. A wrong type, a bad JSON line and a query id given twice
-are located errors (file, line, query, field), all of a file reported in one pass.
+``evidence_note`` a string or null. A wrong type, a bad JSON line, a query id given twice and
+an extra key that is a near miss of a field's name (``"evidnce"``, ``"Answer"``:
+:mod:`tiap.fields`) are located errors (file, line, query, field), all of a file reported in
+one pass; other extra keys are kept (:attr:`Query.extra`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from tiap.datasets.reading import iter_json_lines, type_name
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
+from tiap.fields import key_problems
 from tiap.io import write_jsonl
 
 _KNOWN = {
@@ -81,6 +84,8 @@ def query_from_json(obj: Any, *, file: str | Path | None = None, line: int | Non
                     "string or an integer)", qid)
         return tuple(str(e) for e in v)
 
+    for message in key_problems(obj, _KNOWN, "a query record", strict=False):
+        bad(message, qid)
     question = text("question")
     answer = text("answer", numbers=True, null=True) if "answer" in obj else None
     category = text("category", numbers=True)

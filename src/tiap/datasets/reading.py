@@ -14,7 +14,9 @@ a traceback and never silently wrong, with or without ``--no-verify``:
   one pass collects every problem of a file; :meth:`Checker.raise_if_any` then raises them
   together as one :class:`~tiap.errors.TiapError`. A string where a list is expected is an
   error (never iterated character by character); ``null`` where text is expected is an error
-  (never the text ``"None"``); a boolean is never a number.
+  (never the text ``"None"``); a boolean is never a number. Text a loader makes ids of
+  (unit, query, collection ids) goes through :meth:`Checker.ident`, one rule for every
+  dataset (:func:`tiap.ids.id_problem`).
 
 Record paths are jq paths: ``jq '.[3].conversation.session_2[4].text' locomo10.json`` shows
 the value a message is about.
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tiap.errors import Problems, TiapError
+from tiap.ids import id_problem
 from tiap.io import utf8_error
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -407,6 +410,20 @@ class Checker:
         if v is _MISSING:
             return None
         return self.obj(v, at.key(key), key)
+
+    def ident(self, value: str | None, at: At, what: str) -> str | None:
+        """``value`` (text the loader makes unit, query or collection ids of) when it can be
+        part of an id (:func:`tiap.ids.id_problem`: not empty, no whitespace, no control
+        character); else an ``invalid-value`` problem naming ``what`` and None. ``None``
+        (already reported) passes through."""
+        if value is None:
+            return None
+        problem = id_problem(value)
+        if problem is None:
+            return value
+        self.add(f"{what} {value!r} {problem}; it would be copied into unit, query and "
+                 "collection ids", at, code="invalid-value")
+        return None
 
     def list_of_str(self, obj: dict[str, Any], key: str, at: At, *, required: bool = True,
                     numbers: bool = False) -> list[str] | None:

@@ -305,8 +305,9 @@ def build_store(
     if workers is None:
         n = len(collections) if collections else dataset.expected_collections()
         workers = min(4, os.cpu_count() or 1) if n is None or n > PARALLEL_FROM else 1
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise TiapError(f"workers must be at least 1, got {workers!r}")
+    from tiap.limits import check
+
+    check("workers", workers, "workers (--workers)")  # at most this machine's CPUs
     wanted = list(dict.fromkeys(collections)) if collections else None
     name = check_store_name(store if store is not None else Path(out).resolve().name,
                             "store name (pass one with --name)" if store is None

@@ -63,11 +63,9 @@ import heapq
 import re
 from collections.abc import Iterator
 from datetime import date
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
-from pydantic import Field
-
-from tiap.config import Settings
+from tiap.config import Settings, ranged
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
 from tiap.memory.dates import anchor_text
@@ -875,7 +873,7 @@ class HeuristicSettings(Settings):
 
     subject = "parser 'heuristic'"
 
-    max_facts: int = Field(5, ge=1)
+    max_facts: Annotated[int, ranged("max_facts")] = 5
 
 
 @register_parser("heuristic", schema=HeuristicSettings)

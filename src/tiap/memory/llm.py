@@ -91,11 +91,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
-from tiap.config import Invalid, Settings
+from tiap.config import Invalid, Settings, ranged
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
@@ -107,7 +107,9 @@ from tiap.llm import (
     Interrupted,
     InvalidReplies,
     ResponseFormat,
+    Retries,
     Seconds,
+    Seed,
     Share,
     StructuredOutput,
     Wait,
@@ -787,22 +789,22 @@ class LlmSettings(Settings):
 
     base_url: BaseUrl | None = None
     model: str | None = None
-    max_facts: int = Field(5, ge=1)
+    max_facts: Annotated[int, ranged("max_facts")] = 5
     api_key_env: EnvName | None = "OPENAI_API_KEY"
-    temperature: float = Field(0.0, ge=0, allow_inf_nan=False)
-    seed: int | None = 1337
+    temperature: Annotated[float, ranged("temperature")] = 0.0
+    seed: Seed | None = 1337
     timeout: Seconds = 60.0
-    max_retries: int = Field(5, ge=0)
-    json_retries: int = Field(1, ge=0)
+    max_retries: Retries = 5
+    json_retries: Retries = 1
     backoff: Wait = 1.0
-    concurrency: int = Field(4, ge=1)
-    context_turns: int = Field(3, ge=0)
-    context_chars: int = Field(400, ge=1)
-    max_turn_chars: int = Field(6000, ge=1)
+    concurrency: Annotated[int, ranged("concurrency")] = 4
+    context_turns: Annotated[int, ranged("context_turns")] = 3
+    context_chars: Annotated[int, ranged("chars")] = 400
+    max_turn_chars: Annotated[int, ranged("chars")] = 6000
     cache: str | Path | None = None
     max_invalid: Share = MAX_INVALID
     response_format: ResponseFormat = "json_schema"
-    max_tokens: int = Field(512, ge=1)
+    max_tokens: Annotated[int, ranged("max_tokens")] = 512
 
     @field_validator("cache")
     @classmethod

@@ -59,7 +59,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tiap.errors import Problem, TiapError
+from tiap.errors import Problems, TiapError
+from tiap.fields import key_problems, nearest
+from tiap.ids import id_problem
 from tiap.io import iter_jsonl, write_jsonl
 
 RAW_KIND = "raw"
@@ -215,59 +217,90 @@ def _kind_of(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "null")
 
 
-def _str_list(value: Any, field: str, where: dict[str, Any]) -> tuple[str, ...]:
+class _Record:
+    """The problems of one item record, located at its file, line and (once known) id."""
+
+    def __init__(self, file: str | Path | None, line: int | None) -> None:
+        self.problems = Problems(file)
+        self.line = line
+        self.record: str | None = None
+
+    def bad(self, message: str) -> None:
+        self.problems.add(message, self.line, record=self.record)
+
+
+def _str_list(value: Any, field: str, rec: _Record) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        raise TiapError(f"field {field!r} must be a list of ids, got a string {value!r}", **where)
+        rec.bad(f"field {field!r} must be a list of ids, got a string {value!r}")
+        return ()
     if not isinstance(value, list) or not all(
             isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
-        raise TiapError(f"field {field!r} must be a list of ids", **where)
+        rec.bad(f"field {field!r} must be a list of ids")
+        return ()
     return tuple(str(v) for v in value)
 
 
+_UNCERTAIN_KEYS = ("possible_sources", "excluded_sources", "requires", "max_sources",
+                   "exclusive")
+_PLACEHOLDER_KEYS = ("existence", "count")
+
+
 def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None = None) -> Item:
-    where: dict[str, Any] = {"file": file, "line": line}
+    """One ``items.jsonl`` row (module docstring); every problem of the row is raised
+    together, each naming the file, line and item. Extra keys are kept as metadata
+    (:attr:`Item.meta`), except a near miss of a known key (``"sorces"``), which is an error
+    suggesting the key (:mod:`tiap.fields`)."""
     if not isinstance(obj, dict):
-        raise TiapError("an item must be a JSON object", **where)
-    for key in ("item_id", "kind"):
-        if key not in obj or obj[key] in (None, ""):
-            raise TiapError(f"item has no {key!r}", **where)
-    if isinstance(obj["item_id"], bool) or not isinstance(obj["item_id"], (str, int)):
-        raise TiapError(f"field 'item_id' must be a string, got {_kind_of(obj['item_id'])}",
-                        **where)
+        raise TiapError("an item must be a JSON object", file=file, line=line)
+    rec = _Record(file, line)
+    raw_id = obj.get("item_id")
+    item_id: str | None = None
+    if raw_id is None or raw_id == "":
+        rec.bad("item has no 'item_id'")
+    elif isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        rec.bad(f"field 'item_id' must be a string, got {_kind_of(raw_id)}")
+    else:
+        item_id = str(raw_id)
+        problem = id_problem(item_id)
+        if problem is None:
+            rec.record = item_id
+        else:
+            rec.bad(f"item id {item_id!r} {problem}")
+    if obj.get("kind") in (None, ""):
+        rec.bad("item has no 'kind'")
     for key in ("kind", "text", "collection"):  # never a list or a number turned into text
         v = obj.get(key)
         if v is not None and not isinstance(v, str) and not (
                 key == "collection" and isinstance(v, int) and not isinstance(v, bool)):
-            raise TiapError(f"field {key!r} must be a string, got {_kind_of(v)}", **where)
-    item_id = str(obj["item_id"])
-    where["record"] = item_id
-    if any(c.isspace() for c in item_id):
-        raise TiapError("item ids may not contain whitespace (TREC files could not hold them)", **where)
+            rec.bad(f"field {key!r} must be a string, got {_kind_of(v)}")
+    for message in key_problems(obj, _KNOWN, "an item record", strict=False):
+        rec.bad(message)
     serving = obj.get("serving")
     if serving is not None and not isinstance(serving, bool):
-        raise TiapError("field 'serving' must be true or false", **where)
-    text = obj.get("text")
-    coll = obj.get("collection")
+        rec.bad("field 'serving' must be true or false")
     store = obj.get("store")
     if store is not None and (not isinstance(store, str) or not _STORE_NAME.fullmatch(store)):
-        raise TiapError(f"field 'store' must be a store name (letters, digits, '_', '.', '-'), "
-                        f"got {store!r}", **where)
-    meta = tuple(sorted((k, v) for k, v in obj.items() if k not in _KNOWN))
-    sources = _str_list(obj.get("sources"), "sources", where)
-    uncertain = _uncertainty(obj.get("uncertain"), sources, where)
-    placeholder = _placeholder(obj.get("placeholder"), where)
-    inferred = _inference(obj.get("inferred"), where)
+        rec.bad(f"field 'store' must be a store name (letters, digits, '_', '.', '-'), "
+                f"got {store!r}")
+    sources = _str_list(obj.get("sources"), "sources", rec)
+    parents = _str_list(obj.get("parents"), "parents", rec)
+    uncertain = _uncertainty(obj.get("uncertain"), sources, rec)
+    placeholder = _placeholder(obj.get("placeholder"), rec)
+    inferred = _inference(obj.get("inferred"), rec)
+    rec.problems.raise_if_any()
+    assert item_id is not None
+    coll = obj.get("collection")
     return Item(
         item_id=item_id,
         kind=str(obj["kind"]),
         sources=sources,
-        parents=_str_list(obj.get("parents"), "parents", where),
+        parents=parents,
         serving=serving,
-        text=text,
+        text=obj.get("text"),
         collection=None if coll is None else str(coll),
-        meta=meta,
+        meta=tuple(sorted((k, v) for k, v in obj.items() if k not in _KNOWN)),
         store=store,
         uncertain=uncertain,
         placeholder=placeholder,
@@ -275,78 +308,100 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
     )
 
 
-def _inference(value: Any, where: dict[str, Any]) -> Inference | None:
+_INFERRED_KEYS = ("possible_sources", "kind")
+
+
+def _inference(value: Any, rec: _Record) -> Inference | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise TiapError(f"field 'inferred' must be an object, got {_kind_of(value)}", **where)
-    unknown = sorted(set(value) - {"possible_sources", "kind"})
+        rec.bad(f"field 'inferred' must be an object, got {_kind_of(value)}")
+        return None
+    before = rec.problems.total
+    unknown = [k for k in value if k not in _INFERRED_KEYS]
     if unknown:
-        raise TiapError(f"field 'inferred' has unknown key(s) {', '.join(map(repr, unknown))}",
-                        **where)
+        rec.bad(f"field 'inferred' has unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"expected {', '.join(_INFERRED_KEYS)}")
     raw = value.get("possible_sources", ANY)
-    possible = None if raw == ANY else _str_list(raw, "inferred.possible_sources", where)
+    possible = None if raw == ANY else _str_list(raw, "inferred.possible_sources", rec)
     kind = value.get("kind", False)
     if not isinstance(kind, bool):
-        raise TiapError(f"'inferred.kind' must be true or false, got {_kind_of(kind)}",
-                        **where)
-    return Inference(possible=possible, kind=kind)
+        rec.bad(f"'inferred.kind' must be true or false, got {_kind_of(kind)}")
+    if rec.problems.total > before:
+        return None
+    return Inference(possible=possible, kind=bool(kind))
 
 
-def _uncertainty(value: Any, sources: tuple[str, ...],
-                 where: dict[str, Any]) -> Uncertainty | None:
+def _uncertainty(value: Any, sources: tuple[str, ...], rec: _Record) -> Uncertainty | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise TiapError("field 'uncertain' must be an object", **where)
-    unknown = sorted(set(value) - {"possible_sources", "excluded_sources", "requires",
-                                   "max_sources", "exclusive"})
+        rec.bad("field 'uncertain' must be an object")
+        return None
+    before = rec.problems.total
+    unknown = [k for k in value if k not in _UNCERTAIN_KEYS]
     if unknown:
-        raise TiapError(f"field 'uncertain' has unknown key(s) {', '.join(map(repr, unknown))}",
-                        **where)
+        hints = [f" (did you mean {near!r}?)" if (near := nearest(k, _UNCERTAIN_KEYS)) else ""
+                 for k in unknown]
+        rec.bad("field 'uncertain' has unknown key(s) "
+                + ", ".join(f"{k!r}{h}" for k, h in zip(unknown, hints, strict=True))
+                + "; expected " + ", ".join(_UNCERTAIN_KEYS))
     raw_possible = value.get("possible_sources", ANY)
     possible = None if raw_possible == ANY else _str_list(
-        raw_possible, "uncertain.possible_sources", where)
-    excluded = _str_list(value.get("excluded_sources"), "uncertain.excluded_sources", where)
+        raw_possible, "uncertain.possible_sources", rec)
+    excluded = _str_list(value.get("excluded_sources"), "uncertain.excluded_sources", rec)
     if possible is not None and excluded:
-        raise TiapError("'excluded_sources' goes with possible_sources \"any\" only (a list "
-                        "of possible sources already excludes every other unit)", **where)
+        rec.bad("'excluded_sources' goes with possible_sources \"any\" only (a list "
+                "of possible sources already excludes every other unit)")
     both = sorted(set(sources) & set(excluded))
     if both:
-        raise TiapError(f"units both in sources and excluded_sources: {', '.join(both)}", **where)
+        rec.bad(f"units both in sources and excluded_sources: {', '.join(both)}")
     req_raw = value.get("requires") or []
+    requires: tuple[tuple[str, ...], ...] = ()
     if not isinstance(req_raw, list):
-        raise TiapError("'uncertain.requires' must be a list of unit lists", **where)
-    requires = tuple(_str_list(r, "uncertain.requires[]", where) for r in req_raw)
-    if any(not r for r in requires):
-        raise TiapError("'uncertain.requires' holds an empty list (no lineage meets it)", **where)
+        rec.bad("'uncertain.requires' must be a list of unit lists")
+    else:
+        requires = tuple(_str_list(r, "uncertain.requires[]", rec) for r in req_raw)
+        if any(not r for r in requires):
+            rec.bad("'uncertain.requires' holds an empty list (no lineage meets it)")
     cap = value.get("max_sources")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        raise TiapError(f"'uncertain.max_sources' must be a positive integer, got {cap!r}",
-                        **where)
+        rec.bad(f"'uncertain.max_sources' must be a positive integer, got {cap!r}")
+        cap = None
     if cap is not None and len(set(sources)) > cap:
-        raise TiapError(f"{len(set(sources))} sources but max_sources {cap}", **where)
+        rec.bad(f"{len(set(sources))} sources but max_sources {cap}")
     exclusive = value.get("exclusive", False)
     if not isinstance(exclusive, bool):
-        raise TiapError("'uncertain.exclusive' must be true or false", **where)
+        rec.bad("'uncertain.exclusive' must be true or false")
+    if rec.problems.total > before:
+        return None
     return Uncertainty(possible=possible, excluded=excluded, requires=requires,
                        max_sources=cap, exclusive=exclusive)
 
 
-def _placeholder(value: Any, where: dict[str, Any]) -> Placeholder | None:
+def _placeholder(value: Any, rec: _Record) -> Placeholder | None:
     if value is None:
         return None
-    if not isinstance(value, dict) or set(value) - {"existence", "count"}:
-        raise TiapError("field 'placeholder' must be an object with 'existence' and optional "
-                        "'count'", **where)
+    if not isinstance(value, dict) or set(value) - set(_PLACEHOLDER_KEYS):
+        hint = ""
+        if isinstance(value, dict):
+            hint = "".join(f"; unknown key {k!r}" + (f" (did you mean {near!r}?)"
+                                                     if (near := nearest(k, _PLACEHOLDER_KEYS))
+                                                     else "")
+                           for k in value if k not in _PLACEHOLDER_KEYS)
+        rec.bad("field 'placeholder' must be an object with 'existence' and optional "
+                "'count'" + hint)
+        return None
     existence = value.get("existence", "certain")
-    if existence not in _EXISTENCE:
-        raise TiapError(f"placeholder existence must be 'certain' or 'possible', got "
-                        f"{existence!r}", **where)
     count = value.get("count")
+    ok = True
+    if existence not in _EXISTENCE:
+        rec.bad(f"placeholder existence must be 'certain' or 'possible', got {existence!r}")
+        ok = False
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-        raise TiapError(f"placeholder count must be a positive integer, got {count!r}", **where)
-    return Placeholder(existence, count)
+        rec.bad(f"placeholder count must be a positive integer, got {count!r}")
+        ok = False
+    return Placeholder(existence, count) if ok else None
 
 
 def iter_items(path: str | Path) -> Iterator[Item]:
@@ -355,30 +410,32 @@ def iter_items(path: str | Path) -> Iterator[Item]:
 
 
 def read_items(path: str | Path) -> list[Item]:
-    """Read ``items.jsonl``; duplicate item ids, and rows naming two different stores, are
-    errors naming the lines."""
+    """Read ``items.jsonl``; bad rows, duplicate item ids, and rows naming two different
+    stores are errors naming the lines, all of the file reported together (the first 50
+    listed, the rest counted)."""
     items: list[Item] = []
     seen: dict[str, int] = {}
-    problems: list[Problem] = []
+    problems = Problems(path)
     first_store: tuple[str | None, int] | None = None
     for line, obj in iter_jsonl(path):
-        item = item_from_json(obj, file=path, line=line)
+        try:
+            item = item_from_json(obj, file=path, line=line)
+        except TiapError as exc:
+            problems.extend(exc)
+            continue
         if first_store is None:
             first_store = (item.store, line)
         elif item.store != first_store[0]:
-            problems.append(Problem(
-                f"the row names store {item.store!r}, line {first_store[1]} names "
-                f"{first_store[0]!r}: one items file holds one store", file=str(path),
-                line=line, record=item.item_id))
+            problems.add(f"the row names store {item.store!r}, line {first_store[1]} names "
+                         f"{first_store[0]!r}: one items file holds one store", line,
+                         record=item.item_id)
         if item.item_id in seen:
-            problems.append(Problem(f"duplicate item id (first on line {seen[item.item_id]})",
-                                    file=str(path), line=line, record=item.item_id,
-                                    code="duplicate"))
+            problems.add(f"duplicate item id (first on line {seen[item.item_id]})", line,
+                         record=item.item_id, code="duplicate")
             continue
         seen[item.item_id] = line
         items.append(item)
-    if problems:
-        raise TiapError(problems=problems)
+    problems.raise_if_any()
     if not items:
         raise TiapError("empty items file: it holds no items", file=path)
     return items

@@ -32,6 +32,7 @@ from tiap.report.procedure import (
     is_legacy,
     level_text,
     number,
+    threshold_text,
 )
 from tiap.report.render import (
     FLOOR_NOTE,
@@ -56,7 +57,7 @@ __all__ = ["build_report"]
 
 SCHEMA_VERSION = 1
 #: The options that decide what the statistics mean (compared across folders).
-_STAT_KEYS = ("resamples", "seed", "alpha", "correction", "min_effect")
+_STAT_KEYS = ("resamples", "seed", "alpha", "correction", "min_effect", "min_dz")
 HTML_LIMIT = 60
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -147,10 +148,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`). ``audits``:
     output folders of ``tiap audit graded``, each a section on what survives the judges
     (graded nDCG, composed support)."""
-    if not 100 <= latex_width <= 1000:
-        raise TiapError(f"--latex-width {latex_width:g}: give the text width in points, "
-                        "100 to 1000 (a one-column article: 345; a two-column paper's "
-                        "column: about 240)", code="usage")
+    from tiap.limits import check
+
+    check("latex_width", latex_width, "--latex-width (the text width in points; a "
+          "one-column article: 345, a two-column paper's column: about 240)")
     check_output_folder(out, "report", force=force, known=REPORT_OUTPUTS)
     sds = load_sensitivity_dirs(dirs)
     plots._plt()  # fail early with the install hint when matplotlib is missing
@@ -292,8 +293,8 @@ def _card_html(card: dict[str, Any]) -> str:
         else:
             n_head = sum(1 for f in ds["winner_flips"] if f.get("headline"))
             counts = (f"{n_sig} significant {after_correction(st)} at alpha "
-                      f"{number(st.get('alpha'))}, {n_head} headline with minimum effect "
-                      f"{number(st.get('min_effect'))}")
+                      f"{number(st.get('alpha'))}, {n_head} headline (practical threshold: "
+                      f"{st.get('threshold')})")
         out.append(f"<p>{n_flips} winner flips over all measures ({esc(counts)}); "
                    f"{len(ds['design_changes'])} design recommendations change with the "
                    "target. Every flip is listed in target_card.md.</p>")
@@ -523,13 +524,13 @@ def _flip_caption(opts: dict[str, Any]) -> str:
     adj = ("p adj: the sign-flip p-value (no correction)" if opts.get("correction") == "none"
            else f"p adj: the sign-flip p-value adjusted by {correction_name(opts)} "
            "within the family (raw p-values in winner_flips.csv)")
-    alpha, me = number(opts.get("alpha")), number(opts.get("min_effect"))
+    alpha = number(opts.get("alpha"))
     return (f"Gap = A minus B on the shared subset; CI: the inverted sign-flip interval at the "
             f"gap's effective level ({_adj_level(opts)}); {adj}; d_z: paired effect size under "
             f"each target; MDE: the gap detectable with 80% power at alpha {alpha}. Flip: "
-            f"headline (significant {corr} at alpha {alpha} and both gaps at least the minimum "
-            f"effect {me} from 0), significant, below min effect, yes (not significant) or no; "
-            f"highlighted: flips significant {corr}; {FLOOR_NOTE}.")
+            f"headline (significant {corr} at alpha {alpha} and past the practical threshold: "
+            f"{threshold_text(opts)}), significant, below threshold, yes (not significant) or "
+            f"no; highlighted: flips significant {corr}; {FLOOR_NOTE}.")
 
 
 def _ranking_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
@@ -569,18 +570,30 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         return
     page.h(3, "Design recommendations per target")
     groups = unique(r["group"] for r in pref)
+    opts = sd.manifest.get("options", {})
+    legacy = is_legacy(opts)
+    tested = "significant" in pref[0]  # older folders name the top mean, untested
     t = ReportTable(f"{slug}_design", f"{label}: preferred configuration per target "
                     f"({primary})", ["group", "target", "n matched", "preferred", "ranking",
-                                     "margin"], key=2)
+                                     "margin", *(["margin p adj"] if tested else [])],
+                    caption=(f"Preferred: the configuration with the highest mean when its gap "
+                             f"to every other one is significant {after_correction(opts)} at "
+                             f"alpha {number(opts.get('alpha'))} (the pairwise tests below), "
+                             "else a tie (not significant) of it and every configuration "
+                             "whose gap to it is not. Margin: the top two's difference of "
+                             "means; margin p adj: their gap's adjusted p-value."
+                             if tested else "Preferred: the highest mean (a folder written "
+                             "before preferences were tested: the margin's significance is "
+                             "not known)."), key=2)
     chg = {(r["group"], r["comparison"]): r for r in sd.rows("design_changes", name,
                                                             measure=primary)}
     for r in pref:
         changed = truth(chg.get((r["group"], "preferred"), {}).get("changes", "false"))
         t.add([r["group"], r["target"], r["n_matched"], r["preferred"], r["ranking"],
-               f4(r["margin"])], mark=changed)
+               f4(r["margin"]),
+               *([p_cell(r, "margin_p_adjusted", opts.get("resamples"))] if tested else [])],
+              mark=changed)
     page.table(t)
-    opts = sd.manifest.get("options", {})
-    legacy = is_legacy(opts)
     t = ReportTable(f"{slug}_design_pairwise", f"{label}: pairwise preferences ({primary})",
                     ["group", "A vs B", "target", "gap", "CI", "p" if legacy else "p adj",
                      *([] if legacy else ["d_z", "moved"]), "preferred", "changes"], key=3)
@@ -592,7 +605,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         t.add([r["group"], comp, r["target"], signed(r["gap"]),
                ci(r["ci_low"], r["ci_high"], open_ends=tested),
                p_cell(r, "p" if legacy else "p_adjusted", opts.get("resamples")),
-               *([] if legacy else ["–" if eff is None else f"{eff:+.2f}", pct(r.get("moved"))]),
+               *([] if legacy else [signed(eff, 2), pct(r.get("moved"))]),
                r["preferred"] + (" *" if truth(r["significant"]) else ""),
                "yes" if changed else "no"], mark=changed)
     page.table(t)
@@ -656,7 +669,7 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
                          else "One family per measure: every category's gaps adjusted together "
                          f"({correction_name(opts)}). ") + "Significant: both gaps significant "
                 f"{after_correction(opts)} at alpha {number(opts.get('alpha'))}; headline: "
-                f"also both at least {number(opts.get('min_effect'))} from 0. MDE: the gap "
+                f"also past the practical threshold, {threshold_text(opts)}. MDE: the gap "
                 "the category's shared queries detect with 80% power in one test; a flip whose "
                 "gaps lie well below it could not have been resolved by these queries.",
                 key=3)

@@ -7,8 +7,8 @@ that change with the target. Written as ``target_card.json`` and ``target_card.m
 
 The statistics block (:func:`tiap.report.procedure.statistics`) states the procedure the
 sensitivity folder used: the sign-flip test, resamples, seed, alpha, the correction and the
-family it runs over, the minimum effect, the interval, and what *significant* and *headline*
-mean; every flip carries its adjusted p-values, effect sizes and ``headline`` flag.
+family it runs over, the practical threshold, the interval, and what *significant* and
+*headline* mean; every flip carries its adjusted p-values, effect sizes and ``headline`` flag.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from tiap.provenance import source_commit, versions
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.report.procedure import (
+    DZ_REASON,
     after_correction,
     correction_name,
     effect_pair,
@@ -216,9 +217,10 @@ def _statistics_md(st: dict[str, Any]) -> list[str]:
             f"(`{md_escape(st['correction'])}`: {md_escape(st['correction_method'])})"
             + ("." if st["correction"] == "none" else
                f" over each family: {md_escape(st['family'])}."),
-            f"- Minimum effect: **{number(st['min_effect'])}** (in the measure's units"
-            + ("; none set: every significant flip is a headline" if not num(st["min_effect"])
-               else "") + ").",
+            f"- Practical threshold of a headline: **{md_escape(st.get('threshold'))}** "
+            f"(min_dz {number(st.get('min_dz'))}, min_effect {number(st['min_effect'])} in "
+            "the measure's units"
+            + (f"; {md_escape(DZ_REASON)}" if num(st.get("min_dz")) else "") + ").",
             f"- Interval: {md_escape(st['interval'])}.",
             f"- A winner flip is a {md_escape(st['winner_flip'])}; it is **significant** "
             f"when {md_escape(st['significant_flip'])}; **practical** when "
@@ -308,13 +310,14 @@ def card_markdown(card: dict[str, Any]) -> str:
             n_head = sum(1 for f in ds["winner_flips"] if f.get("headline"))
             out += [f"{len(ds['winner_flips'])} winner flips, {n_sig} significant "
                     f"{md_escape(after_correction(st))} at alpha {number(st['alpha'])}, "
-                    f"{n_head} headline (minimum effect {number(st['min_effect'])}). p adj: "
+                    f"{n_head} headline (practical threshold: "
+                    f"{md_escape(st.get('threshold'))}). p adj: "
                     f"adjusted p-values; d_z: paired effect size of each gap. {FLOOR_NOTE}.", "",
                     "| measure | A vs B | targets | n | gap 1 [CI] | gap 2 [CI] | p adj 1 | "
                     "p adj 2 | d_z 1 / 2 | significant | headline |",
                     "|---|---|---|---|---|---|---|---|---|---|---|"]
             for f in ds["winner_flips"]:
-                head = ("yes" if f.get("headline") else "no (below min effect)"
+                head = ("yes" if f.get("headline") else "no (below threshold)"
                         if f["significant_flip"] else "no")
                 out.append(
                     f"| {md_escape(f['measure'])} | {md_escape(f['system_a'])} vs "

@@ -4,8 +4,10 @@ One source for the report's introduction, its table notes and the target card's 
 block, so that they say the same thing: every gap is decided by the paired sign-flip test,
 its p-value adjusted within a family (``options.correction``), its interval the test's
 inversion at the gap's effective level, and a flip is a *headline* only when it is
-significant and both gaps are at least ``options.min_effect`` from 0
-(:mod:`tiap.sensitivity.stats`, :mod:`tiap.sensitivity.flips`).
+significant and both gaps clear the practical threshold, ``|d_z| >= options.min_dz`` and
+``|gap| >= options.min_effect`` (:mod:`tiap.sensitivity.stats`,
+:mod:`tiap.sensitivity.flips`); :func:`threshold_text` states it, and says so when none was
+set.
 
 Folders written before that procedure (no ``correction`` in the manifest's options) used
 paired bootstrap percentile intervals and uncorrected sign-flip p-values; they are described
@@ -17,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tiap.numfmt import signed
 from tiap.report.load import num, truth
 
-__all__ = ["CORRECTION_NAMES", "after_correction", "correction_name", "effect_pair",
-           "flip_status", "intro_text", "is_legacy", "level_text", "number", "statistics"]
+__all__ = ["CORRECTION_NAMES", "DZ_REASON", "after_correction", "correction_name", "effect_pair",
+           "flip_status", "intro_text", "is_legacy", "level_text", "number", "statistics",
+           "threshold_text"]
 
 #: ``--correction`` value -> (short name, what it controls)
 CORRECTION_NAMES = {
@@ -52,6 +56,25 @@ def number(x: Any) -> str:
     return "–" if v is None else f"{v:g}"
 
 
+def threshold_text(opts: Mapping[str, Any]) -> str:
+    """The practical threshold a headline flip needs, from a folder's options: ``|d_z| ≥ 0.2
+    on both gaps``, with ``and |gap| ≥ 0.01 in the measure's units`` when ``min_effect`` is
+    set, or ``none (every significant flip is a headline)`` when neither is (a folder
+    written before ``min_dz`` existed has none)."""
+    dz, me = num(opts.get("min_dz")) or 0.0, num(opts.get("min_effect")) or 0.0
+    parts = ([f"|d_z| ≥ {dz:g}"] if dz > 0 else []) + (
+        [f"|gap| ≥ {me:g} in the measure's units"] if me > 0 else [])
+    if not parts:
+        return "none (every significant flip is a headline)"
+    return " and ".join(parts) + " on both gaps"
+
+
+#: What a d_z threshold means (said wherever the threshold is stated in full; the default,
+#: 0.2, is Cohen's "small": docs/sensitivity.md says why).
+DZ_REASON = ("d_z = mean / sd of the per-query differences; Cohen (1988) calls 0.2 a small "
+             "effect and 0.5 a medium one")
+
+
 def level_text(opts: Mapping[str, Any]) -> str:
     """The confidence level of a single interval at the nominal alpha, ``95%``."""
     a = num(opts.get("alpha"))
@@ -81,6 +104,8 @@ def statistics(opts: Mapping[str, Any]) -> dict[str, Any]:
                 "test": "paired sign-flip randomization, two-sided (p-values only)",
                 "correction": None, "correction_method": "no multiplicity correction",
                 "min_effect": None,
+                "min_dz": None,
+                "threshold": None,
                 "interval": "paired bootstrap, percentile (written by an older tiap "
                             "sensitivity)",
                 "winner_flip": flip,
@@ -94,15 +119,18 @@ def statistics(opts: Mapping[str, Any]) -> dict[str, Any]:
             "correction_method": CORRECTION_NAMES.get(corr, (corr, corr))[1],
             "family": FAMILY,
             "min_effect": opts.get("min_effect"),
+            "min_dz": opts.get("min_dz"),
+            "threshold": threshold_text(opts),
             "interval": INTERVAL,
             "winner_flip": flip,
             "significant_flip": "both gaps are significant after correction (adjusted p-value "
                                 "at most alpha, so both intervals exclude 0), with opposite "
                                 "signs",
-            "practical": "both gaps are at least min_effect (in the measure's units) away "
-                         "from 0",
-            "headline": "the flip is significant and practical; a flip smaller than "
-                        "min_effect is reported, never headlined",
+            "practical": "both gaps clear the practical threshold in the direction of the "
+                         "flip: |d_z| at least min_dz and |gap| at least min_effect (in the "
+                         "measure's units); under partial lineage, for every lineage",
+            "headline": "the flip is significant and practical; a flip below the practical "
+                        "threshold is reported, never headlined",
             "effect_size": EFFECT}
 
 
@@ -124,12 +152,11 @@ def intro_text(opts: Mapping[str, Any]) -> str:
         adj = (f"Correction: {name} over each family at alpha {alpha} ({what}; a family is "
                "every gap of one table in one dataset and measure; the per-category table's "
                "families span all categories)")
-    me = num(opts.get("min_effect")) or 0.0
-    minimum = (f"and a headline when both gaps are also at least the minimum effect, {me:g} "
-               "in the measure's units, away from 0; flips below the minimum effect are "
-               "reported, never headlined")
-    if me <= 0:
-        minimum += " (no minimum was set: every significant flip is a headline)"
+    threshold = threshold_text(opts)
+    minimum = (f"and a headline when both gaps also clear the practical threshold, "
+               f"{threshold}; flips below it are reported, never headlined")
+    if (num(opts.get("min_dz")) or 0.0) > 0:
+        minimum += f" ({DZ_REASON})"
     level = (f"at alpha {alpha} (a {level_text(opts)} interval, nothing being adjusted)"
              if corr == "none" else f"at the gap's effective level alpha · p / p adj (so not "
              f"necessarily {level_text(opts)})")
@@ -145,7 +172,7 @@ def intro_text(opts: Mapping[str, Any]) -> str:
 
 
 def flip_status(r: Mapping[str, Any]) -> str:
-    """``no`` / ``yes (not significant)`` / ``significant, below min effect`` / ``headline``
+    """``no`` / ``yes (not significant)`` / ``significant, below threshold`` / ``headline``
     for a flip row (as read from CSV or as in the card); ``significant`` for older folders
     that have no headline column."""
     if not truth(r.get("flip")):
@@ -155,12 +182,11 @@ def flip_status(r: Mapping[str, Any]) -> str:
         return "significant" if sig else "yes (not significant)"
     if truth(r.get("headline")):
         return "headline"
-    return "significant, below min effect" if sig else "yes (not significant)"
+    return "significant, below threshold" if sig else "yes (not significant)"
 
 
 def _dz(x: Any) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:+.2f}"
+    return signed(x, 2)
 
 
 def effect_pair(r: Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tiap import numfmt
 from tiap.report.load import num
 
 __all__ = [
@@ -315,17 +316,18 @@ def f4(x: object, digits: int = 4) -> str:
 
 
 def mean_text(row: dict[str, object], digits: int = 4) -> str:
-    """A means row's ``mean``, or ``[lower, upper]`` where partial lineage only bounds it."""
+    """A means row's ``mean``, or ``[lower, upper]`` where partial lineage only bounds it
+    (both ends with one number of decimals, :mod:`tiap.numfmt`)."""
     v = num(row.get("mean"))
     if v is not None:
         return f"{v:.{digits}f}"
-    lo, hi = num(row.get("lower")), num(row.get("upper"))
-    return "–" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+    return numfmt.interval(row.get("lower"), row.get("upper"), digits, sign=False)
 
 
 def signed(x: object, digits: int = 4) -> str:
-    v = num(x)
-    return "–" if v is None else f"{v:+.{digits}f}"
+    """A signed value by the printing rule of :mod:`tiap.numfmt` (``+0.0123``; more
+    decimals where a value other than 0 would print as 0; float noise prints as 0)."""
+    return numfmt.signed(x, digits)
 
 
 def pct(x: object, digits: int = 1) -> str:
@@ -397,25 +399,14 @@ def pct_range_ci(row: dict[str, str], name: str, digits: int = 1) -> str:
 
 
 def ci(lo: object, hi: object, digits: int = 3, *, open_ends: bool = False) -> str:
-    """``[lo, hi]`` with signs; more digits (up to 6) where a bound other than 0 would
-    print as 0, so an interval that excludes 0 never reads as touching it.
+    """``[lo, hi]`` with signs, by the printing rule of :mod:`tiap.numfmt`: both ends with
+    one number of decimals, more than ``digits`` where a bound other than 0 would print as
+    0 (so an interval that excludes 0 never reads as touching it), float noise as 0.
 
     A missing end is ``–`` (no interval), unless ``open_ends``: then it is unbounded
     (``(-∞, hi]``, ``[lo, +∞)``), as a test inversion writes it when the queries are too
     few to reject any shift on that side."""
-    a, b = num(lo), num(hi)
-    if (a is None or b is None) and not open_ends:
-        return "–"
-    while digits < 6 and any(v is not None and v != 0 and round(v, digits) == 0
-                             for v in (a, b)):
-        digits += 1
-
-    def end(v: float) -> str:  # still 0 at 6 digits: scientific, never a false 0
-        return f"{v:+.1e}" if v != 0 and round(v, digits) == 0 else f"{v:+.{digits}f}"
-
-    left = "(-∞" if a is None else f"[{end(a)}"
-    right = "+∞)" if b is None else f"{end(b)}]"
-    return f"{left}, {right}"
+    return numfmt.interval(lo, hi, digits, open_ends=open_ends)
 
 
 @dataclass

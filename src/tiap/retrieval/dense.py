@@ -9,9 +9,9 @@ model id and the sha256 of the text; only texts the cache lacks are encoded, in 
 progress bar when one is given.
 
 **On an engine** (:mod:`tiap.engine`, ``tiap retrieve --engine ray``) the batches are encoded
-by the engine's workers, eight batches a task, each worker loading the model once; the
-batches are the ones a local run encodes (the same texts in the same order), so the vectors
-and the rankings are the same. A worker stores each batch it encodes in its task's shard, an
+by the engine's workers, eight batches a task, each worker loading the model once; a text's
+vector depends on the text alone (:mod:`tiap.retrieval.encoders`), whatever the batch or the
+worker's thread count, so the vectors and the rankings are a local run's. A worker stores each batch it encodes in its task's shard, an
 embedding cache of its own (``<cache>/shards/<sha256 of the task's keys>/``), before the next
 batch; the driver puts a finished task's vectors in the cache and removes the shard. A killed
 worker's task runs again and encodes only what its shard lacks; a killed driver's shards are
@@ -84,7 +84,7 @@ class DenseRetriever(Retriever):
     def _ensure(self, keys: Sequence[str], texts: Sequence[str],
                 progress: Progress | None = None) -> int:
         """Encode and cache the texts the cache lacks; returns how many distinct ones that was."""
-        model = self.encoder.model_id
+        model = self.encoder.cache_id
         missing = set(self.cache.missing(model, keys))
         if not missing:
             return 0
@@ -97,7 +97,7 @@ class DenseRetriever(Retriever):
         order = sorted(todo, key=lambda k: (-len(todo[k]), k))
         task = None
         if progress is not None:
-            task = progress.add_task(f"encoding with {model}", total=len(order))
+            task = progress.add_task(f"encoding with {self.encoder.model_id}", total=len(order))
         bs = self.encoder.batch_size
         batches = [order[i : i + bs] for i in range(0, len(order), bs)]
         for batch, vecs in self._encoded(batches, todo):
@@ -164,7 +164,7 @@ class DenseRetriever(Retriever):
         """Unit vectors of ``texts`` (cached, encoding the missing ones)."""
         keys = [text_key(t) for t in texts]
         self._ensure(keys, texts)
-        return self.cache.get(self.encoder.model_id, keys)
+        return self.cache.get(self.encoder.cache_id, keys)
 
     def score(self, docs: Sequence[str], queries: Sequence[str]) -> np.ndarray:
         if not docs or not queries:
@@ -196,7 +196,7 @@ def _encode_task(task: _EncodeTask) -> list[np.ndarray]:
     enc = task.encoder
     wkey = (type(enc).__qualname__, enc.model_id, enc.batch_size)
     enc = _WORKER_ENCODERS.setdefault(wkey, enc)
-    model = enc.model_id
+    model = enc.cache_id
     shard = EmbeddingCache(task.shard)
     out = []
     try:

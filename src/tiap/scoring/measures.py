@@ -51,6 +51,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tiap.errors import TiapError
+from tiap.limits import MAX_DEPTH
 
 __all__ = [
     "KNOWN_MEASURES",
@@ -144,8 +145,9 @@ KNOWN_MEASURES: str = (
 
 _MAX_SPEC_CHARS = 10_000
 
-#: The largest cutoff a measure may have (``nDCG@1000000``).
-MAX_CUTOFF = 1_000_000
+#: The largest cutoff a measure may have (``nDCG@1000000``): the declared largest depth
+#: (:data:`tiap.limits.MAX_DEPTH`, the range of ``--k`` and ``--depth`` too).
+MAX_CUTOFF = MAX_DEPTH
 
 
 @dataclass(frozen=True, eq=False)

@@ -67,6 +67,36 @@ def _fmt(v: Any) -> Any:
     return v
 
 
+def queries_dataset(queries: Sequence[Any], inputs: Mapping[str, str | Path]) -> str | None:
+    """The dataset the queries belong to, from the first source that names one: the
+    queries' own ``dataset`` (or ``benchmark``) field, one value in every record; the
+    ``manifest.json`` beside the queries file (``tiap datasets export`` writes it); the
+    headers of the run traces (``tiap retrieve`` writes the store's dataset), one value in
+    all of them. ``None`` when none does, or the records or traces disagree."""
+    for key in ("dataset", "benchmark"):
+        found = {str(dict(getattr(q, "extra", ()) or ()).get(key) or "") for q in queries}
+        if len(found) == 1 and (name := found.pop()).strip():
+            return name
+    qpath = inputs.get("queries")
+    if qpath is not None:
+        sibling = Path(qpath).parent / "manifest.json"
+        try:
+            obj = json.loads(sibling.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            obj = None
+        value = obj.get("dataset") if isinstance(obj, dict) else None
+        if isinstance(value, dict):
+            value = value.get("id")
+        if isinstance(value, str) and value.strip():
+            return value
+    from tiap.traces.runs import trace_dataset
+
+    named = {trace_dataset(p) for k, p in inputs.items() if k.startswith("run:")}
+    if len(named) == 1 and (name := named.pop()) is not None:
+        return name
+    return None
+
+
 def write_rescore(
     result: RescoreResult,
     out: str | Path,
@@ -77,8 +107,13 @@ def write_rescore(
     shared: bool = False,
     parquet: bool = False,
     force: bool = False,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Write every output of a rescoring into ``out``; returns the manifest.
+
+    The manifest's ``dataset`` is the queries' dataset: ``dataset`` when given, else what
+    :func:`queries_dataset` finds (``null`` when nothing names it); ``tiap sensitivity``
+    names the folder's dataset by it.
 
     ``out`` is replaced whole (:func:`tiap.io.output_folder`): an earlier rescoring's folder
     is swapped for the new one, so no file of it (an old ``per_query/`` partition) survives; a
@@ -141,6 +176,7 @@ def write_rescore(
             parts = _write_parquet(tmp / "per_query", result)
         man = manifest_header("rescore", SCHEMA_VERSION)
         man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
+        man["dataset"] = dataset if dataset is not None else queries_dataset(queries, inputs)
         man["options"] = {
             **options,
             "credit": result.credit,

@@ -95,6 +95,7 @@ def analyze(
     by_category_tests: bool = True,
     correction: str = DEFAULT_CORRECTION,
     min_effect: float = 0.0,
+    min_dz: float = flips.DEFAULT_MIN_DZ,
     progress: Callable[[str, int, int], None] | None = None,
     preloaded: Mapping[Path, Any] | None = None,
     pairs: Sequence[str] = (),
@@ -115,7 +116,10 @@ def analyze(
         correction: family-wise correction of the p-values (``holm``, ``bh`` or ``none``;
             a family is every gap of one table in one dataset and measure [and category]).
         min_effect: the smallest gap (in the measure's units) that counts as a practical
-            difference: a flip smaller than it is reported, never headlined.
+            difference: a flip smaller than it is reported, never headlined (0: no floor).
+        min_dz: the smallest paired effect size ``|d_z|`` that counts as a practical
+            difference (default 0.2, Cohen's "small"; 0: none): a headline flip needs both
+            gaps significant after correction and at both thresholds.
         progress: called as ``progress(description, done, total)`` before each step.
         pairs: the pairs of targets to compare (default: every pair): ``A:B`` compares
             target A with target B; ``~NAME`` compares every target T with ``T~NAME``, the
@@ -128,9 +132,13 @@ def analyze(
     if correction not in CORRECTIONS:
         raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
                         f"{correction!r}")
-    if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)) or not (
-            min_effect >= 0 and math.isfinite(min_effect)):
-        raise TiapError(f"--min-effect must be a non-negative number, got {min_effect!r}")
+    from tiap.limits import check
+
+    # the declared ranges of the options (tiap.limits), checked before anything is read
+    check("min_effect", min_effect, "min_effect (--min-effect)")
+    check("min_dz", min_dz, "min_dz (--min-dz)")
+    check("seed", seed, "seed (--seed)")
+    check("cutoff", answer_depth, "answer_depth (--answer-depth)")
     datasets = [select_pairs(ds, pairs) for ds in load_datasets(dirs, preloaded=preloaded)]
     notes: list[str] = [n for ds in datasets for n in ds.notes]
     total = (2 * len(datasets) + sum(by_category_tests and len(ds.systems) > 1
@@ -175,7 +183,8 @@ def analyze(
         step(f"{ds.name}: winner flips")
         add("winner_flips", flips.FLIP_COLUMNS,
             flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
-                               correction=correction, min_effect=min_effect, notes=notes))
+                               correction=correction, min_effect=min_effect, min_dz=min_dz,
+                               notes=notes))
         add("ranking_stability", stability.RANKING_COLUMNS, stability.ranking_rows(ds))
         # by category
         cats = np.asarray(ds.categories, dtype=object)
@@ -190,7 +199,8 @@ def analyze(
             add("category_flips", _with(flips.FLIP_COLUMNS, "category"),
                 flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
                                    correction=correction, min_effect=min_effect,
-                                   groups=groups, family="category_flips", notes=notes))
+                                   min_dz=min_dz, groups=groups, family="category_flips",
+                                   notes=notes))
 
     if configs:
         step("design recommendations")
@@ -235,7 +245,7 @@ def analyze(
     options = {"seed": seed, "resamples": resamples, "alpha": alpha,
                "test": "paired sign-flip randomization, two-sided; interval: its inversion "
                        "at each gap's effective level",
-               "correction": correction, "min_effect": min_effect,
+               "correction": correction, "min_effect": min_effect, "min_dz": min_dz,
                "configs": {k: list(v) for k, v in (configs or {}).items()},
                "primary": {k: str(v) for k, v in primaries.items()},
                "answer_depth": answer_depth if answer_info else None,

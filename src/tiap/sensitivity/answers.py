@@ -244,12 +244,15 @@ def _target_args(ds: Dataset) -> list[str] | None:
     return out
 
 
-def _load_run(path: Path, system: str, dedup: str, preloaded: Mapping[Path, Any]) -> Any:
+def _load_run(path: Path, system: str, dedup: str, preloaded: Mapping[Path, Any],
+              order: str = "rank") -> Any:
+    """The run of ``system`` in ``path``, read as its rescoring read it (``dedup``, and
+    ``order``: rank, or score as trec_eval orders)."""
     from tiap.traces.runs import read_run
 
     got = preloaded.get(path.resolve())
     if got is None:
-        got = read_run(path, dedup=dedup)  # type: ignore[arg-type]
+        got = read_run(path, dedup=dedup, order=order)  # type: ignore[arg-type]
     if len(got) == 1:
         r = got[0]
     else:
@@ -269,7 +272,8 @@ def _hits_from_rr(ds: Dataset, system: str, depth: int,
     k >= depth (or RR): exactly, since the first credited item sits at rank 1 / RR, so
     Success@depth = [RR >= 1 / depth] (NaN stays NaN). ``None`` when no such RR was
     rescored (then the caller rescores Success@depth itself)."""
-    rr = [m for m in ds.measures if m.family == "RR" and (m.cutoff is None or m.cutoff >= depth)]
+    rr = [m for m in ds.measures if m.family == "RR" and m.budget is None
+          and (m.cutoff is None or m.cutoff >= depth)]  # RR@tok500 is cut by tokens, not ranks
     if not rr:
         return None
     sc = ds.systems[system]
@@ -344,7 +348,8 @@ def answer_tables(
                 notes.append(f"{ds.name}/{s}: answer alignment skipped (the items of {ipath} "
                              "carry no text)")
                 continue
-            run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"), preloaded)
+            run = _load_run(rpath, s, str(ds.options.get("dedup") or "error"), preloaded,
+                            str(ds.options.get("order") or "rank"))
             used[ds.name]["systems"][s] = {"items": str(ipath), "run": str(rpath)}
             from_rr = _hits_from_rr(ds, s, depth)
             if from_rr is not None:

@@ -5,17 +5,25 @@ A *configuration group* names systems that are configurations of one design choi
 On the group's *matched subset* (queries defined under every target for every
 configuration), per measure and target:
 
-- the mean of each configuration, its rank (1 = best) and the **preferred** configuration
-  (the highest mean; equal means within 1e-12 are ties, listed as ``a = b``);
+- the mean of each configuration, its rank (1 = best) and the **preferred** configuration:
+  the one with the highest mean when its gap to every other configuration is significant
+  after correction (the pairwise tests below, in their family), else ``tie (not
+  significant): a, b``, naming the *tied set*: the top configuration and every one whose gap
+  to it is not significant, by decreasing mean (equal means within 1e-12 rank together and
+  are always tied); ``margin`` is the top two's difference of means, ``margin_p_adjusted``
+  their gap's adjusted p-value;
 - for every pair ``(c_i, c_j)`` (in the order given), the gap ``mean(c_i - c_j)``, tested
   by the procedure of :mod:`tiap.sensitivity.stats` (sign-flip test; p-values adjusted
   within the family of every pair and target of the group under one measure; the interval
   at the gap's effective level), its effect size, and the preferred one of the two;
 - **recommendation changes**: a comparison (the overall preference, or one pair) whose
   preferred configuration differs between the two targets of a compared pair (every pair of
-  targets, unless ``--pairs`` chose some). A change is *significant* when the two targets of
-  a compared pair prefer opposite configurations of a pair, both gaps significant after
-  correction.
+  targets, unless ``--pairs`` chose some; for the overall preference, the tied sets differ).
+  A change is *significant* when the two targets of a compared pair prefer opposite
+  configurations of a pair, both gaps significant after correction; for the overall
+  preference, when the two tied sets share no configuration (then the top configuration of
+  each is significantly worse than the other's under the other target: a significant
+  reversal of that pair).
 
 Targets under which some configuration has no defined query are left out (with a note),
 since no matched subset can include them.
@@ -35,6 +43,7 @@ from tiap.sensitivity.stats import (
     DEFAULT_CORRECTION,
     DEFAULT_RESAMPLES,
     Gap,
+    GapResult,
     evaluate_gaps,
 )
 
@@ -51,7 +60,10 @@ __all__ = [
 DESIGN_MEANS_COLUMNS = ("dataset", "group", "measure", "target", "config", "n_matched",
                         "mean", "rank")
 DESIGN_PREFERRED_COLUMNS = ("dataset", "group", "measure", "target", "n_matched",
-                            "preferred", "ranking", "margin")
+                            "preferred", "ranking", "margin", "margin_p", "margin_p_adjusted",
+                            "significant", "tied")
+#: The preferred configuration when the top one does not beat every other significantly.
+TIE = "tie (not significant)"
 DESIGN_PAIR_COLUMNS = ("dataset", "group", "measure", "config_a", "config_b", "target",
                        "n_matched", "gap", "ci_low", "ci_high", "p", "p_adjusted", "effect",
                        "moved", "preferred", "significant")
@@ -140,9 +152,14 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
                         correction=correction, notes=notes)
     nm, nt = len(ds.measures), len(targets)
     pair_tests = {pair: results[i * nt * nm:(i + 1) * nt * nm] for i, pair in enumerate(pairs)}
+
+    def pair_test(a: str, b: str, ti: int, mi: int) -> GapResult:
+        return (pair_tests[(a, b)] if (a, b) in pair_tests else pair_tests[(b, a)])[ti * nm + mi]
+
     for mi, m in enumerate(ds.measures):
         best_by_target: dict[str, str] = {}
-        for t in targets:
+        tied_by_target: dict[str, frozenset[str]] = {}
+        for ti, t in enumerate(targets):
             means = {s: float(ds.systems[s].get(t, m)[matched].mean()) if n else float("nan")
                      for s in systems}
             ranks = _ranks(means) if n else {s: None for s in systems}
@@ -153,21 +170,31 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
             if not n:
                 continue
             text = ranking_text(means)
-            ordered = sorted(means.values(), reverse=True)
-            top = [s for s in systems if ranks[s] == 1]
-            preferred = " = ".join(top)
+            order = sorted(systems, key=lambda s: -means[s])  # stable: as ranking_text
+            first = order[0]
+            tied = [first, *(s for s in order[1:]
+                             if not pair_test(first, s, ti, mi).significant)]
+            margin = pair_test(first, order[1], ti, mi)
+            preferred = first if len(tied) == 1 else f"{TIE}: {', '.join(tied)}"
             best_by_target[t] = preferred
+            tied_by_target[t] = frozenset(tied)
             tables["preferred"].append({**base, "measure": str(m), "target": t,
                                         "n_matched": n, "preferred": preferred,
-                                        "ranking": text, "margin": ordered[0] - ordered[1]})
+                                        "ranking": text,
+                                        "margin": means[first] - means[order[1]],
+                                        "margin_p": margin.p,
+                                        "margin_p_adjusted": margin.p_adjusted,
+                                        "significant": len(tied) == 1,
+                                        "tied": ", ".join(tied)})
         compared = [(t1, t2) for t1, t2 in ds.target_pairs if t1 in targets and t2 in targets]
         if n:
             tables["changes"].append({
                 **base, "measure": str(m), "comparison": "preferred",
                 "preferences": "; ".join(f"{t}: {best_by_target[t]}" for t in targets),
-                "changes": any(best_by_target[t1] != best_by_target[t2]
+                "changes": any(tied_by_target[t1] != tied_by_target[t2]
                                for t1, t2 in compared),
-                "significant_change": None,
+                "significant_change": any(not tied_by_target[t1] & tied_by_target[t2]
+                                          for t1, t2 in compared),
             })
         for (a, b), test in pair_tests.items():
             prefs: dict[str, tuple[str, bool]] = {}

@@ -15,9 +15,11 @@ excludes 0 exactly when the adjusted p-value is at most ``alpha``. A flip is
 being a flip). ``mde_1`` / ``mde_2`` are the gaps the shared subset could detect with 80%
 power in one test at ``alpha`` (:func:`~tiap.sensitivity.stability.mde`; a correction only
 raises them): a flip whose gaps lie far below them is one the queries could not resolve.
-It is **practical** when both gaps are at least ``min_effect`` (in the
-measure's units) away from 0, and a **headline** when it is significant and practical: a
-flip smaller than ``min_effect`` is reported, never headlined.
+It is **practical** when both gaps clear the practical threshold in the direction of the
+flip: ``|d_z| >= min_dz`` (the paired effect size, ``mean / sd`` of the per-query
+differences; :data:`DEFAULT_MIN_DZ` = 0.2, Cohen's "small") and ``|gap| >= min_effect`` (in
+the measure's units; 0 by default, no floor), and a **headline** when it is significant and
+practical: a flip below the threshold is reported, never headlined.
 
 **Partial lineage.** Where some value of the shared subset is only bounded (``[lo, hi]``,
 from ``intervals.csv``), the gap is the interval ``[gap_lower, gap_upper]`` =
@@ -27,11 +29,16 @@ a flip is a flip only when both gap intervals exclude 0 with opposite signs: a f
 on an interval that straddles zero is not a flip. The test covers every lineage at once
 (:mod:`tiap.sensitivity.stats`): the p-value is the largest any lineage gives (the lower
 differences' for a positive gap, the upper ones' for a negative gap, 1 when the gap interval
-contains 0) and the interval is the union of every lineage's.
+contains 0) and the interval is the union of every lineage's. The ``d_z`` a threshold is
+checked against is then the smallest any lineage can have, bounded from below: ``|mean|`` is
+at least ``min(|gap_lower|, |gap_upper|)``, and ``Σ (d_j - mean)²`` is at most
+``Σ max((lo_j - c)², (hi_j - c)²)`` for any ``c`` (the mean minimizes the sum of squares),
+taken at the best ``c`` (:func:`dz_floor`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
@@ -39,6 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap import numfmt
 from tiap.scoring.measures import Measure
 from tiap.sensitivity.load import Dataset
 from tiap.sensitivity.stability import mde
@@ -52,9 +60,11 @@ from tiap.sensitivity.stats import (
 )
 
 __all__ = [
+    "DEFAULT_MIN_DZ",
     "FLIP_COLUMNS",
     "MEANS_COLUMNS",
     "UNDETERMINED",
+    "dz_floor",
     "gap_text",
     "is_flip_interval",
     "is_flip",
@@ -71,6 +81,9 @@ FLIP_COLUMNS = (
     "mde_2", "winner_1", "winner_2", "flip", "significant_flip", "practical", "headline",
 )
 UNDETERMINED = "not determined"
+#: The default practical threshold of a headline flip: both gaps with ``|d_z| >= 0.2``, the
+#: effect Cohen (1988) calls small (docs/sensitivity.md, "When a flip is a headline").
+DEFAULT_MIN_DZ = 0.2
 #: Gaps within this of 0 are ties (float noise in a mean of equal values is not a winner).
 TIE_EPS = 1e-12
 MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "n_exact", "mean", "lower",
@@ -93,20 +106,12 @@ def is_flip(gap_1: float | None, gap_2: float | None) -> bool:
 
 def gap_text(row: Mapping[str, Any], which: int, digits: int = 4) -> str:
     """A flip row's gap ``which`` (1 or 2) as text: ``+0.1234``, or ``[+0.0768, +0.5768]``
-    when partial lineage only bounds it (rows as written or as read back from CSV)."""
-    def num(v: Any) -> float | None:
-        return None if v in (None, "") else float(v)
-
-    def fmt(x: float) -> str:  # a gap too small for `digits` keeps its sign and size
-        return f"{x:+.1e}" if 0 < abs(x) < 0.5 * 10 ** -digits else f"{x:+.{digits}f}"
-
-    g = num(row.get(f"gap_{which}"))
-    if g is not None:
-        return fmt(g)
-    lo, hi = num(row.get(f"gap_{which}_lower")), num(row.get(f"gap_{which}_upper"))
-    if lo is None or hi is None:
-        return "-"
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    when partial lineage only bounds it (rows as written or as read back from CSV), by the
+    printing rule of :mod:`tiap.numfmt` (a gap too small for ``digits`` gets more)."""
+    if numfmt.value(row.get(f"gap_{which}")) is not None:
+        return numfmt.signed(row.get(f"gap_{which}"), digits)
+    return numfmt.interval(row.get(f"gap_{which}_lower"), row.get(f"gap_{which}_upper"),
+                           digits, missing="-")
 
 
 def _none(x: float) -> float | None:
@@ -126,13 +131,57 @@ def bounded_differences(ds: Dataset, a: str, b: str, t: str, m: Measure,
     return lo, (None if np.array_equal(lo, hi) else hi)
 
 
-def is_practical(gap: GapResult, min_effect: float) -> bool:
-    """The gap is at least ``min_effect`` away from 0 under every lineage."""
+def dz_floor(gap: Gap, result: GapResult) -> float | None:
+    """The smallest ``|d_z|`` (``|mean(d)| / sd(d)``, ddof 1) of the gap's per-query
+    differences under any lineage: the exact ``|d_z|`` where the lineage determines every
+    difference, else a lower bound (the module docstring); ``inf`` for equal differences
+    other than 0, ``None`` with fewer than 2 queries."""
+    if result.n < 2 or result.gap_lower is None or result.gap_upper is None:
+        return None
+    if not gap.bounded:
+        if result.effect is not None:
+            return abs(result.effect)
+        return 0.0 if result.gap is None or abs(result.gap) <= TIE_EPS else math.inf
+    lo_mean, hi_mean = result.gap_lower, result.gap_upper
+    if lo_mean <= TIE_EPS and hi_mean >= -TIE_EPS:
+        return 0.0  # some lineage has mean 0
+    assert gap.hi is not None
+    s = _max_squares(gap.lo, gap.hi)
+    smallest = min(abs(lo_mean), abs(hi_mean))
+    return math.inf if s <= 0 else smallest / math.sqrt(s / (result.n - 1))
+
+
+def _max_squares(lo: NDArray[np.float64], hi: NDArray[np.float64]) -> float:
+    """An upper bound of ``Σ_j (d_j - mean(d))²`` over every ``d`` with ``lo <= d <= hi``:
+    ``min_c Σ_j max((lo_j - c)², (hi_j - c)²) = min_c Σ_j (|c - m_j| + h_j)²`` (``m``, ``h``
+    the midpoints and half-widths), since the mean minimizes the sum of squares about a
+    point. The function of ``c`` is convex, a quadratic between consecutive midpoints: its
+    minimum is the least of each piece's vertex clipped to the piece."""
+    order = np.argsort((lo + hi) / 2, kind="stable")
+    m, h = ((lo + hi) / 2)[order], ((hi - lo) / 2)[order]
+    n = m.size
+    below_h = np.concatenate(([0.0], np.cumsum(h)))  # Σ h_j over the k smallest midpoints
+    below_hm = np.concatenate(([0.0], np.cumsum(h * m)))
+    total_m, total_h = float(m.sum()), float(below_h[-1])
+    c = (total_m + total_h - 2 * below_h) / n  # each piece's vertex (k = 0..n below it)
+    c = np.clip(c, np.concatenate(([-np.inf], m)), np.concatenate((m, [np.inf])))
+    dist = c * below_h - below_hm + (below_hm[-1] - below_hm) - c * (total_h - below_h)
+    s = n * c * c - 2 * c * total_m + float((m * m).sum()) + 2 * dist + float((h * h).sum())
+    return max(float(s.min()), 0.0)
+
+
+def is_practical(gap: GapResult, min_effect: float, min_dz: float = 0.0,
+                 dz: float | None = None) -> bool:
+    """The gap is practical under every lineage: at least ``min_effect`` (in the measure's
+    units) away from 0, and ``dz`` (its smallest ``|d_z|``, :func:`dz_floor`) at least
+    ``min_dz``. With both thresholds 0, every gap is."""
     if gap.gap_lower is None or gap.gap_upper is None:
         return False
     if gap.gap_lower <= 0 <= gap.gap_upper:
-        return min_effect <= 0
-    return min(abs(gap.gap_lower), abs(gap.gap_upper)) >= min_effect - TIE_EPS
+        return min_effect <= 0 and min_dz <= 0
+    if min(abs(gap.gap_lower), abs(gap.gap_upper)) < min_effect - TIE_EPS:
+        return False
+    return min_dz <= 0 or (dz is not None and dz >= min_dz - TIE_EPS)
 
 
 def winner_flips(
@@ -143,6 +192,7 @@ def winner_flips(
     alpha: float = DEFAULT_ALPHA,
     correction: str = DEFAULT_CORRECTION,
     min_effect: float = 0.0,
+    min_dz: float = DEFAULT_MIN_DZ,
     systems: Sequence[str] | None = None,
     mask: NDArray[np.bool_] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -181,7 +231,9 @@ def winner_flips(
         g1, g2 = (r1.gap_lower, r1.gap_upper), (r2.gap_lower, r2.gap_upper)
         flip = is_flip_interval(g1, g2)
         significant = flip and r1.significant and r2.significant
-        practical = flip and is_practical(r1, min_effect) and is_practical(r2, min_effect)
+        practical = flip and all(
+            is_practical(r, min_effect, min_dz, dz_floor(g, r) if min_dz > 0 else None)
+            for g, r in ((gaps[2 * j], r1), (gaps[2 * j + 1], r2)))
         rows.append({
             "dataset": ds.name, **label, "measure": str(m),
             "system_a": a, "system_b": b, "target_1": t1, "target_2": t2,

@@ -511,8 +511,8 @@ def load_rescore_dir(path: str | Path, name: str | None = None, *,
     universe: dict[str, None] = {}
     for qs in order.values():
         universe.update(dict.fromkeys(qs))
-    return _Folder(path, name or path.name, man, tuple(universe), order, values, bounds,
-                   sizes, categories, source, flip_pairs, inferred)
+    return _Folder(path, name or folder_dataset(man) or path.name, man, tuple(universe),
+                   order, values, bounds, sizes, categories, source, flip_pairs, inferred)
 
 
 def _per_query_row(path: Path, lineno: int, s: str, q: str, targets: set[str],
@@ -571,6 +571,25 @@ def _read_inferred(path: Path, order: Mapping[str, Mapping[str, int]], targets: 
                             query_id=q, code="duplicate")
         arr[i] = True
     return out
+
+
+def folder_dataset(man: Mapping[str, Any]) -> str | None:
+    """The dataset of a rescore folder's queries: the manifest's ``dataset`` (``tiap
+    rescore`` records it), else, for a folder written before it did, what
+    :func:`tiap.scoring.output.queries_dataset` finds from the inputs the manifest names
+    (the manifest beside the queries file, the run traces' headers) where they are still
+    there. ``None`` when nothing names it (the folder's own name is the last resort)."""
+    value = man.get("dataset")
+    if isinstance(value, str) and value.strip():
+        return value
+    if "dataset" in man:  # recorded: nothing named it when the folder was written
+        return None
+    inputs = {k: Path(v["path"]) for k, v in (man.get("inputs") or {}).items()
+              if isinstance(v, Mapping) and isinstance(v.get("path"), str)
+              and (k == "queries" or k.startswith("run:"))}
+    from tiap.scoring.output import queries_dataset
+
+    return queries_dataset((), inputs)
 
 
 def _categories(path: Path, man: Mapping[str, Any]) -> tuple[dict[str, str], str]:
@@ -636,9 +655,40 @@ def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *
     names = [d.name for d in datasets]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise TiapError(f"two datasets are named {', '.join(dupes)}: name the folders with "
-                        "NAME=PATH")
+        raise TiapError(problems=[_same_name(n, [(k, fs) for (k, fs), d
+                                                 in zip(groups.items(), datasets, strict=True)
+                                                 if d.name == n]) for n in dupes])
     return datasets
+
+
+def _same_name(name: str, groups: list[tuple[str, list[_Folder]]]) -> Problem:
+    """Why folders that make two datasets of one name were not pooled, and what to do.
+
+    Folders are pooled only when the queries files they were scored against are the same
+    file (the same sha256); folders of one benchmark scored against two queries files (two
+    slices, or one file changed between the runs) share a name but not their queries."""
+    def where(fs: list[_Folder]) -> str:
+        return " and ".join(str(f.path) for f in fs)
+
+    scored = [(key.removeprefix("queries:"), fs) for key, fs in groups
+              if key.startswith("queries:")]
+    if len(scored) >= 2:
+        told = "; ".join(
+            f"{where(fs)} against "
+            f"{((fs[0].manifest.get('inputs') or {}).get('queries') or {}).get('path', '?')} "
+            f"(sha256 {sha})" for sha, fs in scored)
+        return Problem(
+            f"the rescore folders of dataset {name!r} were scored against different queries "
+            f"files, so they are not pooled into one dataset (only folders scored against the "
+            f"same queries file, the same sha256, are): {told}. To compare their systems, "
+            "rescore them against one queries file (tiap rescore --queries FILE); to keep "
+            "them apart, name them differently (NAME=PATH)", code="invalid-value")
+    unscored = [where(fs) for key, fs in groups if not key.startswith("queries:")]
+    return Problem(
+        f"two datasets are named {name!r}: {', '.join(unscored)} record no queries file "
+        "(no sha256 in the manifest), so no other folder is pooled with "
+        f"{'it' if len(unscored) == 1 else 'them'}; name the folders with NAME=PATH",
+        code="invalid-value")
 
 
 def _split(spec: str | Path | tuple[str | None, str | Path]) -> tuple[str | None, Path]:
@@ -786,7 +836,7 @@ def _pool(folders: list[_Folder]) -> Dataset:
         queries_input=(first.manifest.get("inputs") or {}).get("queries"),
         inputs=inputs,
         options={k: v for k, v in (first.manifest.get("options") or {}).items()
-                 if k in ("missing", "dedup", "depth")},
+                 if k in ("missing", "dedup", "order", "depth")},
         notes=tuple(notes),
     )
 

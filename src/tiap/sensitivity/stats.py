@@ -99,8 +99,57 @@ def comparison_rng(seed: int, *key: str) -> np.random.Generator:
 
 
 def _check_resamples(resamples: int) -> None:
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise TiapError(f"the number of resamples must be a positive integer, got {resamples!r}")
+    """The declared range of ``resamples`` (:data:`tiap.limits.LIMITS`, the one
+    ``--resamples`` and the config key take)."""
+    from tiap.limits import check
+
+    check("resamples", resamples, "resamples (--resamples)")
+
+
+#: Bytes a test needs whatever its size: the row blocks of :func:`randomize` and their
+#: products (a few arrays of :data:`CHUNK_CELLS` float64 cells).
+_FIXED_BYTES = 4 * 8 * CHUNK_CELLS
+
+
+def subset_test_bytes(n: int, resamples: int, columns: int) -> int:
+    """About the most memory (bytes) the sign-flip test of one shared subset of ``n``
+    queries and ``columns`` gaps holds at once with ``resamples`` sign vectors: the int8
+    sign matrix (``B x n``, and twice that while it is drawn), four float64 and a boolean
+    value per sign vector, the interval ends of a block of columns (two float64 per sign
+    vector and column) and the fixed row blocks. Exact when ``2^n <= B``: ``B = 2^n``."""
+    b = (1 << n) if n < 63 and (1 << n) <= resamples else resamples
+    width = max(1, min(columns, CHUNK_CELLS // max(b, 1)))
+    return 3 * b * n + 33 * b + 19 * width * b + _FIXED_BYTES
+
+
+def _check_memory(jobs: Sequence[_SubsetJob], dataset: str) -> None:
+    """Refuse ``resamples`` whose tests do not fit the memory this machine has available
+    (:func:`tiap.limits.available_memory`), naming the largest value that fits, before
+    any test runs. The jobs run one at a time per worker; the largest one decides."""
+    from tiap.limits import available_memory, number
+
+    if not jobs:
+        return
+    job = max(jobs, key=lambda j: subset_test_bytes(j.d.shape[0], j.resamples, j.d.shape[1]))
+    n, c = job.d.shape
+    need = subset_test_bytes(n, job.resamples, c)
+    free = available_memory()
+    if free is None or need <= free:
+        return
+    lo, hi = 0, job.resamples  # the largest resamples that fit (the need only grows with it)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if subset_test_bytes(n, mid, c) <= free else (lo, mid - 1)
+    fits = lo
+    def size(x: int) -> str:
+        return f"{x / 1e9:,.1f} GB" if x >= 1e9 else f"{x / 1e6:,.0f} MB"
+
+    raise TiapError(
+        f"resamples (--resamples) {number(job.resamples)}: the sign-flip test of a shared "
+        f"subset of {n:,} queries ({c:,} gap{'s' if c != 1 else ''}, dataset {dataset}) needs "
+        f"about {size(need)}, more than the {size(free)} this machine has available; "
+        + (f"give at most --resamples {number(fits)}" if fits >= 1 else
+           "free memory first"), code="invalid-value")
 
 
 def sign_vectors(n: int, resamples: int, rng: np.random.Generator,
@@ -109,9 +158,11 @@ def sign_vectors(n: int, resamples: int, rng: np.random.Generator,
     ``resamples`` random ones, as an int8 ``(B, n)`` matrix of ±1."""
     _check_resamples(resamples)
     if n < 63 and (1 << n) <= resamples:
-        codes = np.arange(1 << n, dtype=np.int64)[:, None]
-        bits = (codes >> np.arange(n, dtype=np.int64)) & 1
-        return (bits * 2 - 1).astype(np.int8), True
+        codes = np.arange(1 << n, dtype=np.int64)
+        signs = np.empty((1 << n, n), np.int8)  # column by column: never an int64 (2^n, n)
+        for j in range(n):
+            signs[:, j] = ((codes >> j) & 1) * 2 - 1
+        return signs, True
     raw = rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
     bits = np.unpackbits(raw, axis=1, count=n).astype(np.int8)
     return bits * 2 - 1, False
@@ -435,6 +486,7 @@ def evaluate_gaps(
             jobs.append(_SubsetJob(seed, dataset, digest, resamples, alpha,
                                    np.column_stack(cols) if n else np.empty((0, len(cols)))))
             placed.append(where)
+    _check_memory(jobs, dataset)
     # the jobs are independent (each subset its own sign vectors, from the seed and the
     # subset alone): the engine may run them anywhere, in any order (tiap.engine)
     from tiap.engine import current_engine

@@ -16,20 +16,26 @@ accepts and gives the same rankings: the rank column is authoritative, ranks mus
 ``1..n`` per query without ties, an item may not appear twice in a ranking (or, with
 ``dedup="first"``, its first occurrence is kept), scores must be finite numbers, and a
 ranking whose scores rise is counted in a ``score_order`` warning, one whose scores only tie
-in a ``score_ties`` warning. Scores are checked, then dropped: TIAP scores by rank.
+in a ``score_ties`` warning. With ``order="score"`` the rank column is not used and each
+query is sorted by :func:`~tiap.traces.runs.score_order`, the function :func:`read_run`
+calls (trec_eval's order: score, then item id as bytes, descending). Scores are checked,
+then dropped: TIAP scores by rank.
 
 **How.** With pyarrow installed (the ``parquet`` extra), a TREC file whose columns are
 separated by single spaces or single tabs is parsed by ``pyarrow.csv`` in pieces of 16 MB
 (each split into 1 MB blocks over the cores), one piece ahead of the caller in a second
 thread. Query and item columns are dictionary-encoded per piece, so no Python string is
 made per row, and each piece's items are written straight into the ranking matrix. The
-pieces' dictionaries are merged at the end. Ids of at most 32 bytes (numbers, ``d123``,
-``conv-26:D1:3#f1``, ``msmarco_passage_00_1234``) are hashed as integers, not strings: up
-to 7 bytes, bytes and length make one exact 64-bit key; longer ids are folded into one,
-and rows whose folds agree are compared, so the codes are exact either way
-(:mod:`tiap.ids`). Longer ids are hashed as strings. While reading,
+pieces' dictionaries are merged at the end. With ``order="score"``, a row's lines fill it
+in file order, their scores fill a float matrix beside it, and each row is sorted at the
+end by its scores and the ids' byte order (``pyarrow.compute.sort_indices``). Ids of at
+most 32 bytes (numbers, ``d123``, ``conv-26:D1:3#f1``, ``msmarco_passage_00_1234``) are
+hashed as integers, not strings: up to 7 bytes, bytes and length make one exact 64-bit key;
+longer ids are folded into one, and rows whose folds agree are compared, so the codes are
+exact either way (:mod:`tiap.ids`). Longer ids are hashed as strings. While reading,
 pyarrow allocates from its jemalloc pool, which reuses freed pages (see
-:func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item) plus a few pieces.
+:func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item; 12 while reading
+with ``order="score"``) plus a few pieces.
 Everything else takes the reference route (``read_run``, then
 :meth:`ColumnarRun.from_run`): other run formats (JSONL, ranked-trace rows), other
 whitespace, files with duplicates under ``dedup="first"``, a missing pyarrow, and every
@@ -77,14 +83,17 @@ from tiap.traces.runs import (
     FORMAT_TREC,
     MAX_EXAMPLES,
     Dedup,
+    Order,
     Ranking,
     Run,
     RunWarning,
     _first_line,
     _numbered_lines,
     _parse_int,
+    check_order,
     detect_run_format,
     read_run,
+    score_order,
 )
 
 __all__ = [
@@ -707,11 +716,18 @@ class _RunBuilder:
     file; the line with rank ``k`` writes its item's provisional code into column ``k - 1``.
     ``counts[r]`` counts the lines of row ``r``: when every row has ``counts[r]`` filled
     cells and no gap, its ranks were exactly ``1..n`` (a repeated rank overwrites a cell).
+
+    With ``by_score`` (``order="score"``) the rank column is not used: a row's lines fill
+    its columns in file order, their scores a matrix beside it, and :meth:`finish` sorts
+    each row by :func:`~tiap.traces.runs.score_order`.
     """
 
-    def __init__(self, max_depth: int, size_hint: int) -> None:
+    def __init__(self, max_depth: int, size_hint: int, by_score: bool = False) -> None:
         self.max_depth = max_depth
         self.size_hint = size_hint
+        self.by_score = by_score
+        #: with ``by_score``: the score of each cell of the matrix (-inf: padding)
+        self.score_matrix = np.full((0, 0), -np.inf)
         self.tags: dict[str, int] = {}
         self.rows_by_tag: list[dict[str, int]] = []  # per tag: query id -> row
         self.row_qids: list[str] = []
@@ -742,6 +758,10 @@ class _RunBuilder:
         grown = np.full((new_cap, new_width), -1, np.int32)
         grown[:cap, :cur_width] = self.matrix
         self.matrix = grown
+        if self.by_score:
+            scores = np.full((new_cap, new_width), -np.inf)
+            scores[:cap, :cur_width] = self.score_matrix
+            self.score_matrix = scores
         counts = np.zeros(new_cap, np.int64)
         counts[:cap] = self.counts
         self.counts = counts
@@ -813,6 +833,9 @@ class _RunBuilder:
         scores = scol
         if not np.isfinite(scores).all():
             raise _GiveUp("a score is not finite")
+        if self.by_score:
+            self._add_by_score(rows, dcol, scores)
+            return
         lo, hi = int(ranks.min()), int(ranks.max())
         if lo < 1 or hi > self.max_depth:
             raise _GiveUp("a rank is out of range")
@@ -829,6 +852,30 @@ class _RunBuilder:
         self.counts[low : low + counted.size] += counted
         self.rows_read += n
         self._check_order(rows, ranks, scores)
+
+    def _add_by_score(self, rows: NDArray[np.int64], dcol: Any,
+                      scores: NDArray[np.float64]) -> None:
+        """Place a block's lines in file order: the next free column of their row."""
+        n = rows.size
+        by_row = np.argsort(rows, kind="stable")
+        sorted_rows = rows[by_row]
+        starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+        within = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+        cols = np.empty(n, np.int64)
+        cols[by_row] = within
+        self._reserve(self.n_rows, 0)  # counts covers every row before it is read
+        cols += self.counts[rows]
+        width = int(cols.max()) + 1
+        if width > self.max_depth:
+            raise _GiveUp("a ranking is longer than the matrix allows")
+        self._reserve(self.n_rows, width)
+        offset = self.items.add(dcol.values)
+        self.matrix[rows, cols] = dcol.indices.to_numpy() + np.int32(offset)
+        self.score_matrix[rows, cols] = scores
+        low = int(rows.min())
+        counted = np.bincount(rows - low)
+        self.counts[low : low + counted.size] += counted
+        self.rows_read += n
 
     def _check_order(self, rows: NDArray[np.int64], ranks: NDArray[np.int64],
                      scores: NDArray[np.float64]) -> None:
@@ -864,6 +911,16 @@ class _RunBuilder:
             self.matrix.resize((n_rows, width), refcheck=False)
         counts = self.counts[:n_rows]
         matrix = self.matrix
+        keys = None
+        if self.by_score:
+            import pyarrow.compute as pc
+
+            if self.score_matrix.shape[0] != n_rows:
+                self.score_matrix.resize((n_rows, width), refcheck=False)
+            # the ids' byte order (pyarrow compares strings as bytes, as strcmp does); the
+            # padding code -1 takes the last key, and its score -inf puts it last anyway
+            keys = np.zeros(len(unified) + 1, np.int64)
+            keys[np.asarray(pc.sort_indices(unified))] = np.arange(len(unified))
         for start in range(0, n_rows, _ROW_BLOCK):
             block = matrix[start : start + _ROW_BLOCK]
             valid = block >= 0
@@ -877,12 +934,17 @@ class _RunBuilder:
                 ordered = np.sort(block, axis=1)
                 if ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any():
                     raise _GiveUp("an item appears twice in a ranking")
+            if keys is not None and width > 1:
+                perm = score_order(self.score_matrix[start : start + _ROW_BLOCK], keys[block])
+                block[...] = np.take_along_axis(block, perm, axis=1)
+        self.score_matrix = np.full((0, 0), -np.inf)
         return matrix, unified
 
     @property
     def order_fully_checked(self) -> bool:
-        """Whether every (rank r, rank r + 1) pair came on consecutive lines."""
-        return self.pairs_checked == self.rows_read - self.n_rows
+        """Whether every (rank r, rank r + 1) pair came on consecutive lines (in score
+        order there is nothing to check: the order is the scores')."""
+        return self.by_score or self.pairs_checked == self.rows_read - self.n_rows
 
     def recheck_order(self, batches: Iterable[Any]) -> None:
         """Second pass for files not in rank order: place every score, then compare."""
@@ -929,13 +991,12 @@ def _score_warning(
                       queries=int(local_rows.size), examples=examples)
 
 
-def _fast_trec(path: Path, delimiter: str, system: str | None) -> list[ColumnarRun]:
-
-
+def _fast_trec(path: Path, delimiter: str, system: str | None,
+               order: str = "rank") -> list[ColumnarRun]:
     size_hint = 0
     if not is_gzip(path):  # about 30 bytes a line, 60 lines a query: a first guess only
         size_hint = max(1024, path.stat().st_size // 1500)
-    builder = _RunBuilder(MAX_DEPTH, size_hint)
+    builder = _RunBuilder(MAX_DEPTH, size_hint, by_score=order == "score")
     columns = {0: _QID, 1: _TEXT, 2: _ID, 3: _INT, 4: _FLOAT, 5: _TEXT}
     for batch in _batches(path, delimiter, columns, 6):
         builder.add(batch)
@@ -987,15 +1048,18 @@ def read_run_columnar(
     *,
     system: str | None = None,
     dedup: Dedup = "error",
+    order: Order = "rank",
 ) -> list[ColumnarRun]:
     """Read a run file into :class:`ColumnarRun` values, one per (benchmark, system).
 
     Same arguments, rules and errors as :func:`~tiap.traces.runs.read_run` (any format,
-    gzip transparent); the difference is the result: arrays instead of Python rankings,
-    read with pyarrow when possible (see the module notes).
+    gzip transparent; ``order="score"`` sorts by the same
+    :func:`~tiap.traces.runs.score_order`); the difference is the result: arrays instead
+    of Python rankings, read with pyarrow when possible (see the module notes).
     """
     if dedup not in ("error", "first"):
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
+    check_order(order)
     path = Path(path)
     fmt = detect_run_format(path)  # also: missing, empty, unknown format
     if fmt == FORMAT_TREC and _pyarrow() is not None:
@@ -1003,10 +1067,11 @@ def read_run_columnar(
         if delimiter is not None:
             try:
                 with _reader_memory():
-                    return _fast_trec(path, delimiter, system)
+                    return _fast_trec(path, delimiter, system, order)
             except _GiveUp:
                 pass  # the reference reader reports the problem, or reads what it accepts
-    return [ColumnarRun.from_run(r) for r in read_run(path, system=system, dedup=dedup)]
+    return [ColumnarRun.from_run(r)
+            for r in read_run(path, system=system, dedup=dedup, order=order)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,13 +7,16 @@ optionally with scores. Three interchange formats are read, recognised by their 
 ``trec``
     ``qid Q0 docid rank score tag``, whitespace separated. The **rank column is
     authoritative**: items are ordered by it, and ranks must run ``1..n`` per query with no
-    ties. The tag names the system; scores are kept.
+    ties (or, with ``order="score"``, items are ordered by score as trec_eval does; see
+    below). The tag names the system; scores are kept.
 ``jsonl``
     JSONL rankings, one query per line:
     ``{"query_id": ..., "system": ..., "ranking": [...], "scores": [...]}`` (and
-    optionally ``"latency_ms"``, the system's time for the query). The list order
-    is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
-    ``system`` (and an optional ``benchmark``) may be omitted. A first line holding
+    optionally ``"latency_ms"``, the system's time for the query, and ``"store"``). The list
+    order is the rank order; ``scores`` is optional and, when given, as long as ``ranking``.
+    ``system`` (and an optional ``benchmark``) may be omitted. No other key is read: one is
+    an error suggesting the nearest key (:mod:`tiap.fields`), so a misspelled ``"sytem"`` or
+    ``"score"`` is never dropped in silence. A first line holding
     ``"tiap_trace"`` is the header of a TIAP trace (``tiap retrieve``): it is skipped and kept
     as :attr:`Run.header`.
 ``rows-csv`` / ``rows-tsv`` / ``rows-jsonl``
@@ -21,11 +24,19 @@ optionally with scores. Three interchange formats are read, recognised by their 
     ``benchmark, system, query_id, retrieved_id, rank, score``: a CSV or TSV file with that
     header, or JSONL objects with those keys. ``query_id``, ``retrieved_id`` and ``rank`` are
     required; ``benchmark``, ``system`` and ``score`` may be absent. Ordered by ``rank``,
-    as for TREC.
+    as for TREC. Other columns are ignored, except a near miss of one of these names
+    (``scroe``, ``retreived_id``), which is an error suggesting the name.
 
-Everything TIAP scores follows the rank order given, so the readers never re-sort by score.
-trec_eval does the opposite: it ignores the rank column and sorts by score, breaking ties by
-docno. Two consequences:
+By default (``order="rank"``) everything TIAP scores follows the rank order given, so the
+readers never re-sort by score. trec_eval does the opposite: it ignores the rank column and
+sorts by score, breaking ties by docno. ``order="score"`` (``--order score``) reads a run
+as trec_eval does, by :func:`score_order`, the one rule every reader applies: the rank
+column is not used (it must still hold an integer; repeated and constant ranks are fine),
+every item needs a score, and each query's items are sorted by score, highest first, equal
+scores by item id, the id that is greater as bytes (C's ``strcmp``) first. An item repeated
+in one ranking is an error, as in trec_eval (or, with ``dedup="first"``, its first
+occurrence in that order is kept). JSONL rankings are sorted the same way. In rank order,
+two consequences:
 
 - a ranking whose scores rise somewhere along the ranks is read as given, and counted in a
   ``score_order`` :class:`RunWarning`, because trec_eval would order it differently; one
@@ -55,7 +66,11 @@ from itertools import chain, pairwise
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import numpy as np
+from numpy.typing import NDArray
+
 from tiap.errors import Problem, Problems, TiapError
+from tiap.fields import key_problems
 from tiap.io import atomic_write, json_error, open_text
 
 __all__ = [
@@ -64,16 +79,21 @@ __all__ = [
     "FORMAT_ROWS_JSONL",
     "FORMAT_ROWS_TSV",
     "FORMAT_TREC",
+    "ORDERS",
     "RUN_FORMATS",
     "Dedup",
+    "Order",
     "Ranking",
     "Run",
     "RunWarning",
     "RunWarnings",
+    "check_order",
     "dedup_ranking",
     "detect_run_format",
-    "warnings_json",
+    "id_keys",
     "read_run",
+    "score_order",
+    "warnings_json",
     "write_jsonl_run",
     "write_trec_run",
 ]
@@ -92,11 +112,21 @@ RUN_FORMATS: tuple[str, ...] = (
 )
 
 Dedup = Literal["error", "first"]
+#: How a reader orders each query's items: ``"rank"`` (the rank column, or the list order,
+#: is the data) or ``"score"`` (trec_eval's rule, :func:`score_order`).
+Order = Literal["rank", "score"]
+ORDERS: tuple[str, ...] = ("rank", "score")
+#: What the rank-order refusals suggest when the rows carry scores.
+ORDER_HINT = "to order by score as trec_eval does, pass --order score (order='score')"
 
 #: At most this many located examples are kept in one :class:`RunWarning`.
 MAX_EXAMPLES = 5
 
 ROW_COLUMNS: tuple[str, ...] = ("benchmark", "system", "query_id", "retrieved_id", "rank", "score")
+#: The keys of a JSONL ranking; no other key is read.
+JSONL_KEYS: tuple[str, ...] = ("query_id", "system", "benchmark", "store", "ranking", "scores",
+                               "latency_ms")
+_ROWS_EXTRA = "other columns are ignored"
 _ROW_REQUIRED = frozenset({"query_id", "retrieved_id", "rank"})
 _TREC_LAYOUT = "qid Q0 docid rank score tag"
 _EXPECTED = (
@@ -320,6 +350,42 @@ class RunWarnings:
 
 
 # --------------------------------------------------------------------------------------------
+# Ordering by score
+# --------------------------------------------------------------------------------------------
+
+
+def check_order(order: str) -> None:
+    """Refuse an ``order`` other than ``"rank"`` or ``"score"``."""
+    if order not in ORDERS:
+        raise TiapError(f"order must be 'rank' or 'score', not {order!r}", code="invalid-value")
+
+
+def score_order(scores: NDArray[np.float64], keys: NDArray[np.int64]) -> NDArray[np.intp]:
+    """trec_eval's order of ranked items, row by row: the one rule of ``order="score"``,
+    which :func:`read_run` and the columnar reader both call.
+
+    Along the last axis: by score, highest first; equal scores by item id, the id that is
+    greater as UTF-8 bytes (C's ``strcmp``, trec_eval's tie rule) first. ``keys`` are
+    integers that sort as the ids do (:func:`id_keys`); ``-0.0`` equals ``0.0``. A padding
+    cell scored ``-inf`` sorts after every finite score. The sort is stable: entries equal in
+    score and id (one id repeated with one score) keep their order.
+
+    Returns:
+        Per row, the indexes of the entries in that order (``numpy.lexsort``'s result).
+    """
+    return np.lexsort((-keys, -scores), axis=-1)
+
+
+def id_keys(ids: Sequence[str]) -> NDArray[np.int64]:
+    """Integers that sort as ``ids`` do as UTF-8 bytes (equal ids, equal keys).
+
+    Python compares strings by code point, and UTF-8 keeps code-point order, so the sorted
+    strings give the byte order."""
+    rank = {v: i for i, v in enumerate(sorted(set(ids)))}
+    return np.fromiter((rank[v] for v in ids), np.int64, len(ids))
+
+
+# --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
 
@@ -476,6 +542,22 @@ def trace_store(path: str | Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def trace_dataset(path: str | Path) -> str | None:
+    """The dataset a TIAP trace's header names (``tiap retrieve`` writes the store's), else
+    ``None``."""
+    path = Path(path)
+    try:
+        with open_text(path) as fh:
+            first = _first_line(_numbered_lines(fh, path))
+    except (OSError, TiapError):
+        return None
+    header = _trace_header(first[1]) if first is not None else None
+    value = (header or {}).get("dataset")
+    if isinstance(value, dict):
+        value = value.get("id")
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def detect_run_format(path: str | Path) -> str:
     """The format of a run file (one of :data:`RUN_FORMATS`), recognised from its content.
 
@@ -592,6 +674,11 @@ def _parse_jsonl_rankings(
         qid = _id_value(obj.get("query_id"))
         if qid is None:
             probs.add("'query_id' is missing or not a string/integer", lineno)
+            continue
+        unknown = key_problems(obj, JSONL_KEYS, "a JSONL ranking")
+        for message in unknown:
+            probs.add(message, lineno, qid)
+        if unknown:
             continue
         system = _name_value(obj.get("system")) or default_system
         benchmark = _name_value(obj.get("benchmark"))
@@ -737,6 +824,9 @@ def _parse_rows_csv(
     if dup_cols:
         probs.add(f"the header repeats the columns {dup_cols}", header_line)
         return groups
+    for message in key_problems(dict.fromkeys(header), ROW_COLUMNS, "the header",
+                                strict=False, extras=_ROWS_EXTRA):
+        probs.add(message, header_line)  # the rows are still read: all problems at once
     qid_col = header.index("query_id")
     while True:
         try:
@@ -770,6 +860,9 @@ def _parse_rows_jsonl(
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
     for lineno, obj in _json_lines(lines, probs):
+        for message in key_problems(obj, ROW_COLUMNS, "a ranked-trace row", strict=False,
+                                    extras=_ROWS_EXTRA):
+            probs.add(message, lineno)  # the row is still read: all problems at once
         parsed = _row_fields(obj, lineno, probs, default_system, True)
         if parsed is not None:
             _add_row(groups, *parsed)
@@ -777,15 +870,18 @@ def _parse_rows_jsonl(
 
 
 def _rank_order(group: _RowGroup, qid: str, system: str, probs: Problems) -> list[int] | None:
-    """Row indexes in rank order; ranks must be 1..n without ties (problems otherwise)."""
+    """Row indexes in rank order; ranks must be 1..n without ties (problems otherwise,
+    naming ``--order score`` when every row has a score)."""
     ranks, n = group.ranks, len(group.ranks)
     order = sorted(range(n), key=ranks.__getitem__)
+    hint = "" if None in group.scores else f"; {ORDER_HINT}"
     ok = True
     for a, b in pairwise(order):
         if ranks[a] == ranks[b]:
             probs.add(
                 f"rank {ranks[b]} is given twice ({group.items[a]!r} on line {group.lines[a]} "
-                f"and {group.items[b]!r}); ties in rank are not allowed (system {system!r})",
+                f"and {group.items[b]!r}); ties in rank are not allowed (system {system!r})"
+                + hint,
                 group.lines[b],
                 qid,
             )
@@ -803,7 +899,7 @@ def _rank_order(group: _RowGroup, qid: str, system: str, probs: Problems) -> lis
                 )
             probs.add(
                 f"ranks must run 1..{n} for the {n} items of this query; {found} "
-                f"(system {system!r})",
+                f"(system {system!r})" + hint,
                 group.lines[i],
                 qid,
             )
@@ -880,11 +976,13 @@ def _finish(
     path: Path,
     probs: Problems,
     warns: RunWarnings,
+    order_by: Order = "rank",
 ) -> Ranking | None:
     """Validate one query's rows or list and build its Ranking (None if it has problems).
 
     After ordering, the item at index ``i`` has rank ``i + 1`` (rank formats were checked to
-    run 1..n), so duplicates and warnings are described by that rank or list position.
+    run 1..n, or were sorted by :func:`score_order`), so duplicates and warnings are
+    described by that rank or list position.
     """
     _benchmark, system, qid = key
     items: list[str]
@@ -892,7 +990,10 @@ def _finish(
     lines: list[int]
     if isinstance(group, _RowGroup):
         unit = "rank"
-        order = _rank_order(group, qid, system, probs)
+        if order_by == "score":  # file order here; sorted by score below
+            order: list[int] | None = list(range(len(group.items)))
+        else:
+            order = _rank_order(group, qid, system, probs)
         if order is None:
             return None
         items = [group.items[i] for i in order]
@@ -912,6 +1013,16 @@ def _finish(
     else:
         unit = "position"
         items, scores, lines = group.items, group.scores, [group.line] * len(group.items)
+    if order_by == "score" and items:
+        if scores is None:
+            probs.add(f"--order score (order='score') orders items by score, but this "
+                      f"ranking has no scores (system {system!r})", lines[0], qid)
+            return None
+        by_score = score_order(np.asarray(scores, np.float64), id_keys(items)).tolist()
+        items = [items[i] for i in by_score]
+        lines = [lines[i] for i in by_score]
+        scores = [scores[i] for i in by_score]
+        unit = "rank"
     if len(set(items)) != len(items):
         keep = dedup_ranking(items, query_id=qid, system=system, dedup=dedup, probs=probs,
                              warns=warns, file=path, lines=lines, unit=unit,
@@ -922,7 +1033,7 @@ def _finish(
         lines = [lines[i] for i in keep]
         if scores is not None:
             scores = [scores[i] for i in keep]
-    if scores is not None and any(b >= a for a, b in pairwise(scores)):
+    if order_by == "rank" and scores is not None and any(b >= a for a, b in pairwise(scores)):
         rises = [i for i in range(1, len(scores)) if scores[i] > scores[i - 1]]
         code = "score_order" if rises else "score_ties"
         bad = rises[0] if rises else next(
@@ -955,6 +1066,7 @@ def read_run(
     *,
     system: str | None = None,
     dedup: Dedup = "error",
+    order: Order = "rank",
 ) -> list[Run]:
     """Read a run file in any supported format, recognised by content; gzip is transparent.
 
@@ -971,6 +1083,12 @@ def read_run(
             naming the query and the item. ``"first"``: keep each item's first occurrence in
             rank order, drop the rest, and count them in a ``duplicate_dropped``
             :class:`RunWarning` on the run.
+        order: ``"rank"`` (default): the rank column (or the list order) is the data; ranks
+            must run ``1..n`` per query without ties, and scores that do not strictly
+            decrease are counted in ``score_order`` / ``score_ties`` warnings.
+            ``"score"``: trec_eval's order (:func:`score_order`): the rank column is not used
+            (it must still be an integer), every ranked item needs a score, and no score
+            warning is counted, since the order is the scores'.
 
     Raises:
         TiapError: unknown format (naming the file and quoting its first line), an empty
@@ -978,11 +1096,14 @@ def read_run(
             Record problems are collected over the whole file and raised together, each
             naming file, line and query: wrong column count, a non-integer rank, a
             non-numeric, NaN or infinite score, ranks of a query that are not ``1..n`` or
-            tie, a duplicate item (with ``dedup="error"``), a query ranked twice by one
-            system (JSONL rankings), scores of another length than the ranking.
+            tie (in rank order; the message names ``--order score`` when the rows have
+            scores), a ranking without scores (in score order), a duplicate item (with
+            ``dedup="error"``), a query ranked twice by one system (JSONL rankings), scores
+            of another length than the ranking.
     """
     if dedup not in ("error", "first"):
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
+    check_order(order)
     path = Path(path)
     default_system = system if system is not None else _default_system(path)
     probs = Problems(path)
@@ -1024,7 +1145,7 @@ def read_run(
     for key, group in groups.items():
         run_key = (key[0], key[1])
         warns = per_run_warns.setdefault(run_key, RunWarnings())
-        ranking = _finish(key, group, dedup, path, probs, warns)
+        ranking = _finish(key, group, dedup, path, probs, warns, order)
         if ranking is not None:
             per_run.setdefault(run_key, []).append(ranking)
     probs.raise_if_any()

@@ -29,7 +29,13 @@ partial lineage that no lineage can satisfy (a ``requires`` list none of whose u
 may reach, more certain sources than ``max_sources``, ``max_sources`` too small for the
 ``requires`` lists), each with its line.
 
-Every problem in the file is reported together, each naming the file, line and query.
+Every problem in the file is reported together, each naming the file, line and query:
+bad lines and records, references between records, lineage, units of ``--dataset`` and the
+queries the rankings are for are all checked before the one error is raised (the first 50
+listed, the rest counted). A key a record does not have is an error suggesting the nearest
+key (:mod:`tiap.fields`): ranking records hold only ``type``, ``query_id``, ``ranked``, and
+ranked entries only ``item_id``, ``score``; item and query records keep other keys as
+metadata but refuse a near miss of a known one (``"sorces"``).
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from tiap.datasets.queryfile import query_from_json
+from tiap.datasets.reading import iter_json_lines
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl
+from tiap.fields import key_problems, nearest
 from tiap.memory.store import Item, item_from_json
 from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 from tiap.traces.importers import (
@@ -60,6 +67,9 @@ __all__ = ["RECORD_TYPES", "import_generic", "lineage_problems", "partial_lineag
            "read_generic"]
 
 RECORD_TYPES = ("item", "query", "ranking")
+#: The keys of a ranking record and of a ranked entry object: no other key is read.
+RANKING_KEYS = ("type", "query_id", "ranked")
+ENTRY_KEYS = ("item_id", "score")
 _LISTED = 1000  # ids listed per finding (all are counted)
 
 
@@ -75,7 +85,14 @@ def _ranked(entries: Any, path: Path, line: int, qid: str, probs: Problems, syst
     for pos, e in enumerate(entries, start=1):
         if isinstance(e, str):
             iid, score = e, None
-        elif isinstance(e, dict) and isinstance(e.get("item_id"), (str, int)):
+        elif isinstance(e, dict) and isinstance(e.get("item_id"), (str, int)) \
+                and not isinstance(e["item_id"], bool):
+            unknown = key_problems(e, ENTRY_KEYS, "a ranked entry")
+            for message in unknown:
+                probs.add(f"rank {pos}: {message}", line, qid)
+            if unknown:
+                ok = False
+                continue
             iid, score = str(e["item_id"]), e.get("score")
             if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                                       or not math.isfinite(score)):
@@ -126,11 +143,13 @@ def read_generic(
     probs = Problems(path)
     items: list[Item] = []
     item_line: dict[str, int] = {}
+    unread: set[str] = set()  # ids of item and query records refused above: not "missing"
     queries: list[Query] = []
     query_line: dict[str, int] = {}
+    query_records = 0
     rankings: list[tuple[int, str, list[str], list[float] | None]] = []
     ranking_line: dict[str, int] = {}
-    for line, obj in iter_jsonl(path):
+    for line, obj in iter_json_lines(path, probs):
         if not isinstance(obj, dict):
             probs.add("a record must be a JSON object", line)
             continue
@@ -141,6 +160,8 @@ def read_generic(
                 it = item_from_json(body, file=path, line=line)
             except TiapError as exc:
                 probs.extend(exc)
+                if isinstance(body.get("item_id"), (str, int)):
+                    unread.add(str(body["item_id"]))
                 continue
             if it.item_id in item_line:
                 probs.add(f"duplicate item id (first on line {item_line[it.item_id]})",
@@ -149,10 +170,13 @@ def read_generic(
             item_line[it.item_id] = line
             items.append(it)
         elif kind == "query":
+            query_records += 1
             try:
                 q = query_from_json(body, file=path, line=line)
             except TiapError as exc:
                 probs.extend(exc)
+                if isinstance(body.get("query_id"), (str, int)):
+                    unread.add(str(body["query_id"]))
                 continue
             if q.query_id in query_line:
                 probs.add(f"duplicate query id (first on line {query_line[q.query_id]})",
@@ -162,10 +186,12 @@ def read_generic(
             queries.append(q)
         elif kind == "ranking":
             qid = body.get("query_id")
-            if not isinstance(qid, (str, int)) or qid == "":
+            if isinstance(qid, bool) or not isinstance(qid, (str, int)) or qid == "":
                 probs.add("ranking has no 'query_id'", line)
                 continue
             qid = str(qid)
+            for message in key_problems(obj, RANKING_KEYS, "a ranking record"):
+                probs.add(message, line, qid)
             if qid in ranking_line:
                 probs.add(f"query ranked twice (first on line {ranking_line[qid]})", line, qid,
                           code="duplicate")
@@ -175,18 +201,23 @@ def read_generic(
             if got is not None:
                 rankings.append((line, qid, *got))
         else:
+            near = [k for k in obj if k != "type" and nearest(k, ("type",)) == "type"]
             probs.add(f"unknown record type {kind!r}; expected one of "
-                      f"{', '.join(RECORD_TYPES)} in the field 'type'",
+                      f"{', '.join(RECORD_TYPES)} in the field 'type'"
+                      + (f" (is {near[0]!r} meant to be 'type'?)"
+                         if "type" not in obj and near else ""),
                       line)
 
-    # lineage: dangling parents and cycles, located
+    # references between records: dangling parents, ranked ids with no item record
     for it in items:
         for p in it.parents:
-            if p not in item_line:
+            if p not in item_line and p not in unread:
                 probs.add(f"parent {p!r} is not an item", item_line[it.item_id], record=it.item_id)
     placeholders = {it.item_id for it in items if it.placeholder is not None}
     for line, qid, ids, _ in rankings:
         for pos, iid in enumerate(ids, start=1):
+            if iid in unread:
+                continue
             if iid not in item_line:
                 probs.add(f"rank {pos}: {iid!r} has no item record (give it one; if its "
                           "lineage is unknown, \"sources\": [] with \"uncertain\": "
@@ -195,41 +226,58 @@ def read_generic(
             elif iid in placeholders:
                 probs.add(f"rank {pos}: {iid!r} is a placeholder (it stands for unseen items "
                           "and is never ranked)", line, qid)
-    if queries and (dataset is not None or queries_path is not None):
+    if query_records and (dataset is not None or queries_path is not None):
         probs.add("the file has query records: do not also give --dataset or --queries")
-    probs.raise_if_any()
+
+    # lineage: cycles, and partial lineage that no lineage satisfies, checked on the items
+    # whose parents all exist (a missing parent is reported above)
+    linked = _linked(items, set(item_line))
+    lineage: Lineage | None = None
     try:
-        lineage = build_lineage(items)
+        lineage = build_lineage(linked)
     except TiapError as exc:
         for prob in exc.problems:
-            where = item_line.get(prob.record or "")
-            probs.add(prob.message, where, record=prob.record)
-        probs.raise_if_any()
-        raise  # an error that lists no problem: as it is
-    for iid, message in lineage_problems(lineage):
-        probs.add(message, item_line[iid], record=iid)
-    probs.raise_if_any()
+            probs.add(prob.message, item_line.get(prob.record or ""), record=prob.record)
+    if lineage is not None:
+        for iid, message in lineage_problems(lineage):
+            probs.add(message, item_line[iid], record=iid)
 
-    check_units(items, dataset_units(dataset, data_dir), probs,
-                lambda it: (path, item_line[it.item_id]), f"dataset {dataset!r}")
-    probs.raise_if_any()
-    require_queries(len(rankings), path, "ranking records")
-    notes: dict[str, Any] = dict(partial_lineage_findings(items, lineage))
+    # sources against the dataset's units
+    try:
+        units = dataset_units(dataset, data_dir)
+    except TiapError as exc:
+        probs.extend(exc)
+    else:
+        check_units(items, units, probs, lambda it: (path, item_line[it.item_id]),
+                    f"dataset {dataset!r}")
+
+    # the queries the rankings are for
+    try:
+        require_queries(len(ranking_line), path, "ranking records")
+    except TiapError as exc:
+        probs.extend(exc)
+    notes: dict[str, Any] = {}
     ext_file: Path | None = None
-    if queries:
-        known = {q.query_id for q in queries}
+    if query_records:
+        known = {q.query_id for q in queries} | unread
         for line, qid, _, _ in rankings:
             if qid not in known:
                 probs.add("ranking for a query with no query record", line, qid)
-    else:
-        by_id, ext_file = external_queries(dataset, queries_path, data_dir)
-        for line, qid, _, _ in rankings:
-            if qid not in by_id:
-                src = queries_path if queries_path is not None else f"dataset {dataset!r}"
-                probs.add(f"ranking for a query that is not in {src}", line, qid)
-        queries = [by_id[qid] for _, qid, _, _ in rankings if qid in by_id]
-        notes["queries_not_ranked"] = len(by_id) - len(queries)
+    elif dataset is not None or queries_path is not None or rankings:
+        try:
+            by_id, ext_file = external_queries(dataset, queries_path, data_dir)
+        except TiapError as exc:
+            probs.extend(exc)
+        else:
+            for line, qid, _, _ in rankings:
+                if qid not in by_id:
+                    src = queries_path if queries_path is not None else f"dataset {dataset!r}"
+                    probs.add(f"ranking for a query that is not in {src}", line, qid)
+            queries = [by_id[qid] for _, qid, _, _ in rankings if qid in by_id]
+            notes["queries_not_ranked"] = len(by_id) - len(queries)
     probs.raise_if_any()
+    assert lineage is not None
+    notes = {**partial_lineage_findings(items, lineage), **notes}
     ranked = {qid for _, qid, _, _ in rankings}
     notes["queries_without_ranking"] = sum(1 for q in queries if q.query_id not in ranked)
     if any(lineage.possible.get(it.item_id) is not None and it.collection for it in items):
@@ -243,6 +291,17 @@ def read_generic(
     inputs = (path,) if ext_file is None else (path, ext_file)
     return ImportResult(system=system, format="generic", items=tuple(items),
                         queries=tuple(queries), run=run, inputs=inputs, findings=notes)
+
+
+def _linked(items: list[Item], known: set[str]) -> list[Item]:
+    """The items whose parents, and their parents' parents, are all items."""
+    missing = {it.item_id for it in items if any(p not in known for p in it.parents)}
+    while True:
+        more = {it.item_id for it in items
+                if it.item_id not in missing and any(p in missing for p in it.parents)}
+        if not more:
+            return [it for it in items if it.item_id not in missing]
+        missing |= more
 
 
 def lineage_problems(lineage: Lineage) -> list[tuple[str, str]]:

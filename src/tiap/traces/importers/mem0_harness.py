@@ -67,11 +67,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from tiap.config import Invalid, Settings, validate
+from tiap.config import Invalid, Settings, ranged, validate
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Query, Turn
 from tiap.errors import TiapError, require
@@ -145,13 +145,13 @@ class Mem0RunConfig(Settings):
     subject: ClassVar[str] = "mem0 run"
 
     infer: bool = False
-    window: int = Field(2, ge=1)
-    limit: int = Field(60, ge=1)
-    threshold: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
+    window: Annotated[int, ranged("window")] = 2
+    limit: Annotated[int, ranged("cutoff")] = 60
+    threshold: Annotated[float, ranged("unit")] = 0.0
     llm_base_url: BaseUrl | None = None
     llm_model: str | None = Field(None, min_length=1)
-    max_tokens: int = Field(512, ge=16)
-    max_sessions: int | None = Field(None, ge=1)
+    max_tokens: Annotated[int, ranged("mem0_max_tokens")] = 512
+    max_sessions: Annotated[int | None, ranged("count")] = None
     system: str = "mem0"
 
     @field_validator("system")
