@@ -468,3 +468,84 @@ def test_mde_in_winner_flip_rows() -> None:
     values[("B", "source", "nDCG@10")] = [0.2, 0.3, 0.2, 0.3, nan]
     (r5,) = winner_flips(_dataset(values, targets=("raw", "source")), seed=0, resamples=200)
     assert r5["n_shared"] == 4 and r5["mde_1"] == pytest.approx(r["mde_1"])
+
+
+def _bounded_dir(tmp_path: Path) -> Path:
+    """System A under Raw (exact) and Source (q2, q3, q4 only bounded), with the rescoring's
+    shared-lineage decision that q3's hit does not flip (flip_pairs.csv)."""
+    q = ["q1", "q2", "q3", "q4"]
+    values: dict[tuple[str, str, str], list[float | None]] = {
+        ("A", "raw", "nDCG@5"): [0.5, 0.0, 0.0, 0.3],
+        ("A", "source", "nDCG@5"): [0.5, None, None, None],
+        ("A", "raw", "Success@5"): [1.0, 0.0, 0.0, 1.0],
+        ("A", "source", "Success@5"): [1.0, None, None, 1.0]}
+    d = write_rescore_dir(tmp_path / "r", values, q, targets=("raw", "source"))
+    (d / "intervals.csv").write_text(
+        "system,target,query_id,measure,lower,upper\n"
+        "A,source,q2,nDCG@5,0.0,0.6\nA,source,q3,nDCG@5,0.2,0.4\nA,source,q4,nDCG@5,0.1,0.2\n"
+        "A,source,q2,Success@5,0.0,1.0\nA,source,q3,Success@5,0.0,1.0\n")
+    (d / "flip_pairs.csv").write_text("system,target_1,target_2,k,query_id,flip\n"
+                                      "A,raw,source,5,q3,0\n")
+    return d
+
+
+def test_change_counts_under_partial_lineage_by_hand(tmp_path: Path) -> None:
+    """By hand, Raw -> Source on nDCG@5 (Δ bounds per query: q1 [0, 0], q2 [0, 0.6],
+    q3 [0.2, 0.4], q4 [-0.2, -0.1]):
+
+    - changed: q1 no, q2 may, q3 and q4 certainly: [2, 3] of 4, the share [0.5, 0.75];
+    - mean Δ: [(0 + 0 + 0.2 - 0.2) / 4, (0 + 0.6 + 0.4 - 0.1) / 4] = [0, 0.225];
+    - mean |Δ|: [(0 + 0 + 0.2 + 0.1) / 4, (0 + 0.6 + 0.4 + 0.2) / 4] = [0.075, 0.3];
+    - |Δ| >= 0.1: q2 may, q3 and q4 do: [2, 3];
+    - hit flips at 5: q1 and q4 hit under both, q2 misses under Raw and may hit under
+      Source: may flip; q3 likewise by its bounds, but the rescoring found it cannot
+      (flip_pairs.csv): [0, 1]. Success@5 changes exactly when the hit flips: [0, 1].
+    The Wilson interval of the share: from the lower end of 2/4's to the upper end of 3/4's.
+    """
+    (ds,) = load_datasets([_bounded_dir(tmp_path)])
+    rows = {r["measure"]: r for r in rate_rows_with_wilson(change.change_rows(ds), "changed",
+                                                           "n_shared", 0.05)}
+    r = rows["nDCG@5"]
+    assert (r["n_shared"], r["n_undetermined"]) == (4, 3)
+    assert (r["changed"], r["changed_lower"], r["changed_upper"]) == (None, 2, 3)
+    assert (r["changed_fraction"], r["changed_fraction_lower"],
+            r["changed_fraction_upper"]) == (None, 0.5, 0.75)
+    assert r["mean_delta"] is None
+    assert (r["mean_delta_lower"], r["mean_delta_upper"]) == pytest.approx((0.0, 0.225))
+    assert (r["mean_abs_delta_lower"], r["mean_abs_delta_upper"]) == pytest.approx((0.075, 0.3))
+    assert (r["n_abs_delta_ge_0.1_lower"], r["n_abs_delta_ge_0.1_upper"]) == (2, 3)
+    assert (r["hit_k"], r["hit_flips"], r["hit_flips_lower"], r["hit_flips_upper"]) == (
+        5, None, 0, 1)
+    assert r["top1_flips"] is None and r["top1_flips_lower"] is None  # no top-1 measure
+    assert r["changed_fraction_low"] == pytest.approx(_wilson(2, 4)[0])
+    assert r["changed_fraction_high"] == pytest.approx(_wilson(3, 4)[1])
+    s = rows["Success@5"]
+    assert (s["changed"], s["changed_lower"], s["changed_upper"]) == (None, 0, 1)
+    # the same pair compared the other way round (--pairs source:raw): the same decision
+    from tiap.sensitivity.analyze import select_pairs
+
+    back = {x["measure"]: x for x in change.change_rows(select_pairs(ds, ["source:raw"]))}
+    assert (back["nDCG@5"]["hit_flips_lower"], back["nDCG@5"]["hit_flips_upper"]) == (0, 1)
+    # without the rescoring's shared-lineage decision q3 may flip too
+    (tmp_path / "r" / "flip_pairs.csv").unlink()
+    (ds,) = load_datasets([tmp_path / "r"])
+    r = {x["measure"]: x for x in change.change_rows(ds)}["nDCG@5"]
+    assert (r["hit_flips_lower"], r["hit_flips_upper"]) == (0, 2)
+
+
+def test_change_table_has_bound_columns_only_under_partial_lineage(tmp_path: Path) -> None:
+    from tiap.sensitivity import analyze
+
+    res = analyze([_bounded_dir(tmp_path)], resamples=50, answers=False,
+                  by_category_tests=False)
+    cols = res.tables["change"].columns
+    assert cols[-len(change.CHANGE_BOUND_COLUMNS):] == change.CHANGE_BOUND_COLUMNS
+    assert res.tables["category_change"].columns[-1] == change.CHANGE_BOUND_COLUMNS[-1]
+    q = ["q1", "q2"]
+    exact = write_rescore_dir(tmp_path / "e", {("A", "raw", "nDCG@5"): [0.5, 0.1],
+                                               ("A", "source", "nDCG@5"): [0.5, 0.2]}, q,
+                              targets=("raw", "source"))
+    res = analyze([exact], resamples=50, answers=False, by_category_tests=False)
+    assert "changed_lower" not in res.tables["change"].columns
+    (r,) = res.table("change")
+    assert (r["changed"], r["changed_fraction"], r["hit_flips"]) == (1, 0.5, 0)

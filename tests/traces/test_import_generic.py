@@ -3,6 +3,7 @@ exact and (partial lineage) bounded."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -54,8 +55,8 @@ def test_import_and_rescore_by_hand(tmp_path: Path) -> None:
     assert main(["rescore", "--items", str(out / "items.jsonl"), "--queries",
                  str(out / "queries.jsonl"), "--run", str(out / "run.jsonl"), "--out", str(rs),
                  "--targets", "raw,source,canonical", "--measures", "nDCG@60"]) == 0
-    means = {r.split(",")[1]: float(r.split(",")[-1])
-             for r in (rs / "summary.csv").read_text().splitlines()[1:]}
+    with open(rs / "summary.csv", newline="") as fh:
+        means = {r["target"]: float(r["upper"]) for r in csv.DictReader(fh)}
     # groups: raw {t1}, {t2}; source {f1, f2, t1}, {t2}; canonical {f1} (f2 does not serve)
     # ranking k1 (no source), f2, t2; IDCG(G=2) = 1 + 1/log2 3, IDCG(G=1) = 1
     assert means["raw"] == pytest.approx((1 / math.log2(4)) / (1 + 1 / math.log2(3)))

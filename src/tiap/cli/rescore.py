@@ -459,8 +459,10 @@ def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]
                     cells.append("-")
             n = f"{first['n']:,}"
             exact = min(by[(s, tn, str(m))]["n_exact"] for m in result.measures)
+            inferred = max(by[(s, tn, str(m))].get("n_inferred", 0) for m in result.measures)
             if exact < first["n"]:
-                n += f" ({exact:,} exact)"
+                n += (f" ({exact:,} exact, {inferred:,} inferred)" if inferred
+                      else f" ({exact:,} exact)")
             if first["n_possibly_empty"]:
                 notes.append(f"{s}/{tn}: {first['n_possibly_empty']:,} of the {first['n']:,} "
                              "queries may have an empty target (nothing proves it; kept)")
@@ -472,5 +474,9 @@ def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]
                           "session/window cutoff), bounded over every value they may take "
                           "(intervals.csv per query, undetermined.csv why)",
                           highlight=False, markup=False)
+    if any(r.get("n_inferred") for r in rows):
+        err_console.print("inferred: values that rest on lineage the import assumed rather "
+                          "than proved (--infer-from-text); not counted as exact "
+                          "(inferred.csv per query)", highlight=False, markup=False)
     for line in notes:
         err_console.print(line, highlight=False, markup=False)

@@ -32,6 +32,18 @@ others it may reach (a list, or ``"any"``: any unit of the item's collection), m
 ``max_sources`` caps how many units the lineage holds (1 for a raw turn); ``exclusive``
 items never share a unit with another exclusive item (each turn has one raw item).
 
+An import that *assumes* part of an item's lineage (a heuristic, such as ``tiap import
+mtel-trace --infer-from-text`` giving an item the gold turn whose words it shares most)
+writes the assumed lineage as the row's lineage and says so in an optional ``inferred``
+object (:class:`Inference`)::
+
+    {"item_id": "mem_15", "kind": "derived", "sources": ["conv-26:D1:18"],
+     "inferred": {"possible_sources": ["conv-26:D1:18", "conv-26:D9:1"]}}
+
+``possible_sources`` are the units the lineage may reach by what the import proves (a list,
+or ``"any"``, the default); ``"kind": true`` says the kind is assumed too. Rescoring counts
+the values that rest on such items as ``n_inferred``, never as exact.
+
 An item the import knows exists but never saw is a *placeholder* (``"placeholder":
 {"existence": "certain" | "possible", "count": N}``): it stands for ``count`` unseen items
 (unknown when absent) of that kind and lineage, is never ranked, and with ``existence``
@@ -94,6 +106,26 @@ class Uncertainty:
 
 
 @dataclass(frozen=True)
+class Inference:
+    """An item whose lineage (and, with ``kind``, kind) the import assumed rather than
+    proved (module docstring): by proof alone the lineage may reach any unit of
+    ``possible`` (``None``: any unit of the item's collection)."""
+
+    possible: tuple[str, ...] | None = None
+    kind: bool = False
+
+    def may_reach(self, unit: str) -> bool:
+        return self.possible is None or unit in self.possible
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"possible_sources": ANY if self.possible is None
+                               else list(self.possible)}
+        if self.kind:
+            row["kind"] = True
+        return row
+
+
+@dataclass(frozen=True)
 class Placeholder:
     """An item the import knows of but never saw: it stands for ``count`` unseen items
     (``None``: an unknown number, at least one when ``existence`` is ``certain``)."""
@@ -129,6 +161,7 @@ class Item:
     store: str | None = None  # the store that holds the item (None: not named in the file)
     uncertain: Uncertainty | None = None  # None: the lineage is exactly sources (+ parents)
     placeholder: Placeholder | None = None
+    inferred: Inference | None = None  # None: the lineage written is proven, not assumed
 
     @property
     def is_raw(self) -> bool:
@@ -157,6 +190,8 @@ class Item:
             row["uncertain"] = self.uncertain.to_json()
         if self.placeholder is not None:
             row["placeholder"] = self.placeholder.to_json()
+        if self.inferred is not None:
+            row["inferred"] = self.inferred.to_json()
         row.update(dict(self.meta))
         return row
 
@@ -170,7 +205,7 @@ class Item:
 
 
 _KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collection", "store",
-          "uncertain", "placeholder"}
+          "uncertain", "placeholder", "inferred"}
 
 
 def _kind_of(value: Any) -> str:
@@ -253,6 +288,7 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
     parents = _str_list(obj.get("parents"), "parents", rec)
     uncertain = _uncertainty(obj.get("uncertain"), sources, rec)
     placeholder = _placeholder(obj.get("placeholder"), rec)
+    inferred = _inference(obj.get("inferred"), rec)
     rec.problems.raise_if_any()
     assert item_id is not None
     coll = obj.get("collection")
@@ -268,7 +304,32 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
         store=store,
         uncertain=uncertain,
         placeholder=placeholder,
+        inferred=inferred,
     )
+
+
+_INFERRED_KEYS = ("possible_sources", "kind")
+
+
+def _inference(value: Any, rec: _Record) -> Inference | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        rec.bad(f"field 'inferred' must be an object, got {_kind_of(value)}")
+        return None
+    before = rec.problems.total
+    unknown = [k for k in value if k not in _INFERRED_KEYS]
+    if unknown:
+        rec.bad(f"field 'inferred' has unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"expected {', '.join(_INFERRED_KEYS)}")
+    raw = value.get("possible_sources", ANY)
+    possible = None if raw == ANY else _str_list(raw, "inferred.possible_sources", rec)
+    kind = value.get("kind", False)
+    if not isinstance(kind, bool):
+        rec.bad(f"'inferred.kind' must be true or false, got {_kind_of(kind)}")
+    if rec.problems.total > before:
+        return None
+    return Inference(possible=possible, kind=bool(kind))
 
 
 def _uncertainty(value: Any, sources: tuple[str, ...], rec: _Record) -> Uncertainty | None:

@@ -38,6 +38,7 @@ from tiap.report.render import (
     FLOOR_NOTE,
     LATEX_WIDTH_PT,
     ReportTable,
+    bounded,
     ci,
     esc,
     f4,
@@ -45,7 +46,7 @@ from tiap.report.render import (
     mean_text,
     p_cell,
     pct,
-    pct_ci,
+    pct_range_ci,
     pval,
     signed,
     signed_pct,
@@ -316,7 +317,12 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     n_sig = sum(truth(r["significant_flip"]) for r in pflips)
     n_head = sum(truth(r.get("headline")) for r in pflips)
     changes = [r for r in sd.rows("change", name, measure=primary)]
-    fr = [num(r["changed_fraction"]) for r in changes if num(r["changed_fraction"]) is not None]
+    # partial lineage: a share only bounded counts with its bounds
+    fr = [x for r in changes for x in ((num(r["changed_fraction"]),) * 2
+                                       if num(r["changed_fraction"]) is not None else
+                                       (num(r.get("changed_fraction_lower")),
+                                        num(r.get("changed_fraction_upper"))))
+          if x is not None]
     page.kpis([
         ("queries", f"{ds.get('n_queries', 0):,}"),
         ("systems", str(len(systems))),
@@ -373,13 +379,15 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                      "mean |Δ|", "|Δ| ≥ 0.1", "hit flips", "top-1 flips"],
                     caption="Δ = value under the second target minus the first, on the "
                     f"queries defined under both; changed: share of them with Δ ≠ 0, with its "
-                    f"{level} Wilson interval.", key=2)
+                    f"{level} Wilson interval" + (
+                        "; a–b% and [lower, upper]: bounds over every lineage the store "
+                        "allows, where partial lineage does not decide the value"
+                        if any("changed_lower" in r for r in changes) else "") + ".", key=2)
     for r in changes:
         t.add([r["system"], f"{r['target_1']} → {r['target_2']}", r["n_shared"],
-               pct_ci(r["changed_fraction"], r.get("changed_fraction_low"),
-                      r.get("changed_fraction_high")),
-               signed(r["mean_delta"]), f4(r["mean_abs_delta"]),
-               pct(r["share_abs_delta_ge_0.1"]), r["hit_flips"] or "–", r["top1_flips"] or "–"])
+               pct_range_ci(r, "changed_fraction"), bounded(r, "mean_delta", signed),
+               bounded(r, "mean_abs_delta", f4), bounded(r, "share_abs_delta_ge_0.1", pct),
+               bounded(r, "hit_flips"), bounded(r, "top1_flips")])
     page.table(t)
     deltas = sd.rows("deltas", name)
     pairs = list(dict.fromkeys(f"{r['target_1']} → {r['target_2']}" for r in deltas)) or [
@@ -642,9 +650,8 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
         if r["n_shared"] in ("", "0"):
             continue
         t.add([r["category"] or "(none)", r["system"], f"{r['target_1']} → {r['target_2']}",
-               r["n_shared"], pct_ci(r["changed_fraction"], r.get("changed_fraction_low"),
-                                     r.get("changed_fraction_high")),
-               signed(r["mean_delta"]), pct(r["share_abs_delta_ge_0.1"])])
+               r["n_shared"], pct_range_ci(r, "changed_fraction"),
+               bounded(r, "mean_delta", signed), bounded(r, "share_abs_delta_ge_0.1", pct)])
     page.table(t)
     cf = [r for r in sd.rows("category_flips", name, measure=primary) if truth(r["flip"])]
     if sd.tables.get("category_flips") is not None:

@@ -265,6 +265,18 @@ def card_markdown(card: dict[str, Any]) -> str:
                 out.append(f"| {md_escape(s)} | {md_escape(t)} | {cov.get('defined', '–')} of "
                            f"{c.get('scored')} | {zero} | {f4(cov.get('mean_groups'), 2)} | "
                            f"{f4(cov.get('mean_members'), 2)} |")
+        lineage = [(s, t, cov) for s, c in ds["coverage"].items() for t in tnames
+                   if "in_universe" in (cov := (c.get("targets") or {}).get(t, {}))]
+        if lineage:
+            out += ["", ("Where lineage is partial or inferred, the queries in a target's "
+                         "universe are exact (determined by the lineage), inferred (resting "
+                         "on lineage the import assumed, e.g. `--infer-from-text`) or bounded "
+                         "(an interval over every consistent lineage):"), "",
+                    "| system | target | in universe | exact | inferred | bounded |",
+                    "|---|---|---|---|---|---|"]
+            out += [f"| {md_escape(s)} | {md_escape(t)} | {cov['in_universe']} | "
+                    f"{cov['exact']} | {cov['inferred']} | {cov['bounded']} |"
+                    for s, t, cov in lineage]
         out += ["", "### Shared subsets", ""]
         for s, c in ds["coverage"].items():
             out.append(f"- {md_escape(s)}: {c.get('shared_all_targets')} queries defined under "

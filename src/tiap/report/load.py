@@ -88,7 +88,8 @@ TABLE_RULES: Mapping[str, _Rule] = {
     "category_means": _Rule(key=("dataset", "category", "system", "target", "measure"),
                             ranges=_MEANS),
     "change": _Rule(key=("dataset", "system", "measure", "target_1", "target_2"),
-                    ranges={"changed_fraction": _UNIT}),
+                    ranges={"changed_fraction": _UNIT, "changed_fraction_lower": _UNIT,
+                            "changed_fraction_upper": _UNIT}),
     "ranking_stability": _Rule(key=("dataset", "measure", "target_1", "target_2"),
                                ranges={"kendall_tau": _GAP, "tau_ap": _GAP}),
 }

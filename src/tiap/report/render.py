@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -371,6 +371,31 @@ def pct_ci(x: object, lo: object, hi: object, digits: int = 1) -> str:
     if a is None or b is None:
         return pct(x, digits)
     return f"{pct(x, digits)} [{100 * a:.{digits}f}, {100 * b:.{digits}f}]"
+
+
+def bounded(row: dict[str, str], name: str, show: Callable[[object], str] = str) -> str:
+    """A count's, rate's or mean's cell: its value where the lineage decides it, else
+    ``[lower, upper]`` from ``<name>_lower`` / ``<name>_upper`` (partial lineage), else
+    ``–``."""
+    v = row.get(name)
+    if v not in (None, ""):
+        return show(v)
+    lo, hi = row.get(f"{name}_lower"), row.get(f"{name}_upper")
+    if lo in (None, "") or hi in (None, ""):
+        return "–"
+    return f"[{show(lo)}, {show(hi)}]"
+
+
+def pct_range_ci(row: dict[str, str], name: str, digits: int = 1) -> str:
+    """:func:`pct_ci` of ``row[name]`` with its ``_low`` / ``_high`` interval; where partial
+    lineage only bounds the share, ``lower–upper%`` with the interval."""
+    if row.get(name) not in (None, "") or row.get(f"{name}_lower") in (None, ""):
+        return pct_ci(row.get(name), row.get(f"{name}_low"), row.get(f"{name}_high"), digits)
+    lo, hi = num(row.get(f"{name}_lower")), num(row.get(f"{name}_upper"))
+    a, b = num(row.get(f"{name}_low")), num(row.get(f"{name}_high"))
+    text = f"{100 * (lo or 0):.{digits}f}–{100 * (hi or 0):.{digits}f}%"
+    return text if a is None or b is None else (
+        f"{text} [{100 * a:.{digits}f}, {100 * b:.{digits}f}]")
 
 
 def ci(lo: object, hi: object, digits: int = 3, *, open_ends: bool = False) -> str:

@@ -92,6 +92,10 @@ class QueryProblem:
     set_exact: bool = True
     group_exact: bool = True
     notes: tuple[str, ...] = field(default=())
+    #: an item of the store the ranking does not show certainly belongs to some group of
+    #: the query (its lineage meets a unit set inside the evidence), so the target is not
+    #: empty; set only where nothing else proves it
+    member_proven: bool = False
 
     @property
     def n_units(self) -> int:
@@ -102,9 +106,22 @@ class QueryProblem:
         return (1 << len(self.units)) - 1
 
     @property
+    def surely_credited(self) -> bool:
+        """A ranked item is certainly credited: it belongs to some group of the query (which
+        one may be open, as for an item that reaches one of several gold turns), so that
+        group exists and the target is not empty."""
+        return any(p.credited == YES for p in self.positions)
+
+    @property
+    def proven_nonempty(self) -> bool:
+        """An item, ranked or not, certainly belongs to some group (which one may be open)."""
+        return self.surely_credited or self.member_proven
+
+    @property
     def possibly_empty(self) -> bool:
-        """No group certainly exists (the query may be a zero-target case)."""
-        return self.certain_groups == 0
+        """No group certainly exists, and no item certainly belongs to one (the query may be
+        a zero-target case)."""
+        return self.certain_groups == 0 and not self.proven_nonempty
 
 
 def _disc(rank: int) -> float:
@@ -196,10 +213,33 @@ def query_problem(
                     occupied |= 1 << j
     lo, hi, size_exact = _set_size(index, units, collection)
     set_exact = set_exact and size_exact
+    proven = (not certain_groups and not any(p.credited == YES for p in positions)
+              and _member_proven(index, units, in_evidence, collection))
     return QueryProblem(
         units=tuple(units), certain_groups=certain_groups, positions=tuple(positions),
         depth=len(ranking), occupied=occupied, set_size=(lo, hi),
-        set_relevance=tuple(set_rel), set_exact=set_exact, group_exact=group_exact)
+        set_relevance=tuple(set_rel), set_exact=set_exact, group_exact=group_exact,
+        member_proven=proven)
+
+
+def _member_proven(index: PossibleIndex, units: Sequence[str], evidence: frozenset[str],
+                   collection: str | None) -> bool:
+    """Whether an existing item the target credits certainly belongs to some group of the
+    units: its lineage meets a unit set (``requires``) that lies inside the evidence."""
+    lin, match = index.lineage, index.match
+    seen: set[str] = set()
+    for iid in [*(i for u in units for i in lin.possible_families.get(u, ())),
+                *index.open_items(collection)]:
+        if iid in seen or not match[iid]:
+            continue
+        seen.add(iid)
+        it = lin.items[iid]
+        if it.placeholder is not None and not it.placeholder.certain:
+            continue
+        if _same_collection(it, collection) and any(
+                r and r <= evidence for r in lin.possible[iid].requires):
+            return True
+    return False
 
 
 def _same_collection(it: Item, collection: str | None) -> bool:

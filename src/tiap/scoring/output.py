@@ -3,14 +3,22 @@ in at the end: it holds exactly one rescoring's files).
 
 - ``per_query.csv``: ``system,target,query_id,measure,value`` (value empty where undefined,
   or where partial lineage does not determine it: ``intervals.csv`` then has its bounds);
-- ``summary.csv``: ``system,target,measure,n,n_exact,n_possibly_empty,mean,lower,upper``
-  (``mean`` empty unless every value is determined; ``[lower, upper]`` bounds the mean);
+- ``summary.csv``: ``system,target,measure,n,n_exact,n_possibly_empty,mean,lower,upper,
+  n_inferred`` (``mean`` empty unless every value is a single number; ``[lower, upper]``
+  bounds the mean; ``n_inferred``: values that rest on lineage the import inferred, never
+  counted in ``n_exact``);
+- ``inferred.csv`` (only when some item's lineage is inferred): ``system,target,query_id,
+  reason`` for every value that rests on it;
+- ``flip_pairs.csv`` (only with partial lineage): ``system,target_1,target_2,k,query_id,
+  flip`` for every query whose hit flip at ``k`` the items' shared lineage decides though
+  each target's bounds leave it open (read by ``tiap sensitivity`` for ``change.csv``);
 - ``intervals.csv``: ``system,target,query_id,measure,lower,upper`` for every value that
   partial lineage bounds without determining (header only when every value is exact);
 - ``undetermined.csv``: ``system,target,query_id,possibly_empty,reason`` for every (query,
   target) whose groups the lineage does not determine;
 - ``pairwise.csv``: per system, measure and pair of targets, the columns of
-  :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`;
+  :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`, and with partial lineage also those of
+  :data:`tiap.scoring.rescore.PAIRWISE_BOUND_COLUMNS` (every count's and rate's bounds);
 - ``zero_targets.csv``: ``system,target,query_id,reason,detail`` for every undefined value
   (``reason``: ``no_evidence``, ``unknown_evidence`` or ``no_members``; ``detail``: a
   sentence naming the units concerned);
@@ -37,12 +45,14 @@ from typing import Any
 from tiap.errors import require
 from tiap.io import output_folder
 from tiap.provenance import input_entry, manifest_header
-from tiap.scoring.rescore import PAIRWISE_COLUMNS, RescoreResult
+from tiap.scoring.rescore import RescoreResult
 
 SCHEMA_VERSION = 1
 PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
 SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_empty", "mean",
-                   "lower", "upper")
+                   "lower", "upper", "n_inferred")
+INFERRED_COLUMNS = ("system", "target", "query_id", "reason")
+FLIP_PAIR_COLUMNS = ("system", "target_1", "target_2", "k", "query_id", "flip")
 INTERVAL_COLUMNS = ("system", "target", "query_id", "measure", "lower", "upper")
 UNDETERMINED_COLUMNS = ("system", "target", "query_id", "possibly_empty", "reason")
 #: What a rescoring folder may hold beside its manifest's outputs (files of older versions).
@@ -114,7 +124,7 @@ def write_rescore(
         write_per_query_csv(tmp / "per_query.csv", result)
         summary = result.summary_rows(shared=shared)
         _write_dicts(tmp / "summary.csv", SUMMARY_COLUMNS, summary)
-        _write_dicts(tmp / "pairwise.csv", PAIRWISE_COLUMNS, result.pairwise_rows())
+        _write_dicts(tmp / "pairwise.csv", result.pairwise_columns(), result.pairwise_rows())
         with open(tmp / "zero_targets.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("system", "target", "query_id", "reason", "detail"))
@@ -133,6 +143,19 @@ def write_rescore(
             w.writerow(UNDETERMINED_COLUMNS)
             w.writerows((s, t, q, "true" if e else "false", r)
                         for s, t, q, e, r in result.undetermined_rows())
+        extra: list[str] = []
+        if result.inferred:
+            extra.append("inferred.csv")
+            with open(tmp / "inferred.csv", "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(INFERRED_COLUMNS)
+                w.writerows(result.inferred_rows())
+        if result.flip_pairs:
+            extra.append("flip_pairs.csv")
+            with open(tmp / "flip_pairs.csv", "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(FLIP_PAIR_COLUMNS)
+                w.writerows(result.flip_pair_rows())
         with open(tmp / "queries.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("query_id", "category", "collection", "abstention"))
@@ -167,7 +190,7 @@ def write_rescore(
         man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
         man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
                           "target_sizes.csv", "intervals.csv", "undetermined.csv",
-                          "queries.csv"] + (["cost.csv"] if result.cost else []) + (
+                          "queries.csv"] + extra + (["cost.csv"] if result.cost else []) + (
             ["integrity.csv"] if result.integrity else []) + (
             [f"per_query/{p}" for p in parts])
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
@@ -263,7 +286,7 @@ class Summary:
         self.systems = list(dict.fromkeys(r["system"] for r in rows))
         self.target_names = list(dict.fromkeys(r["target"] for r in rows))
         self.measures = list(dict.fromkeys(r["measure"] for r in rows))
-        self.bounded = any(r["n_exact"] < r["n"] for r in rows)
+        self.bounded = any(r["mean"] is None and r["n"] for r in rows)
 
     def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
         if shared:
@@ -279,7 +302,9 @@ def read_summary(folder: str | Path) -> Summary:
     rows = []
     with (folder / "summary.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
-            rows.append({**r, **{k: int(r[k]) for k in ("n", "n_exact", "n_possibly_empty")},
+            r.setdefault("n_inferred", "0")  # a folder written before the column
+            rows.append({**r, **{k: int(r[k]) for k in ("n", "n_exact", "n_possibly_empty",
+                                                        "n_inferred")},
                          **{k: float(r[k]) if r[k] != "" else None
                             for k in ("mean", "lower", "upper")}})
     man = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))

@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
+from tiap.scoring import counts
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
@@ -230,6 +231,19 @@ class RescoreResult:
     #: ``integrity.csv`` rows (:func:`integrity_rows`): what makes a value look better than
     #: it is, per system
     integrity: tuple[Mapping[str, Any], ...] = ()
+    #: partial lineage: (system, target, k) -> bounds of the flips' Success@k per query, for
+    #: the keys with a value the lineage does not determine (``flips`` is NaN there)
+    flip_lower: Mapping[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
+    flip_upper: Mapping[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
+    #: partial lineage: (system, target 1, target 2, k) -> per query, whether something is
+    #: credited in the top k under exactly one of the targets (0, 1 or
+    #: :data:`tiap.scoring.counts.EITHER`), decided on the items' shared lineage
+    #: (:func:`tiap.scoring.counts.joint_flip`) where each target's bounds leave it open
+    flip_pairs: Mapping[tuple[str, str, str, int], NDArray[np.int8]] = field(
+        default_factory=dict)
+    #: (system, target) -> {query id: why}: the queries whose value (or bounds) rests on an
+    #: item whose lineage the import inferred rather than proved (``Item.inferred``)
+    inferred: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -251,10 +265,18 @@ class RescoreResult:
             return self.lower[key], self.upper[key]
         return self.values[key], self.values[key]
 
+    def flip_interval(self, system: str, target: str, k: int,
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-query ``(lower, upper)`` of Success@k, the hit the flips compare."""
+        key = (system, target, k)
+        if key in self.flip_lower:
+            return self.flip_lower[key], self.flip_upper[key]
+        return self.flips[key], self.flips[key]
+
     @property
     def bounded(self) -> bool:
         """Whether some value is an interval (partial lineage)."""
-        return bool(self.lower)
+        return bool(self.lower) or bool(self.flip_lower)
 
     def defined(self, system: str, target: str) -> NDArray[np.bool_]:
         """Queries in the target's universe (not proven zero-target)."""
@@ -323,42 +345,69 @@ class RescoreResult:
             for i in open_.tolist():
                 yield s, t, qids[i], str(m), float(lo[i]), float(hi[i])
 
+    def inferred_mask(self, system: str, target: str) -> NDArray[np.bool_]:
+        """Queries of ``system`` whose value under ``target`` rests on inferred lineage."""
+        why = self.inferred.get((system, target), {})
+        return np.fromiter((q in why for q in self.query_ids[system]), bool,
+                           len(self.query_ids[system]))
+
+    def inferred_rows(self) -> Iterable[tuple[str, str, str, str]]:
+        """``(system, target, query_id, reason)`` for every value that rests on inferred
+        lineage."""
+        for s in self.systems:
+            for t in self.target_names:
+                for q, why in self.inferred.get((s, t), {}).items():
+                    yield s, t, q, why
+
     def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
-        """``system, target, measure, n, n_exact, n_possibly_empty, mean, lower, upper``: the
-        mean over the defined queries (with ``shared``: over the queries defined under every
-        target); where some value is only bounded, ``mean`` is empty and ``[lower, upper]``
-        holds the mean under every consistent lineage."""
+        """``system, target, measure, n, n_exact, n_possibly_empty, mean, lower, upper,
+        n_inferred``: the mean over the defined queries (with ``shared``: over the queries
+        defined under every target); where some value is only bounded, ``mean`` is empty and
+        ``[lower, upper]`` holds the mean under every consistent lineage. ``n_exact`` counts
+        the values the lineage determines; ``n_inferred`` those that rest on lineage the
+        import inferred (:attr:`inferred`; a single value, or bounds, that hold only if the
+        inference is right), never counted as exact."""
         rows = []
         for s in self.systems:
             mask = self.shared_mask(s) if shared else None
             for t in self.target_names:
                 pe = self.possibly_empty.get((s, t))
+                inf = self.inferred_mask(s, t) if (s, t) in self.inferred else None
                 for m in self.measures:
                     lo, hi = self.interval(s, t, m)
                     sel = mask if mask is not None else ~np.isnan(lo)
                     n = int(sel.sum())
-                    exact = ~np.isnan(self.values[(s, t, m)]) & sel
-                    n_exact = int(exact.sum())
+                    point = ~np.isnan(self.values[(s, t, m)]) & sel
+                    n_point = int(point.sum())
+                    n_inferred = int((inf & sel).sum()) if inf is not None else 0
+                    n_exact = int((point & ~inf).sum()) if inf is not None else n_point
                     mean_lo = float(lo[sel].mean()) if n else None
                     mean_hi = float(hi[sel].mean()) if n else None
                     rows.append({
                         "system": s, "target": t, "measure": str(m), "n": n,
                         "n_exact": n_exact,
                         "n_possibly_empty": int(pe[sel].sum()) if pe is not None else 0,
-                        "mean": mean_lo if n and n_exact == n else None,
+                        "mean": mean_lo if n and n_point == n else None,
                         "lower": mean_lo, "upper": mean_hi,
+                        "n_inferred": n_inferred,
                     })
         return rows
+
+    def pairwise_columns(self) -> tuple[str, ...]:
+        """The columns of :meth:`pairwise_rows` as ``pairwise.csv`` writes them:
+        :data:`PAIRWISE_COLUMNS`, and with partial lineage (:attr:`bounded`) also
+        :data:`PAIRWISE_BOUND_COLUMNS`."""
+        return PAIRWISE_COLUMNS + (PAIRWISE_BOUND_COLUMNS if self.bounded else ())
 
     def pairwise_rows(self) -> list[dict[str, Any]]:
         """Per system, measure and pair of targets: how the per-query values change.
 
-        Over the ``n_shared`` queries defined under both targets. Where a value is only
-        bounded (partial lineage), a query counts as ``changed`` only when the two intervals
-        are disjoint, ``changed_max`` counts the queries that may have changed, the mean
-        change is the interval ``[mean_delta_lower, mean_delta_upper]`` (``mean_delta``
-        empty), and the other columns are over the queries whose values are determined
-        (``n_undetermined`` are not).
+        Over the ``n_shared`` queries in the universe of both targets. Every count and rate
+        (:mod:`tiap.scoring.counts`) is exact where the lineage decides it, else its plain
+        column is empty and ``<column>_lower`` / ``<column>_upper`` hold its bounds over
+        every consistent lineage (``changed_max`` is ``changed_upper``); the mean change is
+        ``[mean_delta_lower, mean_delta_upper]``, ``mean_delta`` empty unless every query is
+        determined. ``n_undetermined`` counts the queries with a value only bounded.
         """
         rows = []
         for s in self.systems:
@@ -373,30 +422,65 @@ class RescoreResult:
                     d = b[exact] - a[exact]
                     n = int(both.sum())
                     n_und = n - int(exact.sum())
-                    d_lo = (lo2 - hi1)[both]
-                    d_hi = (hi2 - lo1)[both]
-                    sure = (d_lo > CHANGED_EPS) | (d_hi < -CHANGED_EPS)
-                    maybe = (d_hi > CHANGED_EPS) | (d_lo < -CHANGED_EPS)
-                    changed = int(sure.sum())
-                    f1, f2 = self.flips[(s, t1, k)], self.flips[(s, t2, k)]
-                    g1, g2 = self.flips[(s, t1, 1)], self.flips[(s, t2, 1)]
-                    hit_ok = both & ~np.isnan(f1) & ~np.isnan(f2)
-                    top_ok = both & ~np.isnan(g1) & ~np.isnan(g2)
-                    rows.append({
+                    l1, h1, l2, h2 = lo1[both], hi1[both], lo2[both], hi2[both]
+                    d_lo, d_hi = l2 - h1, h2 - l1
+                    hit = self.flip_state(s, t1, t2, k)[both]
+                    joint = (hit if m.family == "Success" and m.cutoff == k and not m.params
+                             and (s, t1, t2, k) in self.flip_pairs else None)
+                    changed = counts.count(joint if joint is not None else
+                                           counts.changed(l1, h1, l2, h2, CHANGED_EPS))
+                    large = counts.count(joint if joint is not None else counts.at_least(
+                        l1, h1, l2, h2, LARGE_DELTA - CHANGED_EPS))
+                    abs_lo, abs_hi = counts.abs_delta_bounds(l1, h1, l2, h2)
+                    row = {
                         "system": s, "measure": str(m), "target_1": t1, "target_2": t2,
-                        "n_shared": n, "n_undetermined": n_und, "changed": changed,
-                        "changed_max": int(maybe.sum()),
-                        "changed_fraction": changed / n if n and not n_und else None,
+                        "n_shared": n, "n_undetermined": n_und,
+                        **counts.cells("changed", changed), "changed_max": changed.upper,
+                        **counts.rate_cells("changed_fraction", changed),
                         "mean_delta": float(d.mean()) if n and not n_und else None,
                         "mean_delta_lower": float(d_lo.mean()) if n else None,
                         "mean_delta_upper": float(d_hi.mean()) if n else None,
-                        "mean_abs_delta": float(np.abs(d).mean()) if n and not n_und else None,
-                        "n_abs_delta_ge_0.1": int((np.abs(d) >= LARGE_DELTA - CHANGED_EPS).sum()),
+                        **counts.mean_cells("mean_abs_delta", abs_lo, abs_hi),
+                        **counts.cells("n_abs_delta_ge_0.1", large),
                         "hit_k": k,
-                        "hit_flips": int((f1[hit_ok] != f2[hit_ok]).sum()),
-                        "top1_flips": int((g1[top_ok] != g2[top_ok]).sum()),
-                    })
+                        **counts.cells("hit_flips", counts.count(hit)),
+                        **counts.cells("top1_flips", counts.count(
+                            self.flip_state(s, t1, t2, 1)[both])),
+                    }
+                    rows.append(row)
         return rows
+
+    def flip_pair_rows(self) -> Iterable[tuple[str, str, str, int, str, int]]:
+        """``(system, target_1, target_2, k, query_id, flip)`` for every query whose flip at
+        ``k`` (something credited in the top ``k`` under exactly one of the targets) the
+        items' shared lineage decides though each target's bounds leave it open
+        (:func:`tiap.scoring.counts.joint_flip`); ``flip`` is 0 or 1."""
+        for (s, t1, t2, k), joint in self.flip_pairs.items():
+            l1, h1 = self.flip_interval(s, t1, k)
+            l2, h2 = self.flip_interval(s, t2, k)
+            apart = counts.differ(counts.truth(l1, h1, _is_hit), counts.truth(l2, h2, _is_hit))
+            defined = ~np.isnan(l1) & ~np.isnan(l2)
+            qids = self.query_ids[s]
+            for i in np.flatnonzero(defined & (apart == counts.EITHER)
+                                    & (joint != counts.EITHER)).tolist():
+                yield s, t1, t2, k, qids[i], int(joint[i])
+
+    def flip_state(self, system: str, t1: str, t2: str, k: int) -> NDArray[np.int8]:
+        """Per query: is something credited in the top ``k`` under exactly one of the
+        targets: 0, 1, or :data:`~tiap.scoring.counts.EITHER` where the lineage leaves it
+        open (decided on the two targets' bounds, and, for two turn targets of partial
+        lineage, on the items' shared lineage: :attr:`flip_pairs`). Meaningless where a
+        query is undefined under either target."""
+        joint = self.flip_pairs.get((system, t1, t2, k))
+        if joint is not None:
+            return joint
+        l1, h1 = self.flip_interval(system, t1, k)
+        l2, h2 = self.flip_interval(system, t2, k)
+        return counts.differ(counts.truth(l1, h1, _is_hit), counts.truth(l2, h2, _is_hit))
+
+
+def _is_hit(v: NDArray[np.float64]) -> NDArray[np.bool_]:
+    return v > 0.5
 
 
 PAIRWISE_COLUMNS = (
@@ -404,6 +488,11 @@ PAIRWISE_COLUMNS = (
     "changed_max", "changed_fraction", "mean_delta", "mean_delta_lower", "mean_delta_upper",
     "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
 )
+#: Appended to :data:`PAIRWISE_COLUMNS` when some value is only bounded: the bounds of
+#: every count and rate (equal to the plain column where it is exact).
+PAIRWISE_BOUND_COLUMNS = counts.bound_columns(
+    ("changed", "changed_fraction", "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_flips",
+     "top1_flips"))
 
 
 def hit_cutoff(m: Measure, measures: Sequence[Measure], depth: int = 0) -> int:
@@ -647,6 +736,10 @@ def rescore(
         tokenizer={"name": tok.name, "version": tok.version} if tok is not None else {},
         cost_note=cost_note,
         integrity=tuple(integrity),
+        flip_lower=merged.flip_lower,
+        flip_upper=merged.flip_upper,
+        flip_pairs=merged.flip_pairs,
+        inferred=merged.inferred,
     )
 
 
@@ -699,6 +792,10 @@ class _Scored:
     upper: dict[tuple[str, str, Measure], NDArray[np.float64]] = field(default_factory=dict)
     possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
     undetermined: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    flip_lower: dict[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
+    flip_upper: dict[tuple[str, str, int], NDArray[np.float64]] = field(default_factory=dict)
+    flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    inferred: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     zero: dict[str, dict[str, int]] = field(default_factory=dict)
     n: int = 0
 
@@ -723,7 +820,13 @@ class _Scored:
                         out.upper[k3] = np.concatenate([p.upper.get(k3, p.values[k3])
                                                         for p in shards])
                 for k in flip_ks:
-                    out.flips[(*key, k)] = np.concatenate([p.flips[(*key, k)] for p in shards])
+                    k3 = (*key, k)
+                    out.flips[k3] = np.concatenate([p.flips[k3] for p in shards])
+                    if any(k3 in p.flip_lower for p in shards):
+                        out.flip_lower[k3] = np.concatenate([p.flip_lower.get(k3, p.flips[k3])
+                                                             for p in shards])
+                        out.flip_upper[k3] = np.concatenate([p.flip_upper.get(k3, p.flips[k3])
+                                                             for p in shards])
                 out.zero_reasons[key] = {q: r for p in shards for q, r in p.zero_reasons[key].items()}
                 out.zero_codes[key] = {q: r for p in shards for q, r in p.zero_codes[key].items()}
                 out.target_sizes[key] = (
@@ -735,6 +838,11 @@ class _Scored:
                 if any(key in p.undetermined for p in shards):
                     out.undetermined[key] = {q: r for p in shards
                                              for q, r in p.undetermined.get(key, {}).items()}
+            for key in dict.fromkeys(k for p in shards for k in p.flip_pairs):
+                out.flip_pairs[key] = np.concatenate([p.flip_pairs[key] for p in shards])
+            for key2 in dict.fromkeys(k for p in shards for k in p.inferred):
+                out.inferred[key2] = {q: r for p in shards
+                                      for q, r in p.inferred.get(key2, {}).items()}
         return out
 
 
@@ -777,8 +885,18 @@ def _score_shard(job: _Shard) -> _Scored:
             got, short = _block_scores(index, coded, [*ms, *flip_measures], mode, order,
                                        cut_rankings, work.blocks[t.granularity],
                                        eff_cache.setdefault(t.granularity, {}))
-            _short_rankings(short, lineage, qlist, scored, cut_rankings, t, ms, got, key,
-                            out.lower, out.upper, out.undetermined, out.possibly_empty)
+            lower: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
+            upper: dict[tuple[str, str, Measure], NDArray[np.float64]] = {}
+            _short_rankings(short, lineage, qlist, scored, cut_rankings, t,
+                            [*ms, *flip_measures], got, key, lower, upper, out.undetermined,
+                            out.possibly_empty)
+            for m in ms:
+                if (*key, m) in lower:
+                    out.lower[(*key, m)], out.upper[(*key, m)] = lower[(*key, m)], upper[(*key, m)]
+            for k, fm in zip(o.flip_ks, flip_measures, strict=True):
+                if (*key, fm) in lower:
+                    out.flip_lower[(*key, k)] = lower[(*key, fm)]
+                    out.flip_upper[(*key, k)] = upper[(*key, fm)]
         if lineage.uncertain:  # (turn targets only: build_groups rolls up no partial lineage)
             open_ = _bound_pass(lineage, t, mode, [_under(q, t, o.overlays) for q in qlist],
                                 scored, rankings, depth, [*ms, *flip_measures], got)
@@ -794,12 +912,190 @@ def _score_shard(job: _Shard) -> _Scored:
                 for m in ms:
                     out.lower[(*key, m)] = open_.lower[m]
                     out.upper[(*key, m)] = open_.upper[m]
+                for k, fm in zip(o.flip_ks, flip_measures, strict=True):
+                    out.flip_lower[(*key, k)] = open_.lower[fm]
+                    out.flip_upper[(*key, k)] = open_.upper[fm]
+        if _inference_index(lineage).items:
+            out.inferred[key] = _inferred_queries(
+                lineage, t, mode, [_under(q, t, o.overlays) for q in qlist], scored,
+                cut_rankings)
         for m in ms:
             out.values[(*key, m)] = got[m]
         for k, fm in zip(o.flip_ks, flip_measures, strict=True):
             out.flips[(*key, k)] = got[fm]
         out.zero[system][t.name] = zero
+    if lineage.uncertain:
+        _joint_flips(lineage, o, system, qlist, rankings, out)
     return out
+
+
+@dataclass(frozen=True)
+class _Inferences:
+    """A store's items whose lineage the import inferred (``Item.inferred``, passed on to
+    the items derived from them through ``parents``): per item, the units its proven
+    lineage may reach (``None``: any of its collection) and whether its kind is inferred;
+    which items may reach each unit; those that may reach any unit, by collection."""
+
+    items: Mapping[str, tuple[frozenset[str] | None, bool]]
+    by_unit: Mapping[str, tuple[str, ...]]
+    anywhere: Mapping[str | None, tuple[str, ...]]
+    by_collection: Mapping[str | None, tuple[str, ...]]
+
+
+_INFERENCES: weakref.WeakKeyDictionary[Lineage, _Inferences] = weakref.WeakKeyDictionary()
+
+
+def _inference_index(lineage: Lineage) -> _Inferences:
+    """The :class:`_Inferences` of a store, computed once per lineage."""
+    if lineage in _INFERENCES:
+        return _INFERENCES[lineage]
+    items = lineage.items
+    got: dict[str, tuple[frozenset[str] | None, bool] | None] = {}
+
+    def of(iid: str, path: frozenset[str] = frozenset()) -> tuple[frozenset[str] | None,
+                                                                   bool] | None:
+        if iid in got:
+            return got[iid]
+        it = items[iid]
+        parts = [of(p, path | {iid}) for p in it.parents if p in items and p not in path]
+        parts = [x for x in parts if x is not None]
+        own = it.inferred
+        if own is None and not parts:
+            got[iid] = None
+            return None
+        units: frozenset[str] | None = frozenset(lineage.sources[iid])
+        kind = False
+        if own is not None:
+            units = None if own.possible is None else units | frozenset(own.possible)
+            kind = own.kind
+        for p_units, _ in parts:
+            units = None if units is None or p_units is None else units | p_units
+        got[iid] = (units, kind)
+        return got[iid]
+
+    found = {iid: v for iid in items if (v := of(iid)) is not None}
+    by_unit: dict[str, list[str]] = {}
+    anywhere: dict[str | None, list[str]] = {}
+    by_coll: dict[str | None, list[str]] = {}
+    for iid, (units, _) in found.items():
+        coll = items[iid].collection
+        by_coll.setdefault(coll, []).append(iid)
+        if units is None:
+            anywhere.setdefault(coll, []).append(iid)
+        else:
+            for u in units:
+                by_unit.setdefault(u, []).append(iid)
+    out = _Inferences(found, {u: tuple(v) for u, v in by_unit.items()},
+                      {c: tuple(v) for c, v in anywhere.items()},
+                      {c: tuple(v) for c, v in by_coll.items()})
+    _INFERENCES[lineage] = out
+    return out
+
+
+def _inferred_queries(lineage: Lineage, target: Target, credit: Credit,
+                      queries: Sequence[QueryLike], scored: Sequence[str],
+                      rankings: Sequence[Sequence[str]]) -> dict[str, str]:
+    """``{query id: why}`` for the queries whose value under ``target`` may depend on
+    inferred lineage: an inferred item the target may credit (its kind
+    matches, or is inferred too) that may reach an evidence unit by its proven lineage and
+    is ranked (within the depth), or, unranked, may change the groups: under set credit
+    any such item, under group credit one on which a group's existence rests (no item of
+    proven lineage certainly in it). For a session or window target, any inferred item of
+    the query's collection."""
+    idx = _inference_index(lineage)
+    items, families = lineage.items, lineage.families
+    matches: dict[str, bool] = {}
+
+    def credits(iid: str) -> bool:
+        if iid not in matches:
+            matches[iid] = target.matches(items[iid])
+        return matches[iid]
+
+    def proven_member(u: str) -> bool:
+        for y in families.get(u, ()):
+            ph = items[y].placeholder
+            if y not in idx.items and credits(y) and (ph is None or ph.certain):
+                return True
+        return False
+
+    out: dict[str, str] = {}
+    for q, qid, ranking in zip(queries, scored, rankings, strict=True):
+        coll = getattr(q, "collection_id", None) or None
+        colls = [coll, None] if coll is not None else list(idx.by_collection)
+        units = tuple(dict.fromkeys(q.evidence))
+        evidence = frozenset(units)
+        if target.granularity != TURN:
+            cands = [x for c in dict.fromkeys(colls) for x in idx.by_collection.get(c, ())]
+        else:
+            cands = list(dict.fromkeys(
+                [x for u in units for x in idx.by_unit.get(u, ())]
+                + [x for c in dict.fromkeys(colls) for x in idx.anywhere.get(c, ())]))
+        if not cands:
+            continue
+        ranked = frozenset(ranking)
+        # ranked items first, in rank order, then the others: one reason, whatever the order
+        # of the store or the process's string hashing
+        listed = frozenset(cands)
+        cands = [x for x in dict.fromkeys(ranking) if x in listed] + [
+            x for x in cands if x not in ranked]
+        for x in cands:
+            reach, kind = idx.items[x]
+            it = items[x]
+            if not (kind or credits(x)):
+                continue
+            if coll is not None and it.collection is not None and it.collection != coll:
+                continue
+            if x in ranked:
+                out[qid] = f"ranked item {x} has inferred lineage"
+                break
+            if credit == "set" or target.granularity != TURN:
+                out[qid] = f"item {x}, of inferred lineage, may belong to its groups"
+                break
+            open_ = sorted(u for u in evidence if (reach is None or u in reach)
+                           and not proven_member(u))
+            if open_:
+                out[qid] = (f"whether the group of {open_[0]} exists rests on item {x}, of "
+                            "inferred lineage")
+                break
+    return out
+
+
+def _joint_flips(lineage: Lineage, o: _Options, system: str, queries: Sequence[QueryLike],
+                 rankings: Sequence[Sequence[str]], out: _Scored) -> None:
+    """For every pair of turn targets and flip cutoff ``k``, per query: is something
+    credited in the top ``k`` under exactly one of them (0, 1 or ``EITHER``)? Decided on
+    each target's bounds where they decide it, else on the items' shared lineage
+    (:func:`tiap.scoring.counts.joint_flip`): an item both targets may credit is credited
+    under both or under neither (where both read the same evidence)."""
+    from tiap.scoring.bounds import bounds_index, query_problem
+
+    turn = [t for t in o.targets if t.granularity == TURN]
+    indexes: dict[str, Any] = {}
+    for t1, t2 in combinations(turn, 2):
+        for k in o.flip_ks:
+            ends = []
+            for t in (t1, t2):
+                key = (system, t.name, k)
+                lo, hi = out.flip_lower.get(key, out.flips[key]), out.flip_upper.get(
+                    key, out.flips[key])
+                ends.append(counts.truth(lo, hi, _is_hit))
+            flip = counts.differ(*ends)
+            for i in np.flatnonzero(flip == counts.EITHER).tolist():
+                q1, q2 = _under(queries[i], t1, o.overlays), _under(queries[i], t2, o.overlays)
+                if tuple(q1.evidence) != tuple(q2.evidence):
+                    continue  # two evidence sets: each target's own bounds
+                ranked = rankings[i][:o.depth] if o.depth is not None else rankings[i]
+                coll = getattr(queries[i], "collection_id", None) or None
+                credit = []
+                for t, q in ((t1, q1), (t2, q2)):
+                    if t.name not in indexes:
+                        indexes[t.name] = bounds_index(lineage, t)
+                    problem = query_problem(indexes[t.name], q.evidence, ranked,
+                                            collection=coll)
+                    credit.append([(p.rank, p.credited) for p in problem.positions
+                                   if p.rank <= k])
+                flip[i] = counts.joint_flip(*credit)
+            out.flip_pairs[(system, t1.name, t2.name, k)] = flip
 
 
 @dataclass
@@ -1048,7 +1344,8 @@ def _bound_pass(
             continue  # no group can exist: a zero-target case, as on certain lineage
         was_undefined = bool(np.isnan(got[measures[0]][i]))
         bounds = solve(problem, measures)
-        empty = problem.possibly_empty if credit == "group" else problem.set_size[0] == 0
+        empty = (problem.possibly_empty if credit == "group"
+                 else problem.set_size[0] == 0 and not problem.proven_nonempty)
         determined = not empty and all(hi - lo <= _SAME for lo, hi in bounds.values())
         for m in measures:
             lo, hi = bounds[m]

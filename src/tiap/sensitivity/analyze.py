@@ -159,6 +159,9 @@ def analyze(
         else:
             tables[name] = Table(name, cols, list(rows))
 
+    # partial lineage: the change tables also give every count's bounds
+    change_cols = _CHANGE_COLUMNS + (change.CHANGE_BOUND_COLUMNS if any(
+        sc.lower for ds in datasets for sc in ds.systems.values()) else ())
     primaries: dict[str, Measure] = {}
     for ds in datasets:
         pm = parse_measure(primary) if primary is not None else change.primary_measure(
@@ -168,7 +171,7 @@ def analyze(
                             f"(it has {', '.join(map(str, ds.measures))})")
         primaries[ds.name] = pm
         step(f"{ds.name}: per-query change")
-        add("change", _CHANGE_COLUMNS, _wilson(change.change_rows(ds), alpha))
+        add("change", change_cols, _wilson(change.change_rows(ds), alpha))
         add("deltas", ("dataset", "system", "measure", "target_1", "target_2", "query_id",
                        "delta"), change.delta_rows(ds, pm))
         add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
@@ -187,7 +190,7 @@ def analyze(
         cats = np.asarray(ds.categories, dtype=object)
         groups = [({"category": cat}, cats == cat) for cat in dict.fromkeys(ds.categories)]
         for label, mask in groups:
-            add("category_change", _with(_CHANGE_COLUMNS, "category"),
+            add("category_change", _with(change_cols, "category"),
                 _wilson(change.change_rows(ds, mask=mask, extra=label), alpha))
             add("category_means", _with(flips.MEANS_COLUMNS, "category"),
                 flips.system_means_rows(ds, mask=mask, extra=label))
@@ -316,6 +319,15 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
         for t in ds.targets:
             ok = sc.defined(t, ds.measures)
             entry: dict[str, Any] = {"defined": int(ok.sum())}
+            universe = sc.in_universe(t, ds.measures)
+            inf = sc.inferred_mask(t)
+            if inf is not None or (universe & ~ok).any():
+                # partial or inferred lineage: how many values are exact, inferred, bounded
+                inferred = universe & inf if inf is not None else np.zeros(ds.n, bool)
+                entry.update({"in_universe": int(universe.sum()),
+                              "exact": int((ok & ~inferred).sum()),
+                              "inferred": int(inferred.sum()),
+                              "bounded": int((universe & ~ok & ~inferred).sum())})
             if t in sc.sizes:
                 g, mem = sc.sizes[t]
                 entry["mean_groups"] = _mean_or_none(g[ok])

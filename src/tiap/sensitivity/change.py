@@ -15,6 +15,15 @@ else from any measure at cutoff ``k`` (``nDCG@k``, ``R@k``, ``RR@k`` and ``P@k``
 exactly when something credited is in the top ``k``); the top-1 hit from ``Success@1``,
 ``P@1`` or ``RR`` (``RR = 1`` exactly when rank 1 is credited). Where neither can be read the
 flip count is left empty.
+
+Partial lineage: the statistics are over the queries in the universe of both targets, value
+determined or only bounded (``intervals.csv``). Every count and rate is built by
+:mod:`tiap.scoring.counts` from the per-query bounds (a query's indicator is decided where
+the bounds decide it): exact where the lineage decides it, else its column is empty and the
+columns of :data:`CHANGE_BOUND_COLUMNS` (written when some value of the dataset is only
+bounded) hold its bounds over every consistent lineage; ``mean_delta`` likewise. Each
+target's bounds are read on their own (the rescoring's ``pairwise.csv`` also couples the
+two targets' hits through the items' shared lineage, so its flip counts can be tighter).
 """
 
 from __future__ import annotations
@@ -25,21 +34,26 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.scoring import counts
 from tiap.scoring.measures import Measure, primary_measure
 from tiap.sensitivity.load import Dataset, SystemScores
 
 __all__ = [
-    "CHANGE_COLUMNS",
     "CHANGED_EPS",
+    "CHANGE_BOUND_COLUMNS",
+    "CHANGE_COLUMNS",
     "HIST_EDGES",
     "LARGE_DELTA",
     "change_rows",
     "change_stats",
     "delta_rows",
+    "flip_state",
     "hist_rows",
     "hit_cutoff",
+    "hit_state",
     "hit_vector",
     "primary_measure",
+    "top1_state",
     "top1_vector",
 ]
 
@@ -53,6 +67,12 @@ CHANGE_COLUMNS = (
     "changed_fraction", "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1",
     "share_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
 )
+#: Appended to :data:`CHANGE_COLUMNS` (after the Wilson interval's columns) when some value
+#: is only bounded: the queries with a value only bounded, and the bounds of every count,
+#: rate and mean (equal to the plain column where it is exact).
+CHANGE_BOUND_COLUMNS = ("n_undetermined", *counts.bound_columns((
+    "changed", "changed_fraction", "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1",
+    "share_abs_delta_ge_0.1", "hit_flips", "top1_flips")))
 
 
 def hit_cutoff(m: Measure, measures: Sequence[Measure]) -> int | None:
@@ -93,6 +113,112 @@ def top1_vector(scores: SystemScores, target: str,
     return None
 
 
+def _hit_test(m: Measure, one: bool = False) -> Any:
+    """Whether a value of ``m`` says something is credited (at rank 1 with ``one``)."""
+    if m.family == "Success" or (m.family == "P" and m.cutoff == 1):
+        return lambda v: v > 0.5
+    if one and m.family == "RR":
+        return lambda v: v >= 1 - 1e-12
+    return lambda v: v > 0
+
+
+def _hit_measure(k: int | None, measures: Sequence[Measure]) -> Measure | None:
+    by_name = {str(m): m for m in measures}
+    want = f"Success@{k}" if k else "Success"
+    if want in by_name:
+        return by_name[want]
+    return next((m for m in measures
+                 if m.cutoff == k and m.family in ("nDCG", "R", "RR", "P", "Success")), None)
+
+
+def _top1_measure(measures: Sequence[Measure]) -> Measure | None:
+    for m in measures:
+        if (m.family in ("Success", "P") and m.cutoff == 1) or m.family == "RR":
+            return m
+    return next((m for m in measures if m.family in ("nDCG", "R") and m.cutoff == 1), None)
+
+
+def hit_state(scores: SystemScores, target: str, k: int | None,
+              measures: Sequence[Measure]) -> NDArray[np.int8] | None:
+    """Per query, is anything credited in the top ``k``: 0, 1, or
+    :data:`~tiap.scoring.counts.EITHER` where the value's bounds leave it open (read as
+    :func:`hit_vector`; meaningless where the query is undefined)."""
+    m = _hit_measure(k, measures)
+    if m is None:
+        return None
+    lo, hi = scores.interval(target, m)
+    return counts.truth(lo, hi, _hit_test(m))
+
+
+def top1_state(scores: SystemScores, target: str,
+               measures: Sequence[Measure]) -> NDArray[np.int8] | None:
+    """Per query, is rank 1 credited (as :func:`hit_state`)."""
+    m = _top1_measure(measures)
+    if m is None:
+        return None
+    lo, hi = scores.interval(target, m)
+    return counts.truth(lo, hi, _hit_test(m, one=True))
+
+
+def flip_state(a: NDArray[np.int8], b: NDArray[np.int8],
+               decided: NDArray[np.int8] | None = None) -> NDArray[np.int8]:
+    """Per query, does exactly one of two hit states hold (0, 1 or ``EITHER``): decided
+    where both are, else where the items' shared lineage decides it (``decided``: 0 or 1,
+    -1 where it does not; ``flip_pairs.csv``)."""
+    out = counts.differ(a, b)
+    if decided is not None:
+        use = (out == counts.EITHER) & (decided >= 0)
+        out[use] = decided[use]
+    return out
+
+
+def _decided(sc: SystemScores, t1: str, t2: str, k: int) -> NDArray[np.int8] | None:
+    """The rescoring's shared-lineage flip decisions for two targets (in either order: a
+    flip is symmetric)."""
+    got = sc.flip_pairs.get((t1, t2, k))
+    return got if got is not None else sc.flip_pairs.get((t2, t1, k))
+
+
+def change_counts(
+    lo1: NDArray[np.float64], hi1: NDArray[np.float64],
+    lo2: NDArray[np.float64], hi2: NDArray[np.float64],
+    hits: NDArray[np.int8] | None = None,
+    tops: NDArray[np.int8] | None = None,
+    *, binary: bool = False,
+) -> dict[str, Any]:
+    """The change statistics of ``v2 - v1`` over the queries in both universes, from the
+    per-query bounds (``lo == hi`` where a value is determined): every column of
+    :data:`CHANGE_COLUMNS` from ``n_shared`` on but ``hit_k``, and of
+    :data:`CHANGE_BOUND_COLUMNS` (:mod:`tiap.scoring.counts`). ``hits`` and ``tops``: the
+    hit and top-1 flip states per query (:func:`flip_state`); with ``binary`` the measure
+    is the hit itself (``Success@k``), so a query changed exactly when its hit flipped."""
+    both = ~np.isnan(lo1) & ~np.isnan(lo2)
+    l1, h1, l2, h2 = lo1[both], hi1[both], lo2[both], hi2[both]
+    n = int(both.sum())
+    if binary and hits is not None:
+        changed = large = counts.count(hits[both])
+    else:
+        changed = counts.count(counts.changed(l1, h1, l2, h2, CHANGED_EPS))
+        large = counts.count(counts.at_least(l1, h1, l2, h2, LARGE_DELTA - CHANGED_EPS))
+    abs_lo, abs_hi = counts.abs_delta_bounds(l1, h1, l2, h2)
+    out: dict[str, Any] = {
+        "n_shared": n,
+        "n_undetermined": int(((l1 != h1) | (l2 != h2)).sum()),
+        **counts.cells("changed", changed),
+        **counts.rate_cells("changed_fraction", changed),
+        **counts.mean_cells("mean_delta", l2 - h1, h2 - l1),
+        **counts.mean_cells("mean_abs_delta", abs_lo, abs_hi),
+        **counts.cells("n_abs_delta_ge_0.1", large),
+        **counts.rate_cells("share_abs_delta_ge_0.1", large),
+    }
+    for name, state in (("hit_flips", hits), ("top1_flips", tops)):
+        if state is None:
+            out.update({name: None, f"{name}_lower": None, f"{name}_upper": None})
+        else:
+            out.update(counts.cells(name, counts.count(state[both])))
+    return out
+
+
 def change_stats(
     v1: NDArray[np.float64],
     v2: NDArray[np.float64],
@@ -101,48 +227,46 @@ def change_stats(
     top1: NDArray[np.float64] | None = None,
     top2: NDArray[np.float64] | None = None,
 ) -> dict[str, Any]:
-    """The change statistics of ``v2 - v1`` over the queries where both are defined."""
-    both = ~np.isnan(v1) & ~np.isnan(v2)
-    d = v2[both] - v1[both]
-    n = int(both.sum())
-    changed = int((np.abs(d) > CHANGED_EPS).sum())
-    large = int((np.abs(d) >= LARGE_DELTA - CHANGED_EPS).sum())
-    return {
-        "n_shared": n,
-        "changed": changed,
-        "changed_fraction": changed / n if n else None,
-        "mean_delta": float(d.mean()) if n else None,
-        "mean_abs_delta": float(np.abs(d).mean()) if n else None,
-        "n_abs_delta_ge_0.1": large,
-        "share_abs_delta_ge_0.1": large / n if n else None,
-        "hit_flips": (int((hit1[both] != hit2[both]).sum())
-                      if hit1 is not None and hit2 is not None else None),
-        "top1_flips": (int((top1[both] != top2[both]).sum())
-                       if top1 is not None and top2 is not None else None),
-    }
+    """The change statistics of ``v2 - v1`` over the queries where both are defined, for
+    determined values (hits 1.0 / 0.0): :func:`change_counts` with no value bounded."""
+
+    def state(h: NDArray[np.float64] | None) -> NDArray[np.int8] | None:
+        return None if h is None else counts.known(np.nan_to_num(h) > 0.5)
+
+    def flips(a: NDArray[np.int8] | None, b: NDArray[np.int8] | None,
+              ) -> NDArray[np.int8] | None:
+        return None if a is None or b is None else flip_state(a, b)
+
+    got = change_counts(v1, v1, v2, v2, flips(state(hit1), state(hit2)),
+                        flips(state(top1), state(top2)))
+    return {k: got[k] for k in CHANGE_COLUMNS[5:] if k in got}
 
 
 def change_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                 extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Per system, measure and pair of targets, the change statistics (restricted to
-    ``mask`` when given, e.g. one category)."""
+    ``mask`` when given, e.g. one category): :func:`change_counts` on the bounds."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         for m in ds.measures:
             k = hit_cutoff(m, ds.measures)
+            binary = m.family == "Success" and m.cutoff == k and not m.params
             for t1, t2 in ds.target_pairs:
-                v1, v2 = sc.get(t1, m), sc.get(t2, m)
-                h1, h2 = hit_vector(sc, t1, k, ds.measures), hit_vector(sc, t2, k, ds.measures)
-                p1, p2 = top1_vector(sc, t1, ds.measures), top1_vector(sc, t2, ds.measures)
+                (lo1, hi1), (lo2, hi2) = sc.interval(t1, m), sc.interval(t2, m)
+                h1, h2 = hit_state(sc, t1, k, ds.measures), hit_state(sc, t2, k, ds.measures)
+                p1, p2 = top1_state(sc, t1, ds.measures), top1_state(sc, t2, ds.measures)
+                hits = (None if h1 is None or h2 is None else
+                        flip_state(h1, h2, _decided(sc, t1, t2, k) if k else None))
+                tops = (None if p1 is None or p2 is None else
+                        flip_state(p1, p2, _decided(sc, t1, t2, 1)))
                 if mask is not None:
-                    v1, v2 = v1[mask], v2[mask]
-                    h1, h2, p1, p2 = (None if x is None else x[mask] for x in (h1, h2, p1, p2))
-                stats = change_stats(v1, v2, h1, h2, p1, p2)
+                    lo1, hi1, lo2, hi2 = lo1[mask], hi1[mask], lo2[mask], hi2[mask]
+                    hits, tops = (None if x is None else x[mask] for x in (hits, tops))
+                stats = change_counts(lo1, hi1, lo2, hi2, hits, tops,
+                                      binary=binary and hits is not None)
                 rows.append({"dataset": ds.name, **(extra or {}), "system": s,
                              "measure": str(m), "target_1": t1, "target_2": t2,
-                             **{k_: stats[k_] for k_ in CHANGE_COLUMNS[5:12]},
-                             "hit_k": k if k else "all", "hit_flips": stats["hit_flips"],
-                             "top1_flips": stats["top1_flips"]})
+                             **stats, "hit_k": k if k else "all"})
     return rows
 
 

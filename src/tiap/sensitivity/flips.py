@@ -87,7 +87,7 @@ DEFAULT_MIN_DZ = 0.2
 #: Gaps within this of 0 are ties (float noise in a mean of equal values is not a winner).
 TIE_EPS = 1e-12
 MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "n_exact", "mean", "lower",
-                 "upper", "n_shared_targets", "mean_shared_targets")
+                 "upper", "n_shared_targets", "mean_shared_targets", "n_inferred")
 
 
 def winner(gap: float | None, a: str, b: str) -> str:
@@ -284,7 +284,8 @@ def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
     """Per system, target and measure: the mean over the queries defined under the target
     (``[lower, upper]`` where partial lineage only bounds some values; ``mean`` then empty),
     and over the queries whose values are determined under every target (the system's
-    shared subset)."""
+    shared subset). ``n_exact`` counts the values the lineage determines, ``n_inferred``
+    those that rest on lineage the import inferred (never counted as exact)."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         all_t = ds.shared((s,), ds.targets)
@@ -295,12 +296,15 @@ def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                 v = sc.get(t, m)
                 lo, hi = sc.interval(t, m)
                 ok = ~np.isnan(lo) if mask is None else ~np.isnan(lo) & mask
-                n_exact = int((ok & ~np.isnan(v)).sum())
+                point = ok & ~np.isnan(v)
+                inf = sc.inferred_mask(t)
+                n_inferred = int((ok & inf).sum()) if inf is not None else 0
+                n_exact = int((point & ~inf).sum()) if inf is not None else int(point.sum())
                 n = int(ok.sum())
-                exact = n_exact == n
+                exact = int(point.sum()) == n
                 rows.append({
                     "dataset": ds.name, **(extra or {}), "system": s, "target": t,
-                    "measure": str(m), "n": n, "n_exact": n_exact,
+                    "measure": str(m), "n": n, "n_exact": n_exact, "n_inferred": n_inferred,
                     "mean": float(v[ok].mean()) if n and exact else None,
                     "lower": float(lo[ok].mean()) if n else None,
                     "upper": float(hi[ok].mean()) if n else None,

@@ -15,7 +15,9 @@ not score the query.
 Partial lineage: a value the lineage only bounds is NaN in ``values`` (it is not known)
 and its ``[lower, upper]`` (``intervals.csv``) is kept in :attr:`SystemScores.lower` /
 :attr:`SystemScores.upper`, so that the analyses that need a point value use the queries
-whose values are determined, and the winner flips decide on the bounds.
+whose values are determined, and the winner flips decide on the bounds. ``flip_pairs.csv``
+(hit flips the items' shared lineage decides) is kept in :attr:`SystemScores.flip_pairs`,
+``inferred.csv`` (values that rest on inferred lineage) in :attr:`SystemScores.inferred`.
 """
 
 from __future__ import annotations
@@ -59,6 +61,17 @@ class SystemScores:
     #: determined, NaN where undefined), for the keys with some value only bounded
     lower: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
     upper: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    #: (target 1, target 2, k) -> per query 0 or 1 where the items' shared lineage decides
+    #: whether exactly one target credits something in the top k though each target's
+    #: bounds leave it open (``flip_pairs.csv``), -1 elsewhere
+    flip_pairs: Mapping[tuple[str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    #: target -> per query: does the value rest on lineage the import inferred
+    #: (``inferred.csv``); a target absent here has none
+    inferred: Mapping[str, NDArray[np.bool_]] = field(default_factory=dict)
+
+    def inferred_mask(self, target: str) -> NDArray[np.bool_] | None:
+        """Queries whose value under ``target`` rests on inferred lineage (``None``: none)."""
+        return self.inferred.get(target)
 
     def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
         """Per-query values: NaN where undefined or only bounded (:meth:`interval`)."""
@@ -149,6 +162,10 @@ class _Folder:
     sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
     categories: dict[str, str]
     category_source: str
+    #: (system, target 1, target 2, k) -> per local query 0, 1 or -1 (flip_pairs.csv)
+    flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    #: (system, target) -> per local query: inferred (inferred.csv)
+    inferred: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -486,12 +503,74 @@ def load_rescore_dir(path: str | Path, name: str | None = None, *,
                                           query_id=q)
             sizes[(s, t)][1][i] = _float(mem, ts, lineno, lo=0.0, what="n_members",
                                           query_id=q)
+    targets = {str(t.get("name")) for t in _targets(man) if isinstance(t, Mapping)} or {
+        k[1] for k in values}
+    flip_pairs = _read_flip_pairs(path / "flip_pairs.csv", order, targets)
+    inferred = _read_inferred(path / "inferred.csv", order, targets)
     categories, source = _categories(path, man)
     universe: dict[str, None] = {}
     for qs in order.values():
         universe.update(dict.fromkeys(qs))
     return _Folder(path, name or folder_dataset(man) or path.name, man, tuple(universe),
-                   order, values, bounds, sizes, categories, source)
+                   order, values, bounds, sizes, categories, source, flip_pairs, inferred)
+
+
+def _per_query_row(path: Path, lineno: int, s: str, q: str, targets: set[str],
+                   names: Sequence[str], order: Mapping[str, Mapping[str, int]]) -> int:
+    """The local index of a row of a per-query table of a rescore folder: its system,
+    query and targets must be the rescoring's (code ``invalid-value``)."""
+    if s not in order or q not in order[s]:
+        raise TiapError(f"no per_query.csv row for system {s!r} and query {q!r}", file=path,
+                        line=lineno, query_id=q, code="invalid-value")
+    for t in names:
+        if t not in targets:
+            raise TiapError(f"target {t!r} is not one of the rescoring's targets "
+                            f"({', '.join(sorted(targets))})", file=path, line=lineno,
+                            query_id=q, code="invalid-value")
+    return order[s][q]
+
+
+def _read_flip_pairs(path: Path, order: Mapping[str, Mapping[str, int]], targets: set[str],
+                     ) -> dict[tuple[str, str, str, int], NDArray[np.int8]]:
+    """``flip_pairs.csv`` (absent: none): per (system, targets, k), 0 or 1 per query."""
+    out: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
+    if not path.exists():
+        return out
+    rows = iter_csv(path, ("system", "target_1", "target_2", "k", "query_id", "flip"))
+    next(rows)
+    for lineno, (s, t1, t2, k, q, flip) in rows:
+        i = _per_query_row(path, lineno, s, q, targets, (t1, t2), order)
+        if not k.isdigit() or int(k) < 1:
+            raise TiapError(f"k must be a positive integer, got {k!r}", file=path,
+                            line=lineno, query_id=q, code="invalid-value")
+        if flip not in ("0", "1"):
+            raise TiapError(f"flip must be 0 or 1, got {flip!r}", file=path, line=lineno,
+                            query_id=q, code="invalid-value")
+        key = (s, t1, t2, int(k))
+        arr = out.setdefault(key, np.full(len(order[s]), -1, np.int8))
+        if arr[i] >= 0:
+            raise TiapError(f"the flip of ({s}, {t1}, {t2}, {k}, {q}) occurs twice",
+                            file=path, line=lineno, query_id=q, code="duplicate")
+        arr[i] = int(flip)
+    return out
+
+
+def _read_inferred(path: Path, order: Mapping[str, Mapping[str, int]], targets: set[str],
+                   ) -> dict[tuple[str, str], NDArray[np.bool_]]:
+    """``inferred.csv`` (absent: none): per (system, target), the inferred queries."""
+    out: dict[tuple[str, str], NDArray[np.bool_]] = {}
+    if not path.exists():
+        return out
+    rows = iter_csv(path, ("system", "target", "query_id", "reason"))
+    next(rows)
+    for lineno, (s, t, q, _) in rows:
+        i = _per_query_row(path, lineno, s, q, targets, (t,), order)
+        arr = out.setdefault((s, t), np.zeros(len(order[s]), bool))
+        if arr[i]:
+            raise TiapError(f"({s}, {t}, {q}) occurs twice", file=path, line=lineno,
+                            query_id=q, code="duplicate")
+        arr[i] = True
+    return out
 
 
 def folder_dataset(man: Mapping[str, Any]) -> str | None:
@@ -698,8 +777,9 @@ def _pool(folders: list[_Folder]) -> Dataset:
                             noted.add((s, t))
                             notes.append(
                                 f"{f.path}: {s}/{t}: {n_b:,} queries' {m} only bounded by "
-                                "partial lineage; the winner flips and system means use the "
-                                "bounds, every other table leaves those queries out")
+                                "partial lineage; the winner flips, system means and change "
+                                "tables use the bounds, every other table leaves those "
+                                "queries out")
             sz: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
             for t in target_order:
                 got_sz = f.sizes.get((s, t))
@@ -707,8 +787,22 @@ def _pool(folders: list[_Folder]) -> Dataset:
                     g, mem = np.full(n, np.nan), np.full(n, np.nan)
                     g[pos], mem[pos] = got_sz
                     sz[t] = (g, mem)
+            pairs: dict[tuple[str, str, int], NDArray[np.int8]] = {}
+            for (s2, t1, t2, k), got_p in f.flip_pairs.items():
+                if s2 == s and t1 in target_order and t2 in target_order:
+                    arr_p = np.full(n, -1, np.int8)
+                    arr_p[pos] = got_p
+                    pairs[(t1, t2, k)] = arr_p
+            inferred: dict[str, NDArray[np.bool_]] = {}
+            for t in target_order:
+                got_i = f.inferred.get((s, t))
+                if got_i is not None:
+                    arr_i = np.zeros(n, bool)
+                    arr_i[pos] = got_i
+                    inferred[t] = arr_i
             report = (f.manifest.get("systems") or {}).get(s, {})
-            systems[s] = SystemScores(s, f.path, vals, sz, report, lows, highs)
+            systems[s] = SystemScores(s, f.path, vals, sz, report, lows, highs, pairs,
+                                      inferred)
             store = report.get("store", s)
             entry: dict[str, Any] = {}
             for key in (f"items:{store}", f"items:{s}", "items"):

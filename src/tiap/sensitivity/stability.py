@@ -316,14 +316,23 @@ def rate_rows_with_wilson(rows: Iterable[Mapping[str, Any]], count_key: str, n_k
 
     For the per-query change tables, ``rate_rows_with_wilson(rows, "changed", "n_shared",
     alpha)`` adds ``changed_fraction_low`` / ``changed_fraction_high``. Rows with an empty or
-    zero ``n`` (or an empty count) get None. The input rows are not modified.
+    zero ``n`` (or an empty count) get None. A count that partial lineage only bounds (empty,
+    with ``<count>_lower`` and ``<count>_upper``, :mod:`tiap.scoring.counts`) gets the union
+    of the Wilson intervals of every count in its bounds: from the lower end of the lower
+    count's to the upper end of the upper count's (both ends rise with the count). The input
+    rows are not modified.
     """
     rk = _rate_key(count_key, rate_key)
     out: list[dict[str, Any]] = []
     for row in rows:
         count, n = row.get(count_key), row.get(n_key)
-        lo, hi = (None, None) if count is None or not n else wilson_interval(
-            int(count), int(n), alpha)
+        least, most = row.get(f"{count_key}_lower"), row.get(f"{count_key}_upper")
+        if n and count is None and least is not None and most is not None:
+            lo = wilson_interval(int(least), int(n), alpha)[0]
+            hi = wilson_interval(int(most), int(n), alpha)[1]
+        else:
+            lo, hi = (None, None) if count is None or not n else wilson_interval(
+                int(count), int(n), alpha)
         out.append({**row, f"{rk}_low": lo, f"{rk}_high": hi})
     return out
 

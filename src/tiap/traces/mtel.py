@@ -62,7 +62,9 @@ the same queries (Mem0: 164 items) is given one of them by a bipartite matching 
 ``assumed``: Raw values do not depend on that choice (each raw item fills exactly one group),
 Source values may, so such queries are not ``exact`` under Source. With ``infer_from_text``,
 ``native`` derived items left ambiguous are given the candidate turn whose text they overlap
-most, within the family sizes, and labelled ``text`` (their queries become ``inferred``).
+most, within the family sizes, and labelled ``text`` (their queries become ``inferred``);
+every item whose row rests on the assignment carries ``inferred`` (the turns the trace
+alone allows), so that rescoring counts the values resting on it as inferred, never exact.
 
 Each item carries ``mtel_lineage`` in its metadata: ``id`` / ``content`` (raw item named by its
 id or text), ``trace`` (proven by flags, unions and sizes), ``partial`` (multi-source item: the
@@ -98,7 +100,15 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import iter_jsonl, sha256_file
-from tiap.memory.store import RAW_KIND, Item, Placeholder, Uncertainty, stamp_store, write_items
+from tiap.memory.store import (
+    RAW_KIND,
+    Inference,
+    Item,
+    Placeholder,
+    Uncertainty,
+    stamp_store,
+    write_items,
+)
 from tiap.provenance import input_entry, manifest_header
 from tiap.traces.runs import (
     Ranking,
@@ -1089,10 +1099,17 @@ def import_mtel_trace(
 
     lin = _Lineage(rows, lc, fmt)
     lin.propagate()
+    proven: _Store | None = None
+    before: dict[str, tuple[str | None, set[int]]] = {}
     if infer_from_text and fmt == FORMAT_NATIVE:
+        proven = _build_items(lin, rows)  # what the trace proves, before any assumption
+        before = {x: (lin.kind.get(x), set(lin.pos[x]) | set(lin.cand.get(x) or ()))
+                  for x in lin.order}
         lin.infer_from_text()
 
-    store = _build_items(lin, rows)
+    store = _build_items(lin, rows, proven.folded if proven is not None else ())
+    if proven is not None:
+        store = _mark_inferred(store, proven, before, lin.lc)
     queries, rankings, statuses, diffs = _build_queries(path, rows, lin, store, system)
     run = Run(
         system=system,
@@ -1115,6 +1132,42 @@ class _Store:
     has_derived: set[int]  # gold rows with a known (or placeholder) derived descendant
     gold_units: list[int]
     folded: tuple[str, ...] = ()  # never-ranked members counted by placeholders
+
+
+def _mark_inferred(store: _Store, proven: _Store,
+                   before: Mapping[str, tuple[str | None, set[int]]], lc: _Locomo) -> _Store:
+    """``store`` with every item whose row differs from the row the trace alone proves
+    (``proven``) marked ``inferred`` (:class:`~tiap.memory.store.Inference`): the items the
+    text assigned, and those the assignment resolved in turn (a kind, a family's last
+    member, a placeholder's count). Its proven lineage (the proven row's possible units,
+    else the candidates before the assignment) says which queries it may concern. Such
+    items other than placeholders are labelled ``text``."""
+    rows = {it.item_id: it for it in proven.items}
+    items: list[Item] = []
+    labels = dict(store.labels)
+    for it in store.items:
+        was = rows.get(it.item_id)
+        if was is not None and was.to_json() == it.to_json():
+            items.append(it)
+            continue
+        if was is not None:
+            unc = was.uncertain
+            possible = (None if unc is not None and unc.possible is None else
+                        tuple(dict.fromkeys([*was.sources, *(unc.possible if unc else ())])))
+            inference = Inference(possible=possible, kind=was.kind != it.kind)
+        elif it.item_id in before:  # folded: the trace alone left its turn or kind open
+            kind, units = before[it.item_id]
+            inference = Inference(
+                possible=tuple(lc.units[u] for u in sorted(units)) if units else None,
+                kind=kind is None)
+        else:
+            inference = Inference(possible=it.sources)
+        if it.placeholder is None and labels.get(it.item_id) != "text":
+            labels[it.item_id] = "text"
+            it = replace(it, meta=tuple((k, "text" if k == "mtel_lineage" else v)
+                                        for k, v in it.meta))
+        items.append(replace(it, inferred=inference))
+    return replace(store, items=items, labels=labels)
 
 
 def _placeholder(pid: str, kind: str, u: int, lc: _Locomo, *, certain: bool = True,
@@ -1154,7 +1207,9 @@ def _uncertainty(lin: _Lineage, x: str) -> Uncertainty | None:
                        requires=tuple(dict.fromkeys(requires)))
 
 
-def _build_items(lin: _Lineage, rows: list[_Row]) -> _Store:
+def _build_items(lin: _Lineage, rows: list[_Row], fold: tuple[str, ...] = ()) -> _Store:
+    """The store's items; ``fold``: never-ranked items folded anyway (those the trace alone
+    leaves open, kept folded when a text assignment resolves them: they change no value)."""
     lc, fmt = lin.lc, lin.fmt
     labels = {x: lin.final_label(x) for x in lin.order}
     ranked = {x for r in rows for x in r.ranking}
@@ -1162,7 +1217,7 @@ def _build_items(lin: _Lineage, rows: list[_Row]) -> _Store:
     # changes no value but the family's size, which the trace gives: it is counted by the
     # family's placeholders instead of being listed with a lineage the trace does not prove
     folded = ({x for x in lin.order if x not in ranked and (
-        lin.kind.get(x) is None or (x in lin.single and not lin.pos[x]))}
+        lin.kind.get(x) is None or (x in lin.single and not lin.pos[x]))} | set(fold)
         if fmt == FORMAT_NATIVE else set())
     items: list[Item] = []
     for x in lin.order:
