@@ -158,15 +158,16 @@ def test_pairwise_counts_by_hand() -> None:
         ("sys", "source", "canonical", 2, "qB", 0)]
 
 
-def test_complete_lineage_prints_exact_counts_and_no_bound_columns() -> None:
+def test_complete_lineage_prints_exact_counts_with_equal_bounds() -> None:
     """The same store with s1's lineage known (c:1): every count is a plain number, as
-    before partial lineage existed, and pairwise.csv has no bound columns. By hand: Source
+    before partial lineage existed, and its bound columns equal it (one schema). By hand: Source
     and Canonical credit s1 at rank 1 for qA; qB is a zero-target case under Canonical.
     raw vs source, Success@1: qA flips (0 -> 1), qB does not (0, 0): 1 of 2."""
     items, queries, run = _memoryos_like()
     items[2] = replace(items[2], sources=("c:1",), uncertain=None)
     res = rescore([run], queries, {None: items}, measures="nDCG@2,Success@2,Success@1")
-    assert not res.bounded and res.pairwise_columns() == PAIRWISE_COLUMNS
+    assert not res.bounded
+    assert res.pairwise_columns() == PAIRWISE_COLUMNS + PAIRWISE_BOUND_COLUMNS
     rows = {(r["measure"], r["target_1"], r["target_2"]): r for r in res.pairwise_rows()}
     r = rows[("Success@1", "raw", "source")]
     assert (r["n_shared"], r["changed"], r["changed_fraction"], r["top1_flips"]) == (2, 1, 0.5, 1)

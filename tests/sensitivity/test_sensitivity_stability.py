@@ -533,7 +533,7 @@ def test_change_counts_under_partial_lineage_by_hand(tmp_path: Path) -> None:
     assert (r["hit_flips_lower"], r["hit_flips_upper"]) == (0, 2)
 
 
-def test_change_table_has_bound_columns_only_under_partial_lineage(tmp_path: Path) -> None:
+def test_change_table_bounds_are_the_values_under_complete_lineage(tmp_path: Path) -> None:
     from tiap.sensitivity import analyze
 
     res = analyze([_bounded_dir(tmp_path)], resamples=50, answers=False,
@@ -546,6 +546,9 @@ def test_change_table_has_bound_columns_only_under_partial_lineage(tmp_path: Pat
                                                ("A", "source", "nDCG@5"): [0.5, 0.2]}, q,
                               targets=("raw", "source"))
     res = analyze([exact], resamples=50, answers=False, by_category_tests=False)
-    assert "changed_lower" not in res.tables["change"].columns
+    assert res.tables["change"].columns[-len(change.CHANGE_BOUND_COLUMNS):] == (
+        change.CHANGE_BOUND_COLUMNS)
     (r,) = res.table("change")
     assert (r["changed"], r["changed_fraction"], r["hit_flips"]) == (1, 0.5, 0)
+    assert (r["changed_lower"], r["changed_upper"], r["hit_flips_lower"],
+            r["hit_flips_upper"], r["n_undetermined"]) == (1, 1, 0, 0, 0)

@@ -17,8 +17,9 @@ in at the end: it holds exactly one rescoring's files).
 - ``undetermined.csv``: ``system,target,query_id,possibly_empty,reason`` for every (query,
   target) whose groups the lineage does not determine;
 - ``pairwise.csv``: per system, measure and pair of targets, the columns of
-  :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`, and with partial lineage also those of
-  :data:`tiap.scoring.rescore.PAIRWISE_BOUND_COLUMNS` (every count's and rate's bounds);
+  :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`, then those of
+  :data:`tiap.scoring.rescore.PAIRWISE_BOUND_COLUMNS` (every count's and rate's bounds,
+  equal to the count where the lineage decides it);
 - ``zero_targets.csv``: ``system,target,query_id,reason,detail`` for every undefined value
   (``reason``: ``no_evidence``, ``unknown_evidence`` or ``no_members``; ``detail``: a
   sentence naming the units concerned);

@@ -395,9 +395,9 @@ class RescoreResult:
 
     def pairwise_columns(self) -> tuple[str, ...]:
         """The columns of :meth:`pairwise_rows` as ``pairwise.csv`` writes them:
-        :data:`PAIRWISE_COLUMNS`, and with partial lineage (:attr:`bounded`) also
-        :data:`PAIRWISE_BOUND_COLUMNS`."""
-        return PAIRWISE_COLUMNS + (PAIRWISE_BOUND_COLUMNS if self.bounded else ())
+        :data:`PAIRWISE_COLUMNS`, then :data:`PAIRWISE_BOUND_COLUMNS` (always, so that one
+        schema serves every lineage; equal to the plain column where it is exact)."""
+        return PAIRWISE_COLUMNS + PAIRWISE_BOUND_COLUMNS
 
     def pairwise_rows(self) -> list[dict[str, Any]]:
         """Per system, measure and pair of targets: how the per-query values change.
@@ -488,8 +488,8 @@ PAIRWISE_COLUMNS = (
     "changed_max", "changed_fraction", "mean_delta", "mean_delta_lower", "mean_delta_upper",
     "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
 )
-#: Appended to :data:`PAIRWISE_COLUMNS` when some value is only bounded: the bounds of
-#: every count and rate (equal to the plain column where it is exact).
+#: Appended to :data:`PAIRWISE_COLUMNS`: the bounds of every count and rate (equal to the
+#: plain column where it is exact).
 PAIRWISE_BOUND_COLUMNS = counts.bound_columns(
     ("changed", "changed_fraction", "mean_abs_delta", "n_abs_delta_ge_0.1", "hit_flips",
      "top1_flips"))

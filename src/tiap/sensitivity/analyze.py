@@ -159,9 +159,9 @@ def analyze(
         else:
             tables[name] = Table(name, cols, list(rows))
 
-    # partial lineage: the change tables also give every count's bounds
-    change_cols = _CHANGE_COLUMNS + (change.CHANGE_BOUND_COLUMNS if any(
-        sc.lower for ds in datasets for sc in ds.systems.values()) else ())
+    # every count's bounds, whatever the lineage: one schema for every dataset (equal to the
+    # plain column where the lineage decides it)
+    change_cols = _CHANGE_COLUMNS + change.CHANGE_BOUND_COLUMNS
     primaries: dict[str, Measure] = {}
     for ds in datasets:
         pm = parse_measure(primary) if primary is not None else change.primary_measure(

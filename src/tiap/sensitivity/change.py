@@ -20,8 +20,8 @@ Partial lineage: the statistics are over the queries in the universe of both tar
 determined or only bounded (``intervals.csv``). Every count and rate is built by
 :mod:`tiap.scoring.counts` from the per-query bounds (a query's indicator is decided where
 the bounds decide it): exact where the lineage decides it, else its column is empty and the
-columns of :data:`CHANGE_BOUND_COLUMNS` (written when some value of the dataset is only
-bounded) hold its bounds over every consistent lineage; ``mean_delta`` likewise. Each
+columns of :data:`CHANGE_BOUND_COLUMNS` (always written, equal to the plain column where
+it is exact) hold its bounds over every consistent lineage; ``mean_delta`` likewise. Each
 target's bounds are read on their own (the rescoring's ``pairwise.csv`` also couples the
 two targets' hits through the items' shared lineage, so its flip counts can be tighter).
 """
@@ -67,8 +67,7 @@ CHANGE_COLUMNS = (
     "changed_fraction", "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1",
     "share_abs_delta_ge_0.1", "hit_k", "hit_flips", "top1_flips",
 )
-#: Appended to :data:`CHANGE_COLUMNS` (after the Wilson interval's columns) when some value
-#: is only bounded: the queries with a value only bounded, and the bounds of every count,
+#: Appended to :data:`CHANGE_COLUMNS` (after the Wilson interval's columns): the queries with a value only bounded, and the bounds of every count,
 #: rate and mean (equal to the plain column where it is exact).
 CHANGE_BOUND_COLUMNS = ("n_undetermined", *counts.bound_columns((
     "changed", "changed_fraction", "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1",
