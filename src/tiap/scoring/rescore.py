@@ -44,11 +44,11 @@ from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
 from tiap.scoring import counts
+from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
-from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
 from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
 from tiap.targets.groups import QueryLike
 from tiap.traces.runs import Run
