@@ -38,7 +38,7 @@ QUERIES = [
 ]
 RESCORE_FILES = {"per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
                  "target_sizes.csv", "intervals.csv", "undetermined.csv", "queries.csv",
-                 "integrity.csv", "manifest.json"} | (
+                 "integrity.csv", "inferred.csv", "flip_pairs.csv", "manifest.json"} | (
     {"cost.csv"} if importlib.util.find_spec("bpe_openai") else set())  # the cost extra
 
 

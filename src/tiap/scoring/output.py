@@ -7,9 +7,9 @@ in at the end: it holds exactly one rescoring's files).
   n_inferred`` (``mean`` empty unless every value is a single number; ``[lower, upper]``
   bounds the mean; ``n_inferred``: values that rest on lineage the import inferred, never
   counted in ``n_exact``);
-- ``inferred.csv`` (only when some item's lineage is inferred): ``system,target,query_id,
+- ``inferred.csv`` (a header alone when nothing rests on inferred lineage): ``system,target,query_id,
   reason`` for every value that rests on it;
-- ``flip_pairs.csv`` (only with partial lineage): ``system,target_1,target_2,k,query_id,
+- ``flip_pairs.csv`` (a header alone with complete lineage): ``system,target_1,target_2,k,query_id,
   flip`` for every query whose hit flip at ``k`` the items' shared lineage decides though
   each target's bounds leave it open (read by ``tiap sensitivity`` for ``change.csv``);
 - ``intervals.csv``: ``system,target,query_id,measure,lower,upper`` for every value that
@@ -144,19 +144,16 @@ def write_rescore(
             w.writerow(UNDETERMINED_COLUMNS)
             w.writerows((s, t, q, "true" if e else "false", r)
                         for s, t, q, e, r in result.undetermined_rows())
-        extra: list[str] = []
-        if result.inferred:
-            extra.append("inferred.csv")
-            with open(tmp / "inferred.csv", "w", newline="", encoding="utf-8") as fh:
+        # always written (a header alone where nothing rests on inferred lineage or no flip
+        # needed the shared lineage): one set of files for every rescoring
+        extra = ["inferred.csv", "flip_pairs.csv"]
+        for name, cols, rows in (("inferred.csv", INFERRED_COLUMNS, result.inferred_rows()),
+                                 ("flip_pairs.csv", FLIP_PAIR_COLUMNS,
+                                  result.flip_pair_rows())):
+            with open(tmp / name, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
-                w.writerow(INFERRED_COLUMNS)
-                w.writerows(result.inferred_rows())
-        if result.flip_pairs:
-            extra.append("flip_pairs.csv")
-            with open(tmp / "flip_pairs.csv", "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(FLIP_PAIR_COLUMNS)
-                w.writerows(result.flip_pair_rows())
+                w.writerow(cols)
+                w.writerows(rows)
         with open(tmp / "queries.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(("query_id", "category", "collection", "abstention"))

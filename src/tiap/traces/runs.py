@@ -519,23 +519,29 @@ def _trace_header(line: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) and TRACE_HEADER_KEY in obj else None
 
 
-def trace_store(path: str | Path) -> str | None:
-    """The store a run file names: a TIAP trace's header (``tiap retrieve`` writes it) or
-    the ``store`` of its first JSONL ranking (TIAP's imports write it), else ``None`` (TREC
-    and ranked-trace rows name none)."""
+def _first_text_line(path: str | Path) -> str | None:
+    """The first line of a run file with text on it (``None``: none, or unreadable)."""
     path = Path(path)
     try:
         with open_text(path) as fh:
             first = _first_line(_numbered_lines(fh, path))
     except (OSError, TiapError):
         return None
+    return None if first is None else first[1]
+
+
+def trace_store(path: str | Path) -> str | None:
+    """The store a run file names: a TIAP trace's header (``tiap retrieve`` writes it) or
+    the ``store`` of its first JSONL ranking (TIAP's imports write it), else ``None`` (TREC
+    and ranked-trace rows name none)."""
+    first = _first_text_line(path)
     if first is None:
         return None
-    header = _trace_header(first[1])
+    header = _trace_header(first)
     if header is not None:
         return _header_store(header)
     try:  # JSONL rankings name their store on every row
-        obj = json.loads(first[1])
+        obj = json.loads(first)
     except (ValueError, RecursionError):
         return None
     name = obj.get("store") if isinstance(obj, dict) else None
@@ -545,13 +551,8 @@ def trace_store(path: str | Path) -> str | None:
 def trace_dataset(path: str | Path) -> str | None:
     """The dataset a TIAP trace's header names (``tiap retrieve`` writes the store's), else
     ``None``."""
-    path = Path(path)
-    try:
-        with open_text(path) as fh:
-            first = _first_line(_numbered_lines(fh, path))
-    except (OSError, TiapError):
-        return None
-    header = _trace_header(first[1]) if first is not None else None
+    first = _first_text_line(path)
+    header = _trace_header(first) if first is not None else None
     value = (header or {}).get("dataset")
     if isinstance(value, dict):
         value = value.get("id")
