@@ -98,7 +98,10 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
                 "primary_measure": ds.get("primary_measure"),
                 "coverage": {s: {"scored": v.get("scored"), "targets": v.get("coverage"),
                                  "zero_target_queries": v.get("zero_target_queries"),
+                                 "possibly_empty_queries": v.get("possibly_empty_queries"),
                                  "shared_all_targets": v.get("shared_all_targets"),
+                                 "shared_all_targets_in_universe": v.get(
+                                     "shared_all_targets_in_universe"),
                                  "rescore_dir": v.get("rescore_dir")}
                              for s, v in (ds.get("systems") or {}).items()},
                 "shared_subsets": {
@@ -262,13 +265,24 @@ def card_markdown(card: dict[str, Any]) -> str:
             for t in tnames:
                 cov = (c.get("targets") or {}).get(t, {})
                 zero = (c.get("zero_target_queries") or {}).get(t, "–")
-                out.append(f"| {md_escape(s)} | {md_escape(t)} | {cov.get('defined', '–')} of "
-                           f"{c.get('scored')} | {zero} | {f4(cov.get('mean_groups'), 2)} | "
+                maybe = (c.get("possibly_empty_queries") or {}).get(t, 0)
+                if maybe and isinstance(zero, int):  # the lineage may leave more empty
+                    zero = f"{zero} to {zero + maybe}"
+                # under partial lineage a query may be in the universe with its value only
+                # bounded: "defined" counts them all, and says how many are exact
+                defined = (f"{cov['in_universe']} of {c.get('scored')} ({cov['exact']} exact)"
+                           if "in_universe" in cov else
+                           f"{cov.get('defined', '–')} of {c.get('scored')}")
+                out.append(f"| {md_escape(s)} | {md_escape(t)} | {defined} | {zero} | "
+                           f"{f4(cov.get('mean_groups'), 2)} | "
                            f"{f4(cov.get('mean_members'), 2)} |")
         lineage = [(s, t, cov) for s, c in ds["coverage"].items() for t in tnames
                    if "in_universe" in (cov := (c.get("targets") or {}).get(t, {}))]
         if lineage:
-            out += ["", ("Where lineage is partial or inferred, the queries in a target's "
+            out += ["", ("Mean groups and members are over the exact queries. A query whose "
+                         "target the lineage may leave empty is counted as defined and in the "
+                         "zero-target range."), "",
+                    ("Where lineage is partial or inferred, the queries in a target's "
                          "universe are exact (determined by the lineage), inferred (resting "
                          "on lineage the import assumed, e.g. `--infer-from-text`) or bounded "
                          "(an interval over every consistent lineage):"), "",
@@ -279,8 +293,14 @@ def card_markdown(card: dict[str, Any]) -> str:
                     for s, t, cov in lineage]
         out += ["", "### Shared subsets", ""]
         for s, c in ds["coverage"].items():
-            out.append(f"- {md_escape(s)}: {c.get('shared_all_targets')} queries defined under "
-                       "every target")
+            if c.get("shared_all_targets_in_universe") is not None:
+                out.append(f"- {md_escape(s)}: {c['shared_all_targets_in_universe']} queries "
+                           f"in every target's universe, {c.get('shared_all_targets')} of them "
+                           "exact under every target (winner flips, system means and change "
+                           "tables bound the others; the other tables use the exact ones)")
+            else:
+                out.append(f"- {md_escape(s)}: {c.get('shared_all_targets')} queries defined "
+                           "under every target")
         out.append(f"- every system under every target: "
                    f"{ds['shared_subsets']['all_systems_all_targets']}")
         pairs = ds["shared_subsets"]["pairs"]

@@ -95,6 +95,9 @@ class SystemReport:
     unknown_evidence_queries: int = 0
     unknown_evidence_examples: tuple[tuple[str, tuple[str, ...]], ...] = ()
     zero_target: Mapping[str, int] = field(default_factory=dict)
+    #: per target, queries whose target the lineage may leave empty (not counted in
+    #: ``zero_target``): the zero-target count lies in [zero, zero + possibly empty]
+    possibly_empty: Mapping[str, int] = field(default_factory=dict)
     run_warnings: tuple[str, ...] = ()
     run_notes: tuple[str, ...] = ()
     universe: str = "queries file"  # where the scored queries come from ("qrels files")
@@ -125,6 +128,7 @@ class SystemReport:
                 "examples": [[q, list(u)] for q, u in self.unknown_evidence_examples],
             },
             "zero_target_queries": dict(self.zero_target),
+            "possibly_empty_queries": dict(self.possibly_empty),
             "run_warnings": list(self.run_warnings),
             "run_notes": list(self.run_notes),
         }
@@ -714,7 +718,9 @@ def rescore(
         parts.setdefault(job.system, []).append(part)
     merged = _Scored.concat([parts[s] for s in names], names, ts, ms, flip_ks)
     for s in names:
-        reports[s] = replace(reports[s], zero_target=merged.zero[s])
+        reports[s] = replace(reports[s], zero_target=merged.zero[s], possibly_empty={
+            t.name: int(merged.possibly_empty[(s, t.name)].sum())
+            for t in ts if (s, t.name) in merged.possibly_empty})
     return RescoreResult(
         systems=tuple(names),
         targets=ts,

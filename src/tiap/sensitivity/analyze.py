@@ -341,10 +341,14 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
             "scored": int(scored.sum()) if report.get("scored_queries") is None
             else report.get("scored_queries"),
             "zero_target_queries": report.get("zero_target_queries", {}),
+            "possibly_empty_queries": report.get("possibly_empty_queries", {}),
             "unknown_ranked_items": (report.get("unknown_ranked_items") or {}).get("count"),
             "coverage": cov,
             "shared_all_targets": int(ds.shared((s,), ds.targets).sum()),
         }
+        if any("in_universe" in e for e in cov.values()):  # partial or inferred lineage
+            systems[s]["shared_all_targets_in_universe"] = int(
+                ds.shared((s,), ds.targets, bounded=True).sum())
     return {
         "name": ds.name,
         "rescore_dirs": [str(d) for d in ds.dirs],
