@@ -154,7 +154,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
           "one-column article: 345, a two-column paper's column: about 240)")
     check_output_folder(out, "report", force=force, known=REPORT_OUTPUTS)
     sds = load_sensitivity_dirs(dirs)
-    plots._plt()  # fail early with the install hint when matplotlib is missing
+    plots.pyplot()  # fail early with the install hint when matplotlib is missing
     page = _Page()
     notes: list[str] = []
     card = card_json(sds)
@@ -253,10 +253,10 @@ def _provenance_html(prov: dict[str, Any] | None) -> str:
     lists: the lines of its Markdown, nested by their indentation."""
     if not prov:
         return ""
-    from tiap.report.card import _provenance_md
+    from tiap.report.card import provenance_md
 
     out, depth = ['<h3 id="provenance">Provenance</h3>'], 0
-    for line in _provenance_md(prov)[2:]:
+    for line in provenance_md(prov)[2:]:
         if not line.strip():
             continue
         level = (len(line) - len(line.lstrip())) // 2 + 1

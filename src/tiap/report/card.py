@@ -180,7 +180,8 @@ def provenance(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
     return out
 
 
-def _provenance_md(prov: Mapping[str, Any]) -> list[str]:
+def provenance_md(prov: Mapping[str, Any]) -> list[str]:
+    """The card's provenance section as Markdown lines."""
     rep = prov["report"]
     out = ["## Provenance", "",
            f"- This card: TIAP {md_escape(rep['tiap'])}, commit "
@@ -358,5 +359,5 @@ def card_markdown(card: dict[str, Any]) -> str:
                            f"{'–' if sig is None else 'yes' if sig else 'no'} |")
         out.append("")
     if card.get("provenance"):
-        out += _provenance_md(card["provenance"])
+        out += provenance_md(card["provenance"])
     return "\n".join(out)

@@ -22,7 +22,8 @@ __all__ = ["bars", "cardinality_plot", "cost_plot", "delta_histograms", "depth_p
 _COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot in the Agg backend with the report's style (an install hint if missing)."""
     mpl = require("matplotlib", "report")
     mpl.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -37,7 +38,7 @@ def lbl(text: object) -> str:
 
 
 def _png(fig: Any) -> bytes:
-    plt = _plt()
+    plt = pyplot()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -47,7 +48,7 @@ def _png(fig: Any) -> bytes:
 def bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float | None]],
          ylabel: str) -> bytes:
     """Grouped bars: one group per system, one bar per target."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series)) / 2), 3))
     width = 0.8 / max(1, len(series))
     x = np.arange(len(groups))
@@ -67,7 +68,7 @@ def bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float 
 def delta_histograms(title: str, panels: Mapping[tuple[str, str], Sequence[float]],
                      systems: Sequence[str], pairs: Sequence[str]) -> bytes:
     """Figure 3: per system (rows) and pair of targets (columns), the histogram of Δ."""
-    plt = _plt()
+    plt = pyplot()
     nr, nc = max(1, len(systems)), max(1, len(pairs))
     fig, axes = plt.subplots(nr, nc, figsize=(2.6 * nc + 0.6, 1.7 * nr + 0.6), squeeze=False,
                              sharex=True)
@@ -102,7 +103,7 @@ def forest_plot(title: str, entries: Sequence[tuple[str, str, float, float, floa
     """Gaps with intervals: ``(pair label, target, gap, ci_low, ci_high)``; the default x
     label names the interval of ``tiap sensitivity``: the inverted sign-flip test at each gap's
     family-adjusted effective level (not a fixed 95%)."""
-    plt = _plt()
+    plt = pyplot()
     labels = list(dict.fromkeys(e[0] for e in entries))
     fig, ax = plt.subplots(figsize=(6.5, 0.35 * len(labels) * max(1, len(targets)) / 1.6 + 1))
     off = {t: (i - (len(targets) - 1) / 2) * 0.22 for i, t in enumerate(targets)}
@@ -126,7 +127,7 @@ def forest_plot(title: str, entries: Sequence[tuple[str, str, float, float, floa
 def design_plot(title: str, configs: Sequence[str],
                 by_target: Mapping[str, Sequence[float | None]]) -> bytes:
     """Per target, each configuration's mean minus the first configuration's mean."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.8, 3))
     x = np.arange(len(configs))
     for i, (t, vals) in enumerate(by_target.items()):
@@ -145,7 +146,7 @@ def cardinality_plot(title: str, series: Mapping[str, Sequence[tuple[str, float 
                                                                       float | None, int]]]
                      ) -> bytes:
     """Mean shift per size-difference bin, ``(bin, mean, sd, n)``, with ±1.96 sd/√n."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.8, 3))
     for i, (name, pts) in enumerate(series.items()):
         xs, ys, es = [], [], []
@@ -170,7 +171,7 @@ def cardinality_plot(title: str, series: Mapping[str, Sequence[tuple[str, float 
 
 def depth_plot(title: str, series: Mapping[str, Sequence[tuple[int, float | None]]]) -> bytes:
     """Relative shift by cutoff k, one line per system."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.8, 3))
     for i, (name, pts) in enumerate(series.items()):
         pts = [(k, v) for k, v in pts if v is not None]
@@ -188,7 +189,7 @@ def cost_plot(title: str, xlabel: str, ylabel: str,
               points: Mapping[str, Sequence[tuple[str, float, float, float, float]]]) -> bytes:
     """Quality against cost: per target (a marker and colour) one point per system, ``(system,
     tokens, mean, lower, upper)``; a bounded mean is drawn as its interval."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     markers = "osD^vP*X"
     for i, (target, pts) in enumerate(points.items()):
