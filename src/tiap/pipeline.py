@@ -718,7 +718,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.memory.build import cache_entries
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
-    from tiap.retrieval.pipeline import trec_path_for
+    from tiap.retrieval.retrieve import trec_path_for
     from tiap.scoring.output import read_summary, write_rescore
     from tiap.scoring.rescore import rescore
     from tiap.traces.runs import read_run

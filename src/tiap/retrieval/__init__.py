@@ -24,7 +24,7 @@ from tiap.retrieval.encoders import (
 from tiap.retrieval.factory import RETRIEVERS, make_retriever
 from tiap.retrieval.hybrid import HybridRetriever
 from tiap.retrieval.kernels import DEFAULT_RRF_K, rrf, top_k
-from tiap.retrieval.pipeline import (
+from tiap.retrieval.retrieve import (
     DEFAULT_DEPTH,
     TRACE_SCHEMA_VERSION,
     CollectionPlan,
