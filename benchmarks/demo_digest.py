@@ -6,8 +6,8 @@ prints one line per output file, ``<sha256>  <path>``, sorted by path, after mas
 - timestamps (ISO 8601 date-times) and wall-clock durations (``seconds``,
   ``elapsed_seconds``), which differ on every run;
 - the output folder's own path, so two runs in different folders compare;
-- the commit TIAP records about itself (``tiap_commit``), which a refactoring changes by
-  definition;
+- the commit TIAP records about itself (``tiap_commit`` in a manifest, "commit `<sha>`" in
+  the target card), which a refactoring changes by definition;
 - the sha256 of another output file (a trace names its store's manifest, a manifest names its
   inputs): it is replaced by that file's path, whose own masked content is digested on its
   line, so a timestamp in one manifest does not spread to every file that names it (its
@@ -33,6 +33,7 @@ from pathlib import Path
 _TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
 _SECONDS = re.compile(rb'("(?:seconds|elapsed_seconds)":\s*)[0-9.eE+-]+')
 _COMMIT = re.compile(rb'("tiap_commit":\s*)"[^"]*"')
+_CARD_COMMIT = re.compile(rb"(commit `)[0-9a-f]{40}(?:\+dirty)?`")
 _HEX = re.compile(rb"\b[0-9a-f]{64}\b")
 _NAMED_BYTES = re.compile(rb'(<sha256 of [^>]+>",\s*"bytes":\s*)\d+')
 _SKIP_COLUMNS = {"created", "timing"}
@@ -44,11 +45,13 @@ def _masked(data: bytes, root: bytes, names: dict[bytes, bytes]) -> bytes:
     data = data.replace(root, b"<out>")
     data = _TIME.sub(b"<time>", data)
     data = _SECONDS.sub(rb"\1<seconds>", data)
+    data = _CARD_COMMIT.sub(rb"\1<commit>`", data)
     return _COMMIT.sub(rb'\1"<commit>"', data)
 
 
 def _sqlite_rows(path: Path, root: bytes, names: dict[bytes, bytes]) -> bytes:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # immutable: reading leaves no -wal/-shm files behind to be digested next time
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     try:
         out = []
         tables = [r[0] for r in con.execute(
