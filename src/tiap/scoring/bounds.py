@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tiap.memory.store import Item
+from tiap.scoring.families import FAMILIES
 from tiap.scoring.measures import Measure
 from tiap.targets.lineage import Lineage
 from tiap.targets.possible import PossibleIndex
@@ -426,11 +427,6 @@ def _dp(problem: QueryProblem, cutoffs: Sequence[int], weight: str, relaxed: boo
     return out
 
 
-#: Measures bounded by their range, [0, 1], where lineage leaves a query open: alpha-nDCG
-#: and ERR-IA (and nDCG with the 'jk' discount) have no tighter bound here yet.
-_TRIVIAL = frozenset({"alpha_nDCG", "ERR_IA"})
-
-
 def _rall(r_bounds: tuple[float, float], family: str) -> tuple[float, float]:
     """R's bounds, or, for Rall (= [R = 1]), 1 where R's lower bound is 1 and 0 where its
     upper bound is below 1."""
@@ -465,7 +461,7 @@ def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
         if g_max == 0:  # no group can exist: the caller treats the query as undefined
             out[m] = (math.nan, math.nan)
             continue
-        if fam in _TRIVIAL or (fam == "nDCG" and m.param("discount") != "log2"):
+        if FAMILIES[fam].range_bounded(m):
             out[m] = (0.0, 1.0)  # bounded by the measure's range only
             continue
         if fam == "nDCG":
@@ -537,7 +533,7 @@ def set_bounds(problem: QueryProblem, measures: Sequence[Measure],
         if fam == "P":
             out[m] = (len(yes) / k, (len(yes) + len(maybe)) / k)
             continue
-        if fam in _TRIVIAL or (fam == "nDCG" and m.param("discount") != "log2"):
+        if FAMILIES[fam].range_bounded(m):
             out[m] = (0.0, 1.0)  # bounded by the measure's range only
             continue
         base = sum(_disc(r) for r in yes)
