@@ -27,7 +27,8 @@ those whose group may exist, ``disc(i) = 1 / log2(i + 1)``:
 - ``Rall@k`` (``[R@k = 1]``): 1 where R's lower bound is 1, 0 where its upper bound is
   below 1, else ``[0, 1]``.
 - ``alpha_nDCG``, ``ERR_IA`` and nDCG with the ``jk`` discount: ``[0, 1]``, the measure's
-  range (no tighter bound is derived for them).
+  range (no tighter bound is derived for them; each family declares it, ``range_bounded``
+  in :data:`tiap.scoring.families.FAMILIES`).
 
 The intervals are sound; they can be wider than the tightest ones where constraints couple
 items across queries (an item's lineage is one, but each query is bounded on its own) or

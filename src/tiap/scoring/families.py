@@ -1,5 +1,5 @@
 """Every measure family, declared once: name, spellings, parameters, cutoff rules, meaning,
-formula, source and kernel.
+formula, citation and kernel.
 
 One :class:`Family` record per family, in :data:`FAMILIES`. Everything else reads it:
 parsing a measure name (:mod:`tiap.scoring.measures`), ``tiap measures``
@@ -156,7 +156,7 @@ class Family:
     name: str
     meaning: str
     formula: str
-    source: str
+    citation: str
     kernel: Kernel
     aliases: tuple[str, ...] = ()
     presets: Mapping[str, Mapping[str, float | str]] = field(default_factory=dict)
@@ -273,7 +273,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         meaning="normalised discounted cumulative gain, discount log2(i + 1)",
         formula="sum_{i<=k} g_i disc(i) / DCG_{min(G, k)} (set credit: rel_i, ideal over "
                 "|S|); discount='jk': disc is 1 at ranks 1-2, then 1/log2(i)",
-        source="Järvelin and Kekäläinen (2002); trec_eval ndcg_cut.k (bare: ndcg); "
+        citation="Järvelin and Kekäläinen (2002); trec_eval ndcg_cut.k (bare: ndcg); "
                "LongMemEval ndcg_any (jk)",
         kernel=_ndcg,
         aliases=("ndcg_cut",),
@@ -287,7 +287,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         "R",
         meaning="recall: targets credited in the top k / all targets",
         formula="hits@k / G (set credit: |top-k ∩ S| / |S|)",
-        source="trec_eval recall.k; ndeval subtopic recall (StRecall)",
+        citation="trec_eval recall.k; ndeval subtopic recall (StRecall)",
         kernel=_recall,
         aliases=("recall", "strecall", "strec"),
     ),
@@ -295,7 +295,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         "RR",
         meaning="reciprocal rank of the first credited item",
         formula="1 / rank of the first credited item if it is within k, else 0",
-        source="trec_eval recip_rank (the run cut at k)",
+        citation="trec_eval recip_rank (the run cut at k)",
         kernel=_reciprocal_rank,
         aliases=("mrr", "recip_rank", "reciprocal_rank"),
     ),
@@ -303,7 +303,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         "Success",
         meaning="1 if anything is credited in the top k, else 0",
         formula="[hits@k > 0]",
-        source="trec_eval success.k; LongMemEval recall_any",
+        citation="trec_eval success.k; LongMemEval recall_any",
         kernel=_success,
         aliases=("hit", "hits", "hitrate", "hit_rate", "recall_any"),
     ),
@@ -311,7 +311,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         "P",
         meaning="precision: credited positions in the top k / k",
         formula="sum_{i<=k} g_i / k (set credit: |top-k ∩ S| / k)",
-        source="trec_eval P.k",
+        citation="trec_eval P.k",
         kernel=_precision,
         aliases=("prec", "precision"),
         cutoff_optional=False,
@@ -322,7 +322,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         meaning="all-evidence recall: 1 if every target (every evidence unit) is credited in "
                 "the top k, else 0",
         formula="[hits@k = G] (set credit: [|top-k ∩ S| = |S|])",
-        source="LongMemEval recall_all",
+        citation="LongMemEval recall_all",
         kernel=_recall_all,
         aliases=("recall_all",),
     ),
@@ -333,7 +333,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
                 "items ranked above it; ideal list greedy, as ndeval",
         formula="sum_{i<=k} a_i disc(i) over the same sum for ndeval's greedy ideal list, "
                 "a_i = sum_g J(i, g) (1 - alpha)^c_g(i)",
-        source="Clarke et al. (SIGIR 2008); ndeval",
+        citation="Clarke et al. (SIGIR 2008); ndeval",
         kernel=_alpha_ndcg,
         params=(_ALPHA,),
         show_params=True,
@@ -347,7 +347,7 @@ FAMILIES: Mapping[str, Family] = {f.name: f for f in (
         meaning="intent-aware ERR (Chapelle et al. 2009) as ndeval computes it: gains as "
                 "alpha-nDCG's, discount 1/i, over the ideal of every intent at every rank",
         formula="sum_{i<=k} a_i / i over sum_{i<=k} G (1 - alpha)^(i - 1) / i",
-        source="Chapelle et al. (CIKM 2009); ndeval",
+        citation="Chapelle et al. (CIKM 2009); ndeval",
         kernel=_err_ia,
         params=(_ALPHA,),
         show_params=True,
@@ -408,7 +408,7 @@ def families_markdown() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| family | computes | formula | parameters | cutoff | also spelled | source |",
+    lines = ["| family | computes | formula | parameters | cutoff | also spelled | citation |",
              "|---|---|---|---|---|---|---|"]
     for f in FAMILIES.values():
         params = "; ".join(f"`{p.name}` (default {_value(p.default)}): {p.meaning}"
@@ -421,5 +421,5 @@ def families_markdown() -> str:
         if "_" in f.name:
             spelled.append(f"`{f.name.replace('_', '-')}`")
         lines.append(f"| `{f.name}` | {cell(f.meaning)} | {cell(f.formula)} | {cell(params)} "
-                     f"| {cut} | {', '.join(spelled) or '-'} | {cell(f.source)} |")
+                     f"| {cut} | {', '.join(spelled) or '-'} | {cell(f.citation)} |")
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ canonical name and whose equality and hash use that name, so ``parse_measure("nd
 Each family (``nDCG``, ``R``, ``RR``, ``Success``, ``P``, ``Rall``, ``alpha_nDCG``,
 ``ERR_IA``) is declared once in :data:`tiap.scoring.families.FAMILIES`: its spellings,
 parameters and defaults, whether a cutoff is optional, what it computes, its formula,
-source and kernel. This module reads those declarations to parse names; ``tiap measures``
+citation and kernel. This module reads those declarations to parse names; ``tiap measures``
 prints them. For example ``alpha_nDCG(alpha=0.5)@20`` (also ``alpha-nDCG``),
 ``nDCG(discount='jk')@10`` (LongMemEval's ``ndcg_any@10``), ``recall_all@5`` (``Rall@5``),
 ``StRecall@10`` (``R@10``).
