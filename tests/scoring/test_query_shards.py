@@ -143,7 +143,7 @@ def test_query_shard_must_be_positive() -> None:
 def test_a_shard_of_queries_scores_as_in_the_whole_matrix() -> None:
     """The kernels alone: rows scored with other rows or on their own, the same bits
     (a BLAS matrix-vector product does not promise it)."""
-    from tiap.scoring.kernels import row_dot
+    from tiap.scoring.discounts import row_dot
 
     rng = np.random.default_rng(0)
     gains = (rng.random((1001, 60)) < 0.2) * rng.random((1001, 60))

@@ -19,18 +19,8 @@ def measures_cmd(
 ) -> None:
     """List the measure families, their spellings and cutoffs, and the headline rule
     (nDCG at its largest cutoff: the default measure of sensitivity, audit and report)."""
-    from tiap.scoring.measures import (
-        _ALIAS_PARAMS,
-        _ALIASES,
-        _CUTOFF_OPTIONAL,
-        FAMILIES,
-        MAX_CUTOFF,
-        MEANINGS,
-        PARAMS,
-        parse_measure,
-        parse_measures,
-        primary_measure,
-    )
+    from tiap.scoring.families import family_rows
+    from tiap.scoring.measures import MAX_CUTOFF, parse_measure, parse_measures, primary_measure
 
     if spec is not None:
         got = parse_measures(spec)  # the whole list checked at once (every problem named)
@@ -47,17 +37,8 @@ def measures_cmd(
               title_justify="left")
     for col in ("family", "computes", "cutoff", "also spelled (any case)"):
         t.add_column(col)
-    for f in FAMILIES:
-        aliases = sorted(a + (f" (= {parse_measure(a)})" if a in _ALIAS_PARAMS else "")
-                         for a, c in _ALIASES.items() if c == f and a != f.lower())
-        if "_" in f and f.lower() in _ALIASES:  # alpha_nDCG is also alpha-nDCG
-            aliases.append(f.replace("_", "-"))
-        defaults = PARAMS.get(f, {})
-        if f in ("alpha_nDCG", "ERR_IA"):
-            aliases.append("parameter: " + ", ".join(f"{n}={v}" for n, v in defaults.items()))
-        cut = ("@k, 1 to {:,}; bare = the whole list".format(MAX_CUTOFF)
-               if f in _CUTOFF_OPTIONAL else f"@k required, 1 to {MAX_CUTOFF:,}")
-        t.add_row(f, MEANINGS[f], cut, ", ".join(aliases) or "-")
+    for row in family_rows(MAX_CUTOFF):
+        t.add_row(*row)
     console.print(t)
     console.print("Lists are comma-separated ('nDCG@20,nDCG@60,RR@60'). The target (raw, "
                   "source, canonical, ...) and the credit mode (--credit group|set) are "

@@ -27,7 +27,8 @@ those whose group may exist, ``disc(i) = 1 / log2(i + 1)``:
 - ``Rall@k`` (``[R@k = 1]``): 1 where R's lower bound is 1, 0 where its upper bound is
   below 1, else ``[0, 1]``.
 - ``alpha_nDCG``, ``ERR_IA`` and nDCG with the ``jk`` discount: ``[0, 1]``, the measure's
-  range (no tighter bound is derived for them).
+  range (no tighter bound is derived for them; each family declares it, ``range_bounded``
+  in :data:`tiap.scoring.families.FAMILIES`).
 
 The intervals are sound; they can be wider than the tightest ones where constraints couple
 items across queries (an item's lineage is one, but each query is bounded on its own) or
@@ -43,6 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tiap.memory.store import Item
+from tiap.scoring.families import FAMILIES
 from tiap.scoring.measures import Measure
 from tiap.targets.lineage import Lineage
 from tiap.targets.possible import PossibleIndex
@@ -426,11 +428,6 @@ def _dp(problem: QueryProblem, cutoffs: Sequence[int], weight: str, relaxed: boo
     return out
 
 
-#: Measures bounded by their range, [0, 1], where lineage leaves a query open: alpha-nDCG
-#: and ERR-IA (and nDCG with the 'jk' discount) have no tighter bound here yet.
-_TRIVIAL = frozenset({"alpha_nDCG", "ERR_IA"})
-
-
 def _rall(r_bounds: tuple[float, float], family: str) -> tuple[float, float]:
     """R's bounds, or, for Rall (= [R = 1]), 1 where R's lower bound is 1 and 0 where its
     upper bound is below 1."""
@@ -465,7 +462,7 @@ def group_bounds(problem: QueryProblem, measures: Sequence[Measure],
         if g_max == 0:  # no group can exist: the caller treats the query as undefined
             out[m] = (math.nan, math.nan)
             continue
-        if fam in _TRIVIAL or (fam == "nDCG" and m.param("discount") != "log2"):
+        if FAMILIES[fam].range_bounded(m):
             out[m] = (0.0, 1.0)  # bounded by the measure's range only
             continue
         if fam == "nDCG":
@@ -537,7 +534,7 @@ def set_bounds(problem: QueryProblem, measures: Sequence[Measure],
         if fam == "P":
             out[m] = (len(yes) / k, (len(yes) + len(maybe)) / k)
             continue
-        if fam in _TRIVIAL or (fam == "nDCG" and m.param("discount") != "log2"):
+        if FAMILIES[fam].range_bounded(m):
             out[m] = (0.0, 1.0)  # bounded by the measure's range only
             continue
         base = sum(_disc(r) for r in yes)

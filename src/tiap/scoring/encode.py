@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from tiap.errors import TiapError
 from tiap.ids import MAX_CODE, Vocabulary
-from tiap.scoring.kernels import _SENTINEL, Targets, _duplicate_rows
+from tiap.scoring.kernels import Targets, repeated_rows
 
 __all__ = ["Encoded", "Vocabulary", "encode", "encode_rankings", "encode_targets"]
 
@@ -83,8 +83,7 @@ def encode_rankings(
         raise TiapError(str(exc)) from None
     width = matrix.shape[1]
     if duplicates == "error" and width > 1:
-        masked = np.where(matrix < 0, _SENTINEL, matrix)
-        bad = _duplicate_rows(np.sort(masked, axis=1))
+        bad = repeated_rows(matrix)
         if bad.size:
             raise _error(
                 f"the ranking repeats an id ({bad.size} ranking(s) affected); deduplicate it "

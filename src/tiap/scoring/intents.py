@@ -36,7 +36,7 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
-from tiap.scoring.kernels import row_dot
+from tiap.scoring.discounts import row_dot
 
 __all__ = ["err_ia_norm", "greedy_ideal_gains", "intent_gains"]
 

@@ -51,6 +51,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from tiap.errors import TiapError
 from tiap.ids import MAX_CODE, MAX_DEPTH
+from tiap.scoring.discounts import log2_discounts, row_dot
+from tiap.scoring.families import FAMILIES
+from tiap.scoring.intents import greedy_ideal_gains, intent_gains
 from tiap.scoring.measures import Measure, MeasureSpec, parse_measures
 
 __all__ = [
@@ -60,6 +63,9 @@ __all__ = [
     "Credit",
     "RankingIndex",
     "Targets",
+    "check_credit",
+    "known_distinct",
+    "repeated_rows",
     "score",
     "score_many",
     "score_positions",
@@ -105,7 +111,12 @@ def _pointer(value: ArrayLike, name: str, end: int | None) -> IntArray:
     return arr
 
 
-def _check_credit(credit: str) -> Credit:
+def check_credit(credit: str) -> Credit:
+    """``credit`` as a credit mode; a :class:`TiapError` naming the modes when unknown.
+
+    >>> check_credit("set")
+    'set'
+    """
     if credit not in CREDIT_MODES:
         raise TiapError(f"unknown credit mode {credit!r}; known: {', '.join(CREDIT_MODES)}")
     return cast(Credit, credit)
@@ -312,7 +323,7 @@ class Targets:
         return np.concatenate(repeated), sizes
 
 
-def _known_distinct(targets: Targets) -> Targets:
+def known_distinct(targets: Targets) -> Targets:
     """Record that no item repeats within a query of ``targets`` (its builder guarantees it,
     e.g. one group per judged item): the set sizes are then the member counts, and the
     check that would sort every member is skipped."""
@@ -381,6 +392,16 @@ def _duplicate_rows(sorted_codes: NDArray[np.int32]) -> NDArray[np.intp]:
         return np.zeros(0, np.intp)
     dup = (sorted_codes[:, 1:] == sorted_codes[:, :-1]) & (sorted_codes[:, 1:] != _SENTINEL)
     return np.flatnonzero(dup.any(axis=1))
+
+
+def repeated_rows(rankings: NDArray[np.integer]) -> NDArray[np.intp]:
+    """Rows of a ranking matrix (``-1`` padding) that list an item twice, in increasing
+    order (:class:`RankingIndex` refuses them).
+
+    >>> repeated_rows(np.array([[3, 1, -1], [2, 2, -1], [5, -1, -1]])).tolist()
+    [1]
+    """
+    return _duplicate_rows(np.sort(np.where(rankings < 0, _SENTINEL, rankings), axis=1))
 
 
 #: Below this many codes (and at depth <= 255) a code and its rank share one int32.
@@ -526,8 +547,7 @@ class RankingIndex:
         codes[sorted_bucket == n_buckets] = _SENTINEL
         ranks = (key & ((1 << rank_bits) - 1)).astype(np.int16)
         if depth > 1:
-            dup = (codes[:, 1:] == codes[:, :-1]) & (codes[:, 1:] != _SENTINEL)
-            dups = np.flatnonzero(dup.any(axis=1))
+            dups = _duplicate_rows(codes)
             if dups.size:
                 raise TiapError(
                     f"ranking rows must not repeat an item; row {first_row + int(dups[0])} "
@@ -679,13 +699,13 @@ class RankingIndex:
         nothing at 10^5 queries; more may help where there are free cores). Blocks are
         independent and write disjoint slices, so the result does not depend on ``threads``.
         """
-        mode = _check_credit(credit)
+        mode = check_credit(credit)
         ms = parse_measures(measures)
         self._check(targets)
         missing = _unranked(self.depth)
         order = None if ideal_order is None else np.asarray(ideal_order)
         if (targets.relevance is not None or targets.n_members <= _SCORE_BLOCK
-                or any(_dense(m) for m in ms)):
+                or any(FAMILIES[m.family].dense(m) for m in ms)):
             return _score_ranks(self._lookup(targets, missing), targets, ms, mode, self.depth,
                                 order)
         # query blocks of about _SCORE_BLOCK members: look-up and kernel run on one block at
@@ -777,30 +797,6 @@ class _TargetsBlock:
 # the credit kernel
 
 
-def _discounts(n: int) -> FloatArray:
-    """``1 / log2(i + 1)`` for ranks ``i = 1..n``."""
-    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
-
-
-def row_dot(matrix: NDArray[np.generic], weights: NDArray[np.float64]) -> FloatArray:
-    """``sum_j matrix[i, j] * weights[j]`` for every row ``i``, added column after column:
-    a row's value depends on that row alone, not on which rows are computed with it (a
-    query shard, a subset of the queries) or where they sit. (A BLAS matrix-vector product
-    handles rows in groups and may round a row differently by its place in the matrix.)"""
-    w = np.asarray(weights, np.float64)
-    out = np.zeros(matrix.shape[0], np.float64)
-    for j in range(matrix.shape[1]):
-        out += matrix[:, j].astype(np.float64, copy=False) * w[j]
-    return out
-
-
-def _ideal_dcg_table(n: int) -> FloatArray:
-    """``table[m]`` = DCG of ``m`` ones = sum_{i=1..m} 1/log2(i+1), summed in rank order."""
-    table = np.zeros(n + 1, np.float64)
-    np.cumsum(_discounts(n), out=table[1:])
-    return table
-
-
 def _rank_words(
     ranks: NDArray[np.integer], ptr: IntArray, n_words: int, distinct: bool = False
 ) -> NDArray[np.uint64]:
@@ -845,7 +841,7 @@ def _lowest_rank(words: NDArray[np.uint64], none: int) -> IntArray:
 def _dcg_table16() -> FloatArray:
     """``table[j, v]`` = DCG of the ranks ``16 j + b`` for the set bits ``b`` of ``v``."""
     bits = ((np.arange(1 << 16)[:, None] >> np.arange(16)[None, :]) & 1).astype(np.float64)
-    disc = _discounts(64).reshape(4, 16)
+    disc = log2_discounts(64).reshape(4, 16)
     return _readonly(np.stack([row_dot(bits, disc[j]) for j in range(4)]))
 
 
@@ -856,7 +852,7 @@ class _WordReader:
         self.words = words
         n_bytes = words.shape[1] * 8
         bit_of_byte = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.float64)
-        disc = _discounts(n_bytes * 8).reshape(n_bytes, 8)
+        disc = log2_discounts(n_bytes * 8).reshape(n_bytes, 8)
         self._dcg_table = np.stack([row_dot(bit_of_byte, d) for d in disc])  # [n_bytes, 256]
         self._cache: dict[int, NDArray[np.uint64]] = {}
 
@@ -944,7 +940,7 @@ def score_positions(
     ranking, or ``-1`` when it is not ranked (:meth:`RankingIndex.positions` computes it);
     ``depth`` is the ranking depth (ranks are below it). Formulas are in :func:`score`.
     """
-    mode = _check_credit(credit)
+    mode = check_credit(credit)
     ms = parse_measures(measures)
     pos = _int_array(positions, "positions", 1)
     if pos.size != targets.n_members:
@@ -958,18 +954,105 @@ def score_positions(
     return _score_ranks(ranks, targets, ms, mode, depth)
 
 
-#: Families computed from a per-rank gain matrix rather than the rank bit words.
-_DENSE = frozenset({"alpha_nDCG", "ERR_IA"})
+class _Credited:
+    """The credited ranks of a block of queries under one credit mode: what the kernel of
+    every family reads (:class:`tiap.scoring.families.Ranked`). Unranked members carry
+    ``_unranked(depth)``; ``order``: see :func:`score`. Derived arrays are computed on first
+    use and kept."""
 
+    def __init__(
+        self,
+        ranks: NDArray[np.integer],
+        targets: Targets,
+        mode: Credit,
+        depth: int,
+        order: NDArray[np.integer] | None,
+    ) -> None:
+        none = _unranked(depth)
+        if mode == "group":
+            if targets.relevance is not None:
+                raise TiapError("graded relevance is only defined for set credit (credit='set')")
+            # first-match rank of each group: the first rank holding one of its members
+            if targets.singleton_groups:  # a group's first-match rank is its member's rank
+                credited = ranks
+            else:
+                credited = _segment_min(ranks, targets.member_group, targets.member_ptr, none)
+            ptr = targets.group_ptr
+            n_targets = targets.group_counts
+        else:
+            credited = ranks
+            ptr = targets.query_member_ptr
+            n_targets = targets.set_sizes
+            repeated = targets.repeated_members
+            if repeated.size:  # an item listed twice in a query counts once: drop the repeats
+                credited = ranks.copy()
+                credited[repeated] = none
+        # distinct ranks per segment: set credit once repeats are dropped; group credit when
+        # no item sits in two groups of a query (then two groups never share a first-match
+        # rank)
+        distinct = mode == "set" or targets.repeated_members.size == 0
+        words = _rank_words(credited, ptr, _n_words(depth), distinct)
+        self.depth = depth
+        self.n_targets: IntArray = n_targets
+        self.first: IntArray = _lowest_rank(words, none)
+        self.graded: FloatArray | None = None
+        if mode == "set" and targets.relevance is not None:
+            self.graded = _graded_gains(np.where(ranks < depth, ranks, -1), targets,
+                                        targets.relevance, depth)
+        self._ranks, self._targets, self._mode, self._order = ranks, targets, mode, order
+        self._credited, self._ptr = credited, ptr
+        self._reader = _WordReader(words)
+        self._hits: dict[int, IntArray] = {}
+        self._dense: dict[Any, Any] = {}
 
-def _dense(m: Measure) -> bool:
-    return m.family in _DENSE or (m.family == "nDCG" and m.param("discount") != "log2")
+    def hits(self, k: int) -> IntArray:
+        """Targets credited within the top ``k`` (group credit: matched groups)."""
+        if k not in self._hits:
+            if self._mode == "group":  # matched groups, not credited ranks (a rank may match two)
+                self._hits[k] = _segment_sum(self._credited < k, self._ptr)
+            else:
+                self._hits[k] = self._reader.count(k)
+        return self._hits[k]
 
+    def count(self, k: int) -> IntArray:
+        """Credited ranks within the top ``k``."""
+        return self._reader.count(k)
 
-def _jk_discounts(n: int) -> FloatArray:
-    """Järvelin-Kekäläinen (b = 2) discounts for ranks ``1..n``: 1, 1, 1/log2(3), ..."""
-    r = np.arange(1, n + 1, dtype=np.float64)
-    return 1.0 / np.log2(np.maximum(r, 2.0))
+    def dcg(self, k: int) -> FloatArray:
+        """DCG of the credited ranks within the top ``k``."""
+        return self._reader.dcg(k)
+
+    def rank_gains(self) -> FloatArray:
+        """``[Q, depth]``: 1 at each credited rank (group: a rank that matches a group)."""
+        if "binary" not in self._dense:
+            n, depth, credited = self.n_targets.size, self.depth, self._credited
+            g = np.zeros((n, depth), np.float64)
+            seg = np.repeat(np.arange(n), np.diff(self._ptr))
+            ok = credited < depth
+            g[seg[ok], credited[ok]] = 1.0
+            self._dense["binary"] = g
+        return cast(FloatArray, self._dense["binary"])
+
+    def intents(self, alpha: float, k: int) -> tuple[FloatArray, FloatArray | None]:
+        """(gain matrix ``[Q, depth]``, ideal gains ``[Q, k]``; None: all ones) with the
+        groups as intents (group credit) or each distinct member (set credit)."""
+        if self._mode == "set":
+            return self.rank_gains(), None
+        key = ("alpha", alpha, k)
+        if key not in self._dense:
+            t = self._targets
+            gains = intent_gains(self._ranks, t.member_query, t.member_group, t.n_queries,
+                                 self.depth, alpha)
+            ideal = greedy_ideal_gains(t.items, t.member_group, t.member_query, t.n_queries,
+                                       k, alpha, self._order)
+            self._dense[key] = (gains, ideal)
+        return cast(tuple[FloatArray, FloatArray], self._dense[key])
+
+    def graded_ideal(self, cutoff: int | None) -> FloatArray:
+        """Ideal DCG of the graded targets, cut at ``cutoff``."""
+        relevance = self._targets.relevance
+        assert relevance is not None  # called for graded targets only
+        return _graded_ideal(self._targets, relevance, cutoff)
 
 
 def _score_ranks(
@@ -981,127 +1064,15 @@ def _score_ranks(
     order: NDArray[np.integer] | None = None,
 ) -> dict[Measure, FloatArray]:
     """:func:`score_positions` with unranked members already set to ``_unranked(depth)``
-    (``order``: see :func:`score`)."""
-    none = _unranked(depth)
-    if mode == "group":
-        if targets.relevance is not None:
-            raise TiapError("graded relevance is only defined for set credit (credit='set')")
-        # first-match rank of each group: the first rank holding one of its members
-        if targets.singleton_groups:  # a group's first-match rank is its member's rank
-            credited = ranks
-        else:
-            credited = _segment_min(ranks, targets.member_group, targets.member_ptr, none)
-        ptr = targets.group_ptr
-        n_targets = targets.group_counts
-    else:
-        credited = ranks
-        ptr = targets.query_member_ptr
-        n_targets = targets.set_sizes
-        repeated = targets.repeated_members
-        if repeated.size:  # an item listed twice in a query counts once: drop the repeats
-            credited = ranks.copy()
-            credited[repeated] = none
-    # distinct ranks per segment: set credit once repeats are dropped; group credit when no
-    # item sits in two groups of a query (then two groups never share a first-match rank)
-    distinct = mode == "set" or targets.repeated_members.size == 0
-    words = _rank_words(credited, ptr, _n_words(depth), distinct)
-    first = _lowest_rank(words, none)
-    reader = _WordReader(words)
-    relevance = targets.relevance if mode == "set" else None
-    gains = None
-    if relevance is not None:
-        gains = _graded_gains(np.where(ranks < depth, ranks, -1), targets, relevance, depth)
-
-    undefined = n_targets == 0
-    hits_cache: dict[int, IntArray] = {}
-    dense: dict[str, Any] = {}
-
-    def rank_gains() -> FloatArray:
-        """``[Q, depth]``: 1 at each credited rank (group: a rank that matches a group)."""
-        if "binary" not in dense:
-            g = np.zeros((n_targets.size, depth), np.float64)
-            seg = np.repeat(np.arange(n_targets.size), np.diff(ptr))
-            ok = credited < depth
-            g[seg[ok], credited[ok]] = 1.0
-            dense["binary"] = g
-        return cast(FloatArray, dense["binary"])
-
-    def intents(alpha: float, k: int) -> tuple[FloatArray, FloatArray | None]:
-        """(gain matrix ``[Q, depth]``, ideal gains ``[Q, k]``; None: all ones) with the
-        groups as intents (group credit) or each distinct member (set credit)."""
-        from tiap.scoring.intents import greedy_ideal_gains, intent_gains
-
-        if mode == "set":
-            return rank_gains(), None
-        key = ("alpha", alpha, k)
-        if key not in dense:
-            gains = intent_gains(ranks, targets.member_query, targets.member_group,
-                                 targets.n_queries, depth, alpha)
-            ideal = greedy_ideal_gains(targets.items, targets.member_group,
-                                       targets.member_query, targets.n_queries, k, alpha,
-                                       order)
-            dense[key] = (gains, ideal)
-        return cast(tuple[FloatArray, FloatArray], dense[key])
-
-    def hits(k: int) -> IntArray:
-        if k not in hits_cache:
-            if mode == "group":  # matched groups, not credited ranks (a rank may match two)
-                hits_cache[k] = _segment_sum(credited < k, ptr)
-            else:
-                hits_cache[k] = reader.count(k)
-        return hits_cache[k]
-
+    (``order``: see :func:`score`): each measure by the kernel its family declares
+    (:data:`tiap.scoring.families.FAMILIES`), NaN for zero-target queries."""
+    credited = _Credited(ranks, targets, mode, depth, order)
+    undefined = credited.n_targets == 0
+    results: dict[Measure, FloatArray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        denom = n_targets.astype(np.float64)
-        results: dict[Measure, FloatArray] = {}
         for m in measures:
             k = depth if m.cutoff is None else min(m.cutoff, depth)
-            if m.family == "nDCG" and m.param("discount") == "jk":
-                if gains is not None:
-                    raise TiapError("graded relevance takes the log2 discount only: use nDCG")
-                disc = _jk_discounts(depth)
-                n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
-                table = np.r_[0.0, np.cumsum(_jk_discounts(int(n_ideal.max(initial=0))))]
-                value = row_dot(rank_gains()[:, :k], disc[:k]) / table[n_ideal]
-            elif m.family in _DENSE and m.cutoff is not None:
-                if gains is not None:
-                    raise TiapError(f"{m.family} takes binary targets (no graded relevance)")
-                alpha = float(m.param("alpha"))
-                g, ideal = intents(alpha, m.cutoff)
-                if m.family == "alpha_nDCG":
-                    disc = _discounts(depth)
-                    if ideal is None:  # set credit: every relevant item is its own intent
-                        idcg = _ideal_dcg_table(m.cutoff)[np.minimum(n_targets, m.cutoff)]
-                    else:
-                        idcg = row_dot(ideal, _discounts(m.cutoff))
-                    value = row_dot(g[:, :k], disc[:k]) / idcg
-                else:
-                    inv = 1.0 / np.arange(1, depth + 1, dtype=np.float64)
-                    from tiap.scoring.intents import err_ia_norm
-
-                    value = row_dot(g[:, :k], inv[:k]) / err_ia_norm(n_targets, m.cutoff, alpha)
-            elif m.family == "Rall":
-                value = (hits(k) == n_targets).astype(np.float64)
-            elif m.family == "nDCG":
-                n_ideal = n_targets if m.cutoff is None else np.minimum(n_targets, m.cutoff)
-                if gains is not None and relevance is not None:
-                    dcg = row_dot(gains[:, :k], _discounts(k))
-                    idcg = _graded_ideal(targets, relevance, m.cutoff)
-                else:
-                    dcg = reader.dcg(k)
-                    idcg = _ideal_dcg_table(int(n_ideal.max(initial=0)))[n_ideal]
-                value = dcg / idcg
-            elif m.family == "R":
-                value = hits(k) / denom
-            elif m.family == "RR":
-                value = np.where(first < k, 1.0 / (first + 1.0), 0.0)
-            elif m.family == "Success":
-                value = (first < k).astype(np.float64)
-            elif m.family == "P" and m.cutoff is not None:
-                value = reader.count(k) / float(m.cutoff)
-            else:  # pragma: no cover - Measure validates its family
-                raise TiapError(f"no kernel for measure {m}")
-            value = np.asarray(value, dtype=np.float64)
+            value = np.asarray(FAMILIES[m.family].kernel(credited, m, k), dtype=np.float64)
             value[undefined] = np.nan
             results[m] = value
     return results
@@ -1170,7 +1141,7 @@ def score(
       the item ids so that a tie in the greedy ideal goes to the id that sorts last, as in
       ndeval (default: the larger code); it matters only to these two measures.
     """
-    mode = _check_credit(credit)
+    mode = check_credit(credit)
     ms = parse_measures(measures)
     index = rankings if isinstance(rankings, RankingIndex) else RankingIndex(rankings)
     return index.score(targets, ms, mode, ideal_order=ideal_order)
@@ -1187,7 +1158,7 @@ def score_many(
     The ranking matrix is indexed once; each target then costs one member look-up and the
     credit kernel. Returns ``{target name: {measure: per-query values}}``.
     """
-    mode = _check_credit(credit)
+    mode = check_credit(credit)
     ms = parse_measures(measures)
     index = rankings if isinstance(rankings, RankingIndex) else RankingIndex(rankings)
     return {name: index.score(t, ms, mode) for name, t in targets.items()}

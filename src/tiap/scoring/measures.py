@@ -6,30 +6,13 @@ splitting strings. The result is a frozen :class:`Measure` whose ``str()`` is th
 canonical name and whose equality and hash use that name, so ``parse_measure("ndcg@10")``,
 ``parse_measure("nDCG @ 10")`` and ``Measure("nDCG", 10)`` are one and the same value.
 
-Families (canonical name, what it computes; the formulas for both credit modes are in
-:func:`tiap.scoring.score`):
-
-=========== =================================================== ========================
-canonical   meaning                                             cutoff
-=========== =================================================== ========================
-``nDCG``    normalised discounted cumulative gain, log2(i+1)    ``@k``; bare = no cutoff
-``R``       recall: credited targets in the top k / all targets ``@k``; bare = no cutoff
-``RR``      reciprocal rank of the first relevant item          ``@k``; bare = no cutoff
-``Success`` 1 if anything relevant is in the top k              ``@k``; bare = no cutoff
-``P``       precision: relevant positions in the top k / k      ``@k`` required
-``Rall``    all-evidence recall: 1 if every target is credited  ``@k``; bare = no cutoff
-``alpha_nDCG`` alpha-nDCG, the groups as intents (ndeval)       ``@k`` required
-``ERR_IA``  intent-aware ERR, the groups as intents (ndeval)    ``@k`` required
-=========== =================================================== ========================
-
-Parameters are keyword arguments in parentheses: ``alpha_nDCG(alpha=0.5)@20`` (redundancy
-penalty, 0 to 1, default 0.5 as ndeval's; also spelled ``alpha-nDCG``), ``ERR_IA(alpha=0.5)``,
-and ``nDCG(discount='jk')@10``: the discount of Järvelin and Kekäläinen (2002) with base 2,
-``1`` at ranks 1 and 2 and ``1/log2(i)`` below (LongMemEval's ``ndcg_any``), instead of the
-default ``1/log2(i + 1)`` (``discount='log2'``). LongMemEval's names parse too:
-``recall_any@k`` is ``Success@k``, ``recall_all@k`` is ``Rall@k``, ``ndcg_any@k`` is
-``nDCG(discount='jk')@k``; ndeval's subtopic recall ``StRecall@k`` is ``R@k`` (the groups are
-the subtopics).
+Each family (``nDCG``, ``R``, ``RR``, ``Success``, ``P``, ``Rall``, ``alpha_nDCG``,
+``ERR_IA``) is declared once in :data:`tiap.scoring.families.FAMILIES`: its spellings,
+parameters and defaults, whether a cutoff is optional, what it computes, its formula,
+citation and kernel. This module reads those declarations to parse names; ``tiap measures``
+prints them. For example ``alpha_nDCG(alpha=0.5)@20`` (also ``alpha-nDCG``),
+``nDCG(discount='jk')@10`` (LongMemEval's ``ndcg_any@10``), ``recall_all@5`` (``Rall@5``),
+``StRecall@10`` (``R@10``).
 
 A **token budget** replaces the rank cutoff: ``nDCG@tok2000``, ``R@tok500`` (nDCG, R, RR,
 Success, Rall): the measure at the rank where the ranking's items, read in rank order, stop
@@ -52,6 +35,7 @@ from dataclasses import dataclass
 
 from tiap.errors import TiapError
 from tiap.limits import MAX_DEPTH
+from tiap.scoring.families import FAMILIES, known_measures
 
 __all__ = [
     "KNOWN_MEASURES",
@@ -67,81 +51,16 @@ __all__ = [
     "primary_measure",
 ]
 
-#: Canonical family names, in display order.
-FAMILIES: tuple[str, ...] = ("nDCG", "R", "RR", "Success", "P", "Rall", "alpha_nDCG", "ERR_IA")
-
-#: What each family computes (``tiap measures`` prints it).
-MEANINGS: dict[str, str] = {
-    "nDCG": "normalised discounted cumulative gain, discount log2(i + 1)",
-    "R": "recall: targets credited in the top k / all targets",
-    "RR": "reciprocal rank of the first credited item",
-    "Success": "1 if anything is credited in the top k, else 0",
-    "P": "precision: credited positions in the top k / k",
-    "Rall": "all-evidence recall: 1 if every target (every evidence unit) is credited in "
-            "the top k, else 0",
-    "alpha_nDCG": "alpha-nDCG (Clarke et al. 2008) with the groups as intents: an item's "
-                  "gain is the sum of (1 - alpha)^c over the groups it is in, c = that "
-                  "group's items ranked above it; ideal list greedy, as ndeval",
-    "ERR_IA": "intent-aware ERR (Chapelle et al. 2009) as ndeval computes it: gains as "
-              "alpha-nDCG's, discount 1/i, over the ideal of every intent at every rank",
-}
-
-#: Families that may be used without a cutoff (meaning: the whole ranked list).
-_CUTOFF_OPTIONAL = frozenset({"nDCG", "R", "RR", "Success", "Rall"})
-#: Families that may take a token budget (``nDCG@tok2000``) instead of a rank cutoff.
-_BUDGETED = frozenset({"nDCG", "R", "RR", "Success", "Rall"})
 _TOK = "tok"
 
-#: The parameters of each family and their defaults (``FAMILY(name=value)@k``).
-PARAMS: dict[str, dict[str, float | str]] = {
-    "nDCG": {"discount": "log2"},
-    "alpha_nDCG": {"alpha": 0.5},
-    "ERR_IA": {"alpha": 0.5},
-}
-#: Families whose name always shows their parameters (the others only non-defaults).
-_SHOW_PARAMS = frozenset({"alpha_nDCG", "ERR_IA"})
-#: nDCG discounts: ``log2`` = 1/log2(i + 1); ``jk`` = 1 at ranks 1-2, then 1/log2(i).
-DISCOUNTS = ("log2", "jk")
-
-#: Accepted spellings (compared case-insensitively) -> canonical family.
-_ALIASES: dict[str, str] = {
-    "ndcg": "nDCG",
-    "ndcg_cut": "nDCG",
-    "r": "R",
-    "recall": "R",
-    "rr": "RR",
-    "mrr": "RR",
-    "recip_rank": "RR",
-    "reciprocal_rank": "RR",
-    "success": "Success",
-    "hit": "Success",
-    "hits": "Success",
-    "hitrate": "Success",
-    "hit_rate": "Success",
-    "p": "P",
-    "prec": "P",
-    "precision": "P",
-    "rall": "Rall",
-    "recall_all": "Rall",
-    "alpha_ndcg": "alpha_nDCG",
-    "err_ia": "ERR_IA",
-    "strecall": "R",
-    "strec": "R",
-    "recall_any": "Success",
-    "ndcg_any": "nDCG",
-}
-#: Aliases that also set parameters (``ndcg_any@10`` is ``nDCG(discount='jk')@10``).
-_ALIAS_PARAMS: dict[str, dict[str, float | str]] = {"ndcg_any": {"discount": "jk"}}
+#: Every accepted spelling (lower case) -> (family, the parameters it sets), read from the
+#: declarations of :data:`tiap.scoring.families.FAMILIES`.
+_SPELLINGS: dict[str, tuple[str, dict[str, float | str]]] = {
+    spelling: (f.name, params) for f in FAMILIES.values()
+    for spelling, params in f.spellings().items()}
 
 #: Human-readable list of what parses, used in error messages.
-KNOWN_MEASURES: str = (
-    "nDCG@k (or nDCG; nDCG(discount='jk')@k), R@k (or R), RR@k (or RR), Success@k (or "
-    "Success), P@k, Rall@k (or Rall), alpha_nDCG(alpha=0.5)@k, ERR_IA(alpha=0.5)@k; "
-    "aliases (any case): ndcg, ndcg_cut -> nDCG; recall, strecall -> R; mrr, recip_rank, "
-    "reciprocal_rank -> RR; hit, hits, hitrate, hit_rate, recall_any -> Success; prec, "
-    "precision -> P; recall_all -> Rall; alpha-nDCG -> alpha_nDCG; ERR-IA -> ERR_IA; "
-    "ndcg_any -> nDCG(discount='jk')"
-)
+KNOWN_MEASURES: str = known_measures()
 
 _MAX_SPEC_CHARS = 10_000
 
@@ -154,7 +73,7 @@ MAX_CUTOFF = MAX_DEPTH
 class Measure:
     """One measure: a family, an optional cutoff ``k`` (``None`` = the whole list) and
     the family's parameters (``params``: name -> value pairs; missing ones take
-    :data:`PARAMS`' defaults).
+    the defaults its family declares).
 
     ``str(m)`` is the canonical name (``nDCG@60``, ``RR``, ``alpha_nDCG(alpha=0.5)@20``);
     ``==`` and ``hash`` compare that name. ``m @ k`` gives the same measure at cutoff ``k``
@@ -169,15 +88,17 @@ class Measure:
     budget: int | None = None
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
+        declared = FAMILIES.get(self.family)
+        if declared is None:
             raise TiapError(f"unknown measure family {self.family!r}; known: {KNOWN_MEASURES}")
         object.__setattr__(self, "params", _check_params(self.family, dict(self.params)))
         k = self.cutoff
         if self.budget is not None:
             b = self.budget
-            if self.family not in _BUDGETED:
+            if not declared.budget:
+                budgeted = sorted(f.name for f in FAMILIES.values() if f.budget)
                 raise TiapError(f"measure {self.family} takes no token budget (budgets: "
-                                f"{', '.join(sorted(_BUDGETED))})", code="invalid-value")
+                                f"{', '.join(budgeted)})", code="invalid-value")
             if k is not None:
                 raise TiapError("a measure has a rank cutoff or a token budget, not both",
                                 code="invalid-value")
@@ -187,7 +108,7 @@ class Measure:
                                 code="invalid-value")
             return
         if k is None:
-            if self.family not in _CUTOFF_OPTIONAL:
+            if not declared.cutoff_optional:
                 raise TiapError(f"measure {self.family} needs a cutoff, e.g. {self.family}@10")
         elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_CUTOFF:
             shown = _number(k)
@@ -201,9 +122,9 @@ class Measure:
     @property
     def name(self) -> str:
         """The canonical name, e.g. ``nDCG@60``, ``RR`` or ``alpha_nDCG(alpha=0.5)@20``."""
-        defaults = PARAMS.get(self.family, {})
-        shown = [(n, v) for n, v in self.params
-                 if self.family in _SHOW_PARAMS or v != defaults[n]]
+        declared = FAMILIES[self.family]
+        defaults = declared.defaults
+        shown = [(n, v) for n, v in self.params if declared.show_params or v != defaults[n]]
         base = self.family + ("(" + ", ".join(f"{n}={_value(v)}" for n, v in shown) + ")"
                               if shown else "")
         if self.budget is not None:
@@ -238,26 +159,16 @@ def _value(v: float | str) -> str:
 
 
 def _check_params(family: str, given: dict[str, object]) -> tuple[tuple[str, float | str], ...]:
-    """``given`` completed with the family's defaults, each value checked."""
-    defaults = PARAMS.get(family, {})
-    unknown = sorted(set(given) - set(defaults))
+    """``given`` completed with the family's defaults, each value checked by its declaration."""
+    declared = {p.name: p for p in FAMILIES[family].params}
+    unknown = sorted(set(given) - set(declared))
     if unknown:
-        known = ", ".join(defaults) or "none"
+        known = ", ".join(declared) or "none"
         raise TiapError(f"measure {family} has no parameter {unknown[0]!r} (its parameters: "
                         f"{known})", code="invalid-value")
-    out: dict[str, float | str] = dict(defaults)
+    out: dict[str, float | str] = {n: p.default for n, p in declared.items()}
     for name, v in given.items():
-        if name == "alpha":
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-                raise TiapError(f"measure {family}: alpha must be a number from 0 to 1, got "
-                                f"{v!r}", code="invalid-value")
-            out[name] = float(v)
-        elif name == "discount":
-            if v not in DISCOUNTS:
-                raise TiapError(f"measure {family}: discount must be one of "
-                                f"{', '.join(map(repr, DISCOUNTS))}, got {v!r}",
-                                code="invalid-value")
-            out[name] = str(v)
+        out[name] = declared[name].check(family, v)
     return tuple(sorted(out.items()))
 
 
@@ -311,11 +222,11 @@ def _family(node: ast.expr, text: str, prefix: str = "",
         node = node.func
     if not isinstance(node, ast.Name):
         raise _unknown(text, "expected a measure name such as nDCG or R")
-    name = (prefix + node.id).lower()
-    family = _ALIASES.get(name)
-    if family is None:
+    spelled = _SPELLINGS.get((prefix + node.id).lower())
+    if spelled is None:
         raise _unknown(text, f"unknown measure {prefix.replace('_', '-') + node.id!r}")
-    return family, {**_ALIAS_PARAMS.get(name, {}), **params}
+    family, preset = spelled
+    return family, {**preset, **params}
 
 
 def _from_node(node: ast.expr, text: str, prefix: str = "") -> Measure:

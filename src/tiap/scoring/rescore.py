@@ -46,7 +46,7 @@ from tiap.memory.store import Item, Store, store_name
 from tiap.scoring import counts
 from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
-from tiap.scoring.kernels import Credit, RankingIndex, Targets, _check_credit, _known_distinct
+from tiap.scoring.kernels import Credit, RankingIndex, Targets, check_credit, known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
 from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
@@ -613,7 +613,7 @@ def rescore(
             ``None``: ``cl100k_base`` where the cost extra is installed, else no cost (a
             budget measure then needs it).
     """
-    mode = _check_credit(credit)
+    mode = check_credit(credit)
     ms = parse_measures(measures)
     ts = resolve_targets(targets)
     if missing not in ("skip", "zero"):
@@ -1458,7 +1458,7 @@ class QrelsLines:
         reasons, as :func:`qrels_targets`."""
         n_queries = len(queries)
         counts = np.bincount(self.rows, minlength=n_queries)
-        targets = _known_distinct(Targets(  # a qrels file judges an id once per query
+        targets = known_distinct(Targets(  # a qrels file judges an id once per query
             group_ptr=np.concatenate([[0], np.cumsum(counts)]),
             member_ptr=np.arange(self.rows.size + 1, dtype=np.int64),
             items=self.items,
@@ -1534,7 +1534,7 @@ def rescore_qrels(
     (NaN) under that target, with its reason; trec_eval instead drops the first kind and
     scores the second 0.
     """
-    mode = _check_credit(credit)
+    mode = check_credit(credit)
     ms = parse_measures(measures)
     if missing not in ("skip", "zero"):
         raise TiapError(f"missing must be 'skip' or 'zero', got {missing!r}")
