@@ -24,14 +24,15 @@ recorded. A run started again with the same cache asks only for what is not in i
   by the next run; an unscored verdict such a judge finds in a cache written by an older
   TIAP is not served either (it is asked again);
 - a network judge (one with an ``endpoint``) stops the run with ``error[endpoint]`` when
-  more than ``judge.max_invalid`` of its replies are invalid (:class:`tiap.llm.InvalidReplies`:
-  checked from the 10th reply on, and at the end with the verdicts reused from the cache
-  counted as valid); the valid verdicts are in the cache, no label is written;
+  more than ``judge.max_invalid`` of its replies are invalid
+  (:class:`tiap.llm.client.InvalidReplies`: checked from the 10th reply on, and at the end
+  with the verdicts reused from the cache counted as valid); the valid verdicts are in the
+  cache, no label is written;
 - a judge asking for structured output (``judge.structured``) records what it asked for,
-  what it used and what the server refused (:meth:`tiap.llm.StructuredOutput.report`) in
+  what it used and what the server refused (:meth:`tiap.llm.client.StructuredOutput.report`) in
   :attr:`JudgeStats.response_format`, and the refusals in :attr:`JudgeStats.warnings`
   (``response_format``);
-- every row written to the cache is redacted (:func:`tiap.llm.redact`).
+- every row written to the cache is redacted (:func:`tiap.llm.client.redact`).
 
 Network judges run ``judge.concurrency`` cases at once in threads; only the calling thread
 writes to the cache. Offline judges get lists of ``judge.batch_size`` cases.
@@ -72,7 +73,7 @@ from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
 from tiap.engine import current_engine, endpoint_tasks
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
-from tiap.llm import InvalidReplies, redact
+from tiap.llm.client import InvalidReplies, redact
 
 __all__ = ["JudgeRun", "VerdictCache", "run_judges"]
 
@@ -162,7 +163,7 @@ class VerdictCache:
 
     def put_failure(self, key: str, *, judge: str, case_id: str, reason: str) -> None:
         """Note that a network judge's reply to this request was invalid (never a verdict
-        served again; only a ``repeat`` for :class:`tiap.llm.InvalidReplies`)."""
+        served again; only a ``repeat`` for :class:`tiap.llm.client.InvalidReplies`)."""
         self._db.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
                          (key, judge, case_id, redact(reason),
                           datetime.now(UTC).isoformat(timespec="seconds")))
@@ -305,7 +306,7 @@ class JudgeStats:
     #: ``response_format``: the structured output modes the endpoint refused)
     warnings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the judge's structured output: ``{asked, used, refusals}``
-    #: (:meth:`tiap.llm.StructuredOutput.report`); ``None`` for a judge that asks for none
+    #: (:meth:`tiap.llm.client.StructuredOutput.report`); ``None`` for a judge that asks for none
     response_format: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from tiap.config import Invalid, Settings, did_you_mean, ranged, validate
-from tiap.llm import BaseUrl
+from tiap.llm.client import BaseUrl
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import DEFAULT_RRF_K
 

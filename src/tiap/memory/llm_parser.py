@@ -12,7 +12,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   prompt alone asks for JSON). A server that refuses the mode (HTTP 400, 422, 500, 501:
   llama-cpp-python answers ``json_schema`` with 500) is asked the same request at once with
   the next weaker mode, and the mode that worked is kept for the build
-  (:class:`tiap.llm.StructuredOutput`); the manifest records it (``parser_stats.
+  (:class:`tiap.llm.client.StructuredOutput`); the manifest records it (``parser_stats.
   response_format``: asked, used, refusals; ``warnings.response_format`` when the server
   refused one).
 - **Length**: every request sends ``max_tokens`` (default 512), so a model that loops on a
@@ -27,7 +27,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   asks for it again. When more than ``max_invalid`` (default a half) of the replies of a
   run are invalid (checked from the 10th reply on, and at the end counting the turns
   reused from the cache as valid), the build stops with ``error[endpoint]`` naming the URL
-  and the start of the first bad body (:class:`tiap.llm.InvalidReplies`); nothing is
+  and the start of the first bad body (:class:`tiap.llm.client.InvalidReplies`); nothing is
   written.
 - **Retries**: HTTP 429 and 5xx, timeouts and connection errors are retried with exponential
   backoff (``backoff * 2**attempt`` seconds, at most 30, or the server's ``Retry-After``),
@@ -52,7 +52,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   byte-identical to a local build's.
 - **Cache**: every turn with a valid reply is committed to an SQLite database in WAL mode
   (``cache``; default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the
-  endpoint (its base URL, :func:`tiap.llm.endpoint_id`), the model, the prompt version, the
+  endpoint (its base URL, :func:`tiap.llm.client.endpoint_id`), the model, the prompt version, the
   seed, the temperature, ``max_tokens``, the ``response_format`` mode asked for (not the
   one a refusal fell back to) and the full messages (which hold the turn's text, its
   context, the speakers and the date); never the API key. A build that is interrupted and
@@ -66,7 +66,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
 - **Key**: read from the environment variable named by ``api_key_env`` (``OPENAI_API_KEY``
   by default) and sent as a bearer token when set; it is never written anywhere (the
   manifest records the variable's name only), and every reply is redacted
-  (:func:`tiap.llm.redact`) before it is parsed, so an endpoint echoing the key cannot put
+  (:func:`tiap.llm.client.redact`) before it is parsed, so an endpoint echoing the key cannot put
   it in a fact, the cache or a message.
 
 - **Settings**: the factory's arguments are a declared schema (:class:`LlmSettings`, through
@@ -99,7 +99,7 @@ from tiap.config import Invalid, Settings, ranged
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
-from tiap.llm import (
+from tiap.llm.client import (
     MAX_INVALID,
     BaseUrl,
     ChatClient,
@@ -350,7 +350,7 @@ class LlmCache:
 
     def put_failure(self, key: str, *, unit_id: str, reason: str, body: str | None) -> None:
         """Record an invalid reply (redacted, its first 500 characters): never a result, only
-        the note that this request failed (:class:`tiap.llm.InvalidReplies` ``repeat``)."""
+        the note that this request failed (:class:`tiap.llm.client.InvalidReplies` ``repeat``)."""
         self.db.execute(
             "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
             (key, unit_id, redact(reason), None if body is None else redact(body)[:500],
