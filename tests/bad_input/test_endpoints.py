@@ -302,7 +302,7 @@ def test_an_old_parser_cache_is_refused_not_reused(tmp_path: Path, capsys,
         LlmCache(old)
     rc = main(llm_cli("http://127.0.0.1:9/v1", old, tmp_path / "s", data_dir))
     lines = error_lines(capsys.readouterr().err)
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"error[input]: {old}: ")
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"error[cache]: {old}: ")
     assert "--cache" in lines[0] and not (tmp_path / "s").exists()
 
 

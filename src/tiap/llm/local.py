@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiap.cache import cache_dir
 from tiap.errors import TiapError, install_hint
 from tiap.io import atomic_write
 
@@ -145,9 +146,7 @@ def get_model(name: str) -> LocalModel:
 
 
 def _cache_dir() -> Path:
-    from tiap.datasets.files import default_cache_dir
-
-    return default_cache_dir() / "models"
+    return cache_dir("models")
 
 
 def _piece(model: LocalModel, package: str, rel: str) -> Path | None:

@@ -84,7 +84,6 @@ import contextlib
 import hashlib
 import json
 import re
-import sqlite3
 import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -95,6 +94,7 @@ from typing import Annotated, Any
 
 from pydantic import field_validator, model_validator
 
+from tiap.cache import KeyedCache, Table, cache_dir
 from tiap.config import Invalid, Settings, ranged
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
@@ -264,8 +264,9 @@ def parse_facts(content: str, max_facts: int) -> tuple[list[str], int]:
 # -- cache -------------------------------------------------------------------------------
 
 
-class LlmCache:
-    """Turns with a valid reply in SQLite (WAL mode): ``key -> facts``; one commit per turn.
+class LlmCache(KeyedCache):
+    """Turns with a valid reply in SQLite (:class:`tiap.cache.KeyedCache`: WAL,
+    ``synchronous=FULL``): ``key -> facts``; one commit per turn.
 
     Only valid replies are stored (``status`` ``ok``); a row of another status (none is
     written since schema 2) is never served. Used from one thread only (the builder's); the
@@ -273,53 +274,29 @@ class LlmCache:
     cache of another schema is refused (module docstring).
     """
 
+    KIND = "LLM parser cache"
     SCHEMA = 2
+    TABLES = (
+        Table("facts", ("key TEXT PRIMARY KEY", "model TEXT NOT NULL",
+                        "prompt_version TEXT NOT NULL", "unit_id TEXT", "status TEXT NOT NULL",
+                        "facts TEXT NOT NULL", "detail TEXT", "created TEXT NOT NULL"),
+              ("key",)),
+        Table("failures", ("key TEXT PRIMARY KEY", "unit_id TEXT", "reason TEXT NOT NULL",
+                           "body TEXT", "created TEXT NOT NULL"), ("key",)),
+    )
+    OLDER = ("it was written by TIAP before cache keys named the endpoint, so its turns "
+             "cannot be told apart by base URL (and it holds invalid replies as results); "
+             "it is not reused. ")
+    ELSEWHERE = "pass --cache with another file"
+    AGAIN = "the endpoint is then asked again"
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path)
-            version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
-            tables = {r[0] for r in self.db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
-        except (OSError, sqlite3.Error) as exc:
-            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from None
-        if tables and version != self.SCHEMA:
-            self.db.close()
-            old = version or 1
-            raise TiapError(
-                f"this LLM parser cache has schema {old}, not {self.SCHEMA}: "
-                + ("it was written by TIAP before cache keys named the endpoint, so its turns "
-                   "cannot be told apart by base URL (and it holds invalid replies as "
-                   "results); it is not reused. " if old < self.SCHEMA
-                   else "it was written by a newer TIAP. ")
-                + "Move it away (or pass --cache with another file) and run again; the "
-                "endpoint is then asked again", file=self.path)
-        try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "prompt_version TEXT NOT NULL, unit_id TEXT, status TEXT NOT NULL, "
-                "facts TEXT NOT NULL, detail TEXT, created TEXT NOT NULL)"
-            )
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS failures (key TEXT PRIMARY KEY, unit_id TEXT, "
-                "reason TEXT NOT NULL, body TEXT, created TEXT NOT NULL)")
-            self.db.execute(f"PRAGMA user_version={self.SCHEMA}")
-            self.db.commit()
-        except sqlite3.Error as exc:
-            self.db.close()
-            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from None
+        super().__init__(path)
+        self.path: Path = Path(path)
 
     def get(self, key: str) -> list[str] | None:
         """The facts of a turn with a valid cached reply, else ``None``."""
-        try:
-            row = self.db.execute("SELECT status, facts FROM facts WHERE key = ?",
-                                  (key,)).fetchone()
-        except sqlite3.Error as exc:
-            raise TiapError(f"cannot read the LLM cache ({exc})", file=self.path) from None
+        row = self.lookup("facts", (key,), ("status", "facts"))
         if row is None or row[0] != "ok":
             return None
         try:
@@ -329,45 +306,35 @@ class LlmCache:
         if not (isinstance(facts, list) and all(isinstance(f, str) for f in facts)):
             raise TiapError("a cached turn's facts are not a JSON list of strings (the cache "
                             "was changed by something else); move the cache away",
-                            file=self.path, record=key)
+                            file=self.path, record=key, code="cache")
         return facts
 
     def put(self, key: str, *, model: str, unit_id: str, facts: list[str]) -> None:
         """Commit the facts of a valid reply (redacted)."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model, PROMPT_VERSION, unit_id, "ok",
-             json.dumps(redact(facts), ensure_ascii=False), None,
-             datetime.now(UTC).isoformat(timespec="seconds")),
-        )
-        self.db.execute("DELETE FROM failures WHERE key = ?", (key,))
-        self.db.commit()
+        with self.transaction():
+            self.store("facts", [(key, model, PROMPT_VERSION, unit_id, "ok",
+                                  json.dumps(redact(facts), ensure_ascii=False), None,
+                                  datetime.now(UTC).isoformat(timespec="seconds"))])
+            self.remove("failures", [(key,)])
 
     def failed(self, key: str) -> bool:
         """Whether an earlier run recorded an invalid reply for this request."""
-        return self.db.execute("SELECT 1 FROM failures WHERE key = ?",
-                               (key,)).fetchone() is not None
+        return self.lookup("failures", (key,), ("1",)) is not None
 
     def put_failure(self, key: str, *, unit_id: str, reason: str, body: str | None) -> None:
         """Record an invalid reply (redacted, its first 500 characters): never a result, only
         the note that this request failed (:class:`tiap.llm.client.InvalidReplies` ``repeat``)."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
-            (key, unit_id, redact(reason), None if body is None else redact(body)[:500],
-             datetime.now(UTC).isoformat(timespec="seconds")))
-        self.db.commit()
+        self.store("failures", [(key, unit_id, redact(reason),
+                                 None if body is None else redact(body)[:500],
+                                 datetime.now(UTC).isoformat(timespec="seconds"))])
 
     def __len__(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM facts").fetchone()[0])
-
-    def close(self) -> None:
-        self.db.close()
+        return self.count_rows("facts")
 
 
 def default_cache_path() -> Path:
-    from tiap.datasets.files import default_cache_dir
-
-    return default_cache_dir() / "llm" / "parser-cache.sqlite"
+    """``$TIAP_CACHE/llm/parser-cache.sqlite`` (:func:`tiap.cache.cache_dir`)."""
+    return cache_dir("llm", "parser-cache.sqlite")
 
 
 # -- the parser ------------------------------------------------------------------------

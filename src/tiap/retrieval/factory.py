@@ -115,13 +115,14 @@ def make_retriever(
     if key == "bm25":
         return BM25Retriever(k1=k1, b=b)
 
-    from tiap.retrieval.cache import EmbeddingCache, default_embedding_cache_dir
+    from tiap.cache import cache_dir as tiap_cache_dir
+    from tiap.retrieval.cache import EmbeddingCache
     from tiap.retrieval.dense import DenseRetriever
     from tiap.retrieval.encoders import make_encoder
 
     encoder = make_encoder(model, ollama_url=ollama_url, batch_size=batch_size)
     cache = EmbeddingCache(
-        (Path(cache_dir) if cache_dir is not None else default_embedding_cache_dir())
+        (Path(cache_dir) if cache_dir is not None else tiap_cache_dir("embeddings"))
         if use_cache else None
     )
     dense = DenseRetriever(encoder, cache)
