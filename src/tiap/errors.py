@@ -53,6 +53,10 @@ CODES: dict[str, tuple[str, str]] = {
                   "Free space and rerun the same command: it resumes."),
     "io": ("A path cannot be read or written (missing, permissions).",
            "Check the path the message names."),
+    "cache": (("A cache file (verdicts, LLM parser facts, embeddings) is not SQLite, is "
+               "another cache's file, or has another schema version."),
+              ("Move the file the message names away, or give another cache file; the "
+               "work it held is then done again.")),
     # -- errors: services ------------------------------------------------------------------
     "endpoint": ("An LLM or embedding endpoint answered with something that is not a "
                  "valid reply (an HTML page, a wrong schema, an error status).",

@@ -84,7 +84,7 @@ min_effect     a number from 0 to 1 (default 0)
 =============  =====================================================================
 
 With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
-(:class:`tiap.local_llm.LocalServer`) while the ``llm`` stores are built, and only then (a
+(:class:`tiap.llm.local.LocalServer`) while the ``llm`` stores are built, and only then (a
 rerun whose stores are up to date starts no server); each ``llm`` store gets its
 ``base_url`` and ``model``, and ``concurrency = 1`` and ``timeout = 600`` unless it sets
 them. The port is fixed so that the parser cache's keys, which name the endpoint, hold
@@ -146,7 +146,7 @@ from tiap.config import (
 from tiap.config import validate_value as check_type
 from tiap.errors import TiapError
 from tiap.io import atomic_write
-from tiap.local_llm import DEFAULT_PORT
+from tiap.llm.local import DEFAULT_PORT
 
 Progress = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
 Log = Callable[[str], None]
@@ -400,7 +400,7 @@ class PipelineConfig(Schema):
         arguments are checked."""
         if not isinstance(data, dict) or not isinstance(data.get("local_model"), str):
             return data
-        from tiap.local_llm import CLIENT_DEFAULTS, local_base_url
+        from tiap.llm.local import CLIENT_DEFAULTS, local_base_url
 
         port = data.get("local_port", DEFAULT_PORT)
         if not isinstance(port, int) or isinstance(port, bool):
@@ -424,7 +424,7 @@ class PipelineConfig(Schema):
     @field_validator("local_model")
     @classmethod
     def _local_model(cls, v: str | None) -> str | None:
-        from tiap.local_llm import MODELS
+        from tiap.llm.local import MODELS
 
         if v is not None and v not in MODELS:
             raise Invalid(f"unknown local model {v!r}{did_you_mean(v, list(MODELS))}; known: "
@@ -443,7 +443,7 @@ class PipelineConfig(Schema):
 
         problems: list[tuple[tuple[str | int, ...], str]] = []
         if self.local_model is not None:
-            from tiap.local_llm import local_base_url
+            from tiap.llm.local import local_base_url
 
             mine = {"base_url": local_base_url(self.local_port), "model": self.local_model}
             for i, s in enumerate(self.stores):
@@ -799,7 +799,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         def serve() -> None:
             if cfg.local_model is None or local:
                 return
-            from tiap.local_llm import LocalServer
+            from tiap.llm.local import LocalServer
 
             local.append(server.enter_context(LocalServer(
                 cfg.local_model, port=cfg.local_port, threads=cfg.local_threads, log=log)))

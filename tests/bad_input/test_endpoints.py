@@ -1,7 +1,7 @@
 """Kind 7 of the bad-input campaign: degraded endpoints must not poison caches, and no
 configured secret may reach a file TIAP writes.
 
-The mechanisms (``tiap.llm``): cache keys name the endpoint (:func:`endpoint_id`: base URL
+The mechanisms (``tiap.llm.client``): cache keys name the endpoint (:func:`endpoint_id`: base URL
 and model, never the key) for the parser, the judge and the Ollama encoder; only valid
 replies are cached, invalid ones are counted (``warnings.invalid_reply``) and asked again
 by the next run; a run whose replies are mostly invalid stops with ``error[endpoint]``
@@ -38,9 +38,9 @@ from tiap.audit import read_labels, write_cases  # noqa: E402
 from tiap.audit.run import VerdictCache  # noqa: E402
 from tiap.cli.main import main  # noqa: E402
 from tiap.errors import TiapError  # noqa: E402
-from tiap.llm import REDACTED, add_secret, read_completion, redact  # noqa: E402
+from tiap.llm.client import REDACTED, add_secret, read_completion, redact  # noqa: E402
 from tiap.memory import build_store, make_parser  # noqa: E402
-from tiap.memory.llm import LlmCache  # noqa: E402
+from tiap.memory.llm_parser import LlmCache  # noqa: E402
 from tiap.retrieval.encoders import read_embeddings  # noqa: E402
 
 pytest.importorskip("httpx")
@@ -302,7 +302,7 @@ def test_an_old_parser_cache_is_refused_not_reused(tmp_path: Path, capsys,
         LlmCache(old)
     rc = main(llm_cli("http://127.0.0.1:9/v1", old, tmp_path / "s", data_dir))
     lines = error_lines(capsys.readouterr().err)
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"error[input]: {old}: ")
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith(f"error[cache]: {old}: ")
     assert "--cache" in lines[0] and not (tmp_path / "s").exists()
 
 
@@ -448,15 +448,15 @@ def test_an_echoing_endpoint_cannot_write_the_key_from_the_judge(tmp_path: Path,
 @contextlib.contextmanager
 def own_secrets() -> Iterator[None]:
     """Secrets registered inside are forgotten after (the registry is process-wide)."""
-    import tiap.llm
+    import tiap.llm.client
 
-    saved = set(tiap.llm._SECRETS)
+    saved = set(tiap.llm.client._SECRETS)
     try:
         yield
     finally:
-        with tiap.llm._SECRETS_LOCK:
-            tiap.llm._SECRETS.clear()
-            tiap.llm._SECRETS.update(saved)
+        with tiap.llm.client._SECRETS_LOCK:
+            tiap.llm.client._SECRETS.clear()
+            tiap.llm.client._SECRETS.update(saved)
 
 
 @own_secrets()
@@ -545,7 +545,7 @@ def _reference_facts(content: str, cap: int) -> list[str] | None:
 @example(DEEP)
 @example(_completion(json.dumps(["A fact quoting ```json [1]```.", "B."])))
 def test_property_parser_turns(body: bytes) -> None:
-    from tiap.llm import ChatReply
+    from tiap.llm.client import ChatReply
 
     p = make_parser("llm", base_url="http://127.0.0.1:9/v1", model="m", max_facts=3,
                     json_retries=0)
@@ -570,7 +570,7 @@ def test_property_parser_turns(body: bytes) -> None:
 def test_property_judge_verdicts(body: bytes) -> None:
     from tiap.audit.labels import SEMANTIC_LABELS, UNSCORED
     from tiap.audit.openai_judge import OpenAIJudge
-    from tiap.llm import ChatReply
+    from tiap.llm.client import ChatReply
 
     j = OpenAIJudge(model="m", base_url="http://127.0.0.1:9/v1")
     text, data, content = read_completion(body)

@@ -142,10 +142,10 @@ def test_ctrl_c_says_what_was_kept_and_resumes(tmp_path) -> None:
 
 def test_a_secret_in_an_error_message_is_redacted(tmp_path, monkeypatch, capsys) -> None:
     """The last line of defence: whatever raised, the printed line holds no configured key."""
-    import tiap.llm
+    import tiap.llm.client
     from tiap.errors import TiapError
 
-    tiap.llm.add_secret("sk-echoed-SECRET-0042")
+    tiap.llm.client.add_secret("sk-echoed-SECRET-0042")
 
     def boom(*a, **kw):  # type: ignore[no-untyped-def]
         raise TiapError("the endpoint said: unknown key sk-echoed-SECRET-0042 (Bearer "

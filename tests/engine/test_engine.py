@@ -273,7 +273,7 @@ def test_a_killed_drivers_shards_are_merged_not_asked_again(data_dir: Path,
 # -- the llm parser on an engine -------------------------------------------------------------
 
 def _dying_parser_class() -> type:
-    from tiap.memory.llm import LlmParser
+    from tiap.memory.llm_parser import LlmParser
 
     class DyingParser(LlmParser):
         """The llm parser logging every turn it asks (request key and reply status); the
@@ -330,7 +330,7 @@ def test_llm_parser_on_ray_a_killed_worker_repeats_no_turn(
     from tiap.memory import build_store
     from tiap.memory.build import ITEMS_FILE
     from tiap.memory.parsers import turn_contexts
-    from tiap.memory.llm import build_messages
+    from tiap.memory.llm_parser import build_messages
 
     ds = _first_turns(data_dir, 6)
     cache = tmp_path / "llm.sqlite"
@@ -383,7 +383,7 @@ def test_a_killed_drivers_parser_shard_is_merged_not_asked_again(
     write): the next build puts its turns in the cache before asking anything."""
     from tiap.io import shard_path
     from tiap.memory import build_store
-    from tiap.memory.llm import LlmParser, _parse_task, _ParseTask, build_messages
+    from tiap.memory.llm_parser import LlmParser, _parse_task, _ParseTask, build_messages
     from tiap.memory.parsers import turn_contexts
 
     ds = _first_turns(data_dir, 2)

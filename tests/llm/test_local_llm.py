@@ -1,4 +1,4 @@
-"""The local model server (tiap.local_llm): pinned model files, a real llama.cpp server on
+"""The local model server (tiap.llm.local): pinned model files, a real llama.cpp server on
 127.0.0.1 that starts, answers and stops, and ``tiap llm``."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tiap import local_llm
 from tiap.cli.main import main
 from tiap.errors import TiapError
-from tiap.local_llm import MODELS, LocalModel, LocalServer, model_file, read_gguf_meta
+from tiap.llm import local as local_llm
+from tiap.llm.local import MODELS, LocalModel, LocalServer, model_file, read_gguf_meta
 
 
 def _socket_peers(pid: int) -> list[tuple[str, str, str]]:
@@ -227,7 +227,7 @@ def test_a_parent_killed_outright_takes_its_server_with_it(tmp_path) -> None:
     import subprocess
     import sys
 
-    code = ("import time\nfrom tiap.local_llm import LocalServer\n"
+    code = ("import time\nfrom tiap.llm.local import LocalServer\n"
             "s = LocalServer('smollm2-135m', ctx=512)\ns.start()\n"
             "print(s.proc.pid, flush=True)\ntime.sleep(600)\n")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -15,7 +15,7 @@ from tiap.audit.paper import read_paper_cases
 from tiap.audit.run import VerdictCache, run_judges
 from tiap.datasets import load
 from tiap.datasets.base import Bundle, InlineDataset
-from tiap.local_llm import MODELS
+from tiap.llm.local import MODELS
 from tiap.memory import build_store
 from tiap.memory.store import read_store
 

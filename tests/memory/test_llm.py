@@ -29,7 +29,7 @@ from tiap.datasets import load
 from tiap.engine import LocalEngine, use_engine
 from tiap.errors import MissingExtraError, TiapError
 from tiap.memory import build_store, make_parser, turn_contexts
-from tiap.memory.llm import build_messages, parse_facts
+from tiap.memory.llm_parser import build_messages, parse_facts
 
 
 def llm_parser(server: FakeServer, tmp_path: Path, **kw: Any):  # type: ignore[no-untyped-def]

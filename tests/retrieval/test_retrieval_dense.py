@@ -189,16 +189,6 @@ def test_cache_keys_are_model_and_text_hash(tmp_path: Path) -> None:
         assert memory.count() == 1 and memory.path is None
 
 
-def test_default_cache_location_follows_tiap_cache(monkeypatch: pytest.MonkeyPatch,
-                                                   tmp_path: Path) -> None:
-    from tiap.retrieval import default_embedding_cache_dir
-
-    monkeypatch.setenv("TIAP_CACHE", str(tmp_path))
-    assert default_embedding_cache_dir() == tmp_path / "embeddings"
-    monkeypatch.delenv("TIAP_CACHE")
-    assert default_embedding_cache_dir() == Path.home() / ".cache" / "tiap" / "embeddings"
-
-
 def test_unknown_model_and_missing_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from tiap.errors import TiapError
 

@@ -82,7 +82,7 @@ from tiap.config import (
     ranged,
 )
 from tiap.errors import TiapError
-from tiap.llm import MAX_INVALID, StructuredOutput
+from tiap.llm.client import MAX_INVALID, StructuredOutput
 
 Request = dict[str, Any]
 
@@ -122,11 +122,11 @@ class Judge(ABC):
             offline judges use 1 and answer lists of requests instead (:meth:`ask_many`).
         batch_size: requests per :meth:`ask_many` call (``None``: one per :meth:`ask`).
         endpoint: the URL a network judge posts to (``None``: an offline judge). The replies
-            of a judge with an endpoint are watched by :class:`tiap.llm.InvalidReplies`: a
+            of a judge with an endpoint are watched by :class:`tiap.llm.client.InvalidReplies`: a
             run where more than ``max_invalid`` of them are not :meth:`reusable` stops with
             ``error[endpoint]``.
         structured: how a network judge asks for structured output
-            (:class:`tiap.llm.StructuredOutput`; ``None``: it does not); its report is
+            (:class:`tiap.llm.client.StructuredOutput`; ``None``: it does not); its report is
             recorded in the run's manifest.
     """
 

@@ -34,7 +34,7 @@ from typing import Any
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, write_jsonl
-from tiap.llm import redact
+from tiap.llm.client import redact
 
 __all__ = [
     "BINARY_LABELS",
@@ -406,7 +406,7 @@ def select_judges(labels: Iterable[LabelRecord], judges: Sequence[str] | None = 
 
 
 def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
-    """Atomically write ``labels.jsonl``, every row redacted (:func:`tiap.llm.redact`: no
+    """Atomically write ``labels.jsonl``, every row redacted (:func:`tiap.llm.client.redact`: no
     configured key, bearer token or authorization value reaches the file); returns the
     number of rows."""
     return write_jsonl(path, (redact(r.to_json()) for r in records))

@@ -19,9 +19,9 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
   any JSON object (``json_object``), or neither (``none``: the rubric's text alone asks for
   JSON). A server that refuses the mode (HTTP 400, 422, 500, 501: llama-cpp-python answers
   ``json_schema`` with 500) is asked the same request at once with the next weaker mode, and
-  the mode that worked is kept for the run (:class:`tiap.llm.StructuredOutput`). The verdict's
-  ``response`` names the mode its reply was asked with; the settings name the mode asked
-  for; the run's manifest records both and the refusals (``counts[].response_format``, and
+  the mode that worked is kept for the run (:class:`tiap.llm.client.StructuredOutput`). The
+  verdict's ``response`` names the mode its reply was asked with; the settings name the mode
+  asked for; the run's manifest records both and the refusals (``counts[].response_format``, and
   ``warnings.response_format`` when the server refused one).
 - **Length**: ``max_tokens`` (default 400) caps every reply; a reply the cap cut
   (``finish_reason`` ``length``) is ``unscored`` (``cut at max_tokens=400``).
@@ -34,17 +34,17 @@ hosted APIs (OpenAI, OpenRouter), vLLM, llama.cpp's server and Ollama
   unscored verdict (an unparseable reply, an error status after the retries) is written to
   ``labels.jsonl`` and counted (``warnings.invalid_reply``), never cached, so the next run
   asks again. A run where more than ``max_invalid`` (default a half) of the replies are
-  invalid stops with ``error[endpoint]`` (:class:`tiap.llm.InvalidReplies`) and writes no
+  invalid stops with ``error[endpoint]`` (:class:`tiap.llm.client.InvalidReplies`) and writes no
   labels.
 - **Concurrency**: the judge is thread-safe; :func:`tiap.audit.run.run_judges` keeps up to
   ``concurrency`` requests in flight.
 - **Key**: read from the environment variable named ``api_key_env`` (default
   ``OPENAI_API_KEY``) when the request is made, sent as ``Authorization: Bearer``, and never
   recorded: the settings name the variable only, and every reply is redacted
-  (:func:`tiap.llm.redact`), so an endpoint that echoes the header cannot put the key in
+  (:func:`tiap.llm.client.redact`), so an endpoint that echoes the header cannot put the key in
   ``raw_response``, the cache or a message.
 - **Request** (:meth:`OpenAIJudge.request`, the verdict's key): ``{"base_url": ..., "body":
-  ...}`` with the endpoint (:func:`tiap.llm.endpoint_id`: a password in the URL redacted)
+  ...}`` with the endpoint (:func:`tiap.llm.client.endpoint_id`: a password in the URL redacted)
   and the exact body POSTed: ``model``, the rendered ``messages``, ``temperature``,
   ``max_tokens``, ``seed`` when set, and the ``response_format`` of the mode asked for
   (none for ``none``; the key stays the same when the server makes the judge fall back to
@@ -85,7 +85,7 @@ from tiap.audit.rubric import (
 )
 from tiap.config import Invalid, Settings, ranged
 from tiap.errors import TiapError
-from tiap.llm import (
+from tiap.llm.client import (
     MAX_INVALID,
     BaseUrl,
     ChatClient,

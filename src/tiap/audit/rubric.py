@@ -8,7 +8,7 @@ paper's released verdicts (``semantic_support_label``, ``serving_semantics_label
 ``notes``). The template text is versioned (:data:`RUBRIC_VERSION`); changing a word of it
 changes the judge's settings hash, so cached verdicts of the old text are never reused.
 The same object as a JSON schema (:data:`VERDICT_SCHEMA`) is sent as the request's
-``response_format`` where the server takes one (:class:`tiap.llm.StructuredOutput`).
+``response_format`` where the server takes one (:class:`tiap.llm.client.StructuredOutput`).
 
 Parsing (:func:`parse_verdict`), in order:
 

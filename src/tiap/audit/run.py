@@ -24,14 +24,15 @@ recorded. A run started again with the same cache asks only for what is not in i
   by the next run; an unscored verdict such a judge finds in a cache written by an older
   TIAP is not served either (it is asked again);
 - a network judge (one with an ``endpoint``) stops the run with ``error[endpoint]`` when
-  more than ``judge.max_invalid`` of its replies are invalid (:class:`tiap.llm.InvalidReplies`:
-  checked from the 10th reply on, and at the end with the verdicts reused from the cache
-  counted as valid); the valid verdicts are in the cache, no label is written;
+  more than ``judge.max_invalid`` of its replies are invalid
+  (:class:`tiap.llm.client.InvalidReplies`: checked from the 10th reply on, and at the end
+  with the verdicts reused from the cache counted as valid); the valid verdicts are in the
+  cache, no label is written;
 - a judge asking for structured output (``judge.structured``) records what it asked for,
-  what it used and what the server refused (:meth:`tiap.llm.StructuredOutput.report`) in
+  what it used and what the server refused (:meth:`tiap.llm.client.StructuredOutput.report`) in
   :attr:`JudgeStats.response_format`, and the refusals in :attr:`JudgeStats.warnings`
   (``response_format``);
-- every row written to the cache is redacted (:func:`tiap.llm.redact`).
+- every row written to the cache is redacted (:func:`tiap.llm.client.redact`).
 
 Network judges run ``judge.concurrency`` cases at once in threads; only the calling thread
 writes to the cache. Offline judges get lists of ``judge.batch_size`` cases.
@@ -57,7 +58,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -69,10 +69,11 @@ from typing import Any
 from tiap.audit.cases import Case
 from tiap.audit.judges import Judge, Request, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
+from tiap.cache import KeyedCache, Table
 from tiap.engine import current_engine, endpoint_tasks
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
-from tiap.llm import InvalidReplies, redact
+from tiap.llm.client import InvalidReplies, redact
 
 __all__ = ["JudgeRun", "VerdictCache", "run_judges"]
 
@@ -81,8 +82,9 @@ Progress = Callable[[str, int, int], None]
 CacheRow = tuple[str, str, str, Request, Verdict, dict[str, Any]]
 
 
-class VerdictCache:
-    """Finished verdicts by request key, in SQLite (WAL, one commit per verdict).
+class VerdictCache(KeyedCache):
+    """Finished verdicts by request key, in SQLite (:class:`tiap.cache.KeyedCache`: WAL,
+    ``synchronous=FULL``, one commit per verdict).
 
     Each row holds the request itself (the exact body sent, never a key), the verdict, its
     timing, and the judge and case it was first asked for; table ``failures`` notes the
@@ -92,91 +94,60 @@ class VerdictCache:
     case fields, which cannot be matched to requests, so its verdicts are not reused.
     """
 
+    KIND = "verdict cache"
     SCHEMA = 2
+    TABLES = (
+        Table("verdicts", ("request_key TEXT PRIMARY KEY", "judge TEXT NOT NULL",
+                           "case_id TEXT NOT NULL", "label TEXT NOT NULL",
+                           "request TEXT NOT NULL", "verdict TEXT NOT NULL",
+                           "timing TEXT NOT NULL", "created TEXT NOT NULL"),
+              ("request_key",)),
+        Table("failures", ("request_key TEXT PRIMARY KEY", "judge TEXT NOT NULL",
+                           "case_id TEXT NOT NULL", "reason TEXT NOT NULL",
+                           "created TEXT NOT NULL"), ("request_key",)),
+    )
+    OLDER = ("it keys verdicts by judge settings and case fields, and TIAP now keys them by "
+             "the request a judge makes, so its verdicts cannot be reused. ")
+    ELSEWHERE = "pass --cache with another file"
+    AGAIN = "the judges are then asked again"
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-            tables = {r[0] for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as exc:
-            raise TiapError(f"cannot open the verdict cache ({exc})", file=self.path) from None
-        if tables and version != self.SCHEMA:
-            self._db.close()
-            old = version or 1
-            raise TiapError(
-                f"this verdict cache has schema {old}, not {self.SCHEMA}: "
-                + ("it keys verdicts by judge settings and case fields, and TIAP now keys "
-                   "them by the request a judge makes, so its verdicts cannot be reused. "
-                   if old < self.SCHEMA else "it was written by a newer TIAP. ")
-                + "Move it away (or pass --cache with another file) and run again; the "
-                "judges are then asked again", file=self.path)
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS verdicts (request_key TEXT PRIMARY KEY, "
-                "judge TEXT NOT NULL, case_id TEXT NOT NULL, label TEXT NOT NULL, "
-                "request TEXT NOT NULL, verdict TEXT NOT NULL, timing TEXT NOT NULL, "
-                "created TEXT NOT NULL)")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS failures (request_key TEXT PRIMARY KEY, "
-                "judge TEXT NOT NULL, case_id TEXT NOT NULL, reason TEXT NOT NULL, "
-                "created TEXT NOT NULL)")
-            self._db.execute(f"PRAGMA user_version={self.SCHEMA}")
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise TiapError(f"cannot open the verdict cache ({exc})", file=self.path) from None
+        super().__init__(path)
+        self.path: Path = Path(path)
 
     def get(self, key: str) -> tuple[Verdict, dict[str, Any], str] | None:
         """(verdict, timing, case id it was first asked for) or ``None``."""
-        row = self._db.execute(
-            "SELECT verdict, timing, case_id FROM verdicts WHERE request_key=?",
-            (key,)).fetchone()
+        row = self.lookup("verdicts", (key,), ("verdict", "timing", "case_id"))
         if row is None:
             return None
         return _verdict_from_json(json.loads(row[0])), json.loads(row[1]), row[2]
 
     def request(self, key: str) -> Request | None:
         """The request a cached verdict answers, or ``None``."""
-        row = self._db.execute("SELECT request FROM verdicts WHERE request_key=?",
-                               (key,)).fetchone()
+        row = self.lookup("verdicts", (key,), ("request",))
         return None if row is None else dict(json.loads(row[0]))
 
     def put(self, key: str, *, judge: str, case_id: str, request: Request, verdict: Verdict,
             timing: dict[str, Any]) -> None:
         """Commit one verdict (durable when this returns)."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            _row(key, judge, case_id, request, verdict, timing,
-                 datetime.now(UTC).isoformat(timespec="seconds")))
-        self._db.execute("DELETE FROM failures WHERE request_key=?", (key,))
+        self.put_many([(key, judge, case_id, request, verdict, timing)])
 
     def failed(self, key: str) -> bool:
         """Whether an earlier run recorded an invalid reply to this request."""
-        return self._db.execute("SELECT 1 FROM failures WHERE request_key=?",
-                                (key,)).fetchone() is not None
+        return self.lookup("failures", (key,), ("1",)) is not None
 
     def put_failure(self, key: str, *, judge: str, case_id: str, reason: str) -> None:
         """Note that a network judge's reply to this request was invalid (never a verdict
-        served again; only a ``repeat`` for :class:`tiap.llm.InvalidReplies`)."""
-        self._db.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
-                         (key, judge, case_id, redact(reason),
-                          datetime.now(UTC).isoformat(timespec="seconds")))
+        served again; only a ``repeat`` for :class:`tiap.llm.client.InvalidReplies`)."""
+        self.store("failures", [(key, judge, case_id, redact(reason),
+                                 datetime.now(UTC).isoformat(timespec="seconds"))])
 
     def put_many(self, rows: Sequence[CacheRow]) -> None:
         """Commit several verdicts in one transaction."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [_row(*r, now) for r in rows])
-            self._db.executemany("DELETE FROM failures WHERE request_key=?",
-                                 [(r[0],) for r in rows])
+        with self.transaction():
+            self.store("verdicts", [_row(*r, now) for r in rows])
+            self.remove("failures", [(r[0],) for r in rows])
 
     @property
     def shard_dir(self) -> Path:
@@ -217,41 +188,16 @@ class VerdictCache:
             self.put_many(list(fresh.values()))
             out["added"] = len(fresh)
             return out
-        if not path.is_file():
-            raise TiapError("no verdict cache here", file=path)
-        VerdictCache(path).close()  # refuses a file of another schema
-        self._db.execute("ATTACH DATABASE ? AS other", (str(path),))
-        try:
-            same, differing = self._db.execute(
-                "SELECT SUM(o.label = v.label), SUM(o.label != v.label) FROM other.verdicts o "
-                "JOIN verdicts v ON v.request_key = o.request_key").fetchone()
-            with self._db:
-                self._db.execute("BEGIN")
-                added = self._db.execute(
-                    "INSERT OR IGNORE INTO verdicts SELECT * FROM other.verdicts").rowcount
-        finally:
-            self._db.execute("DETACH DATABASE other")
-        return {"added": int(added), "same": int(same or 0), "differing": int(differing or 0)}
+        return self.merge_file(path, "verdicts", "label")
 
     def case_ids(self, judge: str | None = None) -> set[str]:
         """Case ids with a committed verdict (of one judge, or of any)."""
         if judge is None:
-            rows = self._db.execute("SELECT case_id FROM verdicts")
-        else:
-            rows = self._db.execute("SELECT case_id FROM verdicts WHERE judge=?", (judge,))
-        return {r[0] for r in rows}
+            return {r[0] for r in self.scan("verdicts", ("case_id",))}
+        return {r[0] for r in self.scan("verdicts", ("case_id",), judge=judge)}
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> VerdictCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return self.count_rows("verdicts")
 
 
 def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
@@ -305,7 +251,7 @@ class JudgeStats:
     #: ``response_format``: the structured output modes the endpoint refused)
     warnings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the judge's structured output: ``{asked, used, refusals}``
-    #: (:meth:`tiap.llm.StructuredOutput.report`); ``None`` for a judge that asks for none
+    #: (:meth:`tiap.llm.client.StructuredOutput.report`); ``None`` for a judge that asks for none
     response_format: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:

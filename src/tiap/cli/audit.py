@@ -242,7 +242,7 @@ def judge_cmd(
     local: dict[str, Any] | None = None
     if local_model is not None:
         from tiap.audit.judges import parse_judge_spec
-        from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, local_endpoint
+        from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
 
         _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
         if not any(parse_judge_spec(j)[0] == "openai" for j in judge):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from tiap.cache import tables_of
 from tiap.cli.common import err_console
 from tiap.errors import TiapError
 
@@ -24,24 +24,14 @@ def _kind(path: Path) -> str:
         if any(path.glob("*.jsonl")):
             return "verdicts"  # a folder of an engine's verdict shards
         raise TiapError("neither an embedding cache folder nor a folder of verdict shards",
-                        file=path)
-    if not path.is_file():
-        raise TiapError("no such cache", file=path)
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            tables = {r[0] for r in db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as exc:
-        raise TiapError(f"not a TIAP cache ({exc})", file=path) from None
+                        file=path, code="cache")
+    tables = tables_of(path)
     if "verdicts" in tables:
         return "verdicts"
     if "vectors" in tables:
         return "embeddings"
     raise TiapError("not a TIAP cache (it has neither a verdicts nor a vectors table)",
-                    file=path)
+                    file=path, code="cache")
 
 
 @app.command("merge")

@@ -102,7 +102,7 @@ def _error(code: str, text: str) -> None:
     message) is redacted, as in everything TIAP writes."""
     from rich.markup import escape
 
-    from tiap.llm import redact
+    from tiap.llm.client import redact
 
     err_console.print(f"[bold red]error\\[{code}][/]: {escape(redact(text))}", highlight=False,
                       soft_wrap=True)

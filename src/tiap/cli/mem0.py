@@ -88,7 +88,7 @@ def mem0_run_cmd(
     from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
 
     if local_model is not None:
-        from tiap.local_llm import local_endpoint
+        from tiap.llm.local import local_endpoint
 
         if not infer:
             raise TiapError("--local-model serves the LLM of --infer; add --infer",
@@ -112,7 +112,7 @@ def mem0_run_cmd(
         if local_model is not None:
             from rich.markup import escape
 
-            from tiap.local_llm import LocalServer
+            from tiap.llm.local import LocalServer
 
             served = stack.enter_context(LocalServer(
                 local_model, port=local_port, ctx=MEM0_CTX,

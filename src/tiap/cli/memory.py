@@ -132,7 +132,7 @@ def build_store_cmd(
         if pname != "llm":
             problems.append(Problem("--local-model serves the model of --parser llm only"))
         else:
-            from tiap.local_llm import local_endpoint
+            from tiap.llm.local import local_endpoint
 
             try:
                 local_endpoint(local_model, local_port, base_url=base_url, model=model)
@@ -151,7 +151,7 @@ def build_store_cmd(
         args.update(given)
         args["seed"] = seed
         if local_model is not None:
-            from tiap.local_llm import CLIENT_DEFAULTS, LocalServer, local_endpoint
+            from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
 
             args["base_url"], args["model"] = local_endpoint(local_model, local_port)
             for k, v in CLIENT_DEFAULTS.items():

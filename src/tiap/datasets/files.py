@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from tiap.cache import cache_dir as tiap_cache_dir
 from tiap.errors import ChecksumError, TiapError
 from tiap.io import sha256_file
 
@@ -116,11 +117,6 @@ def default_data_dir() -> Path | None:
     return None
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("TIAP_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "tiap"
-
-
 ProgressFn = Callable[[str, int, int], None]  # (label, done bytes, total bytes)
 
 
@@ -142,7 +138,7 @@ class DataSource:
             if not data_dir.is_dir():
                 raise TiapError("data folder does not exist", file=data_dir, code="io")
         self.data_dir: Path | None = data_dir if data_dir is not None else default_data_dir()
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else tiap_cache_dir()
         if allow_download is None:
             allow_download = os.environ.get("TIAP_OFFLINE", "") in ("", "0")
         self.allow_download = allow_download

@@ -7,7 +7,7 @@
 
 Parsers are registered factories (:mod:`tiap.memory.parsers`): ``heuristic``
 (:mod:`tiap.memory.heuristic`), ``native`` (:mod:`tiap.memory.native`) and ``llm``
-(:mod:`tiap.memory.llm`, needs the ``llm`` extra).
+(:mod:`tiap.memory.llm_parser`, needs the ``llm`` extra).
 """
 
 from tiap.memory.build import DEFAULT_SEED, BuildResult, build_store, raw_item

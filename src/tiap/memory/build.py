@@ -292,7 +292,7 @@ def build_store(
         force: replace ``out`` even if it is not a store built by ``command`` (what it holds
             is deleted, except a parser cache).
         served: the local model server the parser talked to
-            (:meth:`tiap.local_llm.LocalServer.settings`: model, pinned sha256, threads),
+            (:meth:`tiap.llm.local.LocalServer.settings`: model, pinned sha256, threads),
             recorded in the manifest as ``local_model``.
     """
     if isinstance(parser, str):

@@ -13,7 +13,7 @@ Built-in parsers (their modules register them on first use of the registry):
 
 - ``heuristic`` (:mod:`tiap.memory.heuristic`): deterministic, offline, extractive facts;
 - ``native`` (:mod:`tiap.memory.native`): the derived memories a dataset ships (LoCoMo);
-- ``llm`` (:mod:`tiap.memory.llm`): facts from any OpenAI-compatible chat endpoint.
+- ``llm`` (:mod:`tiap.memory.llm_parser`): facts from any OpenAI-compatible chat endpoint.
 
 A factory's arguments are a declared schema (:class:`tiap.config.Settings`, registered with
 the factory: ``register_parser("llm", schema=LlmSettings)``): the factory validates them
@@ -54,7 +54,7 @@ __all__ = [
 FACT_KIND = "fact"
 ROLES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
 
-_BUILTIN_MODULES = ("tiap.memory.heuristic", "tiap.memory.native", "tiap.memory.llm")
+_BUILTIN_MODULES = ("tiap.memory.heuristic", "tiap.memory.native", "tiap.memory.llm_parser")
 _REGISTRY: dict[str, Callable[..., Parser]] = {}
 _SCHEMAS: dict[str, type[Any]] = {}
 

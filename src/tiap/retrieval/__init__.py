@@ -12,7 +12,7 @@ library when it first scores, and a missing one raises
 
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.bm25 import BM25Retriever
-from tiap.retrieval.cache import EmbeddingCache, default_embedding_cache_dir, text_key
+from tiap.retrieval.cache import EmbeddingCache, text_key
 from tiap.retrieval.dense import DenseRetriever
 from tiap.retrieval.encoders import (
     DEFAULT_MODEL,
@@ -56,7 +56,6 @@ __all__ = [
     "Retriever",
     "SentenceTransformerEncoder",
     "Store",
-    "default_embedding_cache_dir",
     "default_work_dir",
     "make_encoder",
     "make_retriever",

@@ -7,11 +7,14 @@ same model id. The model id of an encoder that asks an endpoint names the endpoi
 server are never served for another; only vectors the encoder checked
 (:func:`tiap.retrieval.encoders.read_embeddings`) reach :meth:`EmbeddingCache.put`.
 
-The cache is one SQLite database, ``embeddings.sqlite3``, in WAL mode: every batch of
-vectors is written in one transaction, so an interrupted run (Ctrl-C, a crash, a killed
-process) loses at most the batch in flight and never leaves a half-written vector; several
-processes may read and write it at once. Vectors are float32 blobs; a row also records its
-dimension, and a model whose vectors change dimension is an error.
+The cache is one SQLite database, ``embeddings.sqlite3`` (a :class:`tiap.cache.KeyedCache`:
+WAL, ``synchronous=FULL``): every batch of vectors is written in one transaction, so an
+interrupted run (Ctrl-C, a crash, a killed process) loses at most the batch in flight and
+never leaves a half-written vector; several processes may read and write it at once. Its
+schema is version 1 (a file written before the caches carried a version is version 1 too,
+and is stamped so when opened); a file of another cache or version is ``error[cache]``.
+Vectors are float32 blobs; a row also records its dimension, and a model whose vectors
+change dimension is an error.
 
 Mergeable: the keys are content addresses (model id, sha256 of the text), so caches filled
 on several machines or by several workers, one file each, merge into one
@@ -20,44 +23,22 @@ a vector already present is kept, and one that differs from it (another machine'
 rounding) is counted, never silently replaced.
 
 Location: ``cache_dir`` if given, else ``$TIAP_CACHE/embeddings``, else
-``~/.cache/tiap/embeddings``. ``EmbeddingCache(None)`` keeps the vectors in memory only.
+``~/.cache/tiap/embeddings`` (:func:`tiap.cache.cache_dir`). ``EmbeddingCache(None)``
+keeps the vectors in memory only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 
+from tiap.cache import KeyedCache, Table
 from tiap.errors import TiapError
 
 DB_NAME = "embeddings.sqlite3"
-#: Keys per SQL statement (well under SQLite's limit on bound parameters).
-_CHUNK = 500
-
-# A rowid table: a vector (1.5 kB for 384 dimensions) is too large a row for WITHOUT ROWID,
-# which doubled the file size. 16 kB pages hold ten such rows with little slack.
-_PAGE_SIZE = 16384
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS vectors (
-    model TEXT NOT NULL,
-    key   TEXT NOT NULL,
-    dim   INTEGER NOT NULL,
-    vec   BLOB NOT NULL,
-    UNIQUE (model, key)
-)
-"""
-
-
-def default_embedding_cache_dir() -> Path:
-    """``$TIAP_CACHE/embeddings``, else ``~/.cache/tiap/embeddings``."""
-    env = os.environ.get("TIAP_CACHE")
-    return (Path(env) if env else Path.home() / ".cache" / "tiap") / "embeddings"
 
 
 def text_key(text: str) -> str:
@@ -65,12 +46,7 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _chunks(seq: Sequence[str], n: int = _CHUNK) -> Iterable[Sequence[str]]:
-    for i in range(0, len(seq), n):
-        yield seq[i : i + n]
-
-
-class EmbeddingCache:
+class EmbeddingCache(KeyedCache):
     """Vectors by ``(model, key)``; see the module docstring.
 
     Args:
@@ -78,69 +54,37 @@ class EmbeddingCache:
             memory only (nothing is written to disk).
     """
 
+    KIND = "embedding cache"
+    SCHEMA = 1
+    TABLES = (Table("vectors", ("model TEXT NOT NULL", "key TEXT NOT NULL",
+                                "dim INTEGER NOT NULL", "vec BLOB NOT NULL"),
+                    ("model", "key"), "UNIQUE (model, key)"),)
+    ELSEWHERE = "pass --cache-dir with another folder"
+    AGAIN = "the texts are then encoded again"
+    # A rowid table: a vector (1.5 kB for 384 dimensions) is too large a row for WITHOUT
+    # ROWID, which doubled the file size. 16 kB pages hold ten such rows with little slack.
+    PAGE_SIZE = 16384
+
     def __init__(self, directory: str | Path | None) -> None:
         self.directory = None if directory is None else Path(directory)
-        if self.directory is None:
-            target = ":memory:"
-        else:
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise TiapError(f"cannot create the embedding cache folder ({exc})",
-                                file=self.directory) from exc
-            target = str(self.directory / DB_NAME)
-        try:
-            self._db = sqlite3.connect(target, timeout=60, isolation_level=None)
-            self._db.execute(f"PRAGMA page_size={_PAGE_SIZE}")  # takes effect on a new file only
-            if self.directory is not None:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                # In WAL mode, NORMAL survives a crash of the process intact (a power loss
-                # may drop the last transactions, never corrupt the file).
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise TiapError(f"cannot open the embedding cache ({exc})", file=target) from exc
-
-    @property
-    def path(self) -> Path | None:
-        return None if self.directory is None else self.directory / DB_NAME
-
-    def close(self) -> None:
-        self._db.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().__init__(None if self.directory is None else self.directory / DB_NAME)
 
     def missing(self, model: str, keys: Sequence[str]) -> list[str]:
         """The keys (unique, first-seen order) that have no vector for ``model``."""
         unique = list(dict.fromkeys(keys))
-        have: set[str] = set()
-        for chunk in _chunks(unique):
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT key FROM vectors WHERE model = ? AND key IN ({marks})", (model, *chunk)
-            )
-            have.update(r[0] for r in rows)
+        have = {r[0] for r in self.lookup_in("vectors", ("key",), (model,), unique)}
         return [k for k in unique if k not in have]
 
     def get(self, model: str, keys: Sequence[str]) -> np.ndarray:
         """The vectors of ``keys`` (in that order) as a float32 matrix; all must be present."""
         found: dict[str, np.ndarray] = {}
-        for chunk in _chunks(list(dict.fromkeys(keys))):
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT key, dim, vec FROM vectors WHERE model = ? AND key IN ({marks})",
-                (model, *chunk),
-            )
-            for key, dim, blob in rows:
-                vec = np.frombuffer(blob, dtype=np.float32)
-                if vec.size != dim:
-                    raise TiapError(f"corrupt cache entry for model {model!r} (key {key})",
-                                    file=self.path)
-                found[key] = vec
+        for key, dim, blob in self.lookup_in("vectors", ("key", "dim", "vec"), (model,),
+                                             list(dict.fromkeys(keys))):
+            vec = np.frombuffer(blob, dtype=np.float32)
+            if vec.size != dim:
+                raise TiapError(f"corrupt cache entry for model {model!r} (key {key})",
+                                file=self.path)
+            found[key] = vec
         absent = [k for k in keys if k not in found]
         if absent:
             raise KeyError(f"{len(absent)} texts have no cached vector for {model!r}")
@@ -157,12 +101,8 @@ class EmbeddingCache:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(keys):
             raise ValueError(f"{len(keys)} keys but vectors of shape {vectors.shape}")
-        rows = [(model, k, int(v.size), v.tobytes()) for k, v in zip(keys, vectors, strict=True)]
-        with self._db:  # BEGIN ... COMMIT, or ROLLBACK on an exception
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR IGNORE INTO vectors (model, key, dim, vec) VALUES (?, ?, ?, ?)", rows
-            )
+        self.store("vectors", [(model, k, int(v.size), v.tobytes())
+                               for k, v in zip(keys, vectors, strict=True)], replace=False)
 
     def merge_from(self, other: str | Path) -> dict[str, int]:
         """Add every vector of another cache file (``embeddings.sqlite3`` of another machine
@@ -172,29 +112,10 @@ class EmbeddingCache:
         path = Path(other)
         if path.is_dir():
             path = path / DB_NAME
-        if not path.is_file():
-            raise TiapError("no embedding cache here", file=path)
-        self._db.execute("ATTACH DATABASE ? AS other", (str(path),))
-        try:
-            try:
-                same, differing = self._db.execute(
-                    "SELECT SUM(o.vec = v.vec), SUM(o.vec != v.vec) FROM other.vectors o "
-                    "JOIN vectors v ON v.model = o.model AND v.key = o.key").fetchone()
-            except sqlite3.DatabaseError as exc:
-                raise TiapError(f"not an embedding cache ({exc})", file=path) from None
-            with self._db:
-                self._db.execute("BEGIN")
-                cur = self._db.execute(
-                    "INSERT OR IGNORE INTO vectors (model, key, dim, vec) "
-                    "SELECT model, key, dim, vec FROM other.vectors")
-                added = cur.rowcount
-        finally:
-            self._db.execute("DETACH DATABASE other")
-        return {"added": int(added), "same": int(same or 0), "differing": int(differing or 0)}
+        return self.merge_file(path, "vectors", "vec")
 
     def count(self, model: str | None = None) -> int:
         """How many vectors the cache holds (for one model, or in all)."""
         if model is None:
-            return int(self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
-        return int(self._db.execute("SELECT COUNT(*) FROM vectors WHERE model = ?",
-                                    (model,)).fetchone()[0])
+            return self.count_rows("vectors")
+        return self.count_rows("vectors", model=model)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from tiap.errors import TiapError
-from tiap.llm import body_start, endpoint_id
+from tiap.llm.client import body_start, endpoint_id
 from tiap.retrieval.base import check_extra, package_version
 
 #: The bundled default model.

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import Field, field_validator, model_validator
 
 from tiap.config import Invalid, Settings, did_you_mean, ranged, validate
-from tiap.llm import BaseUrl
+from tiap.llm.client import BaseUrl
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import DEFAULT_RRF_K
 
@@ -115,13 +115,14 @@ def make_retriever(
     if key == "bm25":
         return BM25Retriever(k1=k1, b=b)
 
-    from tiap.retrieval.cache import EmbeddingCache, default_embedding_cache_dir
+    from tiap.cache import cache_dir as tiap_cache_dir
+    from tiap.retrieval.cache import EmbeddingCache
     from tiap.retrieval.dense import DenseRetriever
     from tiap.retrieval.encoders import make_encoder
 
     encoder = make_encoder(model, ollama_url=ollama_url, batch_size=batch_size)
     cache = EmbeddingCache(
-        (Path(cache_dir) if cache_dir is not None else default_embedding_cache_dir())
+        (Path(cache_dir) if cache_dir is not None else tiap_cache_dir("embeddings"))
         if use_cache else None
     )
     dense = DenseRetriever(encoder, cache)

@@ -76,7 +76,7 @@ from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Query, Turn
 from tiap.errors import TiapError, require
 from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
-from tiap.llm import BaseUrl
+from tiap.llm.client import BaseUrl
 from tiap.provenance import input_entry
 from tiap.traces.importers import IMPORT_KNOWN
 from tiap.traces.importers.mem0 import (
@@ -545,7 +545,7 @@ def run_mem0(
         force: replace ``out`` even if it is not an earlier ``mem0-run`` output (its content
             is deleted, except the Mem0 stores); without it such a folder is refused.
         served: what the manifest records about a local model server TIAP started for
-            the run (:meth:`tiap.local_llm.LocalServer.settings`), if one did.
+            the run (:meth:`tiap.llm.local.LocalServer.settings`), if one did.
 
     Raises:
         TiapError: unknown collections; ``out`` holding finished collections made with other

@@ -1,7 +1,7 @@
 """One client for OpenAI-compatible chat-completions endpoints
 (``POST {base_url}/chat/completions``).
 
-Shared by the ``llm`` parser (:mod:`tiap.memory.llm`) and the ``openai`` judge
+Shared by the ``llm`` parser (:mod:`tiap.memory.llm_parser`) and the ``openai`` judge
 (:mod:`tiap.audit.openai_judge`), which decide what a failure means for their own work; the
 transport and its retry rules live here:
 

@@ -12,7 +12,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   prompt alone asks for JSON). A server that refuses the mode (HTTP 400, 422, 500, 501:
   llama-cpp-python answers ``json_schema`` with 500) is asked the same request at once with
   the next weaker mode, and the mode that worked is kept for the build
-  (:class:`tiap.llm.StructuredOutput`); the manifest records it (``parser_stats.
+  (:class:`tiap.llm.client.StructuredOutput`); the manifest records it (``parser_stats.
   response_format``: asked, used, refusals; ``warnings.response_format`` when the server
   refused one).
 - **Length**: every request sends ``max_tokens`` (default 512), so a model that loops on a
@@ -27,7 +27,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   asks for it again. When more than ``max_invalid`` (default a half) of the replies of a
   run are invalid (checked from the 10th reply on, and at the end counting the turns
   reused from the cache as valid), the build stops with ``error[endpoint]`` naming the URL
-  and the start of the first bad body (:class:`tiap.llm.InvalidReplies`); nothing is
+  and the start of the first bad body (:class:`tiap.llm.client.InvalidReplies`); nothing is
   written.
 - **Retries**: HTTP 429 and 5xx, timeouts and connection errors are retried with exponential
   backoff (``backoff * 2**attempt`` seconds, at most 30, or the server's ``Retry-After``),
@@ -52,7 +52,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
   byte-identical to a local build's.
 - **Cache**: every turn with a valid reply is committed to an SQLite database in WAL mode
   (``cache``; default ``$TIAP_CACHE/llm/parser-cache.sqlite``) under a key that hashes the
-  endpoint (its base URL, :func:`tiap.llm.endpoint_id`), the model, the prompt version, the
+  endpoint (its base URL, :func:`tiap.llm.client.endpoint_id`), the model, the prompt version, the
   seed, the temperature, ``max_tokens``, the ``response_format`` mode asked for (not the
   one a refusal fell back to) and the full messages (which hold the turn's text, its
   context, the speakers and the date); never the API key. A build that is interrupted and
@@ -66,7 +66,7 @@ llama.cpp's server and hosted APIs: ``POST {base_url}/chat/completions``.
 - **Key**: read from the environment variable named by ``api_key_env`` (``OPENAI_API_KEY``
   by default) and sent as a bearer token when set; it is never written anywhere (the
   manifest records the variable's name only), and every reply is redacted
-  (:func:`tiap.llm.redact`) before it is parsed, so an endpoint echoing the key cannot put
+  (:func:`tiap.llm.client.redact`) before it is parsed, so an endpoint echoing the key cannot put
   it in a fact, the cache or a message.
 
 - **Settings**: the factory's arguments are a declared schema (:class:`LlmSettings`, through
@@ -84,7 +84,6 @@ import contextlib
 import hashlib
 import json
 import re
-import sqlite3
 import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -95,11 +94,12 @@ from typing import Annotated, Any
 
 from pydantic import field_validator, model_validator
 
+from tiap.cache import KeyedCache, Table, cache_dir
 from tiap.config import Invalid, Settings, ranged
 from tiap.datasets.base import Bundle
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
-from tiap.llm import (
+from tiap.llm.client import (
     MAX_INVALID,
     BaseUrl,
     ChatClient,
@@ -264,8 +264,9 @@ def parse_facts(content: str, max_facts: int) -> tuple[list[str], int]:
 # -- cache -------------------------------------------------------------------------------
 
 
-class LlmCache:
-    """Turns with a valid reply in SQLite (WAL mode): ``key -> facts``; one commit per turn.
+class LlmCache(KeyedCache):
+    """Turns with a valid reply in SQLite (:class:`tiap.cache.KeyedCache`: WAL,
+    ``synchronous=FULL``): ``key -> facts``; one commit per turn.
 
     Only valid replies are stored (``status`` ``ok``); a row of another status (none is
     written since schema 2) is never served. Used from one thread only (the builder's); the
@@ -273,53 +274,29 @@ class LlmCache:
     cache of another schema is refused (module docstring).
     """
 
+    KIND = "LLM parser cache"
     SCHEMA = 2
+    TABLES = (
+        Table("facts", ("key TEXT PRIMARY KEY", "model TEXT NOT NULL",
+                        "prompt_version TEXT NOT NULL", "unit_id TEXT", "status TEXT NOT NULL",
+                        "facts TEXT NOT NULL", "detail TEXT", "created TEXT NOT NULL"),
+              ("key",)),
+        Table("failures", ("key TEXT PRIMARY KEY", "unit_id TEXT", "reason TEXT NOT NULL",
+                           "body TEXT", "created TEXT NOT NULL"), ("key",)),
+    )
+    OLDER = ("it was written by TIAP before cache keys named the endpoint, so its turns "
+             "cannot be told apart by base URL (and it holds invalid replies as results); "
+             "it is not reused. ")
+    ELSEWHERE = "pass --cache with another file"
+    AGAIN = "the endpoint is then asked again"
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path)
-            version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
-            tables = {r[0] for r in self.db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
-        except (OSError, sqlite3.Error) as exc:
-            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from None
-        if tables and version != self.SCHEMA:
-            self.db.close()
-            old = version or 1
-            raise TiapError(
-                f"this LLM parser cache has schema {old}, not {self.SCHEMA}: "
-                + ("it was written by TIAP before cache keys named the endpoint, so its turns "
-                   "cannot be told apart by base URL (and it holds invalid replies as "
-                   "results); it is not reused. " if old < self.SCHEMA
-                   else "it was written by a newer TIAP. ")
-                + "Move it away (or pass --cache with another file) and run again; the "
-                "endpoint is then asked again", file=self.path)
-        try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "prompt_version TEXT NOT NULL, unit_id TEXT, status TEXT NOT NULL, "
-                "facts TEXT NOT NULL, detail TEXT, created TEXT NOT NULL)"
-            )
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS failures (key TEXT PRIMARY KEY, unit_id TEXT, "
-                "reason TEXT NOT NULL, body TEXT, created TEXT NOT NULL)")
-            self.db.execute(f"PRAGMA user_version={self.SCHEMA}")
-            self.db.commit()
-        except sqlite3.Error as exc:
-            self.db.close()
-            raise TiapError(f"cannot open the LLM cache ({exc})", file=self.path) from None
+        super().__init__(path)
+        self.path: Path = Path(path)
 
     def get(self, key: str) -> list[str] | None:
         """The facts of a turn with a valid cached reply, else ``None``."""
-        try:
-            row = self.db.execute("SELECT status, facts FROM facts WHERE key = ?",
-                                  (key,)).fetchone()
-        except sqlite3.Error as exc:
-            raise TiapError(f"cannot read the LLM cache ({exc})", file=self.path) from None
+        row = self.lookup("facts", (key,), ("status", "facts"))
         if row is None or row[0] != "ok":
             return None
         try:
@@ -329,45 +306,35 @@ class LlmCache:
         if not (isinstance(facts, list) and all(isinstance(f, str) for f in facts)):
             raise TiapError("a cached turn's facts are not a JSON list of strings (the cache "
                             "was changed by something else); move the cache away",
-                            file=self.path, record=key)
+                            file=self.path, record=key, code="cache")
         return facts
 
     def put(self, key: str, *, model: str, unit_id: str, facts: list[str]) -> None:
         """Commit the facts of a valid reply (redacted)."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model, PROMPT_VERSION, unit_id, "ok",
-             json.dumps(redact(facts), ensure_ascii=False), None,
-             datetime.now(UTC).isoformat(timespec="seconds")),
-        )
-        self.db.execute("DELETE FROM failures WHERE key = ?", (key,))
-        self.db.commit()
+        with self.transaction():
+            self.store("facts", [(key, model, PROMPT_VERSION, unit_id, "ok",
+                                  json.dumps(redact(facts), ensure_ascii=False), None,
+                                  datetime.now(UTC).isoformat(timespec="seconds"))])
+            self.remove("failures", [(key,)])
 
     def failed(self, key: str) -> bool:
         """Whether an earlier run recorded an invalid reply for this request."""
-        return self.db.execute("SELECT 1 FROM failures WHERE key = ?",
-                               (key,)).fetchone() is not None
+        return self.lookup("failures", (key,), ("1",)) is not None
 
     def put_failure(self, key: str, *, unit_id: str, reason: str, body: str | None) -> None:
         """Record an invalid reply (redacted, its first 500 characters): never a result, only
-        the note that this request failed (:class:`tiap.llm.InvalidReplies` ``repeat``)."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)",
-            (key, unit_id, redact(reason), None if body is None else redact(body)[:500],
-             datetime.now(UTC).isoformat(timespec="seconds")))
-        self.db.commit()
+        the note that this request failed (:class:`tiap.llm.client.InvalidReplies` ``repeat``)."""
+        self.store("failures", [(key, unit_id, redact(reason),
+                                 None if body is None else redact(body)[:500],
+                                 datetime.now(UTC).isoformat(timespec="seconds"))])
 
     def __len__(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM facts").fetchone()[0])
-
-    def close(self) -> None:
-        self.db.close()
+        return self.count_rows("facts")
 
 
 def default_cache_path() -> Path:
-    from tiap.datasets.files import default_cache_dir
-
-    return default_cache_dir() / "llm" / "parser-cache.sqlite"
+    """``$TIAP_CACHE/llm/parser-cache.sqlite`` (:func:`tiap.cache.cache_dir`)."""
+    return cache_dir("llm", "parser-cache.sqlite")
 
 
 # -- the parser ------------------------------------------------------------------------

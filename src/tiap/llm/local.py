@@ -22,7 +22,7 @@ error naming both, never served. A verified file is recorded (path, size, mtime)
 ``<cache>/models/verified.json`` so that it is hashed once.
 
 :class:`LocalServer` (a context manager; ``tiap llm serve`` on the command line) starts the
-server in a child process (``python -m tiap.local_llm``) bound to ``127.0.0.1`` only, on a
+server in a child process (``python -m tiap.llm.local``) bound to ``127.0.0.1`` only, on a
 free port unless one is given, with one llama.cpp thread and one slot by default (on two
 cores, two threads collapse under load, and a one-slot CPU server answers one request at a
 time: callers should send one at a time), waits until ``/health`` answers, and stops it
@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiap.cache import cache_dir
 from tiap.errors import TiapError, install_hint
 from tiap.io import atomic_write
 
@@ -145,9 +146,7 @@ def get_model(name: str) -> LocalModel:
 
 
 def _cache_dir() -> Path:
-    from tiap.datasets.files import default_cache_dir
-
-    return default_cache_dir() / "models"
+    return cache_dir("models")
 
 
 def _piece(model: LocalModel, package: str, rel: str) -> Path | None:
@@ -406,7 +405,7 @@ class LocalServer:
             fd, name = tempfile.mkstemp(prefix=f"tiap-llm-{self.model}-", suffix=".log")
             os.close(fd)
             self.log_file = Path(name)
-        cmd = [sys.executable, "-m", "tiap.local_llm", "--model-file", str(self.path),
+        cmd = [sys.executable, "-m", "tiap.llm.local", "--model-file", str(self.path),
                "--alias", self.model, "--port", str(self.port), "--ctx", str(self.ctx),
                "--threads", str(self.threads), "--parallel", str(self.parallel)]
         with open(self.log_file, "w", encoding="utf-8") as err:
@@ -508,7 +507,7 @@ def _die_with_parent() -> Callable[[], None] | None:
 def _serve(argv: Sequence[str] | None = None) -> int:
     """The child: serve one model with xllamacpp until SIGTERM or SIGINT; print
     ``{"url": ...}`` on stdout once it listens."""
-    ap = argparse.ArgumentParser(prog="python -m tiap.local_llm")
+    ap = argparse.ArgumentParser(prog="python -m tiap.llm.local")
     ap.add_argument("--model-file", required=True)
     ap.add_argument("--alias", required=True)
     ap.add_argument("--port", type=int, default=0)
@@ -539,7 +538,7 @@ def _serve(argv: Sequence[str] | None = None) -> int:
     # Deleting the server waits, holding the GIL, for the request in progress to finish (a
     # long generation takes minutes). Nothing it holds needs a clean shutdown (the socket
     # closes with the process), so the process ends at once instead.
-    sys.stderr.write("tiap.local_llm: stopping\n")
+    sys.stderr.write("tiap.llm.local: stopping\n")
     sys.stderr.flush()
     os._exit(0)
 
