@@ -36,14 +36,6 @@ app = typer.Typer(
 )
 
 
-def _named(value: str) -> tuple[str | None, Path]:
-    if "=" in value and not Path(value).exists():
-        name, _, path = value.partition("=")
-        if name:
-            return name.strip(), Path(path)
-    return None, Path(value)
-
-
 def _write_sidecar(path: Path, man: dict[str, Any]) -> Path:
     from tiap.io import atomic_write
 
@@ -375,15 +367,15 @@ def agreement_cmd(
     from tiap.audit.agreement import AGREEMENT_COMMAND, agreement, write_agreement
     from tiap.audit.human import read_human_labels
     from tiap.audit.labels import read_labels
-    from tiap.io import check_output_folder
+    from tiap.io import check_output_folder, split_named
 
     raters = None if judges is None else split_names(judges, "--judges", what="judge names")
+    named = [split_named(spec, "--human") for spec in human or []]
     check_output_folder(out, AGREEMENT_COMMAND, force=force)  # before anything is read
     recs = read_labels(labels)
     hum = []
     inputs: dict[str, Path] = {f"labels:{i}": p for i, p in enumerate(labels)}
-    for spec in human or []:
-        name, path = _named(spec)
+    for name, path in named:
         hum.extend(read_human_labels(path, name))
         inputs[f"human:{name or path.name}"] = path
     rep = agreement(recs, human=hum, tie_rule=tie_rule,  # type: ignore[arg-type]

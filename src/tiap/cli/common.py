@@ -270,15 +270,15 @@ def one_of(*allowed: str):  # type: ignore[no-untyped-def]
 
 def read_overlays(specs: list[str]) -> tuple[dict[str, Any], dict[str, Path]]:
     """``--overlay NAME=PATH`` values: each overlay's evidence by query id, and its file."""
-    from tiap.cli.rescore import parse_named
     from tiap.datasets.overlays import read_overlay
     from tiap.errors import TiapError
+    from tiap.io import split_named
     from tiap.targets.targets import _NAME_RE
 
     overlays: dict[str, Any] = {}
     files: dict[str, Path] = {}
     for spec in specs:
-        name, path = parse_named(spec)
+        name, path = split_named(spec, "--overlay")
         if not name or not _NAME_RE.match(f"t~{name}") or "~" in name:
             raise TiapError(f"--overlay {spec!r}: give NAME=PATH, NAME lower-case letters, "
                             "digits, '_' and '-' starting with a letter (target T~NAME reads it)",
