@@ -469,6 +469,32 @@ def output_folder(path: str | Path, step: str, *, force: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def split_named(value: str | Path, option: str) -> tuple[str | None, Path]:
+    """A ``[NAME=]PATH`` value of ``option``: ``NAME=PATH`` -> (NAME, PATH), a plain
+    ``PATH`` -> (None, PATH). Every option and argument that takes ``[NAME=]PATH`` reads it
+    here.
+
+    One rule: a value naming an existing file or folder is a path, even when it holds ``=``;
+    otherwise the first ``=`` splits it, and neither NAME (stripped; it may hold ``/``, as a
+    system name may) nor PATH is empty. Anything else is an error naming the option
+    (``invalid-value``)::
+
+        >>> split_named("bm25=runs/bm25.trec", "--run")
+        ('bm25', PosixPath('runs/bm25.trec'))
+        >>> split_named("runs/bm25.trec", "--run")
+        (None, PosixPath('runs/bm25.trec'))
+    """
+    text = str(value)
+    if "=" not in text or Path(text).exists():
+        return None, Path(text)
+    name, _, path = text.partition("=")
+    name = name.strip()
+    if not name or not path:
+        raise TiapError(f"{option} {text!r}: no such file, and not NAME=PATH (neither NAME "
+                        "nor PATH may be empty)", code="invalid-value")
+    return name, Path(path)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -122,7 +122,6 @@ import gc
 import hashlib
 import inspect
 import json
-import os
 import time
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -892,8 +891,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         step("rescore", rescore_spec, [rdir], run_rescore, needs=scored)
         result = held.get("result") or read_summary(rdir)
 
-        # 5. the semantic audit of the contested credits, by offline judges (the CLI's own
-        # three commands, so that their files and manifests are the same)
+        # 5. the semantic audit of the contested credits, by offline judges (the steps of the
+        # CLI's three commands, so that their files and manifests are the same)
         adir = root / "audit"
         gdir = adir / "graded"
         if cfg.audit:
@@ -952,29 +951,47 @@ VERDICT_CACHE = "verdicts.sqlite"
 
 
 def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> None:
-    """``tiap audit cases --each``, ``tiap audit judge`` and ``tiap audit graded`` on a
-    rescoring, as commands (their outputs and manifests are the CLI's own), into ``adir``."""
-    import subprocess
-    import sys
+    """The steps of ``tiap audit cases --each``, ``tiap audit judge`` and ``tiap audit
+    graded`` on a rescoring, into ``adir``: their files and manifests are the commands' own
+    (each manifest records the command that makes it), and the warnings they would print are
+    logged, each prefixed by its step."""
+    from tiap.audit.steps import find_cases, graded_audit, judge_cases
+    from tiap.provenance import manifest_warnings
 
     cases, judged, graded = adir / "cases.jsonl", adir / "judged", adir / "graded"
-    commands = [
-        ["audit", "cases", str(rdir), "--each", "--out", str(cases)],
-        ["audit", "judge", str(cases), *[x for j in judges for x in ("--judge", j)],
-         "--cache", str(adir / VERDICT_CACHE), "--out", str(judged)],
-        ["audit", "graded", str(rdir), "--labels", str(judged / "labels.jsonl"),
-         "--out", str(graded)],
-    ]
+    cache = adir / VERDICT_CACHE
     adir.mkdir(parents=True, exist_ok=True)
-    for argv in commands:
-        proc = subprocess.run([sys.executable, "-m", "tiap", *argv], capture_output=True,
-                              text=True, check=False, env={**os.environ, "COLUMNS": "120"})
-        if proc.returncode != 0:
-            raise TiapError(f"tiap {' '.join(argv[:2])} failed (exit {proc.returncode}): "
-                            + (proc.stderr.strip().splitlines() or ["no message"])[-1])
-        for line in proc.stderr.splitlines():
-            if line.startswith(("warning", "unscored")):
-                log(f"{argv[1]}: {line}")
+    with _as_command(["audit", "cases", str(rdir), "--each", "--out", str(cases)]):
+        find_cases(rdir, cases, each=True)
+    with _as_command(["audit", "judge", str(cases), *[x for j in judges for x in ("--judge", j)],
+                      "--cache", str(cache), "--out", str(judged)]):
+        res = judge_cases(cases, judged, judges, cache=cache)
+    for st in res.stats:
+        for reason, n in st.unscored_reasons.items():
+            log(f"judge: unscored: {st.judge}: {n:,} x {reason}")
+    for entry in res.manifest["counts"]:
+        for code, text in manifest_warnings(entry.get("warnings"), judged / "manifest.json",
+                                            who=entry["judge"]):
+            log(f"judge: warning[{code}]: {text}")
+    with _as_command(["audit", "graded", str(rdir), "--labels", str(judged / "labels.jsonl"),
+                      "--out", str(graded)]):
+        got = graded_audit(rdir, [judged / "labels.jsonl"], graded)
+    for code, text in manifest_warnings(got.manifest.get("warnings"), graded / "manifest.json"):
+        log(f"graded: warning[{code}]: {text}")
+
+
+@contextlib.contextmanager
+def _as_command(argv: list[str]) -> typing.Iterator[None]:
+    """Inside the block, manifests record ``tiap ARGV`` as their command line: the command
+    that makes the same output."""
+    from tiap import provenance
+
+    saved = provenance.command_line
+    provenance.command_line = ["tiap", *argv]
+    try:
+        yield
+    finally:
+        provenance.command_line = saved
 
 
 @contextlib.contextmanager

@@ -77,6 +77,31 @@ def manifest_header(command: str, schema_version: int) -> dict[str, Any]:
     return out
 
 
+def manifest_warnings(warnings: Any, manifest: str | Path, *, who: str = ""
+                      ) -> list[tuple[str, str]]:
+    """``(code, text)`` per warning counted in a manifest (``warnings``: the manifest's
+    ``{code: entry}``, entries with ``message``, ``count`` and optionally ``queries`` and
+    located ``examples``), the text as a command prints it after ``warning[code]: ``::
+
+        [who: ]message (N in Q queries, counted in MANIFEST); first: EXAMPLE
+
+    Anything else than a mapping gives no line."""
+    if not isinstance(warnings, Mapping):
+        return []
+    out = []
+    for code, w in warnings.items():
+        if not isinstance(w, Mapping):
+            continue
+        count, queries = w.get("count"), w.get("queries")
+        counted = (f"{count:,}" if isinstance(count, int) else "?") + (
+            f" in {queries:,} queries" if isinstance(queries, int) else "")
+        examples = w.get("examples")
+        first = (f"; first: {examples[0]}" if isinstance(examples, list) and examples else "")
+        out.append((str(code), (f"{who}: " if who else "") + (
+            f"{w.get('message', 'warning')} ({counted}, counted in {manifest}){first}")))
+    return out
+
+
 # ------------------------------------------------------------------------------------------
 # verifying an earlier step's inputs
 

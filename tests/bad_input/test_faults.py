@@ -151,7 +151,7 @@ def test_a_secret_in_an_error_message_is_redacted(tmp_path, monkeypatch, capsys)
         raise TiapError("the endpoint said: unknown key sk-echoed-SECRET-0042 (Bearer "
                         "sk-other-token-99999)", file=tmp_path / "x", code="endpoint")
 
-    monkeypatch.setattr("tiap.audit.run.run_judges", boom)
+    monkeypatch.setattr("tiap.audit.steps.run_judges", boom)
     assert main(["audit", "judge", str(_cases(tmp_path)), "--judge", "lexical", "--out",
                  str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err

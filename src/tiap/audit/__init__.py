@@ -17,6 +17,12 @@ section 3.3). The steps, each a function here and a ``tiap audit`` subcommand:
 4. :func:`graded_rescore` (``tiap audit graded``): labels as graded relevance, and how much
    of a relaxed target's nDCG gain survives them, with graded qrels per store.
 
+Each command's whole step (read the inputs, check them, compute, write the output and its
+manifest) is one function of :mod:`tiap.audit.steps`: :func:`find_cases`,
+:func:`judge_cases` (local model server, engine, verdict cache, output folder swap),
+:func:`graded_audit`, :func:`judge_agreement` and :func:`import_paper`; the commands and
+``tiap audit-run`` call them.
+
 Item ids are unique only within a store: cases and labels name their store, and labels
 grade ``(store, query_id, item_id)`` (:class:`tiap.ids.ItemKey`).
 
@@ -92,6 +98,18 @@ from tiap.audit.labels import (
 from tiap.audit.paper import PAPER_LABEL_COUNTS, read_paper_cases, read_paper_labels
 from tiap.audit.rubric import PARSE_PATTERN, RUBRIC_VERSION, parse_verdict, render_messages
 from tiap.audit.run import JudgeRun, VerdictCache, run_judges
+from tiap.audit.steps import (
+    AgreementResult,
+    CasesResult,
+    GradedAudit,
+    JudgeResult,
+    PaperImport,
+    find_cases,
+    graded_audit,
+    import_paper,
+    judge_agreement,
+    judge_cases,
+)
 
 __all__ = [
     "BINARY_LABELS",
@@ -108,14 +126,19 @@ __all__ = [
     "TIE_RULES",
     "UNSCORED",
     "AgreementReport",
+    "AgreementResult",
     "Case",
+    "CasesResult",
     "ContestedItem",
     "EmbeddingJudge",
+    "GradedAudit",
     "GradedResult",
     "Judge",
+    "JudgeResult",
     "JudgeRun",
     "LabelRecord",
     "LexicalJudge",
+    "PaperImport",
     "RatingTable",
     "RelevanceKey",
     "Request",
@@ -128,9 +151,14 @@ __all__ = [
     "cohen_kappa",
     "cohen_kappa_interval",
     "contested_cases",
+    "find_cases",
     "fleiss_kappa",
+    "graded_audit",
     "graded_rescore",
+    "import_paper",
     "item_relevance",
+    "judge_agreement",
+    "judge_cases",
     "krippendorff_alpha",
     "list_judges",
     "majority_vote",

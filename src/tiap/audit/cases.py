@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
-from tiap.io import iter_jsonl, json_error, write_jsonl
+from tiap.io import iter_jsonl, json_error, split_named, write_jsonl
 
 __all__ = [
     "CASES_SCHEMA_VERSION",
@@ -616,7 +616,7 @@ def load_rescore_inputs(
     inputs: dict[str, Path] = {}
     store_paths: dict[str | None, Path] = {}
     for spec in items:
-        name, path = _named(spec)
+        name, path = split_named(spec, "--items")
         store_paths[name] = path
     given_stores = bool(store_paths)
     if not store_paths:
@@ -627,7 +627,7 @@ def load_rescore_inputs(
     if qpath is None:
         raise TiapError("no queries file: pass --queries (the rescoring's manifest names none)")
     qpath = check("queries", qpath if queries is not None else None, "--queries")
-    run_specs: list[tuple[str | None, Path]] = [_named(s) for s in runs]
+    run_specs: list[tuple[str | None, Path]] = [split_named(s, "--run") for s in runs]
     given_runs = bool(run_specs)
     if not run_specs:
         run_specs = [(n, p) for n, p in rescore_dir.input_paths("run").items()]
@@ -682,15 +682,6 @@ def load_rescore_inputs(
     qs = read_queries(qpath)
     inputs["queries"] = qpath
     return stores, qs, loaded, inputs
-
-
-def _named(value: str) -> tuple[str | None, Path]:
-    """``NAME=PATH`` -> (NAME, PATH); a plain ``PATH`` -> (None, PATH)."""
-    if "=" in value and not Path(value).exists():
-        name, _, path = value.partition("=")
-        if name:
-            return name.strip(), Path(path)
-    return None, Path(value)
 
 
 def iter_strata(cases: Iterable[Case]) -> Iterator[tuple[tuple[str, ...], list[Case]]]:

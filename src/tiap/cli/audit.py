@@ -5,8 +5,6 @@ Thin wrappers over :mod:`tiap.audit`; see docs/audit.md.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,48 +18,15 @@ from tiap.cli.common import (
     bounded,
     console,
     err_console,
-    headline_option,
     print_warnings,
     split_names,
 )
-from tiap.errors import TiapError
-
-#: The manifest ``command`` of ``tiap audit judge``.
-JUDGE_COMMAND = "audit judge"
 
 app = typer.Typer(
     help="Semantic audit of contested credits: cases, judges, agreement, graded targets.",
     no_args_is_help=True,
     rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
 )
-
-
-def _named(value: str) -> tuple[str | None, Path]:
-    if "=" in value and not Path(value).exists():
-        name, _, path = value.partition("=")
-        if name:
-            return name.strip(), Path(path)
-    return None, Path(value)
-
-
-def _write_sidecar(path: Path, man: dict[str, Any]) -> Path:
-    from tiap.io import atomic_write
-
-    side = path.with_name(path.name + ".manifest.json")
-    with atomic_write(side) as fh:
-        fh.write(json.dumps(man, indent=2) + "\n")
-    return side
-
-
-def _option_measure(option: str, measure: str) -> Any:
-    """The measure an option gives; a bad one is an error naming the option."""
-    from tiap.scoring.measures import parse_measure
-
-    try:
-        return parse_measure(measure)
-    except TiapError as exc:
-        p = exc.problems[0]
-        raise TiapError(f"{option}: {p.message}", code=p.code) from None
 
 
 @app.command("cases")
@@ -101,57 +66,17 @@ def cases_cmd(
 ) -> None:
     """Find the contested credits of a rescoring: retrieved items a relaxed target credits
     and Raw does not, one case per (query, system, target)."""
-    from tiap.audit.cases import (
-        CASES_SCHEMA_VERSION,
-        RescoreDir,
-        contested_cases,
-        load_rescore_inputs,
-        measure_cutoff,
-        sample_cases,
-        strata_counts,
-        write_cases,
-    )
-    from tiap.provenance import input_entry, manifest_header
-    from tiap.scoring.rescore import store_lineages
+    from tiap.audit import find_cases
 
-    measure = headline_option(measure, k)
-    opt = "--k" if k is not None else "--measure"
-    rd = RescoreDir.open(rescore_dir)
-    m = str(_option_measure(opt, measure)) if measure else rd.default_measure()
-    k = measure_cutoff(m)
-    if measure is not None and m not in rd.measures:
-        given = f"--k: {m!r}" if opt == "--k" else f"--measure {m!r}"
-        raise TiapError(f"{given} is not a measure of the rescoring in {rd.path} "
-                        f"(its measures: {', '.join(rd.measures) or 'none'})",
-                        code="invalid-value")
-    if k is None:
-        raise TiapError(f"the measure {m!r} has no cutoff; pass e.g. --measure nDCG@60")
-    stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
-                                                   runs=run or [])
-    values = rd.values(m)
     tlist = split_names(targets, "--targets", what="target names")
-    found = contested_cases(runs, qs, stores, targets=tlist, raw_target=raw,
-                            target_defs=rd.target_defs or None, k=k, credit=rd.credit,
-                            values=values, measure=m, dataset=dataset, each=each)
-    chosen = sample_cases(found, sample, per_stratum=per_stratum, seed=seed)  # type: ignore[arg-type]
-    n = write_cases(out, chosen)
-    man = manifest_header("audit cases", CASES_SCHEMA_VERSION)
-    man["inputs"] = {"rescore_manifest": input_entry(rd.path / "manifest.json"),
-                     "per_query": input_entry(rd.path / "per_query.csv"),
-                     **{k2: input_entry(p) for k2, p in inputs.items()}}
-    man["options"] = {"targets": tlist, "raw": raw, "measure": m, "k": k, "credit": rd.credit,
-                      "each": each,
-                      "sample": sample, "per_stratum": per_stratum if sample != "all" else None,
-                      "seed": seed if sample != "all" else None}
-    man["stores"] = {s: name for s, (name, _) in store_lineages(runs, stores).items()}
-    man["counts"] = {"contested": len(found), "written": n,
-                     "strata": strata_counts(chosen)}
-    _write_sidecar(out, man)
-    t = Table(title=f"contested credits ({len(found):,} found, {n:,} written)",
+    res = find_cases(rescore_dir, out, items=items or [], queries=queries, runs=run or [],
+                     targets=tlist, raw=raw, measure=measure, k=k, sample=sample,
+                     per_stratum=per_stratum, seed=seed, dataset=dataset, each=each)
+    t = Table(title=f"contested credits ({res.found:,} found, {res.written:,} written)",
               title_justify="left")
     for c in ("dataset", "system", "case_type", "rank_bucket", "n"):
         t.add_column(c, justify="right" if c == "n" else "left")
-    for r in strata_counts(chosen):
+    for r in res.strata:
         t.add_row(r["dataset"] or "-", r["system"], r["case_type"], r["rank_bucket"],
                   f"{r['n']:,}")
     console.print(t)
@@ -225,129 +150,44 @@ def judge_cmd(
     """Judge every case with every judge; writes OUT/labels.jsonl and OUT/manifest.json
     (OUT is replaced whole; the verdict cache in it is kept). Safe to kill and rerun:
     finished verdicts are kept in the cache and never asked for again."""
-    from tiap.audit.cases import read_cases
-    from tiap.io import check_output_folder
-    from tiap.memory.build import cache_entries
-
-    cache_path = cache or out / "cache.sqlite"
-    keep = cache_entries(cache_path, out)  # used in place, kept across the swap
-    check_output_folder(out, JUDGE_COMMAND, force=force, keep=keep)  # before any request
-    all_cases = read_cases(cases)
-    if not all_cases:
-        raise TiapError("no cases in the file: nothing to judge (did `tiap audit cases` find "
-                        "no contested credit?)", file=cases)
-    if limit is not None:
-        all_cases = all_cases[:limit]
-    stack = contextlib.ExitStack()
-    local: dict[str, Any] | None = None
-    if local_model is not None:
-        from tiap.audit.judges import parse_judge_spec
-        from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
-
-        _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
-        if not any(parse_judge_spec(j)[0] == "openai" for j in judge):
-            raise TiapError("--local-model is for openai judges; none of the --judge "
-                            "specs is one", code="usage")
-        for spec in judge:  # an openai judge aimed elsewhere would not judge with the model
-            name, kw = parse_judge_spec(spec)
-            if name != "openai":
-                continue
-            if "base_url" in kw:
-                raise TiapError(f"judge {spec!r} names its own base_url, so it would not use "
-                                f"the --local-model server: drop one of the two",
-                                code="usage")
-            if kw.get("model", served) != served:
-                raise TiapError(f"judge {spec!r} asks for model {kw['model']!r}, but "
-                                f"--local-model serves {served!r}", code="usage")
-
-        srv = stack.enter_context(LocalServer(local_model, port=local_port,
-                                              log=lambda m: err_console.print(escape(m))))
-        local = srv.settings()
-        base_url, model = srv.base_url, model or srv.model
-        concurrency = concurrency or CLIENT_DEFAULTS["concurrency"]
-        timeout = timeout or CLIENT_DEFAULTS["timeout"]
-    defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
-                "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
-                "backoff": backoff, "max_invalid": max_invalid,
-                "response_format": response_format}
-    from tiap.engine import make_engine, use_engine
-
-    with stack:
-        eng = stack.enter_context(contextlib.closing(make_engine(engine)))
-        with use_engine(eng):
-            _judge_run(cases, out, judge, defaults, all_cases, cache_path, keep,
-                       retry_unscored, limit, force, local, max_invalid, response_format)
-
-
-def _judge_run(cases: Path, out: Path, judge: list[str], defaults: dict[str, Any],
-               all_cases: list[Any], cache_path: Path, keep: Any, retry_unscored: bool,
-               limit: int | None, force: bool, local: dict[str, Any] | None,
-               max_invalid: float | None, response_format: str | None) -> None:
-    """The judging of :func:`judge_cmd`, with the endpoints up."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tiap.audit.judges import make_judge
-    from tiap.audit.labels import LABELS_SCHEMA_VERSION, write_labels
-    from tiap.audit.run import VerdictCache, run_judges
+    from tiap.audit import judge_cases
     from tiap.config import command_options
-    from tiap.io import output_folder
-    from tiap.provenance import input_entry, manifest_header
 
-    with command_options({k: "--" + k.replace("_", "-") for k in defaults}):
-        judges = [make_judge(spec, defaults) for spec in judge]
-    endpoint_only = [f for f, v in (("--max-invalid", max_invalid),
-                                     ("--response-format", response_format)) if v is not None]
-    if endpoint_only and not any(j.endpoint for j in judges):
-        for j in judges:
-            j.close()
-        raise TiapError(f"{' and '.join(endpoint_only)} "
-                        f"{'are' if len(endpoint_only) > 1 else 'is'} for judges that call an "
-                        f"endpoint (openai); none of {', '.join(j.name for j in judges)} does",
-                        code="usage")
-    try:
-        with VerdictCache(cache_path) as vc, Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=err_console, transient=True,
-            disable=not err_console.is_terminal,
-        ) as bar:
-            tasks: dict[str, Any] = {}
+    options = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
+               "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
+               "backoff": backoff, "max_invalid": max_invalid,
+               "response_format": response_format}
+    with command_options({k: "--" + k.replace("_", "-") for k in options}), Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=err_console, transient=True,
+        disable=not err_console.is_terminal,
+    ) as bar:
+        tasks: dict[str, Any] = {}
 
-            def progress(name: str, done: int, total: int) -> None:
-                if name not in tasks:
-                    tasks[name] = bar.add_task(name, total=total)
-                bar.update(tasks[name], completed=done, total=total)
+        def progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
 
-            result = run_judges(all_cases, judges, vc, retry_unscored=retry_unscored,
-                                progress=progress)
-    finally:
-        for j in judges:
-            j.close()
-    man = manifest_header(JUDGE_COMMAND, LABELS_SCHEMA_VERSION)
-    man["inputs"] = {"cases": input_entry(cases)}
-    man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
-                      "cache": str(cache_path), "local_model": local}
-    man["judges"] = list(result.judges)
-    man["counts"] = [s.to_json() for s in result.stats]
-    man["outputs"] = ["labels.jsonl"]
-    with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
-        write_labels(tmp / "labels.jsonl", result.records)
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    t = Table(title=f"verdicts on {len(all_cases):,} cases", title_justify="left")
+        res = judge_cases(cases, out, judge, **options, local_model=local_model,
+                          local_port=local_port, cache=cache, retry_unscored=retry_unscored,
+                          limit=limit, engine=engine, force=force, progress=progress,
+                          log=lambda m: err_console.print(escape(m)))
+    t = Table(title=f"verdicts on {res.n_cases:,} cases", title_justify="left")
     for c in ("judge", "requests", "from cache", "asked", "supports", "partial",
               "does_not_support", "unscored"):
         t.add_column(c, justify="left" if c == "judge" else "right")
-    for s in result.stats:
-        recs = [r for r in result.records if r.judge == s.judge]
-        cnt = {lab: sum(1 for r in recs if r.label == lab)
-               for lab in ("supports", "partial", "does_not_support", "unscored")}
+    for s in res.stats:
         t.add_row(s.judge, f"{s.requests:,}", f"{s.cached:,}", f"{s.asked:,}",
-                  *(f"{v:,}" for v in cnt.values()))
+                  *(f"{v:,}" for v in res.label_counts(s.judge).values()))
     console.print(t)
-    for s in result.stats:
+    for s in res.stats:
         for reason, n in s.unscored_reasons.items():
             err_console.print(f"[yellow]unscored[/]: {s.judge}: {n:,} x {reason}",
                               highlight=False)
-    for entry in man["counts"]:  # as the manifest counts them (redacted)
+    for entry in res.manifest["counts"]:  # as the manifest counts them (redacted)
         print_warnings(entry.get("warnings"), out / "manifest.json", who=entry["judge"])
     err_console.print(f"wrote {out / 'labels.jsonl'}")
 
@@ -372,23 +212,12 @@ def agreement_cmd(
 ) -> None:
     """Agreement between judges: Fleiss' and Cohen's kappa, Krippendorff's alpha, percent
     agreement (3 classes and binary), majority vote, distributions, and human labels."""
-    from tiap.audit.agreement import AGREEMENT_COMMAND, agreement, write_agreement
-    from tiap.audit.human import read_human_labels
-    from tiap.audit.labels import read_labels
-    from tiap.io import check_output_folder
+    from tiap.audit import judge_agreement
 
     raters = None if judges is None else split_names(judges, "--judges", what="judge names")
-    check_output_folder(out, AGREEMENT_COMMAND, force=force)  # before anything is read
-    recs = read_labels(labels)
-    hum = []
-    inputs: dict[str, Path] = {f"labels:{i}": p for i, p in enumerate(labels)}
-    for spec in human or []:
-        name, path = _named(spec)
-        hum.extend(read_human_labels(path, name))
-        inputs[f"human:{name or path.name}"] = path
-    rep = agreement(recs, human=hum, tie_rule=tie_rule,  # type: ignore[arg-type]
-                    raters=raters)
-    man = write_agreement(rep, out, inputs=inputs, force=force)
+    res = judge_agreement(labels, out, human=human or [], tie_rule=tie_rule, judges=raters,
+                          force=force)
+    rep, man = res.report, res.manifest
     s = rep.summary
     console.print(f"{len(rep.raters)} raters, {rep.n_cases:,} cases, {rep.n_complete:,} "
                   "labelled by every rater", highlight=False)
@@ -460,49 +289,15 @@ def graded_cmd(
     how much of each relaxed target's nDCG gain over Raw survives them; and composed support
     at the same k (Coverage, GradedCoverage, Sufficient: do the top k together support every
     evidence unit?), bounded where unjudged members leave it open."""
-    from tiap.audit.cases import RescoreDir, load_rescore_inputs, measure_cutoff
-    from tiap.audit.graded import (
-        GRADED_COMMAND,
-        SUPPORT_POLICIES,
-        UNJUDGED,
-        graded_rescore,
-        item_relevance,
-        write_graded,
-    )
-    from tiap.audit.labels import read_labels
-    from tiap.io import check_output_folder
-    from tiap.scoring.rescore import store_lineages
+    from tiap.audit import graded_audit
+    from tiap.audit.graded import UNJUDGED
 
-    if unjudged is not None and unjudged not in SUPPORT_POLICIES:
-        raise TiapError(f"--unjudged {unjudged!r}: expected one of "
-                        f"{', '.join(SUPPORT_POLICIES)}", code="invalid-value")
     tlist = split_names(targets, "--targets", what="target names")  # before anything is read
     jlist = None if judges is None else split_names(judges, "--judges", what="judge names")
-    check_output_folder(out, GRADED_COMMAND, force=force)
-    rd = RescoreDir.open(rescore_dir)
-    cut = (_option_measure("--k", f"nDCG@{k}").cutoff if k is not None
-           else measure_cutoff(rd.default_measure()))
-    if cut is None:
-        raise TiapError("pass --k: the rescoring's nDCG measure has no cutoff")
-    stores, qs, runs, inputs = load_rescore_inputs(rd, items=items or [], queries=queries,
-                                                   runs=run or [])
-    for r in runs:
-        if r.system not in stores and None not in stores:
-            raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH")
-    names = {name for name, _ in store_lineages(runs, stores).values()}
-    rel = item_relevance(read_labels(labels), tie_rule=tie_rule,  # type: ignore[arg-type]
-                         judges=jlist, stores=names)
-    result = graded_rescore(runs, qs, stores, rel, targets=tlist, raw_target=raw,
-                            target_defs=rd.target_defs or None, k=cut,
-                            unjudged=unjudged)  # type: ignore[arg-type]
-    for i, p in enumerate(labels):
-        inputs[f"labels:{i}"] = p
-    per_store = {n: sum(1 for key in rel if key[0] == n) for n in sorted(names)}
-    man = write_graded(result, out, inputs=inputs,
-                       options={"targets": tlist, "raw": raw, "judges": judges,
-                                "tie_rule": tie_rule, "labelled_items": per_store,
-                                "labelled_items_of_other_stores": len(rel) - sum(
-                                    per_store.values())}, force=force)
+    res = graded_audit(rescore_dir, labels, out, items=items or [], queries=queries,
+                       runs=run or [], targets=tlist, raw=raw, k=k, unjudged=unjudged,
+                       judges=jlist, tie_rule=tie_rule, force=force)
+    result, man, cut = res.result, res.manifest, res.result.k
     t = Table(title=f"nDCG@{cut}, set credit: gain over Raw that survives the labels",
               title_justify="left")
     for c in ("system", "store", "target", "n", "raw", "binary", "retained", "survival",
@@ -567,26 +362,14 @@ def import_paper_cmd(
         ] = None,
 ) -> None:
     """Read the paper's audit CSVs as TIAP labels and cases; prints the label counts."""
-    from tiap.audit.cases import write_cases
-    from tiap.audit.labels import write_labels
-    from tiap.audit.paper import label_counts, read_paper_cases, read_paper_labels
-    from tiap.provenance import input_entry, manifest_header
+    from tiap.audit import import_paper
+    from tiap.audit.paper import label_counts
 
-    if out is None and cases_out is None:
-        raise TiapError("nothing to write: pass --out LABELS.jsonl and/or --cases-out "
-                        "CASES.jsonl")
-    if cases_out is not None:
-        n = write_cases(cases_out, read_paper_cases(csv_path))
-        man = manifest_header("audit import-paper", 1)
-        man["inputs"] = {"csv": input_entry(csv_path)}
-        _write_sidecar(cases_out, man)
-        err_console.print(f"wrote {n:,} cases to {cases_out}")
-    if out is not None:
-        labs = read_paper_labels(csv_path)
-        write_labels(out, labs)
-        man = manifest_header("audit import-paper", 1)
-        man["inputs"] = {"csv": input_entry(csv_path)}
-        _write_sidecar(out, man)
+    res = import_paper(csv_path, out=out, cases_out=cases_out)
+    if res.cases_out is not None:
+        err_console.print(f"wrote {res.n_cases:,} cases to {res.cases_out}")
+    if res.labels is not None:
+        labs = res.labels
         t = Table(title=f"{len(labs):,} verdicts of {labs[0].judge if labs else '-'}",
                   title_justify="left")
         for c in ("dataset", "supports", "partial", "does_not_support", "n"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -121,23 +121,13 @@ def print_warnings(warnings: Any, manifest: Path, *, who: str = "") -> int:
     after the output is written. Returns the number of lines printed."""
     from rich.markup import escape
 
-    if not isinstance(warnings, Mapping):
-        return 0
-    n = 0
-    for code, w in warnings.items():
-        if not isinstance(w, Mapping):
-            continue
-        count, queries = w.get("count"), w.get("queries")
-        counted = (f"{count:,}" if isinstance(count, int) else "?") + (
-            f" in {queries:,} queries" if isinstance(queries, int) else "")
-        examples = w.get("examples")
-        first = (f"; first: {examples[0]}" if isinstance(examples, list) and examples else "")
-        text = (f"{who}: " if who else "") + (
-            f"{w.get('message', 'warning')} ({counted}, counted in {manifest}){first}")
-        err_console.print(f"[yellow]warning\\[{escape(str(code))}][/]: " + escape(text),
+    from tiap.provenance import manifest_warnings
+
+    lines = manifest_warnings(warnings, manifest, who=who)
+    for code, text in lines:
+        err_console.print(f"[yellow]warning\\[{escape(code)}][/]: " + escape(text),
                           highlight=False, soft_wrap=True)
-        n += 1
-    return n
+    return len(lines)
 
 
 def print_manifest_warnings(folder: Path) -> int:
@@ -270,15 +260,15 @@ def one_of(*allowed: str):  # type: ignore[no-untyped-def]
 
 def read_overlays(specs: list[str]) -> tuple[dict[str, Any], dict[str, Path]]:
     """``--overlay NAME=PATH`` values: each overlay's evidence by query id, and its file."""
-    from tiap.cli.rescore import parse_named
     from tiap.datasets.overlays import read_overlay
     from tiap.errors import TiapError
+    from tiap.io import split_named
     from tiap.targets.targets import _NAME_RE
 
     overlays: dict[str, Any] = {}
     files: dict[str, Path] = {}
     for spec in specs:
-        name, path = parse_named(spec)
+        name, path = split_named(spec, "--overlay")
         if not name or not _NAME_RE.match(f"t~{name}") or "~" in name:
             raise TiapError(f"--overlay {spec!r}: give NAME=PATH, NAME lower-case letters, "
                             "digits, '_' and '-' starting with a letter (target T~NAME reads it)",

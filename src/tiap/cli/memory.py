@@ -20,7 +20,6 @@ from tiap.cli.common import (
     split_names,
     track,
 )
-from tiap.errors import Problem, TiapError
 
 LLM_ONLY = "Only with --parser llm."
 
@@ -109,75 +108,24 @@ def build_store_cmd(
 ) -> None:
     """Build a memory store: one raw item per turn plus derived items with lineage. --out is
     replaced whole by the new store (a --cache inside it is kept)."""
-    import contextlib
+    from tiap.config import command_options
+    from tiap.memory import build_dataset_store
 
-    from tiap.datasets import DataSource, SessionSlice, load
-    from tiap.io import check_output_folder
-    from tiap.memory import build_store, make_parser
-    from tiap.memory.build import cache_entries
-
-    pname = parser.strip().lower()
-    llm_opts: dict[str, Any] = {
-        "base_url": base_url, "model": model, "api_key_env": api_key_env,
-        "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
-        "cache": None if cache is None else str(cache), "max_invalid": max_invalid,
-        "response_format": response_format, "max_tokens": max_tokens,
-    }
-    given = {k: v for k, v in llm_opts.items() if v is not None}
-    problems: list[Problem] = []
-    if pname != "llm" and given:
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        problems.append(Problem(f"options for --parser llm only: {flags}"))
-    if local_model is not None:
-        if pname != "llm":
-            problems.append(Problem("--local-model serves the model of --parser llm only"))
-        else:
-            from tiap.llm.local import local_endpoint
-
-            try:
-                local_endpoint(local_model, local_port, base_url=base_url, model=model)
-            except TiapError as exc:
-                problems.extend(exc.problems)
-    if pname == "native" and max_facts is not None:
-        problems.append(Problem("--max-facts does not apply to --parser native "
-                                "(it stores the memories the dataset ships)"))
-    if problems:
-        raise TiapError(problems=problems)
-    args: dict[str, Any] = {}
-    if pname in ("heuristic", "llm"):
-        args["max_facts"] = 5 if max_facts is None else max_facts
-    served: Any = None
-    if pname == "llm":
-        args.update(given)
-        args["seed"] = seed
-        if local_model is not None:
-            from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
-
-            args["base_url"], args["model"] = local_endpoint(local_model, local_port)
-            for k, v in CLIENT_DEFAULTS.items():
-                args.setdefault(k, v)
-            served = LocalServer(args["model"], port=local_port, threads=local_threads,
-                                 log=lambda m: err_console.print(escape(m)))
-    elif max_facts is not None and pname not in ("heuristic", "native"):
-        args["max_facts"] = max_facts
     wanted = None if collections is None else split_names(collections, "--collections",
                                                           what="collection ids")
-    # a foreign --out is refused before the parser opens its cache (which may lie in it)
-    check_output_folder(out, "build-store", force=force, keep=cache_entries(cache, out))
-    from tiap.config import command_options
-
-    with command_options({k: "--" + k.replace("_", "-") for k in args}):
-        made = make_parser(pname, **args)  # checks the arguments before any data is read
-    ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    if sessions is not None:
-        ds = SessionSlice(ds, sessions)
-    from tiap.engine import make_engine, use_engine
-
-    with (served if served is not None else contextlib.nullcontext(),
-          contextlib.closing(make_engine(engine)) as eng, use_engine(eng)):
-        result = build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
-                             progress=track, store=name, force=force,
-                             served=None if served is None else served.settings())
+    llm = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
+           "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
+           "cache": cache, "max_invalid": max_invalid, "response_format": response_format,
+           "max_tokens": max_tokens}
+    # a parser's problem with a value given here names the option; a missing one the key
+    given = ["max_facts", "seed", *(k for k, v in llm.items() if v is not None)]
+    with command_options({k: "--" + k.replace("_", "-") for k in given}):
+        result = build_dataset_store(
+            dataset, parser, out, name=name, max_facts=max_facts, seed=seed,
+            collections=wanted, workers=workers, **llm, local_model=local_model,
+            local_port=local_port, local_threads=local_threads, sessions=sessions,
+            engine=engine, data=data, verify=not no_verify, force=force, progress=track,
+            log=lambda m: err_console.print(escape(m)))
     _print_summary(result.counts, result.manifest, out)
     print_warnings(result.manifest.get("warnings"), out / "manifest.json")
 

@@ -22,16 +22,8 @@ from tiap.cli.common import (
 )
 from tiap.cli.targets import split_targets
 from tiap.errors import Problem, TiapError
+from tiap.io import split_named
 from tiap.scoring.measures import DEFAULT_K, default_measures
-
-
-def parse_named(value: str) -> tuple[str | None, Path]:
-    """``NAME=PATH`` -> (NAME, PATH); a plain ``PATH`` -> (None, PATH)."""
-    if "=" in value:
-        name, _, path = value.partition("=")
-        if name and not Path(value).exists():
-            return name.strip(), Path(path)
-    return None, Path(value)
 
 
 def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
@@ -51,7 +43,7 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
     read = read_run_columnar if columnar else read_run
     runs = []
     for spec in specs:
-        name, path = parse_named(spec)
+        name, path = split_named(spec, "--run")
         got = read(path, dedup=dedup, order=order)  # type: ignore[arg-type]
         if name is None:
             runs.extend(got)
@@ -75,7 +67,7 @@ def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
 
     out = {}
     for spec in specs:
-        name, path = parse_named(spec)
+        name, path = split_named(spec, "--qrels")
         if name is None:
             name = _default_system(path)
             store = qrels_store(path) if path.exists() else None
@@ -369,7 +361,7 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
     stores: dict[str | None, Any] = {}
     inputs: dict[str, Path] = {"queries": queries}
     for spec in items:
-        name, path = parse_named(spec)
+        name, path = split_named(spec, "--items")
         if name in stores:
             raise TiapError(f"two stores given for {name or 'every run'}", file=path)
         stores[name] = read_store(path)
@@ -381,7 +373,7 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         got = load_runs([spec], dedup, order=order)
         runs.extend(got)
         for r in got:
-            inputs[f"run:{r.system}"] = parse_named(spec)[1]
+            inputs[f"run:{r.system}"] = split_named(spec, "--run")[1]
     result = rescore(runs, qs, stores, targets=targets, **opts)
     return result, inputs, qs, _warnings_of(runs)
 
@@ -394,7 +386,7 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     dedup, order = opts.pop("dedup"), opts.pop("order")
     # the qrels files are read while the runs are (pyarrow parses without the GIL), unless
     # the runs are large: then one file at a time keeps the peak memory down
-    run_bytes = sum(p.stat().st_size for p in (parse_named(r)[1] for r in run) if p.is_file())
+    run_bytes = sum(p.stat().st_size for p in (split_named(r, "--run")[1] for r in run) if p.is_file())
     if run_bytes <= CONCURRENT_READ_BYTES:
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(load_qrels, qrels)
@@ -406,9 +398,9 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     _check_stores(run, qrels)
     inputs: dict[str, Path] = {}
     for spec, name in zip(qrels, judgments, strict=True):
-        inputs[f"qrels:{name}"] = parse_named(spec)[1]
+        inputs[f"qrels:{name}"] = split_named(spec, "--qrels")[1]
     for spec in run:
-        name, path = parse_named(spec)
+        name, path = split_named(spec, "--run")
         inputs[f"run:{name or path.name}"] = path
     return rescore_qrels(runs, judgments, **opts), inputs, _warnings_of(runs)
 
@@ -419,10 +411,10 @@ def _check_stores(runs: list[str], qrels: list[str]) -> None:
     from tiap.targets.export import qrels_store
     from tiap.traces.runs import trace_store
 
-    named = [(p, qrels_store(p)) for p in (parse_named(q)[1] for q in qrels)]
+    named = [(p, qrels_store(p)) for p in (split_named(q, "--qrels")[1] for q in qrels)]
     problems = []
     for spec in runs:
-        path = parse_named(spec)[1]
+        path = split_named(spec, "--run")[1]
         run_store = trace_store(path)
         for qpath, q_store in named:
             if run_store is not None and q_store is not None and run_store != q_store:

@@ -89,8 +89,7 @@ def sensitivity_cmd(
     intervals and effect sizes), design recommendations, ranking stability, categories,
     cardinality, depth, aggregation and answer alignment: CSVs and a manifest in --out
     (docs/sensitivity.md)."""
-    from tiap.cli.rescore import parse_named
-    from tiap.io import check_output_folder
+    from tiap.io import check_output_folder, split_named
     from tiap.sensitivity import analyze, parse_configs, write_sensitivity
 
     primary = headline_option(measure, k)
@@ -101,7 +100,8 @@ def sensitivity_cmd(
         overrides["queries"] = queries
     for key, specs in (("items", items), ("runs", run)):
         if specs:
-            overrides[key] = {name: path for name, path in map(parse_named, specs)}
+            option = "--items" if key == "items" else "--run"
+            overrides[key] = dict(split_named(spec, option) for spec in specs)
     from tiap.engine import make_engine, use_engine
 
     eng = make_engine(engine)

@@ -5,12 +5,24 @@
 >>> parser = make_parser("heuristic", max_facts=5)                   # doctest: +SKIP
 >>> build_store(load("locomo"), parser, "stores/locomo-d5")          # doctest: +SKIP
 
+:func:`build_dataset_store` is the whole ``tiap build-store`` step from a dataset id and a
+parser name (options checked together, a local model served for the ``llm`` parser):
+
+>>> from tiap.memory import build_dataset_store                      # doctest: +SKIP
+>>> build_dataset_store("locomo", "heuristic", "stores/f5", max_facts=5)  # doctest: +SKIP
+
 Parsers are registered factories (:mod:`tiap.memory.parsers`): ``heuristic``
 (:mod:`tiap.memory.heuristic`), ``native`` (:mod:`tiap.memory.native`) and ``llm``
 (:mod:`tiap.memory.llm_parser`, needs the ``llm`` extra).
 """
 
-from tiap.memory.build import DEFAULT_SEED, BuildResult, build_store, raw_item
+from tiap.memory.build import (
+    DEFAULT_SEED,
+    BuildResult,
+    build_dataset_store,
+    build_store,
+    raw_item,
+)
 from tiap.memory.dates import anchor_text, parse_session_date
 from tiap.memory.parsers import (
     FACT_KIND,
@@ -26,6 +38,6 @@ from tiap.memory.store import Item, iter_items, read_items, write_items
 
 __all__ = [
     "DEFAULT_SEED", "FACT_KIND", "BuildResult", "Item", "Parser", "ParserSpec", "TurnContext",
-    "anchor_text", "build_store", "iter_items", "make_parser", "parse_session_date",
+    "anchor_text", "build_dataset_store", "build_store", "iter_items", "make_parser", "parse_session_date",
     "parser_names", "raw_item", "read_items", "register_parser", "turn_contexts", "write_items",
 ]

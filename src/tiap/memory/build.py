@@ -335,6 +335,112 @@ def build_store(
     return BuildResult(Path(out), counts, man)
 
 
+def build_dataset_store(
+    dataset: str,
+    parser: str,
+    out: str | Path,
+    *,
+    name: str | None = None,
+    max_facts: int | None = None,
+    seed: int = DEFAULT_SEED,
+    collections: Sequence[str] | None = None,
+    workers: int | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    concurrency: int | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    cache: str | Path | None = None,
+    max_invalid: float | None = None,
+    response_format: str | None = None,
+    max_tokens: int | None = None,
+    local_model: str | None = None,
+    local_port: int = 8089,
+    local_threads: int = 1,
+    sessions: int | None = None,
+    engine: str = "local",
+    data: str | Path | None = None,
+    verify: bool = True,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    log: Callable[[str], None] | None = None,
+) -> BuildResult:
+    """The memory store of a dataset by id, the whole ``tiap build-store`` step: the options
+    checked together (the ``llm`` parser's options with another parser, ``max_facts`` with
+    ``native``, a ``local_model`` that does not fit), the dataset loaded (``data``: its
+    folder; ``verify``: check the pinned sha256; ``sessions``: the first N sessions of each
+    collection), a ``local_model`` served on 127.0.0.1:``local_port`` while the store is
+    built, and :func:`build_store` on ``engine``.
+
+    ``parser`` is ``heuristic``, ``native`` or ``llm``; ``max_facts`` defaults to 5 for
+    heuristic and llm; the endpoint options are the llm parser's (module docstring of
+    :mod:`tiap.memory.llm_parser`). ``log`` gets the local model server's lines.
+    """
+    import contextlib
+
+    from tiap.datasets import DataSource, load
+
+    pname = parser.strip().lower()
+    llm_opts: dict[str, Any] = {
+        "base_url": base_url, "model": model, "api_key_env": api_key_env,
+        "concurrency": concurrency, "timeout": timeout, "max_retries": max_retries,
+        "cache": None if cache is None else str(cache), "max_invalid": max_invalid,
+        "response_format": response_format, "max_tokens": max_tokens,
+    }
+    given = {k: v for k, v in llm_opts.items() if v is not None}
+    problems: list[Problem] = []
+    if pname != "llm" and given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        problems.append(Problem(f"options for --parser llm only: {flags}"))
+    if local_model is not None:
+        if pname != "llm":
+            problems.append(Problem("--local-model serves the model of --parser llm only"))
+        else:
+            from tiap.llm.local import local_endpoint
+
+            try:
+                local_endpoint(local_model, local_port, base_url=base_url, model=model)
+            except TiapError as exc:
+                problems.extend(exc.problems)
+    if pname == "native" and max_facts is not None:
+        problems.append(Problem("--max-facts does not apply to --parser native "
+                                "(it stores the memories the dataset ships)"))
+    if problems:
+        raise TiapError(problems=problems)
+    args: dict[str, Any] = {}
+    if pname in ("heuristic", "llm"):
+        args["max_facts"] = 5 if max_facts is None else max_facts
+    served: Any = None
+    if pname == "llm":
+        args.update(given)
+        args["seed"] = seed
+        if local_model is not None:
+            from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
+
+            args["base_url"], args["model"] = local_endpoint(local_model, local_port)
+            for k, v in CLIENT_DEFAULTS.items():
+                args.setdefault(k, v)
+            served = LocalServer(args["model"], port=local_port, threads=local_threads,
+                                 log=log or (lambda m: None))
+    elif max_facts is not None and pname not in ("heuristic", "native"):
+        args["max_facts"] = max_facts
+    wanted = None if collections is None else list(collections)
+    # a foreign out is refused before the parser opens its cache (which may lie in it)
+    check_output_folder(out, "build-store", force=force, keep=cache_entries(cache, out))
+    made = make_parser(pname, **args)  # checks the arguments before any data is read
+    ds: Dataset = load(dataset, source=DataSource(data, verify=verify))
+    if sessions is not None:
+        ds = SessionSlice(ds, sessions)
+    from tiap.engine import make_engine, use_engine
+
+    with (served if served is not None else contextlib.nullcontext(),
+          contextlib.closing(make_engine(engine)) as eng, use_engine(eng)):
+        return build_store(ds, made, out, seed=seed, collections=wanted, workers=workers,
+                           progress=progress, store=name, force=force,
+                           served=None if served is None else served.settings())
+
+
 def cache_entries(path: str | Path | None, out: str | Path) -> tuple[str, ...]:
     """The entries of ``out`` holding a cache ``path`` (a SQLite file and its ``-wal``,
     ``-shm`` and ``-journal`` files and the ``.shards`` folder of an engine's workers, or the

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, TiapError
-from tiap.io import json_error, utf8_error
+from tiap.io import json_error, split_named, utf8_error
 from tiap.scoring.measures import Measure, parse_measure
 
 __all__ = ["Dataset", "PerQuery", "SystemScores", "iter_csv", "load_datasets", "load_rescore_dir",
@@ -694,12 +694,7 @@ def _same_name(name: str, groups: list[tuple[str, list[_Folder]]]) -> Problem:
 def _split(spec: str | Path | tuple[str | None, str | Path]) -> tuple[str | None, Path]:
     if isinstance(spec, tuple):
         return spec[0], Path(spec[1])
-    text = str(spec)
-    if "=" in text and not Path(text).exists():
-        name, _, p = text.partition("=")
-        if name:
-            return name.strip(), Path(p)
-    return None, Path(text)
+    return split_named(spec, "rescore folder")
 
 
 def _pool(folders: list[_Folder]) -> Dataset:
