@@ -52,14 +52,17 @@ $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[bm25,dense,report,stats,cost]'
 	@touch $@ $(VENV)/.installed-base
 
-## test: the test suite (what CI runs): every test but the one marked slow (the whole
-## LongMemEval-S build, 245k turns, about 90 s); `make test-all` runs that too
+## test: the test suite (what CI runs): every test but the two marked slow (the whole
+## LongMemEval-S build, 245k turns, about 90 s; docs/mem0.md's real Mem0 run over LoCoMo conv-26,
+## about 70 s); `make test-all` runs them too. --dist loadfile: a file's tests run in one worker,
+## so what a file builds once per process (a module fixture, a cache of imported traces) is
+## built once, not once per worker.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m "not slow"
 
-## test-all: the whole test suite, the slow full-dataset test included
+## test-all: the whole test suite, the slow tests included
 test-all: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 ## bench: rescoring against trec_eval (pytrec_eval), ranx and ir_measures at 10^3-10^6
 ## queries, as recorded in benchmarks/README.md (about 15 minutes; writes the results JSON).
