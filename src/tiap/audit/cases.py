@@ -559,7 +559,7 @@ class RescoreDir:
 
     def values(self, measure: str) -> dict[tuple[str, str, str], float]:
         """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN)."""
-        from tiap.sensitivity.load import read_per_query
+        from tiap.scoring.folder import read_per_query
 
         path = self.path / "per_query.csv"
         # the whole file is checked (finite values in range, unique rows, none missing)

@@ -172,7 +172,7 @@ def rescore_cmd(
     qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv,
     target_sizes.csv, queries.csv and manifest.json."""
     from tiap.io import check_output_folder
-    from tiap.scoring.output import KNOWN_OUTPUTS, write_rescore
+    from tiap.scoring.folder import KNOWN_OUTPUTS, write_rescore
 
     if measures is not None and k is not None:
         raise TiapError(f"give --k or --measures, not both (--k {k} means --measures "

@@ -125,7 +125,7 @@ def analyze(
             target A with target B; ``~NAME`` compares every target T with ``T~NAME``, the
             same target under the evidence overlay NAME (:mod:`tiap.datasets.overlays`).
         preloaded: what the caller already holds, by resolved file path: a rescore folder's
-            ``per_query.csv`` (:func:`tiap.sensitivity.load.per_query_of`), and the queries,
+            ``per_query.csv`` (:func:`tiap.scoring.folder.per_query_of`), and the queries,
             stores and runs of the answer alignment
             (:func:`tiap.sensitivity.answers.answer_tables`).
     """
@@ -259,7 +259,7 @@ def analyze(
 def _cost_rows(ds: Dataset) -> list[dict[str, Any]]:
     """The ``cost.csv`` rows of the dataset's rescore folders (context tokens of the top k,
     latency; :mod:`tiap.scoring.cost`), for its systems, checked as any table."""
-    from tiap.sensitivity.load import iter_csv
+    from tiap.io import iter_csv
 
     rows: list[dict[str, Any]] = []
     for d in ds.dirs:
