@@ -671,7 +671,7 @@ class PipelineResult:
     rescore_dir: Path
     timings: dict[str, float]
     skipped: list[str]
-    result: Any = None  # the RescoreResult, or the Summary read back when rescoring was up to date
+    result: Any = None  # the Scores, or the Summary read back when rescoring was up to date
     sensitivity_dir: Path | None = None
     report_dir: Path | None = None
 

@@ -329,7 +329,7 @@ def _check_shared(result: Any) -> None:
     for s in result.systems:
         if result.shared_mask(s).any():
             continue
-        empty = [t for t in result.target_names if not result.defined(s, t).any()]
+        empty = [t for t in result.target_names if not result.in_universe(s, t).any()]
         why = (f"target(s) {', '.join(map(repr, empty))} define no query" if empty
                else "no query is defined under every target")
         problems.append(Problem(f"--shared: system {s!r} has no query defined under every "
@@ -362,19 +362,16 @@ def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict
 def _rescore_lineage(  # type: ignore[no-untyped-def]
     run: list[str], items: list[str], queries: Path, targets: list[str], **opts
 ):
-    from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_store
     from tiap.scoring.rescore import rescore
 
-    stores: dict[str | None, Any] = {}
+    stores: dict[str | None, Path] = {}
     inputs: dict[str, Path] = {"queries": queries}
     for spec in items:
         name, path = parse_named(spec)
         if name in stores:
             raise TiapError(f"two stores given for {name or 'every run'}", file=path)
-        stores[name] = read_store(path)
+        stores[name] = path
         inputs[f"items:{name}" if name else "items"] = path
-    qs = read_queries(queries)
     dedup, order = opts.pop("dedup"), opts.pop("order")
     runs = []
     for spec in run:  # recorded under each system's name, so later steps find its run
@@ -382,8 +379,8 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         runs.extend(got)
         for r in got:
             inputs[f"run:{r.system}"] = parse_named(spec)[1]
-    result = rescore(runs, qs, stores, targets=targets, **opts)
-    return result, inputs, qs, _warnings_of(runs)
+    result = rescore(runs, queries, stores, targets=targets, **opts)
+    return result, inputs, list(result.queries), _warnings_of(runs)
 
 
 def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
@@ -403,7 +400,6 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     else:
         runs = load_runs(run, dedup, columnar=True, order=order)
         judgments = load_qrels(qrels)
-    _check_stores(run, qrels)
     inputs: dict[str, Path] = {}
     for spec, name in zip(qrels, judgments, strict=True):
         inputs[f"qrels:{name}"] = parse_named(spec)[1]
@@ -411,27 +407,6 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
         name, path = parse_named(spec)
         inputs[f"run:{name or path.name}"] = path
     return rescore_qrels(runs, judgments, **opts), inputs, _warnings_of(runs)
-
-
-def _check_stores(runs: list[str], qrels: list[str]) -> None:
-    """Refuse to score a run against another store's qrels when both say their store (a
-    TIAP trace's header; qrels written by ``tiap targets``)."""
-    from tiap.targets.export import qrels_store
-    from tiap.traces.runs import trace_store
-
-    named = [(p, qrels_store(p)) for p in (parse_named(q)[1] for q in qrels)]
-    problems = []
-    for spec in runs:
-        path = parse_named(spec)[1]
-        run_store = trace_store(path)
-        for qpath, q_store in named:
-            if run_store is not None and q_store is not None and run_store != q_store:
-                problems.append(Problem(
-                    f"the run ranks items of store {run_store!r}, but {qpath} holds the "
-                    f"targets of store {q_store!r}: item ids are only unique within a store, "
-                    f"so use {run_store}'s qrels", file=str(path)))
-    if problems:
-        raise TiapError(problems=problems)
 
 
 def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]

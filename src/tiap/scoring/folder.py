@@ -20,8 +20,8 @@ every file checked for what a cut or edited file shows (:func:`read_per_query`).
 - ``undetermined.csv``: ``system,target,query_id,possibly_empty,reason`` for every (query,
   target) whose groups the lineage does not determine;
 - ``pairwise.csv``: per system, measure and pair of targets, the columns of
-  :data:`tiap.scoring.rescore.PAIRWISE_COLUMNS`, then those of
-  :data:`tiap.scoring.rescore.PAIRWISE_BOUND_COLUMNS` (every count's and rate's bounds,
+  :data:`tiap.scoring.scores.PAIRWISE_COLUMNS`, then those of
+  :data:`tiap.scoring.scores.PAIRWISE_BOUND_COLUMNS` (every count's and rate's bounds,
   equal to the count where the lineage decides it);
 - ``zero_targets.csv``: ``system,target,query_id,reason,detail`` for every undefined value
   (``reason``: ``no_evidence``, ``unknown_evidence`` or ``no_members``; ``detail``: a
@@ -54,8 +54,9 @@ from numpy.typing import NDArray
 from tiap.errors import TiapError, require
 from tiap.io import iter_csv, json_error, output_folder
 from tiap.provenance import input_entry, manifest_header
+from tiap.scoring import counts
 from tiap.scoring.measures import parse_measure
-from tiap.scoring.rescore import RescoreResult
+from tiap.scoring.scores import Scores, hit_cutoff, hit_measure, hit_test, top1_measure
 
 SCHEMA_VERSION = 1
 PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
@@ -108,7 +109,7 @@ def queries_dataset(queries: Sequence[Any], inputs: Mapping[str, str | Path]) ->
 
 
 def write_rescore(
-    result: RescoreResult,
+    result: Scores,
     out: str | Path,
     *,
     queries: Sequence[Any] = (),
@@ -218,9 +219,9 @@ def _csv_fields(texts: Sequence[str]) -> list[str]:
     return [_csv_field(t) for t in texts]
 
 
-def write_per_query_csv(path: str | Path, result: RescoreResult) -> int:
+def write_per_query_csv(path: str | Path, result: Scores) -> int:
     """Write ``per_query.csv`` (the bytes ``csv.writer`` writes for
-    :meth:`RescoreResult.per_query_rows`, a block of lines at a time); returns the rows."""
+    :meth:`Scores.per_query_rows`, a block of lines at a time); returns the rows."""
     n = 0
     with open(path, "w", newline="", encoding="utf-8") as fh:
         fh.write(",".join(PER_QUERY_COLUMNS) + "\r\n")
@@ -247,7 +248,7 @@ def _write_dicts(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]
             w.writerow([_fmt(r[c]) for c in columns])
 
 
-def _write_parquet(root: Path, result: RescoreResult) -> list[str]:
+def _write_parquet(root: Path, result: Scores) -> list[str]:
     """``per_query.csv`` as a Hive-partitioned Parquet dataset under ``root`` (one file per
     system and target, ``system=S/target=T/part-0.parquet``, written in a fixed order with
     fixed names, so a rerun writes the same files); returns their paths below ``root``."""
@@ -342,6 +343,8 @@ class RescoreFolder:
     flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
     #: (system, target) -> per local query: inferred (inferred.csv)
     inferred: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
+    #: ``cost.csv``'s rows as written (:data:`tiap.scoring.cost.COST_COLUMNS`; none: no cost)
+    cost: tuple[dict[str, str], ...] = ()
 
 
 
@@ -535,7 +538,7 @@ def read_per_query(path: str | Path, manifest: Mapping[str, Any] | None = None,
 
 def per_query_of(result: Any) -> PerQuery:
     """The :class:`PerQuery` that :func:`read_per_query` reads back from the
-    ``per_query.csv`` written for ``result`` (a :class:`tiap.scoring.rescore.RescoreResult`):
+    ``per_query.csv`` written for ``result`` (a :class:`tiap.scoring.scores.Scores`):
     the file holds every value by ``repr``, so the two are equal bit for bit (checked by the
     tests). For a caller that wrote the folder and still holds the result."""
     order = {s: {q: i for i, q in enumerate(result.query_ids[s])} for s in result.systems}
@@ -544,8 +547,56 @@ def per_query_of(result: Any) -> PerQuery:
     return PerQuery(order, values)
 
 
+def folder_of(scores: Scores, name: str | None = None, *,
+              path: str | Path = "<scores>") -> RescoreFolder:
+    """A :class:`Scores` held in memory as the :class:`RescoreFolder` that :func:`read_folder`
+    reads from the folder :func:`write_rescore` writes for it (the same values, bounds,
+    sizes, hit flips and inferred queries), so Stage III takes either. ``path`` names it in
+    notes and errors; nothing is read from it. The categories are the rescored queries'
+    (none for a rescoring of qrels files)."""
+    man: dict[str, Any] = {
+        "command": "rescore",
+        "options": {"credit": scores.credit,
+                    "targets": [t.to_json() for t in scores.targets],
+                    "measures": [str(m) for m in scores.measures]},
+        "systems": {s: scores.reports[s].to_json() for s in scores.systems},
+        "inputs": {},
+    }
+    pq = per_query_of(scores)
+    bounds = {}
+    for (s, t, m), lo in scores.lower.items():
+        if (np.isnan(scores.values[(s, t, m)]) & ~np.isnan(lo)).any():  # some value open
+            bounds[(s, t, str(m))] = (lo, scores.upper[(s, t, m)])
+    sizes = {}
+    for (s, t), (g, mem) in scores.target_sizes.items():
+        gf, mf = g.astype(np.float64), mem.astype(np.float64)
+        mf[mem < 0] = np.nan
+        und = scores.undetermined.get((s, t), {})
+        if und:
+            rows = [pq.order[s][q] for q in und]
+            gf[rows] = mf[rows] = np.nan
+        sizes[(s, t)] = (gf, mf)
+    flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
+    for s, t1, t2, k, q, flip in scores.flip_pair_rows():
+        arr = flip_pairs.setdefault((s, t1, t2, k), np.full(len(pq.order[s]), -1, np.int8))
+        arr[pq.order[s][q]] = flip
+    inferred = {(s, t): scores.inferred_mask(s, t) for (s, t), why in scores.inferred.items()
+                if why}
+    universe: dict[str, None] = {}
+    for s in scores.systems:
+        universe.update(dict.fromkeys(scores.query_ids[s]))
+    cats = {q.query_id: getattr(q, "category", "") or "" for q in scores.queries}
+    source = ("the queries rescored" if cats else
+              "none (no categories: the rescoring holds no queries)")
+    from tiap.scoring.cost import COST_COLUMNS
+
+    cost = tuple({c: str(_fmt(r[c])) for c in COST_COLUMNS} for r in scores.cost)
+    return RescoreFolder(Path(path), name or "scores", man, tuple(universe), pq.order,
+                         pq.values, bounds, sizes, cats, source, flip_pairs, inferred, cost)
+
+
 def read_folder(path: str | Path, name: str | None = None, *,
-                     per_query: PerQuery | None = None) -> RescoreFolder:
+                per_query: PerQuery | None = None) -> RescoreFolder:
     """Read one rescore folder (the values stay keyed by system, target and measure).
 
     ``per_query``: the folder's ``per_query.csv`` as the caller that wrote it holds it
@@ -614,7 +665,20 @@ def read_folder(path: str | Path, name: str | None = None, *,
     for qs in order.values():
         universe.update(dict.fromkeys(qs))
     return RescoreFolder(path, name or folder_dataset(man) or path.name, man, tuple(universe),
-                   order, values, bounds, sizes, categories, source, flip_pairs, inferred)
+                         order, values, bounds, sizes, categories, source, flip_pairs, inferred,
+                         _cost(path / "cost.csv"))
+
+
+def _cost(path: Path) -> tuple[dict[str, str], ...]:
+    """``cost.csv`` (absent: no cost), checked as any table."""
+    from tiap.scoring.cost import COST_COLUMNS
+
+    if not path.is_file():
+        return ()
+    it = iter_csv(path, required=COST_COLUMNS)
+    _, head = next(it)
+    return tuple({c: r[c] for c in COST_COLUMNS}
+                 for r in (dict(zip(head, row, strict=True)) for _, row in it))
 
 
 def _per_query_row(path: Path, lineno: int, s: str, q: str, targets: set[str],
@@ -718,3 +782,174 @@ def folder_targets(man: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((man.get("options") or {}).get("targets") or [])
 
 
+
+
+@dataclass(frozen=True)
+class SavedTarget:
+    """A target as a rescore folder's manifest records it (its name and JSON description)."""
+
+    name: str
+    spec: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.spec)
+
+
+@dataclass(frozen=True)
+class SavedReport:
+    """What rescoring found for one system, as the folder's manifest records it."""
+
+    system: str
+    json: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.json)
+
+
+def read_scores(path: str | Path) -> Scores:
+    """The :class:`~tiap.scoring.scores.Scores` a rescore folder holds, every file checked
+    as :func:`read_folder` checks it (what :meth:`Scores.from_folder` returns).
+
+    The folder holds each per-query table, so the values, bounds, target sizes, zero-target
+    and undetermined reasons, inferred queries and the manifest's reports come back as
+    written. It holds no Success@k of its own: the hits the pairwise table compares are read
+    from the measures, as Stage III reads them (:func:`~tiap.scoring.scores.hit_measure`:
+    ``Success@k``, or a measure at cutoff ``k`` that is > 0 exactly when something is
+    credited), so :meth:`~Scores.pairwise_rows` needs such a measure at each ``hit_k``
+    and at rank 1 (the default measures have them); without one its hit counts are empty.
+    """
+    path = Path(path)
+    f = read_folder(path)
+    man = f.manifest
+    opts = man.get("options") or {}
+    targets = tuple(SavedTarget(str(t.get("name")), t) for t in folder_targets(man))
+    names = [t.name for t in targets] or list(dict.fromkeys(k[1] for k in f.values))
+    if not targets:
+        targets = tuple(SavedTarget(n, {"name": n}) for n in names)
+    measure_names = [str(m) for m in opts.get("measures") or ()] or sorted(
+        {k[2] for k in f.values})
+    measures = tuple(parse_measure(m) for m in measure_names)
+    systems = tuple(f.per_system)
+    query_ids = {s: tuple(f.per_system[s]) for s in systems}
+    values = {(s, t, m): f.values[(s, t, str(m))] for s in systems for t in names
+              for m in measures if (s, t, str(m)) in f.values}
+    lower = {(s, t, parse_measure(m)): lo for (s, t, m), (lo, _) in f.bounds.items()}
+    upper = {(s, t, parse_measure(m)): hi for (s, t, m), (_, hi) in f.bounds.items()}
+    sizes = {}
+    for key, (g, mem) in f.sizes.items():
+        sizes[key] = (np.where(np.isnan(g), 0, g).astype(np.int64),
+                      np.where(np.isnan(mem), -1, mem).astype(np.int64))
+    order = f.per_system
+    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
+    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
+    zpath = path / "zero_targets.csv"
+    if zpath.exists():
+        rows = iter_csv(zpath, ("system", "target", "query_id", "reason", "detail"))
+        next(rows)
+        for lineno, (s, t, q, code, detail) in rows:
+            _per_query_row(zpath, lineno, s, q, set(names), (t,), order)
+            zero_reasons.setdefault((s, t), {})[q] = detail
+            zero_codes.setdefault((s, t), {})[q] = code
+    undetermined: dict[tuple[str, str], dict[str, str]] = {}
+    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = {}
+    upath = path / "undetermined.csv"
+    if upath.exists():
+        rows = iter_csv(upath, UNDETERMINED_COLUMNS)
+        next(rows)
+        for lineno, (s, t, q, empty, reason) in rows:
+            i = _per_query_row(upath, lineno, s, q, set(names), (t,), order)
+            if empty not in ("true", "false"):
+                raise TiapError(f"possibly_empty must be true or false, got {empty!r}",
+                                file=upath, line=lineno, query_id=q, code="invalid-value")
+            undetermined.setdefault((s, t), {})[q] = reason
+            possibly_empty.setdefault((s, t), np.zeros(len(order[s]), bool))[i] = (
+                empty == "true")
+    inferred: dict[tuple[str, str], dict[str, str]] = {}
+    ipath = path / "inferred.csv"
+    if ipath.exists():
+        rows = iter_csv(ipath, INFERRED_COLUMNS)
+        next(rows)
+        for lineno, (s, t, q, reason) in rows:
+            _per_query_row(ipath, lineno, s, q, set(names), (t,), order)
+            inferred.setdefault((s, t), {})[q] = reason
+    # the hits of the pairwise table, read from the measures (see the docstring)
+    cuts = {k for k in (hit_cutoff(m, measures) for m in measures) if k is not None}
+    whole_k = next((k for (_, _, _, k) in f.flip_pairs if k not in cuts and k != 1), 0)
+    wanted = {1: top1_measure(measures), **{k: hit_measure(k, measures) for k in cuts}}
+    if any(hit_cutoff(m, measures) is None for m in measures):
+        wanted[whole_k] = hit_measure(None, measures)
+    flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+    flip_lower: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+    flip_upper: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+    for k, hm in wanted.items():
+        if hm is None:
+            continue
+        test = hit_test(hm, one=(k == 1 and hm.cutoff != 1))
+        for s in systems:
+            for t in names:
+                v = values.get((s, t, hm))
+                if v is None:
+                    continue
+                flips[(s, t, k)] = np.where(np.isnan(v), np.nan, test(v).astype(np.float64))
+                if (s, t, hm) in lower:
+                    lo, hi = lower[(s, t, hm)], upper[(s, t, hm)]
+                    flip_lower[(s, t, k)] = np.where(np.isnan(lo), np.nan,
+                                                     test(lo).astype(np.float64))
+                    flip_upper[(s, t, k)] = np.where(np.isnan(hi), np.nan,
+                                                     test(hi).astype(np.float64))
+    scores = Scores(
+        systems=systems, targets=targets, measures=measures,
+        credit=str(opts.get("credit") or "group"),  # type: ignore[arg-type]
+        query_ids=query_ids, values=values, flips=flips,
+        reports={s: SavedReport(s, (man.get("systems") or {}).get(s) or {})  # type: ignore[misc]
+                 for s in systems},
+        zero_reasons=zero_reasons, zero_codes=zero_codes, target_sizes=sizes,
+        lower=lower, upper=upper, possibly_empty=possibly_empty, undetermined=undetermined,
+        cost=tuple(_csv_dicts(path / "cost.csv")),
+        tokenizer=dict(((opts.get("cost") or {}).get("tokenizer")) or {}),
+        cost_note=str((opts.get("cost") or {}).get("note") or ""),
+        integrity=tuple(man.get("integrity") or ()),
+        flip_lower=flip_lower, flip_upper=flip_upper, inferred=inferred, whole_k=whole_k,
+        queries=tuple(_SavedQuery(q, c, col, ab) for q, c, col, ab in _queries(path)),
+    )
+    joint: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
+    for (s, t1, t2, k), decided in f.flip_pairs.items():  # the rows flip_pairs.csv decides
+        l1, h1 = scores.flip_interval(s, t1, k)
+        l2, h2 = scores.flip_interval(s, t2, k)
+        state = counts.differ(counts.truth(l1, h1, _is_hit), counts.truth(l2, h2, _is_hit))
+        use = decided >= 0
+        state[use] = decided[use]
+        joint[(s, t1, t2, k)] = state
+    object.__setattr__(scores, "flip_pairs", joint)
+    return scores
+
+
+def _is_hit(v: NDArray[np.float64]) -> NDArray[np.bool_]:
+    return v > 0.5
+
+
+@dataclass(frozen=True)
+class _SavedQuery:
+    """A row of ``queries.csv``."""
+
+    query_id: str
+    category: str
+    collection_id: str
+    abstention: bool
+
+
+def _queries(path: Path) -> list[tuple[str, str, str, bool]]:
+    qpath = path / "queries.csv"
+    if not qpath.exists():
+        return []
+    rows = iter_csv(qpath, ("query_id", "category", "collection", "abstention"))
+    next(rows)
+    return [(q, c, col, ab == "true") for _, (q, c, col, ab) in rows]
+
+
+def _csv_dicts(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    rows = iter_csv(path)
+    _, head = next(rows)
+    return [dict(zip(head, r, strict=True)) for _, r in rows]

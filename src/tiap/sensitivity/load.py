@@ -28,8 +28,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, TiapError
-from tiap.scoring.folder import PerQuery, RescoreFolder, folder_targets, read_folder
+from tiap.scoring.folder import (
+    PerQuery,
+    RescoreFolder,
+    folder_of,
+    folder_targets,
+    read_folder,
+)
 from tiap.scoring.measures import Measure, parse_measure
+from tiap.scoring.scores import Scores
 
 __all__ = ["Dataset", "SystemScores", "load_datasets"]
 
@@ -75,7 +82,8 @@ class SystemScores:
         return self.values[key], self.values[key]
 
     def in_universe(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
-        """Queries defined under ``target`` (value determined or bounded) for every measure."""
+        """Queries in the universe of ``target`` (value determined or only bounded) for every
+        measure."""
         mask = None
         for m in measures:
             ok = ~np.isnan(self.interval(target, m)[0])
@@ -83,8 +91,9 @@ class SystemScores:
         assert mask is not None
         return mask
 
-    def defined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
-        """Queries whose value is defined under ``target`` for every measure."""
+    def determined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries whose value under ``target`` is determined (one number, not only bounded)
+        for every measure; a subset of :meth:`in_universe`."""
         mask = None
         for m in measures:
             ok = ~np.isnan(self.values[(target, m)])
@@ -114,6 +123,8 @@ class Dataset:
     notes: tuple[str, ...] = ()
     #: the pairs of targets compared (empty: every pair, in target order)
     pairs: tuple[tuple[str, str], ...] = ()
+    #: the rescorings' ``cost.csv`` rows, as written
+    cost: tuple[dict[str, str], ...] = ()
 
     @property
     def n(self) -> int:
@@ -127,14 +138,15 @@ class Dataset:
     def shared(self, systems: Iterable[str], targets: Iterable[str],
                measures: Sequence[Measure] | None = None, *,
                bounded: bool = False) -> NDArray[np.bool_]:
-        """Queries defined under every given target for every given system (with
-        ``bounded``, also those whose values partial lineage only bounds)."""
+        """Queries whose values are determined under every given target for every given
+        system (with ``bounded``: in every universe, also those whose values partial lineage
+        only bounds)."""
         ms = tuple(measures or self.measures)
         mask = np.ones(self.n, dtype=bool)
         for s in systems:
             for t in targets:
                 sc = self.systems[s]
-                mask &= sc.in_universe(t, ms) if bounded else sc.defined(t, ms)
+                mask &= sc.in_universe(t, ms) if bounded else sc.determined(t, ms)
         return mask
 
 
@@ -145,9 +157,16 @@ def _group_key(folder: RescoreFolder) -> str:
     return "folder:" + str(folder.path.resolve())
 
 
-def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *,
+Spec = str | Path | Scores | tuple[str | None, str | Path | Scores]
+
+
+def load_datasets(specs: Sequence[Spec], *,
                   preloaded: Mapping[Path, Any] | None = None) -> list[Dataset]:
     """Read rescore folders (``PATH`` or ``NAME=PATH``) and pool those sharing a queries file.
+
+    A spec may also be a :class:`~tiap.scoring.scores.Scores` held in memory, or
+    ``(NAME, scores)``: it is one dataset of its own (named ``scores`` unless named), taken
+    as the folder :func:`~tiap.scoring.folder.write_rescore` would write for it.
 
     Pooled folders must agree on the credit mode and on the spec of every target they share;
     only the targets and measures every pooled folder has are kept. A system name may occur
@@ -156,8 +175,13 @@ def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *
     """
     folders: list[RescoreFolder] = []
     problems: list[Problem] = []
-    for spec in specs:
-        name, path = _split(spec)
+    for i, spec in enumerate(specs):
+        held = spec[1] if isinstance(spec, tuple) else spec
+        if isinstance(held, Scores):
+            name = spec[0] if isinstance(spec, tuple) else None
+            folders.append(folder_of(held, name, path=f"<scores {i + 1}>"))
+            continue
+        name, path = _split(spec)  # type: ignore[arg-type]
         got = (preloaded or {}).get((path / "per_query.csv").resolve())
         try:
             folders.append(read_folder(
@@ -358,6 +382,7 @@ def _pool(folders: list[RescoreFolder]) -> Dataset:
         options={k: v for k, v in (first.manifest.get("options") or {}).items()
                  if k in ("missing", "dedup", "order", "depth")},
         notes=tuple(notes),
+        cost=tuple(r for f in folders for r in f.cost),
     )
 
 
