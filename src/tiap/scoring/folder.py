@@ -349,7 +349,10 @@ class RescoreFolder:
 
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The ``manifest.json`` of the rescore folder ``path``: a JSON object written by
+    ``tiap rescore`` (else a located error)."""
+    path = Path(path)
     mf = path / "manifest.json"
     if not mf.exists():
         raise TiapError("not an output folder of 'tiap rescore' (no manifest.json)", file=path)
@@ -604,7 +607,7 @@ def read_folder(path: str | Path, name: str | None = None, *,
     path = Path(path)
     if not path.is_dir():
         raise TiapError("no such folder", file=path)
-    man = _read_manifest(path)
+    man = read_manifest(path)
     pq = path / "per_query.csv"
     if not pq.exists():
         raise TiapError("per_query.csv is missing", file=path)
