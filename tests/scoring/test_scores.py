@@ -99,3 +99,22 @@ def test_analyze_takes_scores_as_it_takes_their_folder(tmp_path: Path) -> None:
     for name, table in read.tables.items():
         if name != "cost":
             assert held.tables[name].rows == table.rows, name
+
+
+def test_a_shared_summary_over_no_query_is_refused_in_the_api(tmp_path: Path) -> None:
+    import pytest
+
+    from tiap.errors import TiapError
+
+    # raw turns only: no derived memory, so canonical holds no query of either system
+    items = [it for it in ITEMS if it.kind == "raw"]
+    run = Run("sys", (Ranking("qA", "sys", ("r1",)), Ranking("qB", "sys", ("r2",))))
+    res = rescore([run], QUERIES, {None: items}, measures="RR@5")
+    assert not res.in_universe("sys", "canonical").any()
+    with pytest.raises(TiapError) as err:
+        write_rescore(res, tmp_path / "rs", shared=True)
+    (p,) = err.value.problems
+    assert "target(s) 'canonical' define no query" in p.message and p.code == "invalid-value"
+    assert not (tmp_path / "rs").exists()
+    write_rescore(res, tmp_path / "rs")  # each target's own queries: written
+    assert (tmp_path / "rs" / "summary.csv").exists()

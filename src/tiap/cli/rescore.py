@@ -21,7 +21,7 @@ from tiap.cli.common import (
     split_names,
 )
 from tiap.cli.targets import split_targets
-from tiap.errors import Problem, TiapError
+from tiap.errors import TiapError
 from tiap.scoring.measures import DEFAULT_K, default_measures
 
 
@@ -218,8 +218,6 @@ def rescore_cmd(
                 order=order, depth=depth, overlays=overlays, tokenizer=tokenizer)
             inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
             overlay_report = _overlay_findings(overlays, query_rows, out)
-    if shared:
-        _check_shared(result)
     opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "order": order,
                             "depth": depth}
     if not qrels and overlay_report:
@@ -320,23 +318,6 @@ def _check_measures(measures: str) -> None:
         raise TiapError(problems=[dataclasses.replace(p, message=f"--measures: {p.message}",
                                                       code="invalid-value")
                                   for p in exc.problems], code="invalid-value") from exc
-
-
-def _check_shared(result: Any) -> None:
-    """``--shared`` averages over the queries every target defines: none is an error naming
-    the targets that define no query (the summary would hold no value at all)."""
-    problems = []
-    for s in result.systems:
-        if result.shared_mask(s).any():
-            continue
-        empty = [t for t in result.target_names if not result.in_universe(s, t).any()]
-        why = (f"target(s) {', '.join(map(repr, empty))} define no query" if empty
-               else "no query is defined under every target")
-        problems.append(Problem(f"--shared: system {s!r} has no query defined under every "
-                                f"target ({why}); drop --shared or those targets",
-                                code="invalid-value"))
-    if problems:
-        raise TiapError(problems=problems, code="invalid-value")
 
 
 def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict[str, Any]:

@@ -128,9 +128,13 @@ def write_rescore(
 
     ``out`` is replaced whole (:func:`tiap.io.output_folder`): an earlier rescoring's folder
     is swapped for the new one, so no file of it (an old ``per_query/`` partition) survives; a
-    folder that is not a rescoring's output is refused unless ``force``."""
+    folder that is not a rescoring's output is refused unless ``force``. With ``shared``
+    (``summary.csv`` over the queries of every target's universe), a system with no such
+    query is an error before anything is written (:meth:`Scores.check_shared`)."""
     if parquet:
         require("pyarrow", "parquet")
+    if shared:
+        result.check_shared()  # a summary over no query would hold no value at all
     with output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS) as tmp:
         write_per_query_csv(tmp / "per_query.csv", result)
         summary = result.summary_rows(shared=shared)

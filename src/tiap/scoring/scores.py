@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.errors import Problem, TiapError
 from tiap.scoring import counts
 from tiap.scoring.measures import Measure, parse_measures
 
@@ -379,6 +380,23 @@ class Scores:
             for t in self.target_names:
                 for q, why in self.inferred.get((s, t), {}).items():
                     yield s, t, q, why
+
+    def check_shared(self) -> None:
+        """Every system has a query in the universe of every target, so that means over the
+        shared queries (``summary_rows(shared=True)``, ``--shared``) hold a value: else an
+        error naming the targets that hold no query (code ``invalid-value``)."""
+        problems = []
+        for s in self.systems:
+            if self.shared_mask(s).any():
+                continue
+            empty = [t for t in self.target_names if not self.in_universe(s, t).any()]
+            why = (f"target(s) {', '.join(map(repr, empty))} define no query" if empty
+                   else "no query is defined under every target")
+            problems.append(Problem(f"--shared: system {s!r} has no query defined under every "
+                                    f"target ({why}); drop --shared or those targets",
+                                    code="invalid-value"))
+        if problems:
+            raise TiapError(problems=problems, code="invalid-value")
 
     def summary_rows(self, *, shared: bool = False) -> list[dict[str, Any]]:
         """``system, target, measure, n, n_exact, n_possibly_empty, mean, lower, upper,
