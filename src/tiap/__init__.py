@@ -1,14 +1,88 @@
 """TIAP: target-invariance audits for conversational-memory benchmarks.
 
-The package is split into one subpackage per stage (``tiap.datasets``, ``tiap.memory``,
-``tiap.targets``, ``tiap.scoring``, ...). Importing :mod:`tiap` loads none of them, so
-``import tiap`` stays light; import the stage you need.
+The front door: the main tasks as a few functions and one score model, in memory, with
+files as one serialization (``docs/api.md``)::
+
+    import tiap
+
+    scores = tiap.rescore(runs, queries, stores)   # Stage II: a tiap.Scores
+    result = tiap.analyze(scores)                   # Stage III: flips, tests, design changes
+
+=================  ============================================================
+``load``           a benchmark with its evidence labels (:func:`tiap.datasets.load`)
+``build_store``    a memory store with lineage (:func:`tiap.memory.build_store`)
+``read_store``     a store's ``items.jsonl`` (:func:`tiap.memory.store.read_store`)
+``read_queries``   a queries file (:func:`tiap.datasets.queryfile.read_queries`)
+``read_runs``      a run file, any format (:func:`tiap.traces.runs.read_run`)
+``rescore``        runs scored under each target (:func:`tiap.scoring.rescore.rescore`)
+``Scores``         the per-query score model (:class:`tiap.scoring.scores.Scores`)
+``analyze``        every sensitivity table (:func:`tiap.sensitivity.analyze`)
+``build_report``   the HTML report and target card (:func:`tiap.report.build_report`;
+                   not ``report``, the name of the package :mod:`tiap.report`)
+=================  ============================================================
+
+Judging contested credits (``tiap audit``) is not on the front door yet: its API is being
+moved out of the CLI (issue 34); use :mod:`tiap.audit` meanwhile.
+
+Each name is imported on first use (PEP 562), so ``import tiap`` loads none of the stages.
 """
 
 from __future__ import annotations
 
-__all__ = ["__version__", "TiapError"]
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from tiap.errors import TiapError  # a tiny module, no heavy imports
+
+__all__ = [
+    "Scores",
+    "TiapError",
+    "__version__",
+    "analyze",
+    "build_report",
+    "build_store",
+    "load",
+    "read_queries",
+    "read_runs",
+    "read_store",
+    "rescore",
+]
 
 __version__ = "0.1.0"
 
-from tiap.errors import TiapError  # noqa: E402  (tiny module, no heavy imports)
+#: front-door name -> (module, attribute): the one home of each
+_HOMES = {
+    "load": ("tiap.datasets", "load"),
+    "build_store": ("tiap.memory", "build_store"),
+    "read_store": ("tiap.memory.store", "read_store"),
+    "read_queries": ("tiap.datasets.queryfile", "read_queries"),
+    "read_runs": ("tiap.traces.runs", "read_run"),
+    "rescore": ("tiap.scoring.rescore", "rescore"),
+    "Scores": ("tiap.scoring.scores", "Scores"),
+    "analyze": ("tiap.sensitivity.analyze", "analyze"),
+    "build_report": ("tiap.report", "build_report"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.datasets import load
+    from tiap.datasets.queryfile import read_queries
+    from tiap.memory import build_store
+    from tiap.memory.store import read_store
+    from tiap.report import build_report
+    from tiap.scoring.rescore import rescore
+    from tiap.scoring.scores import Scores
+    from tiap.sensitivity.analyze import analyze
+    from tiap.traces.runs import read_run as read_runs
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tiap' has no attribute {name!r}")
+    value = getattr(import_module(home[0]), home[1])
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

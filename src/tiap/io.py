@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import fnmatch
 import glob
 import gzip
@@ -27,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -148,6 +149,85 @@ def _first_bad_utf8(path: Path, gz: bool) -> TiapError:
             offset += len(block)
             pending = state
     return TiapError("not valid UTF-8", file=path, code="encoding")  # pragma: no cover
+
+
+csv.field_size_limit(1 << 30)  # a cell of a TIAP table may be long
+
+
+def _utf8_error(path: Path) -> TiapError:
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return utf8_error(path, data, exc)
+    return TiapError("not valid UTF-8", file=path, code="encoding")  # pragma: no cover
+
+
+def iter_csv(path: str | Path, header: Sequence[str] | None = None, *,
+             required: Sequence[str] = ()) -> Iterator[tuple[int, list[str]]]:
+    """The records of a CSV file TIAP wrote, checked for what a cut or edited file shows.
+
+    Yields ``(1, header)`` first, then ``(line, fields)`` for every record (``line`` is the
+    line it starts on). The file must be UTF-8 (code ``encoding``), end with a line end (a
+    last line without one was cut: code ``truncated``, as is an empty file), have the
+    ``header`` given exactly (or hold the ``required`` columns, each column once) and as
+    many fields in every record as in its header (code ``input``); CSV the ``csv`` module
+    cannot read (a NUL, a stray quote) is code ``input`` at its line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TiapError("file not found", file=path, code="io")
+    size = path.stat().st_size
+    if size == 0:
+        raise TiapError("the file is empty (not even its header): it was truncated",
+                        file=path, line=1, code="truncated")
+    with open(path, "rb") as bf:
+        bf.seek(size - 1)
+        last = bf.read(1)
+        if last not in (b"\n", b"\r"):
+            bf.seek(0)
+            n = sum(block.count(b"\n") for block in iter(lambda: bf.read(1 << 20), b""))
+            raise TiapError("the last line ends without a line end: the file was cut in the "
+                            "middle of a record", file=path, line=n + 1, code="truncated")
+    fh = open(path, encoding="utf-8", newline="")
+    try:
+        reader = csv.reader(fh, strict=True)
+        start = 1
+        head: list[str] | None = None
+        width = 0
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise TiapError(f"malformed CSV ({exc})", file=path, line=reader.line_num,
+                                code="input") from None
+            if head is None:
+                head = row
+                if header is not None and row != list(header):
+                    raise TiapError(f"unexpected header {','.join(row)!r}: expected "
+                                    f"{','.join(header)!r}", file=path, line=1, code="input")
+                missing = [c for c in required if c not in row]
+                if missing:
+                    raise TiapError(f"the header has no column {', '.join(missing)}",
+                                    file=path, line=1, code="input")
+                twice = sorted({c for c in row if row.count(c) > 1})
+                if twice:
+                    raise TiapError(f"the header repeats column {', '.join(twice)}",
+                                    file=path, line=1, code="input")
+                width = len(row)
+                yield 1, row
+            else:
+                if len(row) != width:
+                    raise TiapError(f"expected {width} fields, found {len(row)}", file=path,
+                                    line=start, code="input")
+                yield start, row
+            start = reader.line_num + 1
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
+    finally:
+        fh.close()
 
 
 def read_json(path: str | Path) -> Any:

@@ -670,7 +670,7 @@ class PipelineResult:
     rescore_dir: Path
     timings: dict[str, float]
     skipped: list[str]
-    result: Any = None  # the RescoreResult, or the Summary read back when rescoring was up to date
+    result: Any = None  # the Scores, or the Summary read back when rescoring was up to date
     sensitivity_dir: Path | None = None
     report_dir: Path | None = None
 
@@ -718,7 +718,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
     from tiap.retrieval.retrieve import trec_path_for
-    from tiap.scoring.output import read_summary, write_rescore
+    from tiap.scoring.folder import read_summary, write_rescore
     from tiap.scoring.rescore import rescore
     from tiap.traces.runs import read_run
 
@@ -905,8 +905,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         sdir, report_dir = root / "sensitivity", root / "report"
         if cfg.sensitivity:
             from tiap.errors import MissingExtraError
+            from tiap.scoring.folder import per_query_of
             from tiap.sensitivity import analyze, write_sensitivity
-            from tiap.sensitivity.load import per_query_of
 
             configs = {f"{d}-{r}": [f"{m}-{r}" for m in members]
                        for d, members in cfg.design.items() for r in cfg.retrievers}

@@ -2,7 +2,7 @@
 cannot be right are errors, never read silently.
 
 - ``per_query.csv`` (read by ``sensitivity`` and ``audit cases``,
-  :func:`tiap.sensitivity.load.read_per_query`): a value is empty or a finite number in
+  :func:`tiap.scoring.folder.read_per_query`): a value is empty or a finite number in
   [0, 1]; each (system, target, query, measure) once; every system has a row for every
   target and measure and for each query it scored; a last line without a line end was cut.
 - the tables of a sensitivity folder (read by ``report``, :mod:`tiap.report.load`): a cut
@@ -37,8 +37,8 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, write_items
+from tiap.scoring.folder import read_per_query
 from tiap.scoring.measures import MAX_CUTOFF, Measure, parse_measure, parse_measures
-from tiap.sensitivity.load import read_per_query
 from tiap.traces.runs import Ranking, Run, write_jsonl_run
 
 ITEMS = [Item("t1", "raw", ("u1",), text="Caroline: I moved to Paris."),

@@ -152,7 +152,7 @@ def test_rescore_refuses_a_file_beside_the_outputs(inputs, tmp_path: Path, capsy
 
 def test_rescore_failure_mid_write_keeps_the_previous_output(
         inputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from tiap.scoring import output
+    from tiap.scoring import folder
 
     out = tmp_path / "out"
     assert _rescore(inputs, out, run="A") == 0
@@ -161,7 +161,7 @@ def test_rescore_failure_mid_write_keeps_the_previous_output(
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(output, "_write_dicts", broken)  # after per_query.csv is written
+    monkeypatch.setattr(folder, "_write_dicts", broken)  # after per_query.csv is written
     assert _rescore(inputs, out, run="B") == 2
     assert "error[disk-full]" in capsys.readouterr().err
     assert _tree(out) == before and _hidden(tmp_path) == []
@@ -169,7 +169,7 @@ def test_rescore_failure_mid_write_keeps_the_previous_output(
     def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output, "_write_dicts", interrupted)
+    monkeypatch.setattr(folder, "_write_dicts", interrupted)
     assert _rescore(inputs, out, run="B") == 130
     assert _tree(out) == before and _hidden(tmp_path) == []
 

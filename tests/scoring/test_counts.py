@@ -16,13 +16,13 @@ from tiap.datasets.records import Query
 from tiap.memory.store import Item, Uncertainty
 from tiap.scoring import counts
 from tiap.scoring.counts import EITHER
-from tiap.scoring.rescore import (
+from tiap.scoring.rescore import rescore
+from tiap.scoring.scores import (
     CHANGED_EPS,
     LARGE_DELTA,
     PAIRWISE_BOUND_COLUMNS,
     PAIRWISE_COLUMNS,
-    RescoreResult,
-    rescore,
+    Scores,
 )
 from tiap.traces.runs import Ranking, Run
 
@@ -242,16 +242,16 @@ def _lineages(items: list[Item]) -> list[list[Item]]:
 MEASURES = "nDCG@3,RR@3,R@3,Success@2,Success@1"
 
 
-def _check_pairwise(res: RescoreResult, concrete: list[RescoreResult]) -> int:
+def _check_pairwise(res: Scores, concrete: list[Scores]) -> int:
     """Every lineage's per-query changes lie within the states the bounds give, and its
     counts within the pairwise intervals. Returns how many checks of counts ran."""
     checked = 0
     rows = {(r["measure"], r["target_1"], r["target_2"]): r for r in res.pairwise_rows()}
     universe = np.ones(len(res.query_ids["sys"]), bool)
     for t in TARGETS:
-        universe &= res.defined("sys", t)
+        universe &= res.in_universe("sys", t)
     for c in concrete:
-        defined = {t: c.defined("sys", t) for t in TARGETS}
+        defined = {t: c.in_universe("sys", t) for t in TARGETS}
         for m in res.measures:
             k = m.cutoff or 3
             for t1, t2 in itertools.combinations(TARGETS, 2):

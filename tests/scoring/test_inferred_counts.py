@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tiap.datasets.records import Query
 from tiap.memory.store import Inference, Item, item_from_json
-from tiap.scoring.output import write_rescore
+from tiap.scoring.folder import write_rescore
 from tiap.scoring.rescore import rescore
 from tiap.traces.runs import Ranking, Run
 

@@ -25,7 +25,8 @@ from tiap.datasets.records import Query
 from tiap.engine import LocalEngine, use_engine
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Uncertainty
-from tiap.scoring.rescore import RescoreResult, rescore, rescore_qrels
+from tiap.scoring.rescore import rescore, rescore_qrels
+from tiap.scoring.scores import Scores
 from tiap.traces.columnar import read_qrels, read_run_columnar
 from tiap.traces.runs import Ranking, Run
 
@@ -83,7 +84,7 @@ def _world(seed: int, partial: bool) -> tuple[list[Item], list[Query], list[Run]
     return items, queries, runs
 
 
-def _rows(res: RescoreResult) -> dict[str, Any]:
+def _rows(res: Scores) -> dict[str, Any]:
     """Every output of a result, floats as their exact bits (repr), in output order."""
     def exact(rows: Any) -> list[str]:
         return [repr(r) for r in rows]

@@ -33,7 +33,6 @@ sorted order, cases in ``case_id`` order before drawing), so a rerun draws the s
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,8 @@ from typing import Any, Literal
 
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
-from tiap.io import iter_jsonl, json_error, split_named, write_jsonl
+from tiap.io import iter_jsonl, split_named, write_jsonl
+from tiap.scoring.folder import read_manifest, read_per_query
 
 __all__ = [
     "CASES_SCHEMA_VERSION",
@@ -493,19 +493,12 @@ class RescoreDir:
     @classmethod
     def open(cls, path: str | Path) -> RescoreDir:
         p = Path(path)
-        man = p / "manifest.json"
         if not p.is_dir():
             raise TiapError("not a folder: give the output folder of `tiap rescore`", file=p)
-        if not man.exists() or not (p / "per_query.csv").exists():
+        if not (p / "manifest.json").exists() or not (p / "per_query.csv").exists():
             raise TiapError("not a `tiap rescore` output folder (manifest.json and "
                             "per_query.csv expected)", file=p)
-        try:
-            data = json.loads(man.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise TiapError(json_error(exc), file=man, line=exc.lineno) from None
-        if not isinstance(data, dict) or data.get("command") != "rescore":
-            raise TiapError("this manifest was not written by `tiap rescore`", file=man)
-        return cls(p, data)
+        return cls(p, read_manifest(p))
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -559,8 +552,6 @@ class RescoreDir:
 
     def values(self, measure: str) -> dict[tuple[str, str, str], float]:
         """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN)."""
-        from tiap.sensitivity.load import read_per_query
-
         path = self.path / "per_query.csv"
         # the whole file is checked (finite values in range, unique rows, none missing)
         pq = read_per_query(path, self.manifest, self.path / "manifest.json")

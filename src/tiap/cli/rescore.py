@@ -21,7 +21,7 @@ from tiap.cli.common import (
     split_names,
 )
 from tiap.cli.targets import split_targets
-from tiap.errors import Problem, TiapError
+from tiap.errors import TiapError
 from tiap.io import split_named
 from tiap.scoring.measures import DEFAULT_K, default_measures
 
@@ -164,7 +164,7 @@ def rescore_cmd(
     qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv,
     target_sizes.csv, queries.csv and manifest.json."""
     from tiap.io import check_output_folder
-    from tiap.scoring.output import KNOWN_OUTPUTS, write_rescore
+    from tiap.scoring.folder import KNOWN_OUTPUTS, write_rescore
 
     if measures is not None and k is not None:
         raise TiapError(f"give --k or --measures, not both (--k {k} means --measures "
@@ -210,8 +210,6 @@ def rescore_cmd(
                 order=order, depth=depth, overlays=overlays, tokenizer=tokenizer)
             inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
             overlay_report = _overlay_findings(overlays, query_rows, out)
-    if shared:
-        _check_shared(result)
     opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "order": order,
                             "depth": depth}
     if not qrels and overlay_report:
@@ -314,23 +312,6 @@ def _check_measures(measures: str) -> None:
                                   for p in exc.problems], code="invalid-value") from exc
 
 
-def _check_shared(result: Any) -> None:
-    """``--shared`` averages over the queries every target defines: none is an error naming
-    the targets that define no query (the summary would hold no value at all)."""
-    problems = []
-    for s in result.systems:
-        if result.shared_mask(s).any():
-            continue
-        empty = [t for t in result.target_names if not result.defined(s, t).any()]
-        why = (f"target(s) {', '.join(map(repr, empty))} define no query" if empty
-               else "no query is defined under every target")
-        problems.append(Problem(f"--shared: system {s!r} has no query defined under every "
-                                f"target ({why}); drop --shared or those targets",
-                                code="invalid-value"))
-    if problems:
-        raise TiapError(problems=problems, code="invalid-value")
-
-
 def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict[str, Any]:
     """Per overlay, for the manifest: its rows, the queries whose evidence it changes, and
     its rows for queries the queries file does not hold, which change nothing: counted and
@@ -354,19 +335,16 @@ def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict
 def _rescore_lineage(  # type: ignore[no-untyped-def]
     run: list[str], items: list[str], queries: Path, targets: list[str], **opts
 ):
-    from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_store
     from tiap.scoring.rescore import rescore
 
-    stores: dict[str | None, Any] = {}
+    stores: dict[str | None, Path] = {}
     inputs: dict[str, Path] = {"queries": queries}
     for spec in items:
         name, path = split_named(spec, "--items")
         if name in stores:
             raise TiapError(f"two stores given for {name or 'every run'}", file=path)
-        stores[name] = read_store(path)
+        stores[name] = path
         inputs[f"items:{name}" if name else "items"] = path
-    qs = read_queries(queries)
     dedup, order = opts.pop("dedup"), opts.pop("order")
     runs = []
     for spec in run:  # recorded under each system's name, so later steps find its run
@@ -374,8 +352,8 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
         runs.extend(got)
         for r in got:
             inputs[f"run:{r.system}"] = split_named(spec, "--run")[1]
-    result = rescore(runs, qs, stores, targets=targets, **opts)
-    return result, inputs, qs, _warnings_of(runs)
+    result = rescore(runs, queries, stores, targets=targets, **opts)
+    return result, inputs, list(result.queries), _warnings_of(runs)
 
 
 def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
@@ -395,7 +373,6 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
     else:
         runs = load_runs(run, dedup, columnar=True, order=order)
         judgments = load_qrels(qrels)
-    _check_stores(run, qrels)
     inputs: dict[str, Path] = {}
     for spec, name in zip(qrels, judgments, strict=True):
         inputs[f"qrels:{name}"] = split_named(spec, "--qrels")[1]
@@ -403,27 +380,6 @@ def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no
         name, path = split_named(spec, "--run")
         inputs[f"run:{name or path.name}"] = path
     return rescore_qrels(runs, judgments, **opts), inputs, _warnings_of(runs)
-
-
-def _check_stores(runs: list[str], qrels: list[str]) -> None:
-    """Refuse to score a run against another store's qrels when both say their store (a
-    TIAP trace's header; qrels written by ``tiap targets``)."""
-    from tiap.targets.export import qrels_store
-    from tiap.traces.runs import trace_store
-
-    named = [(p, qrels_store(p)) for p in (split_named(q, "--qrels")[1] for q in qrels)]
-    problems = []
-    for spec in runs:
-        path = split_named(spec, "--run")[1]
-        run_store = trace_store(path)
-        for qpath, q_store in named:
-            if run_store is not None and q_store is not None and run_store != q_store:
-                problems.append(Problem(
-                    f"the run ranks items of store {run_store!r}, but {qpath} holds the "
-                    f"targets of store {q_store!r}: item ids are only unique within a store, "
-                    f"so use {run_store}'s qrels", file=str(path)))
-    if problems:
-        raise TiapError(problems=problems)
 
 
 def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]

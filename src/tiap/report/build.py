@@ -760,7 +760,7 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
     """What survives semantic checking, from a ``tiap audit graded`` folder: graded nDCG
     and composed support (Coverage, GradedCoverage, Sufficient) per system and target; its
     manifest's entry for the report's provenance."""
-    from tiap.sensitivity.load import iter_csv
+    from tiap.io import iter_csv
 
     man_path = gdir / "manifest.json"
     try:

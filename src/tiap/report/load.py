@@ -98,9 +98,9 @@ TABLE_RULES: Mapping[str, _Rule] = {
 def _read_csv(path: Path, rule: _Rule | None = None,
               announced: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
     """A table of a sensitivity folder, checked: the form of the file
-    (:func:`tiap.sensitivity.load.iter_csv`: cut last line, field counts, header), the rows
+    (:func:`tiap.io.iter_csv`: cut last line, field counts, header), the rows
     the manifest announces (when it records them), and the table's :data:`TABLE_RULES`."""
-    from tiap.sensitivity.load import iter_csv
+    from tiap.io import iter_csv
 
     rule = rule or _Rule(key=())
     rows = iter_csv(path, required=(*rule.key, *rule.required))

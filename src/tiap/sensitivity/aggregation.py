@@ -27,7 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.scoring.measures import Measure
-from tiap.sensitivity.change import hit_cutoff, hit_vector
+from tiap.scoring.scores import hit_cutoff
+from tiap.sensitivity.change import hit_vector
 from tiap.sensitivity.design import ranking_text
 from tiap.sensitivity.load import Dataset
 
@@ -53,7 +54,7 @@ def aggregation_rows(datasets: Sequence[Dataset]
     for ds in datasets:
         systems = list(ds.systems)
         targets = [t for t in ds.targets
-                   if all(ds.systems[s].defined(t, ds.measures).any() for s in systems)]
+                   if all(ds.systems[s].determined(t, ds.measures).any() for s in systems)]
         for t in ds.targets:
             if t not in targets:
                 notes.append(f"{ds.name}: target {t!r} left out of aggregation and agreement "

@@ -25,6 +25,7 @@ from tiap.io import output_folder, sha256_file
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring.cost import COST_COLUMNS
 from tiap.scoring.measures import Measure, parse_measure
+from tiap.scoring.scores import Scores
 from tiap.sensitivity import (
     aggregation,
     cardinality,
@@ -82,7 +83,7 @@ def _with(cols: tuple[str, ...], extra: str, after: str = "dataset") -> tuple[st
 
 
 def analyze(
-    dirs: Sequence[str | Path | tuple[str | None, str | Path]],
+    dirs: Any,
     *,
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
@@ -100,7 +101,22 @@ def analyze(
     preloaded: Mapping[Path, Any] | None = None,
     pairs: Sequence[str] = (),
 ) -> SensitivityResult:
-    """Every Stage III analysis of the rescore folders ``dirs`` (``PATH`` or ``NAME=PATH``).
+    """Every Stage III analysis of rescorings: ``dirs`` is a rescore folder (``PATH`` or
+    ``NAME=PATH``), a :class:`~tiap.scoring.scores.Scores` held in memory (or ``(NAME,
+    scores)``), or a list of these (:func:`tiap.sensitivity.load.load_datasets`: folders of
+    one queries file are pooled; a ``Scores`` is a dataset of its own).
+
+    A ``Scores`` gives the folder's tables but ``cost.csv`` (written with the folder) and
+    the answer alignment (it reads the files the folder's manifest names).
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1"]}, "B": {"q1": ["m1"]}},
+    ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+    ...                        {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}],
+    ...                       measures="Success@1")
+    >>> tiap.analyze(scores, resamples=100).table("system_means")[0]["mean"]
+    1.0
 
     Args:
         seed: seeds every bootstrap and randomization test (with the comparison's name).
@@ -125,7 +141,7 @@ def analyze(
             target A with target B; ``~NAME`` compares every target T with ``T~NAME``, the
             same target under the evidence overlay NAME (:mod:`tiap.datasets.overlays`).
         preloaded: what the caller already holds, by resolved file path: a rescore folder's
-            ``per_query.csv`` (:func:`tiap.sensitivity.load.per_query_of`), and the queries,
+            ``per_query.csv`` (:func:`tiap.scoring.folder.per_query_of`), and the queries,
             stores and runs of the answer alignment
             (:func:`tiap.sensitivity.answers.answer_tables`).
     """
@@ -139,7 +155,8 @@ def analyze(
     check("min_dz", min_dz, "min_dz (--min-dz)")
     check("seed", seed, "seed (--seed)")
     check("cutoff", answer_depth, "answer_depth (--answer-depth)")
-    datasets = [select_pairs(ds, pairs) for ds in load_datasets(dirs, preloaded=preloaded)]
+    specs = [dirs] if isinstance(dirs, str | Path | Scores) else list(dirs)
+    datasets = [select_pairs(ds, pairs) for ds in load_datasets(specs, preloaded=preloaded)]
     notes: list[str] = [n for ds in datasets for n in ds.notes]
     total = (2 * len(datasets) + sum(by_category_tests and len(ds.systems) > 1
                                      for ds in datasets)
@@ -257,22 +274,9 @@ def analyze(
 
 
 def _cost_rows(ds: Dataset) -> list[dict[str, Any]]:
-    """The ``cost.csv`` rows of the dataset's rescore folders (context tokens of the top k,
-    latency; :mod:`tiap.scoring.cost`), for its systems, checked as any table."""
-    from tiap.sensitivity.load import iter_csv
-
-    rows: list[dict[str, Any]] = []
-    for d in ds.dirs:
-        path = d / "cost.csv"
-        if not path.is_file():
-            continue
-        it = iter_csv(path, required=COST_COLUMNS)
-        _, head = next(it)
-        for _, row in it:
-            r = dict(zip(head, row, strict=True))
-            if r["system"] in ds.systems:
-                rows.append({"dataset": ds.name, **{c: r[c] for c in COST_COLUMNS}})
-    return rows
+    """The ``cost.csv`` rows of the dataset's rescorings (context tokens of the top k,
+    latency; :mod:`tiap.scoring.cost`), for its systems."""
+    return [{"dataset": ds.name, **r} for r in ds.cost if r["system"] in ds.systems]
 
 
 def select_pairs(ds: Dataset, pairs: Sequence[str]) -> Dataset:
@@ -317,7 +321,7 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
                 scored |= ~np.isnan(sc.get(t, m))
         cov = {}
         for t in ds.targets:
-            ok = sc.defined(t, ds.measures)
+            ok = sc.determined(t, ds.measures)
             entry: dict[str, Any] = {"defined": int(ok.sum())}
             universe = sc.in_universe(t, ds.measures)
             inf = sc.inferred_mask(t)

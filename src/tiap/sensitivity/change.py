@@ -9,7 +9,8 @@ under both (the *shared subset*, ``n``), with ``Δ_q = v_q(t2) - v_q(t1)``:
 - ``hit_flips``: queries whose hit at ``hit_k`` (anything credited in the top ``hit_k``)
   differs between the targets; ``top1_flips``: the same at rank 1.
 
-``hit_k`` is the measure's own cutoff, else the largest cutoff among the measures (as in
+``hit_k`` is the measure's own cutoff, else the largest cutoff among the measures, else
+``all``, the whole ranking (:func:`tiap.scoring.scores.hit_cutoff`, as in
 ``pairwise.csv`` of ``tiap rescore``). A hit is read from ``Success@k`` when it was scored,
 else from any measure at cutoff ``k`` (``nDCG@k``, ``R@k``, ``RR@k`` and ``P@k`` are > 0
 exactly when something credited is in the top ``k``); the top-1 hit from ``Success@1``,
@@ -36,6 +37,7 @@ from numpy.typing import NDArray
 
 from tiap.scoring import counts
 from tiap.scoring.measures import Measure, primary_measure
+from tiap.scoring.scores import hit_cutoff, hit_measure, hit_test, top1_measure
 from tiap.sensitivity.load import Dataset, SystemScores
 
 __all__ = [
@@ -49,7 +51,6 @@ __all__ = [
     "delta_rows",
     "flip_state",
     "hist_rows",
-    "hit_cutoff",
     "hit_state",
     "hit_vector",
     "primary_measure",
@@ -72,14 +73,6 @@ CHANGE_COLUMNS = (
 CHANGE_BOUND_COLUMNS = ("n_undetermined", *counts.bound_columns((
     "changed", "changed_fraction", "mean_delta", "mean_abs_delta", "n_abs_delta_ge_0.1",
     "share_abs_delta_ge_0.1", "hit_flips", "top1_flips")))
-
-
-def hit_cutoff(m: Measure, measures: Sequence[Measure]) -> int | None:
-    """The k of the hit reported next to ``m`` (``None``: the whole list)."""
-    if m.cutoff:
-        return m.cutoff
-    cuts = [x.cutoff for x in measures if x.cutoff]
-    return max(cuts) if cuts else None
 
 
 def hit_vector(scores: SystemScores, target: str, k: int | None,
@@ -112,51 +105,26 @@ def top1_vector(scores: SystemScores, target: str,
     return None
 
 
-def _hit_test(m: Measure, one: bool = False) -> Any:
-    """Whether a value of ``m`` says something is credited (at rank 1 with ``one``)."""
-    if m.family == "Success" or (m.family == "P" and m.cutoff == 1):
-        return lambda v: v > 0.5
-    if one and m.family == "RR":
-        return lambda v: v >= 1 - 1e-12
-    return lambda v: v > 0
-
-
-def _hit_measure(k: int | None, measures: Sequence[Measure]) -> Measure | None:
-    by_name = {str(m): m for m in measures}
-    want = f"Success@{k}" if k else "Success"
-    if want in by_name:
-        return by_name[want]
-    return next((m for m in measures
-                 if m.cutoff == k and m.family in ("nDCG", "R", "RR", "P", "Success")), None)
-
-
-def _top1_measure(measures: Sequence[Measure]) -> Measure | None:
-    for m in measures:
-        if (m.family in ("Success", "P") and m.cutoff == 1) or m.family == "RR":
-            return m
-    return next((m for m in measures if m.family in ("nDCG", "R") and m.cutoff == 1), None)
-
-
 def hit_state(scores: SystemScores, target: str, k: int | None,
               measures: Sequence[Measure]) -> NDArray[np.int8] | None:
     """Per query, is anything credited in the top ``k``: 0, 1, or
     :data:`~tiap.scoring.counts.EITHER` where the value's bounds leave it open (read as
     :func:`hit_vector`; meaningless where the query is undefined)."""
-    m = _hit_measure(k, measures)
+    m = hit_measure(k, measures)
     if m is None:
         return None
     lo, hi = scores.interval(target, m)
-    return counts.truth(lo, hi, _hit_test(m))
+    return counts.truth(lo, hi, hit_test(m))
 
 
 def top1_state(scores: SystemScores, target: str,
                measures: Sequence[Measure]) -> NDArray[np.int8] | None:
     """Per query, is rank 1 credited (as :func:`hit_state`)."""
-    m = _top1_measure(measures)
+    m = top1_measure(measures)
     if m is None:
         return None
     lo, hi = scores.interval(target, m)
-    return counts.truth(lo, hi, _hit_test(m, one=True))
+    return counts.truth(lo, hi, hit_test(m, one=True))
 
 
 def flip_state(a: NDArray[np.int8], b: NDArray[np.int8],

@@ -134,7 +134,7 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
                tables: dict[str, list[dict[str, Any]]], notes: list[str],
                seed: int, resamples: int, alpha: float, correction: str) -> None:
     targets = [t for t in ds.targets
-               if all(ds.systems[s].defined(t, ds.measures).any() for s in systems)]
+               if all(ds.systems[s].determined(t, ds.measures).any() for s in systems)]
     for t in ds.targets:
         if t not in targets:
             notes.append(f"{ds.name}/{group}: target {t!r} left out of the design comparison "

@@ -1,9 +1,5 @@
-"""Reading the output folders of ``tiap rescore`` into :class:`Dataset` values.
-
-A rescore folder holds ``per_query.csv`` (``system,target,query_id,measure,value``),
-``target_sizes.csv`` (``system,target,query_id,n_groups,n_members``), ``queries.csv``
-(``query_id,category,collection,abstention``) and ``manifest.json`` (inputs with sha256,
-the targets' specs, the credit mode, the measures).
+"""Rescore folders pooled into :class:`Dataset` values (the folders are read by
+:mod:`tiap.scoring.folder`, their only reader).
 
 Folders whose queries file has the same sha256 (the same benchmark queries) are pooled into
 one :class:`Dataset`, so systems rescored separately can still be compared; systems are
@@ -22,13 +18,9 @@ whose values are determined, and the winner flips decide on the bounds. ``flip_p
 
 from __future__ import annotations
 
-from itertools import combinations
-
-import csv
-import json
-import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +28,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, TiapError
-from tiap.io import json_error, split_named, utf8_error
+from tiap.io import split_named
+from tiap.scoring.folder import (
+    PerQuery,
+    RescoreFolder,
+    folder_of,
+    folder_targets,
+    read_folder,
+)
 from tiap.scoring.measures import Measure, parse_measure
+from tiap.scoring.scores import Scores
 
-__all__ = ["Dataset", "PerQuery", "SystemScores", "iter_csv", "load_datasets", "load_rescore_dir",
-           "per_query_of", "read_per_query"]
-
-csv.field_size_limit(1 << 30)
+__all__ = ["Dataset", "SystemScores", "load_datasets"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,7 +83,8 @@ class SystemScores:
         return self.values[key], self.values[key]
 
     def in_universe(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
-        """Queries defined under ``target`` (value determined or bounded) for every measure."""
+        """Queries in the universe of ``target`` (value determined or only bounded) for every
+        measure."""
         mask = None
         for m in measures:
             ok = ~np.isnan(self.interval(target, m)[0])
@@ -94,8 +92,9 @@ class SystemScores:
         assert mask is not None
         return mask
 
-    def defined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
-        """Queries whose value is defined under ``target`` for every measure."""
+    def determined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries whose value under ``target`` is determined (one number, not only bounded)
+        for every measure; a subset of :meth:`in_universe`."""
         mask = None
         for m in measures:
             ok = ~np.isnan(self.values[(target, m)])
@@ -125,6 +124,8 @@ class Dataset:
     notes: tuple[str, ...] = ()
     #: the pairs of targets compared (empty: every pair, in target order)
     pairs: tuple[tuple[str, str], ...] = ()
+    #: the rescorings' ``cost.csv`` rows, as written
+    cost: tuple[dict[str, str], ...] = ()
 
     @property
     def n(self) -> int:
@@ -138,509 +139,53 @@ class Dataset:
     def shared(self, systems: Iterable[str], targets: Iterable[str],
                measures: Sequence[Measure] | None = None, *,
                bounded: bool = False) -> NDArray[np.bool_]:
-        """Queries defined under every given target for every given system (with
-        ``bounded``, also those whose values partial lineage only bounds)."""
+        """Queries whose values are determined under every given target for every given
+        system (with ``bounded``: in every universe, also those whose values partial lineage
+        only bounds)."""
         ms = tuple(measures or self.measures)
         mask = np.ones(self.n, dtype=bool)
         for s in systems:
             for t in targets:
                 sc = self.systems[s]
-                mask &= sc.in_universe(t, ms) if bounded else sc.defined(t, ms)
+                mask &= sc.in_universe(t, ms) if bounded else sc.determined(t, ms)
         return mask
 
 
-@dataclass(frozen=True, eq=False)
-class _Folder:
-    path: Path
-    name: str
-    manifest: Mapping[str, Any]
-    query_ids: tuple[str, ...]
-    per_system: dict[str, dict[str, int]]  # system -> {query_id: local index}
-    values: dict[tuple[str, str, str], NDArray[np.float64]]  # (system, target, measure)
-    #: (system, target, measure) -> (lower, upper), for keys with some value only bounded
-    bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
-    sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
-    categories: dict[str, str]
-    category_source: str
-    #: (system, target 1, target 2, k) -> per local query 0, 1 or -1 (flip_pairs.csv)
-    flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
-    #: (system, target) -> per local query: inferred (inferred.csv)
-    inferred: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    mf = path / "manifest.json"
-    if not mf.exists():
-        raise TiapError("not an output folder of 'tiap rescore' (no manifest.json)", file=path)
-    try:
-        man = json.loads(mf.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TiapError(json_error(exc), file=mf, line=exc.lineno) from exc
-    if not isinstance(man, dict):
-        raise TiapError("a manifest must be a JSON object", file=mf, code="input")
-    if man.get("command") != "rescore":
-        what = man.get("command")
-        hint = (" (run 'tiap report' on the output of 'tiap sensitivity')"
-                if what == "sensitivity" else "")
-        raise TiapError(f"expected the output of 'tiap rescore', found {what!r}{hint}", file=mf)
-    return man
-
-
-def _float(text: str, file: Path, line: int, *, lo: float | None = None,
-           hi: float | None = None, what: str = "value", query_id: str | None = None) -> float:
-    """A CSV cell as a float: empty is NaN (undefined); otherwise it must be a finite
-    number, within ``[lo, hi]`` when given (code ``invalid-value``)."""
-    if text == "":
-        return np.nan
-    try:
-        v = float(text)
-    except ValueError:
-        v = None
-    if (v is not None and math.isfinite(v) and (lo is None or v >= lo - _RANGE_EPS)
-            and (hi is None or v <= hi + _RANGE_EPS)):
-        return v
-    where: dict[str, Any] = {"file": file, "line": line, "query_id": query_id,
-                             "code": "invalid-value"}
-    if v is None:
-        raise TiapError(f"{what}: not a number: {text!r}", **where)
-    if not math.isfinite(v):
-        raise TiapError(f"{what}: {text!r} is not finite (an undefined value is written as "
-                        "an empty field)", **where)
-    if lo is not None and hi is not None:
-        raise TiapError(f"{what}: {text} is outside [{lo:g}, {hi:g}]", **where)
-    raise TiapError(f"{what}: {text} is not at least {lo:g}" if lo is not None
-                    else f"{what}: {text} is not at most {hi:g}", **where)
-
-
-#: Slack of the [0, 1] range check: a ratio of float sums may end a rounding error past 1.
-_RANGE_EPS = 1e-9
-
-PER_QUERY_HEADER = ("system", "target", "query_id", "measure", "value")
-
-
-def _utf8_error(path: Path) -> TiapError:
-    data = path.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return utf8_error(path, data, exc)
-    return TiapError("not valid UTF-8", file=path, code="encoding")  # pragma: no cover
-
-
-def iter_csv(path: str | Path, header: Sequence[str] | None = None, *,
-             required: Sequence[str] = ()) -> Iterator[tuple[int, list[str]]]:
-    """The records of a CSV file TIAP wrote, checked for what a cut or edited file shows.
-
-    Yields ``(1, header)`` first, then ``(line, fields)`` for every record (``line`` is the
-    line it starts on). The file must be UTF-8 (code ``encoding``), end with a line end (a
-    last line without one was cut: code ``truncated``, as is an empty file), have the
-    ``header`` given exactly (or hold the ``required`` columns, each column once) and as
-    many fields in every record as in its header (code ``input``); CSV the ``csv`` module
-    cannot read (a NUL, a stray quote) is code ``input`` at its line.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise TiapError("file not found", file=path, code="io")
-    size = path.stat().st_size
-    if size == 0:
-        raise TiapError("the file is empty (not even its header): it was truncated",
-                        file=path, line=1, code="truncated")
-    with open(path, "rb") as bf:
-        bf.seek(size - 1)
-        last = bf.read(1)
-        if last not in (b"\n", b"\r"):
-            bf.seek(0)
-            n = sum(block.count(b"\n") for block in iter(lambda: bf.read(1 << 20), b""))
-            raise TiapError("the last line ends without a line end: the file was cut in the "
-                            "middle of a record", file=path, line=n + 1, code="truncated")
-    fh = open(path, encoding="utf-8", newline="")
-    try:
-        reader = csv.reader(fh, strict=True)
-        start = 1
-        head: list[str] | None = None
-        width = 0
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                raise TiapError(f"malformed CSV ({exc})", file=path, line=reader.line_num,
-                                code="input") from None
-            if head is None:
-                head = row
-                if header is not None and row != list(header):
-                    raise TiapError(f"unexpected header {','.join(row)!r}: expected "
-                                    f"{','.join(header)!r}", file=path, line=1, code="input")
-                missing = [c for c in required if c not in row]
-                if missing:
-                    raise TiapError(f"the header has no column {', '.join(missing)}",
-                                    file=path, line=1, code="input")
-                twice = sorted({c for c in row if row.count(c) > 1})
-                if twice:
-                    raise TiapError(f"the header repeats column {', '.join(twice)}",
-                                    file=path, line=1, code="input")
-                width = len(row)
-                yield 1, row
-            else:
-                if len(row) != width:
-                    raise TiapError(f"expected {width} fields, found {len(row)}", file=path,
-                                    line=start, code="input")
-                yield start, row
-            start = reader.line_num + 1
-    except UnicodeDecodeError:
-        raise _utf8_error(path) from None
-    finally:
-        fh.close()
-
-
-def _manifest_list(man: Mapping[str, Any], section: str, key: str, file: Path) -> list[Any]:
-    """``man[section][key]`` as a list (empty when absent); another type is an error."""
-    block = man.get(section)
-    if block is None:
-        return []
-    if not isinstance(block, Mapping):
-        raise TiapError(f"'{section}' must be an object", file=file, code="input")
-    got = block.get(key)
-    if got is None:
-        return []
-    if not isinstance(got, list | Mapping):
-        raise TiapError(f"'{section}.{key}' must be a list", file=file, code="input")
-    return list(got)
-
-
-@dataclass(frozen=True, eq=False)
-class PerQuery:
-    """The values of a ``per_query.csv``: per system, its queries in order of first
-    appearance; per (system, target, measure), one value per query of the system (NaN:
-    undefined)."""
-
-    order: dict[str, dict[str, int]]
-    values: dict[tuple[str, str, str], NDArray[np.float64]]
-
-
-def read_per_query(path: str | Path, manifest: Mapping[str, Any] | None = None,
-                   manifest_path: str | Path | None = None) -> PerQuery:
-    """Read a rescoring's ``per_query.csv``; every value that cannot be right is an error.
-
-    Besides :func:`iter_csv`'s checks: a value is empty (undefined) or a finite number in
-    [0, 1], the range of every measure (code ``invalid-value``); each (system, target,
-    query, measure) occurs once (code ``duplicate``, naming both lines); the measure is one
-    of the manifest's ``options.measures`` (without them: a measure name that parses), the
-    target one of its ``options.targets`` and the system one of its ``systems``
-    (``invalid-value``). Every system has a value for every target and measure, for as many
-    queries as the manifest's ``systems.<s>.scored_queries`` says (without it: as many as
-    its other values have): a missing system or row is code ``truncated``.
-    """
-    path = Path(path)
-    man = manifest or {}
-    mpath = Path(manifest_path) if manifest_path is not None else path.with_name(
-        "manifest.json")
-    measures = [str(m) for m in _manifest_list(man, "options", "measures", mpath)]
-    targets = [str(t.get("name")) if isinstance(t, Mapping) else str(t)
-               for t in _manifest_list(man, "options", "targets", mpath)]
-    systems_block = man.get("systems")
-    systems = dict(systems_block) if isinstance(systems_block, Mapping) else {}
-    known_m: dict[str, bool] = {m: True for m in measures}
-    qidx: dict[tuple[str, str, str], list[int]] = {}
-    vals: dict[tuple[str, str, str], list[float]] = {}
-    lines: dict[tuple[str, str, str], list[int]] = {}
-    order: dict[str, dict[str, int]] = {}
-    seen_t: dict[str, None] = {}
-    seen_m: dict[str, None] = {}
-    rows = iter_csv(path, PER_QUERY_HEADER)
-    next(rows)
-    for lineno, (s, t, q, m, v) in rows:
-        if m not in known_m:
-            if measures:
-                raise TiapError(f"measure {m!r} is not one of the rescoring's measures "
-                                f"({', '.join(measures)})", file=path, line=lineno,
-                                query_id=q, code="invalid-value")
-            try:
-                parse_measure(m)
-            except TiapError as exc:
-                raise TiapError(exc.problems[0].message, file=path, line=lineno, query_id=q,
-                                code="invalid-value") from None
-            known_m[m] = True
-        if targets and t not in targets:
-            raise TiapError(f"target {t!r} is not one of the rescoring's targets "
-                            f"({', '.join(targets)})", file=path, line=lineno, query_id=q,
-                            code="invalid-value")
-        if systems and s not in systems:
-            raise TiapError(f"system {s!r} is not one of the rescoring's systems "
-                            f"({', '.join(systems)})", file=path, line=lineno, query_id=q,
-                            code="invalid-value")
-        if v == "":
-            value = np.nan
-        else:
-            try:
-                value = float(v)
-            except ValueError:
-                value = np.nan
-            if not -_RANGE_EPS <= value <= 1.0 + _RANGE_EPS:  # NaN too: _float says why
-                _float(v, path, lineno, lo=0.0, hi=1.0, what=f"{s}/{t}/{m}", query_id=q)
-        qs = order.setdefault(s, {})
-        i = qs.setdefault(q, len(qs))
-        key = (s, t, m)
-        if key not in qidx:
-            qidx[key], vals[key], lines[key] = [], [], []
-            seen_t.setdefault(t)
-            seen_m.setdefault(m)
-        qidx[key].append(i)
-        vals[key].append(value)
-        lines[key].append(lineno)
-    values: dict[tuple[str, str, str], NDArray[np.float64]] = {}
-    for key, idx_list in qidx.items():
-        idx = np.asarray(idx_list, np.int64)
-        n = len(order[key[0]])
-        counts = np.bincount(idx, minlength=n)
-        if counts.max(initial=0) > 1:
-            dup = int(np.flatnonzero(counts > 1)[0])
-            at = [ln for i, ln in zip(idx_list, lines[key], strict=True) if i == dup]
-            q = next(qq for qq, j in order[key[0]].items() if j == dup)
-            raise TiapError(f"row ({key[0]}, {key[1]}, {q}, {key[2]}) occurs twice (first "
-                            f"on line {at[0]})", file=path, line=at[1], query_id=q,
-                            code="duplicate")
-        arr = np.full(n, np.nan)
-        arr[idx] = vals[key]
-        values[key] = arr
-    announced = [s for s in systems if s not in order]
-    if announced:
-        raise TiapError(f"no row of system {announced[0]!r}, which the manifest "
-                        f"({mpath}) announces: the file misses rows", file=path,
-                        code="truncated")
-    all_t = targets or list(seen_t)
-    all_m = measures or list(seen_m)
-    for s, qs in order.items():
-        rep = systems.get(s)
-        n = rep.get("scored_queries") if isinstance(rep, Mapping) else None
-        if isinstance(n, int) and not isinstance(n, bool):
-            if len(qs) > n:
-                raise TiapError(f"system {s!r} has values of {len(qs):,} queries, the "
-                                f"manifest ({mpath}) says it scored {n:,}", file=path,
-                                code="invalid-value")
-        else:
-            n = len(qs)
-        for t in all_t:
-            for m in all_m:
-                got = len(qidx.get((s, t, m), ()))
-                if got < n:
-                    raise TiapError(f"{got:,} rows of {s}/{t}/{m}, expected one for each "
-                                    f"of the {n:,} queries the system scored: the file misses "
-                                    "rows", file=path, code="truncated")
-    return PerQuery(order, values)
-
-
-def per_query_of(result: Any) -> PerQuery:
-    """The :class:`PerQuery` that :func:`read_per_query` reads back from the
-    ``per_query.csv`` written for ``result`` (a :class:`tiap.scoring.rescore.RescoreResult`):
-    the file holds every value by ``repr``, so the two are equal bit for bit (checked by the
-    tests). For a caller that wrote the folder and still holds the result."""
-    order = {s: {q: i for i, q in enumerate(result.query_ids[s])} for s in result.systems}
-    values = {(s, t, str(m)): np.array(result.values[(s, t, m)], np.float64)
-              for s in result.systems for t in result.target_names for m in result.measures}
-    return PerQuery(order, values)
-
-
-def load_rescore_dir(path: str | Path, name: str | None = None, *,
-                     per_query: PerQuery | None = None) -> _Folder:
-    """Read one rescore folder (the values stay keyed by system, target and measure).
-
-    ``per_query``: the folder's ``per_query.csv`` as the caller that wrote it holds it
-    (:func:`per_query_of`), instead of reading the file again."""
-    path = Path(path)
-    if not path.is_dir():
-        raise TiapError("no such folder", file=path)
-    man = _read_manifest(path)
-    pq = path / "per_query.csv"
-    if not pq.exists():
-        raise TiapError("per_query.csv is missing", file=path)
-    if per_query is None:
-        per_query = read_per_query(pq, man, path / "manifest.json")
-    order, values = per_query.order, per_query.values
-    bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
-    iv = path / "intervals.csv"
-    if iv.exists():
-        rows = iter_csv(iv, ("system", "target", "query_id", "measure", "lower", "upper"))
-        next(rows)
-        for lineno, (s, t, q, m, lo, hi) in rows:
-            key = (s, t, m)
-            if key not in values or q not in order.get(s, {}):
-                raise TiapError(f"no per_query.csv row for {s}/{t}/{q}/{m}", file=iv,
-                                line=lineno, query_id=q, code="invalid-value")
-            i = order[s][q]
-            if not np.isnan(values[key][i]):
-                raise TiapError(f"{s}/{t}/{q}/{m} has both a value and bounds", file=iv,
-                                line=lineno, query_id=q, code="invalid-value")
-            if key not in bounds:
-                bounds[key] = (values[key].copy(), values[key].copy())
-            elif not np.isnan(bounds[key][0][i]):
-                raise TiapError(f"the bounds of ({s}, {t}, {q}, {m}) occur twice", file=iv,
-                                line=lineno, query_id=q, code="duplicate")
-            lo_f = _float(lo, iv, lineno, lo=0.0, hi=1.0, what=f"lower of {s}/{t}/{m}", query_id=q)
-            hi_f = _float(hi, iv, lineno, lo=0.0, hi=1.0, what=f"upper of {s}/{t}/{m}", query_id=q)
-            if not lo_f <= hi_f:
-                raise TiapError(f"lower {lo!r} above upper {hi!r}", file=iv, line=lineno,
-                                query_id=q, code="invalid-value")
-            bounds[key][0][i], bounds[key][1][i] = lo_f, hi_f
-    sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
-    ts = path / "target_sizes.csv"
-    if ts.exists():
-        rows = iter_csv(ts, ("system", "target", "query_id", "n_groups", "n_members"))
-        next(rows)
-        for lineno, (s, t, q, g, mem) in rows:
-            if s not in order or q not in order[s]:
-                raise TiapError(f"no per_query.csv row for system {s!r} and query {q!r}",
-                                file=ts, line=lineno, query_id=q, code="invalid-value")
-            if (s, t) not in sizes:
-                n = len(order[s])
-                sizes[(s, t)] = (np.full(n, np.nan), np.full(n, np.nan))
-            i = order[s][q]
-            if not np.isnan(sizes[(s, t)][0][i]):
-                raise TiapError(f"the sizes of ({s}, {t}, {q}) occur twice", file=ts,
-                                line=lineno, query_id=q, code="duplicate")
-            sizes[(s, t)][0][i] = _float(g, ts, lineno, lo=0.0, what="n_groups",
-                                          query_id=q)
-            sizes[(s, t)][1][i] = _float(mem, ts, lineno, lo=0.0, what="n_members",
-                                          query_id=q)
-    targets = {str(t.get("name")) for t in _targets(man) if isinstance(t, Mapping)} or {
-        k[1] for k in values}
-    flip_pairs = _read_flip_pairs(path / "flip_pairs.csv", order, targets)
-    inferred = _read_inferred(path / "inferred.csv", order, targets)
-    categories, source = _categories(path, man)
-    universe: dict[str, None] = {}
-    for qs in order.values():
-        universe.update(dict.fromkeys(qs))
-    return _Folder(path, name or folder_dataset(man) or path.name, man, tuple(universe),
-                   order, values, bounds, sizes, categories, source, flip_pairs, inferred)
-
-
-def _per_query_row(path: Path, lineno: int, s: str, q: str, targets: set[str],
-                   names: Sequence[str], order: Mapping[str, Mapping[str, int]]) -> int:
-    """The local index of a row of a per-query table of a rescore folder: its system,
-    query and targets must be the rescoring's (code ``invalid-value``)."""
-    if s not in order or q not in order[s]:
-        raise TiapError(f"no per_query.csv row for system {s!r} and query {q!r}", file=path,
-                        line=lineno, query_id=q, code="invalid-value")
-    for t in names:
-        if t not in targets:
-            raise TiapError(f"target {t!r} is not one of the rescoring's targets "
-                            f"({', '.join(sorted(targets))})", file=path, line=lineno,
-                            query_id=q, code="invalid-value")
-    return order[s][q]
-
-
-def _read_flip_pairs(path: Path, order: Mapping[str, Mapping[str, int]], targets: set[str],
-                     ) -> dict[tuple[str, str, str, int], NDArray[np.int8]]:
-    """``flip_pairs.csv`` (absent: none): per (system, targets, k), 0 or 1 per query."""
-    out: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
-    if not path.exists():
-        return out
-    rows = iter_csv(path, ("system", "target_1", "target_2", "k", "query_id", "flip"))
-    next(rows)
-    for lineno, (s, t1, t2, k, q, flip) in rows:
-        i = _per_query_row(path, lineno, s, q, targets, (t1, t2), order)
-        if not k.isdigit() or int(k) < 1:
-            raise TiapError(f"k must be a positive integer, got {k!r}", file=path,
-                            line=lineno, query_id=q, code="invalid-value")
-        if flip not in ("0", "1"):
-            raise TiapError(f"flip must be 0 or 1, got {flip!r}", file=path, line=lineno,
-                            query_id=q, code="invalid-value")
-        key = (s, t1, t2, int(k))
-        arr = out.setdefault(key, np.full(len(order[s]), -1, np.int8))
-        if arr[i] >= 0:
-            raise TiapError(f"the flip of ({s}, {t1}, {t2}, {k}, {q}) occurs twice",
-                            file=path, line=lineno, query_id=q, code="duplicate")
-        arr[i] = int(flip)
-    return out
-
-
-def _read_inferred(path: Path, order: Mapping[str, Mapping[str, int]], targets: set[str],
-                   ) -> dict[tuple[str, str], NDArray[np.bool_]]:
-    """``inferred.csv`` (absent: none): per (system, target), the inferred queries."""
-    out: dict[tuple[str, str], NDArray[np.bool_]] = {}
-    if not path.exists():
-        return out
-    rows = iter_csv(path, ("system", "target", "query_id", "reason"))
-    next(rows)
-    for lineno, (s, t, q, _) in rows:
-        i = _per_query_row(path, lineno, s, q, targets, (t,), order)
-        arr = out.setdefault((s, t), np.zeros(len(order[s]), bool))
-        if arr[i]:
-            raise TiapError(f"({s}, {t}, {q}) occurs twice", file=path, line=lineno,
-                            query_id=q, code="duplicate")
-        arr[i] = True
-    return out
-
-
-def folder_dataset(man: Mapping[str, Any]) -> str | None:
-    """The dataset of a rescore folder's queries: the manifest's ``dataset`` (``tiap
-    rescore`` records it), else, for a folder written before it did, what
-    :func:`tiap.scoring.output.queries_dataset` finds from the inputs the manifest names
-    (the manifest beside the queries file, the run traces' headers) where they are still
-    there. ``None`` when nothing names it (the folder's own name is the last resort)."""
-    value = man.get("dataset")
-    if isinstance(value, str) and value.strip():
-        return value
-    if "dataset" in man:  # recorded: nothing named it when the folder was written
-        return None
-    inputs = {k: Path(v["path"]) for k, v in (man.get("inputs") or {}).items()
-              if isinstance(v, Mapping) and isinstance(v.get("path"), str)
-              and (k == "queries" or k.startswith("run:"))}
-    from tiap.scoring.output import queries_dataset
-
-    return queries_dataset((), inputs)
-
-
-def _categories(path: Path, man: Mapping[str, Any]) -> tuple[dict[str, str], str]:
-    """query id -> category from queries.csv, else from the queries file the manifest names."""
-    qc = path / "queries.csv"
-    out: dict[str, str] = {}
-    if qc.exists():
-        with open(qc, encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                out[row.get("query_id", "")] = row.get("category") or ""
-        if out:
-            return out, "queries.csv"
-    entry = (man.get("inputs") or {}).get("queries")
-    if entry and Path(entry.get("path", "")).exists():
-        from tiap.datasets.queryfile import read_queries
-        from tiap.provenance import verify_input
-
-        qpath = verify_input(man, path / "manifest.json", "queries")
-        for q in read_queries(qpath):
-            out[q.query_id] = q.category
-        return out, f"queries file {entry['path']} (queries.csv is empty)"
-    return out, "none (no categories: queries.csv is empty and the queries file is not found)"
-
-
-def _targets(man: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return list((man.get("options") or {}).get("targets") or [])
-
-
-def _group_key(folder: _Folder) -> str:
+def _group_key(folder: RescoreFolder) -> str:
     entry = (folder.manifest.get("inputs") or {}).get("queries")
     if entry and entry.get("sha256"):
         return "queries:" + entry["sha256"]
     return "folder:" + str(folder.path.resolve())
 
 
-def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *,
+Spec = str | Path | Scores | tuple[str | None, str | Path | Scores]
+
+
+def load_datasets(specs: Sequence[Spec], *,
                   preloaded: Mapping[Path, Any] | None = None) -> list[Dataset]:
     """Read rescore folders (``PATH`` or ``NAME=PATH``) and pool those sharing a queries file.
+
+    A spec may also be a :class:`~tiap.scoring.scores.Scores` held in memory, or
+    ``(NAME, scores)``: it is one dataset of its own (named ``scores`` unless named), taken
+    as the folder :func:`~tiap.scoring.folder.write_rescore` would write for it.
 
     Pooled folders must agree on the credit mode and on the spec of every target they share;
     only the targets and measures every pooled folder has are kept. A system name may occur
     once per dataset. ``preloaded`` maps the resolved path of a folder's ``per_query.csv`` to
     its :class:`PerQuery` where the caller holds it (:func:`per_query_of`).
     """
-    folders: list[_Folder] = []
+    folders: list[RescoreFolder] = []
     problems: list[Problem] = []
-    for spec in specs:
-        name, path = _split(spec)
+    for i, spec in enumerate(specs):
+        held = spec[1] if isinstance(spec, tuple) else spec
+        if isinstance(held, Scores):
+            name = spec[0] if isinstance(spec, tuple) else None
+            folders.append(folder_of(held, name, path=f"<scores {i + 1}>"))
+            continue
+        name, path = _split(spec)  # type: ignore[arg-type]
         got = (preloaded or {}).get((path / "per_query.csv").resolve())
         try:
-            folders.append(load_rescore_dir(
+            folders.append(read_folder(
                 path, name, per_query=got if isinstance(got, PerQuery) else None))
         except TiapError as exc:
             problems.extend(exc.problems)
@@ -648,7 +193,7 @@ def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *
         raise TiapError(problems=problems)
     if not folders:
         raise TiapError("no rescore folder given")
-    groups: dict[str, list[_Folder]] = {}
+    groups: dict[str, list[RescoreFolder]] = {}
     for f in folders:
         groups.setdefault(_group_key(f), []).append(f)
     datasets = [_pool(fs) for fs in groups.values()]
@@ -661,13 +206,13 @@ def load_datasets(specs: Sequence[str | Path | tuple[str | None, str | Path]], *
     return datasets
 
 
-def _same_name(name: str, groups: list[tuple[str, list[_Folder]]]) -> Problem:
+def _same_name(name: str, groups: list[tuple[str, list[RescoreFolder]]]) -> Problem:
     """Why folders that make two datasets of one name were not pooled, and what to do.
 
     Folders are pooled only when the queries files they were scored against are the same
     file (the same sha256); folders of one benchmark scored against two queries files (two
     slices, or one file changed between the runs) share a name but not their queries."""
-    def where(fs: list[_Folder]) -> str:
+    def where(fs: list[RescoreFolder]) -> str:
         return " and ".join(str(f.path) for f in fs)
 
     scored = [(key.removeprefix("queries:"), fs) for key, fs in groups
@@ -697,7 +242,7 @@ def _split(spec: str | Path | tuple[str | None, str | Path]) -> tuple[str | None
     return split_named(spec, "rescore folder")
 
 
-def _pool(folders: list[_Folder]) -> Dataset:
+def _pool(folders: list[RescoreFolder]) -> Dataset:
     first = folders[0]
     credit = (first.manifest.get("options") or {}).get("credit", "group")
     specs: dict[str, dict[str, Any]] = {}
@@ -710,7 +255,7 @@ def _pool(folders: list[_Folder]) -> Dataset:
             problems.append(Problem(f"credit mode {c!r} differs from {credit!r} of {first.path}; "
                                     "systems scored under different credit modes are not "
                                     "comparable", file=str(f.path)))
-        ts = _targets(f.manifest)
+        ts = folder_targets(f.manifest)
         names = [t["name"] for t in ts]
         for t in ts:
             prev = specs.get(t["name"])
@@ -833,6 +378,7 @@ def _pool(folders: list[_Folder]) -> Dataset:
         options={k: v for k, v in (first.manifest.get("options") or {}).items()
                  if k in ("missing", "dedup", "order", "depth")},
         notes=tuple(notes),
+        cost=tuple(r for f in folders for r in f.cost),
     )
 
 

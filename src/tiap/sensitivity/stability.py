@@ -242,7 +242,7 @@ def ranking_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
         for t1, t2 in ds.target_pairs:
             ranked = []
             for s, sc in ds.systems.items():
-                own = sc.defined(t1, (m,)) & sc.defined(t2, (m,))
+                own = sc.determined(t1, (m,)) & sc.determined(t2, (m,))
                 if mask is not None:
                     own &= mask
                 if own.any():

@@ -1,0 +1,123 @@
+"""Structure facts of the package, read from the source with :mod:`ast`.
+
+- No import circle between TIAP's modules. Every ``import`` counts, at any depth (an import
+  inside a function closes a circle as surely as one at the top), except those under
+  ``if TYPE_CHECKING:``, which never run.
+- No module uses another module's private name (``_name``), whether imported
+  (``from tiap.x import _name``) or reached through a module (``x._name``).
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import tiap
+
+SRC = Path(tiap.__file__).parent.parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted((SRC / "tiap").rglob("*.py"))}
+
+
+def _absolute(node: ast.ImportFrom, module: str, path: Path) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    if path.name != "__init__.py":
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+class _Imports(ast.NodeVisitor):
+    """The TIAP modules one module imports, its private-name uses, and module aliases."""
+
+    def __init__(self, module: str, path: Path) -> None:
+        self.module, self.path = module, path
+        self.edges: set[str] = set()
+        self.private: list[tuple[int, str]] = []
+        self.aliases: dict[str, str] = {}  # local name -> TIAP module it stands for
+
+    def visit_If(self, node: ast.If) -> None:
+        if _type_checking(node):
+            for child in node.orelse:
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if a.name == "tiap" or a.name.startswith("tiap."):
+                self.edges.add(a.name)
+                if a.asname:
+                    self.aliases[a.asname] = a.name
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = _absolute(node, self.module, self.path)
+        if not (base == "tiap" or base.startswith("tiap.")):
+            return
+        for a in node.names:
+            full = f"{base}.{a.name}"
+            target = full if full in MODULES else base
+            self.edges.add(target)
+            if full in MODULES:
+                self.aliases[a.asname or a.name] = full
+            if a.name.startswith("_") and not a.name.startswith("__") and target != self.module:
+                self.private.append((node.lineno, f"{base}.{a.name}"))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if (isinstance(node.value, ast.Name) and node.value.id in self.aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")
+                and self.aliases[node.value.id] != self.module):
+            self.private.append((node.lineno, f"{self.aliases[node.value.id]}.{node.attr}"))
+        self.generic_visit(node)
+
+
+def _scan() -> dict[str, _Imports]:
+    out = {}
+    for module, path in MODULES.items():
+        v = _Imports(module, path)
+        v.visit(ast.parse(path.read_text(encoding="utf-8")))
+        out[module] = v
+    return out
+
+
+SCAN = _scan()
+
+
+def test_no_import_circle() -> None:
+    graph = {m: {t for t in v.edges if t in MODULES and t != m} for m, v in SCAN.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        raise AssertionError(f"import circle: {' -> '.join(exc.args[1])}") from None
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    found = {f"{m}:{line}": name for m, v in SCAN.items() for line, name in v.private}
+    assert found == {}
+
+
+def test_the_scan_sees_what_it_checks() -> None:
+    # the checks above cannot pass by seeing nothing: every stage is scanned and the scanner
+    # catches each form on a module it builds
+    assert {"tiap.errors", "tiap.ids", "tiap.io"} <= set(MODULES)
+    src = ("import tiap.ids as ids\nfrom tiap.io import _private\n"
+           "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tiap.io import _hidden\n"
+           "def f():\n    from tiap import errors\n    return ids._x, errors._y\n")
+    v = _Imports("tiap.sample", SRC / "tiap" / "sample.py")
+    v.visit(ast.parse(src))
+    assert v.edges == {"tiap.ids", "tiap.io", "tiap.errors"}
+    assert sorted(name for _, name in v.private) == ["tiap.errors._y", "tiap.ids._x",
+                                                     "tiap.io._private"]
