@@ -51,9 +51,7 @@ from tiap.datasets.reading import iter_json_lines
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.fields import key_problems, nearest
-from tiap.memory.store import Item, item_from_json
-from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
-from tiap.traces.importers import (
+from tiap.importers import (
     ImportResult,
     check_units,
     dataset_units,
@@ -61,7 +59,9 @@ from tiap.traces.importers import (
     require_queries,
     write_import,
 )
-from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.memory.store import Item, item_from_json
+from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 
 __all__ = ["RECORD_TYPES", "import_generic", "lineage_problems", "partial_lineage_findings",
            "read_generic"]

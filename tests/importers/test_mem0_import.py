@@ -13,10 +13,10 @@ import pytest
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
+from tiap.importers.mem0 import import_mem0_results, window_lineage
 from tiap.memory.store import Store, Uncertainty, read_items
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
-from tiap.traces.importers.mem0 import import_mem0_results, window_lineage
-from tiap.traces.runs import read_run
 
 
 def _mem(mid: str, text: str, sources: object = None, score: float | None = None,

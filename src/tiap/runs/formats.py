@@ -93,6 +93,9 @@ __all__ = [
     "id_keys",
     "read_run",
     "score_order",
+    "system_from_path",
+    "trace_dataset",
+    "trace_store",
     "warnings_json",
     "write_jsonl_run",
     "write_trec_run",
@@ -301,7 +304,7 @@ class Run:
 # --------------------------------------------------------------------------------------------
 
 
-_WARNING_TEXT = {
+WARNING_TEXT = {
     "duplicate_dropped": (
         "rankings repeated items: each item's first occurrence was kept, its later ones "
         "dropped, and the items after a dropped one moved up one rank"
@@ -340,7 +343,7 @@ class RunWarnings:
         return tuple(
             RunWarning(
                 code=code,
-                message=_WARNING_TEXT[code],
+                message=WARNING_TEXT[code],
                 count=n,
                 queries=len(self.queries[code]),
                 examples=tuple(self.examples[code]),
@@ -416,7 +419,7 @@ class _ListGroup:
 _Group = _RowGroup | _ListGroup
 
 
-def _numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
+def numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)``, without a leading byte-order mark (``open_text``
     makes undecodable bytes a located TiapError)."""
     for lineno, line in enumerate(fh, 1):
@@ -425,14 +428,14 @@ def _numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
         yield lineno, line
 
 
-def _first_line(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
+def first_line(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
     for lineno, line in lines:
         if line.strip():
             return lineno, line
     return None
 
 
-def _parse_int(text: str) -> int | None:
+def parse_int(text: str) -> int | None:
     """An ASCII integer (optional sign); no spaces, underscores or other digits."""
     if text.isascii() and text.isdigit():  # the common case, without the regex
         return int(text)
@@ -483,7 +486,7 @@ def _detect(path: Path, lineno: int, line: str) -> str:
         if keys & {"returned_ids_full", "returned_ids_topk", "ranked_preview"}:
             raise TiapError(
                 f"{unknown} (this looks like an MTEL-Mem trace; read it with the MTEL-Mem "
-                "trace reader in tiap.traces.mtel)",
+                "trace reader in tiap.importers.mtel)",
                 file=path,
                 line=lineno,
             )
@@ -494,7 +497,7 @@ def _detect(path: Path, lineno: int, line: str) -> str:
     toks = text.split()
     looks_trec = len(toks) >= 2 and toks[1].upper() == "Q0"
     if looks_trec or (
-        len(toks) == 6 and _parse_int(toks[3]) is not None and _parse_float(toks[4]) is not None
+        len(toks) == 6 and parse_int(toks[3]) is not None and _parse_float(toks[4]) is not None
     ):
         return FORMAT_TREC
     raise TiapError(unknown, file=path, line=lineno)
@@ -524,7 +527,7 @@ def _first_text_line(path: str | Path) -> str | None:
     path = Path(path)
     try:
         with open_text(path) as fh:
-            first = _first_line(_numbered_lines(fh, path))
+            first = first_line(numbered_lines(fh, path))
     except (OSError, TiapError):
         return None
     return None if first is None else first[1]
@@ -567,7 +570,7 @@ def detect_run_format(path: str | Path) -> str:
     """
     path = Path(path)
     with open_text(path) as fh:
-        first = _first_line(_numbered_lines(fh, path))
+        first = first_line(numbered_lines(fh, path))
     if first is None:
         raise TiapError("empty run file: it holds no rankings", file=path)
     return _detect(path, *first)
@@ -602,7 +605,7 @@ def _parse_trec(
             )
             continue
         qid, _q0, item, rank_text, score_text, tag = toks
-        rank = _parse_int(rank_text)
+        rank = parse_int(rank_text)
         score = _parse_float(score_text)
         bad = False
         if rank is None:
@@ -787,7 +790,7 @@ def _row_fields(
         else:
             rank = None
     else:
-        rank = _parse_int(raw_rank or "")
+        rank = parse_int(raw_rank or "")
     raw_score = get.get("score")
     score: float | None = None
     bad = False
@@ -1054,7 +1057,7 @@ def _finish(
                    getattr(group, "latency_ms", None))
 
 
-def _default_system(path: Path) -> str:
+def system_from_path(path: Path) -> str:
     """A system name from a file name: ``runs/bm25.trec.gz`` -> ``bm25``."""
     name = path.name
     if name.lower().endswith(".gz"):
@@ -1106,17 +1109,17 @@ def read_run(
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
     check_order(order)
     path = Path(path)
-    default_system = system if system is not None else _default_system(path)
+    default_system = system if system is not None else system_from_path(path)
     probs = Problems(path)
     stores: dict[tuple[str | None, str], tuple[str, int]] = {}
     with open_text(path) as fh:
-        lines = _numbered_lines(fh, path)
-        first = _first_line(lines)
+        lines = numbered_lines(fh, path)
+        first = first_line(lines)
         if first is None:
             raise TiapError("empty run file: it holds no rankings", file=path)
         header = _trace_header(first[1])
         if header is not None:  # a TIAP trace: keep its header line as run metadata
-            first = _first_line(lines)
+            first = first_line(lines)
             if first is None:
                 raise TiapError("empty run file: a trace header but no rankings", file=path)
         fmt = _detect(path, *first)

@@ -1,4 +1,4 @@
-"""Tests for tiap.traces.runs: format recognition, validation, warnings and writers."""
+"""Tests for tiap.runs: format recognition, validation, warnings and writers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tiap.errors import MAX_PROBLEMS, TiapError
-from tiap.traces.runs import (
+from tiap.runs import (
     FORMAT_JSONL,
     FORMAT_ROWS_CSV,
     FORMAT_ROWS_JSONL,
