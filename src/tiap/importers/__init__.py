@@ -18,9 +18,11 @@ files of an earlier one beside the new ones; a folder that is not the output of 
 import`` command is refused (``error[stale-output]``) unless forced (``--force``,
 ``force=True``, or :func:`forced` around an importer that does not take ``force``).
 
-One module per system; each is registered by name below as ``"module:function"`` and imported
-only when used, so a registered module that is absent from an installation gives a clear
-error instead of breaking ``tiap``. The formats are documented in ``docs/import.md``.
+One module per system (:mod:`.generic`, :mod:`.memoryos`, :mod:`.graphiti`, :mod:`.mem0`
+and the harness that runs Mem0, :mod:`.mtel` for the paper's published MTEL-Mem traces);
+each is registered by name below as ``"module:function"`` and imported only when used, so
+a registered module that is absent from an installation gives a clear error instead of
+breaking ``tiap``. The formats are documented in ``docs/import.md``.
 """
 
 from __future__ import annotations

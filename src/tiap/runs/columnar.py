@@ -75,7 +75,7 @@ from tiap.ids import (
     keys_of,
     pyarrow_or_none,
 )
-from tiap.io import is_gzip, open_text
+from tiap.io import is_gzip, numbered_lines, open_text
 from tiap.runs.formats import (
     FORMAT_TREC,
     MAX_EXAMPLES,
@@ -88,7 +88,6 @@ from tiap.runs.formats import (
     check_order,
     detect_run_format,
     first_line,
-    numbered_lines,
     parse_int,
     read_run,
     score_order,
@@ -197,7 +196,7 @@ def _delimiter(path: Path, n_columns: int) -> str | None:
     """``' '`` or ``'\\t'`` when the first non-blank line splits into ``n_columns`` non-empty
     fields on it (the fast path's condition), else ``None``."""
     with open_text(path) as fh:
-        first = first_line(numbered_lines(fh, path))
+        first = first_line(numbered_lines(fh))
     if first is None:
         return None
     line = first[1].rstrip("\r\n")

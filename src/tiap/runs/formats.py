@@ -64,14 +64,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, Problems, TiapError
 from tiap.fields import key_problems
-from tiap.io import atomic_write, json_error, open_text
+from tiap.io import atomic_write, json_lines, numbered_lines, open_text
 
 __all__ = [
     "FORMAT_JSONL",
@@ -419,15 +419,6 @@ class _ListGroup:
 _Group = _RowGroup | _ListGroup
 
 
-def numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)``, without a leading byte-order mark (``open_text``
-    makes undecodable bytes a located TiapError)."""
-    for lineno, line in enumerate(fh, 1):
-        if lineno == 1 and line.startswith("\ufeff"):
-            line = line[1:]
-        yield lineno, line
-
-
 def first_line(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
     for lineno, line in lines:
         if line.strip():
@@ -527,7 +518,7 @@ def _first_text_line(path: str | Path) -> str | None:
     path = Path(path)
     try:
         with open_text(path) as fh:
-            first = first_line(numbered_lines(fh, path))
+            first = first_line(numbered_lines(fh))
     except (OSError, TiapError):
         return None
     return None if first is None else first[1]
@@ -570,7 +561,7 @@ def detect_run_format(path: str | Path) -> str:
     """
     path = Path(path)
     with open_text(path) as fh:
-        first = first_line(numbered_lines(fh, path))
+        first = first_line(numbered_lines(fh))
     if first is None:
         raise TiapError("empty run file: it holds no rankings", file=path)
     return _detect(path, *first)
@@ -649,20 +640,12 @@ def _name_value(value: Any) -> str | None:
     return text or None
 
 
-def _json_lines(
+def _json_objects(
     lines: Iterable[tuple[int, str]], probs: Problems
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            probs.add(json_error(exc), lineno)
-            continue
-        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
-            probs.add(f"invalid JSON ({_json_reason(exc)})", lineno)
-            continue
+    """The JSON objects of JSONL lines, read by TIAP's one JSON Lines policy
+    (:func:`tiap.io.json_lines`); a line holding another JSON value is a problem."""
+    for lineno, obj in json_lines(lines, probs):
         if not isinstance(obj, dict):
             probs.add("expected a JSON object", lineno)
             continue
@@ -674,7 +657,7 @@ def _parse_jsonl_rankings(
     stores: dict[tuple[str | None, str], tuple[str, int]] | None = None,
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
-    for lineno, obj in _json_lines(lines, probs):
+    for lineno, obj in _json_objects(lines, probs):
         qid = _id_value(obj.get("query_id"))
         if qid is None:
             probs.add("'query_id' is missing or not a string/integer", lineno)
@@ -863,7 +846,7 @@ def _parse_rows_jsonl(
     lines: Iterable[tuple[int, str]], probs: Problems, default_system: str
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
-    for lineno, obj in _json_lines(lines, probs):
+    for lineno, obj in _json_objects(lines, probs):
         for message in key_problems(obj, ROW_COLUMNS, "a ranked-trace row", strict=False,
                                     extras=_ROWS_EXTRA):
             probs.add(message, lineno)  # the row is still read: all problems at once
@@ -1113,7 +1096,7 @@ def read_run(
     probs = Problems(path)
     stores: dict[tuple[str | None, str], tuple[str, int]] = {}
     with open_text(path) as fh:
-        lines = numbered_lines(fh, path)
+        lines = numbered_lines(fh)
         first = first_line(lines)
         if first is None:
             raise TiapError("empty run file: it holds no rankings", file=path)

@@ -23,9 +23,9 @@ from numpy.typing import NDArray
 
 from tiap.errors import Problems, TiapError
 from tiap.ids import IdIndex
-from tiap.io import atomic_write, open_text
+from tiap.io import atomic_write, numbered_lines, open_text
 from tiap.runs.columnar import fast_qrels
-from tiap.runs.formats import numbered_lines, parse_int
+from tiap.runs.formats import parse_int
 
 __all__ = [
     "QRELS_LAYOUT",
@@ -95,7 +95,7 @@ def _python_qrels(path: Path) -> Qrels:
     item: list[int] = []
     relevance: list[int] = []
     with open_text(path) as fh:
-        for lineno, line in numbered_lines(fh, path):
+        for lineno, line in numbered_lines(fh):
             toks = line.split()
             if not toks:
                 continue
