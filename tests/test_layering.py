@@ -29,21 +29,40 @@ def _modules(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
-def test_no_trace_module_imports_scoring() -> None:
+def test_no_run_or_importer_module_imports_scoring() -> None:
     offenders = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p)
                                                   if m.startswith("tiap.scoring"))
-                 for p in _modules("traces")}
+                 for p in [*_modules("runs"), *_modules("importers")]}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_run_formats_import_no_importer() -> None:
+    """The run formats sit below the importers (which write runs), never the reverse."""
+    offenders = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p)
+                                                  if m.startswith("tiap.importers"))
+                 for p in _modules("runs")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_no_run_module_imports_a_private_name() -> None:
+    """The columnar fast path shares the formats' helpers by their public names."""
+    for path in _modules("runs"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        private = [f"{node.module}.{a.name}" for node in ast.walk(tree)
+                   if isinstance(node, ast.ImportFrom) and node.module
+                   and node.module.startswith("tiap.")
+                   for a in node.names if a.name.startswith("_")]
+        assert private == [], path
 
 
 def test_kernels_do_not_import_the_readers() -> None:
     for name in ("kernels.py", "encode.py", "measures.py"):
         imported = _imports(ROOT / "scoring" / name)
-        assert not [m for m in imported if m.startswith("tiap.traces")], name
+        assert not [m for m in imported if m.startswith("tiap.runs")], name
 
 
 def test_both_take_ids_from_tiap_ids() -> None:
-    assert "tiap.ids" in _imports(ROOT / "traces" / "columnar.py")
+    assert "tiap.ids" in _imports(ROOT / "runs" / "columnar.py")
     assert "tiap.ids" in _imports(ROOT / "scoring" / "encode.py")
     assert "tiap.ids" in _imports(ROOT / "scoring" / "kernels.py")
     ids_imports = _imports(ROOT / "ids.py")

@@ -13,7 +13,7 @@ files as one serialization (``docs/api.md``)::
 ``build_store``    a memory store with lineage (:func:`tiap.memory.build_store`)
 ``read_store``     a store's ``items.jsonl`` (:func:`tiap.memory.store.read_store`)
 ``read_queries``   a queries file (:func:`tiap.datasets.queryfile.read_queries`)
-``read_runs``      a run file, any format (:func:`tiap.traces.runs.read_run`)
+``read_runs``      a run file, any format (:func:`tiap.runs.read_run`)
 ``rescore``        runs scored under each target (:func:`tiap.scoring.rescore.rescore`)
 ``Scores``         the per-query score model (:class:`tiap.scoring.scores.Scores`)
 ``analyze``        every sensitivity table (:func:`tiap.sensitivity.analyze`)
@@ -56,7 +56,7 @@ _HOMES = {
     "build_store": ("tiap.memory", "build_store"),
     "read_store": ("tiap.memory.store", "read_store"),
     "read_queries": ("tiap.datasets.queryfile", "read_queries"),
-    "read_runs": ("tiap.traces.runs", "read_run"),
+    "read_runs": ("tiap.runs", "read_run"),
     "rescore": ("tiap.scoring.rescore", "rescore"),
     "Scores": ("tiap.scoring.scores", "Scores"),
     "analyze": ("tiap.sensitivity.analyze", "analyze"),
@@ -69,10 +69,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.memory import build_store
     from tiap.memory.store import read_store
     from tiap.report import build_report
+    from tiap.runs import read_run as read_runs
     from tiap.scoring.rescore import rescore
     from tiap.scoring.scores import Scores
     from tiap.sensitivity.analyze import analyze
-    from tiap.traces.runs import read_run as read_runs
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Ids and their integer codes: one module below both :mod:`tiap.traces` and :mod:`tiap.scoring`.
+"""Ids and their integer codes: one module below both :mod:`tiap.runs` and :mod:`tiap.scoring`.
 
 Everything that turns string ids into integers lives here, so that the run readers and the
 scoring kernels share it without importing each other:
@@ -6,7 +6,7 @@ scoring kernels share it without importing each other:
 - :class:`Vocabulary`: dense codes ``0, 1, 2, ...`` for ids in order of first appearance
   (the Python-object path of :mod:`tiap.scoring.encode`);
 - :class:`IdIndex`: string ids indexed by code, with vectorised look-up (the columnar path
-  of :mod:`tiap.traces.columnar`);
+  of :mod:`tiap.runs.columnar`);
 - integer *keys* for short ids (:func:`keys_of`, :func:`encode_keys`, :func:`comparable`,
   :func:`joined`), so that hashing integers stands in for hashing strings;
 - the limits every coded array respects (:data:`MAX_CODE`, :data:`MAX_DEPTH`);
@@ -54,6 +54,7 @@ __all__ = [
     "id_problem",
     "joined",
     "keys_of",
+    "pyarrow_or_none",
 ]
 
 #: Largest item code accepted (codes are stored as int32; one value is kept as a sentinel).
@@ -170,7 +171,9 @@ class Vocabulary:
 # --------------------------------------------------------------------------------------------
 
 
-def _pyarrow() -> Any | None:
+def pyarrow_or_none() -> Any | None:
+    """The ``pyarrow`` module with its ``compute`` and ``csv`` parts, or ``None`` where it
+    is not installed (the columnar readers then take the reference route)."""
     try:
         import pyarrow  # noqa: F401
         import pyarrow.compute  # noqa: F401
@@ -188,7 +191,7 @@ class IdIndex:
     """
 
     def __init__(self, ids: Sequence[str] | pa.Array) -> None:
-        pa = _pyarrow()
+        pa = pyarrow_or_none()
         if pa is not None and isinstance(ids, pa.ChunkedArray):
             ids = ids.combine_chunks()
         if pa is not None and not isinstance(ids, pa.Array):
@@ -233,7 +236,7 @@ class IdIndex:
     def union(indexes: Iterable[IdIndex]) -> IdIndex:
         """Every id of ``indexes``, once, in order of first appearance."""
         parts = [ix._ids for ix in indexes]
-        pa = _pyarrow()
+        pa = pyarrow_or_none()
         if pa is not None and not any(isinstance(p, tuple) for p in parts):
             import pyarrow.compute as pc
 
@@ -247,7 +250,7 @@ class IdIndex:
 
     @cached_property
     def _keys(self) -> Keys | None:
-        """The ids' integer keys (:func:`~tiap.traces.idkeys.keys_of`), made once."""
+        """The ids' integer keys (:func:`~tiap.ids.keys_of`), made once."""
         return keys_of(self._ids)
 
     def _inline_codes(self, values: pa.Array) -> NDArray[np.int64] | None:
@@ -275,7 +278,7 @@ class IdIndex:
         """The code of each of ``ids``, ``-1`` where an id is not in this index."""
         if isinstance(ids, IdIndex):
             ids = ids._ids
-        pa = _pyarrow()
+        pa = pyarrow_or_none()
         if pa is not None and not isinstance(self._ids, tuple):
             import pyarrow.compute as pc
 

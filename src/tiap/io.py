@@ -7,8 +7,9 @@
 - :func:`output_folder` builds a step's whole output folder beside it and swaps it in, so
   the folder describes exactly one run; it refuses a folder that is not that step's output
   (:func:`check_output_folder`) unless forced.
-- :func:`iter_jsonl` yields ``(line_number, object)`` and names the file and line of a
-  malformed record.
+- :func:`iter_jsonl` is the one reader of JSON Lines files, with one policy for all of them
+  (gzip, UTF-8, byte-order mark, blank lines, strict JSON: :func:`strict_json`), its
+  problems located by file and line and either raised at once or collected by the caller.
 - :func:`shard_path`, :func:`append_shard` and :func:`read_shard`: the shards an engine's
   workers write results to, one JSON line each, fsynced, so that a killed worker's retried
   task or a killed driver's next run takes up what was finished.
@@ -24,6 +25,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -32,7 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tiap.errors import TiapError
+from tiap.errors import Problem, Problems, TiapError
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -64,7 +66,8 @@ def open_text(path: str | Path) -> IO[str]:
 class _TextReader:
     """A UTF-8 text file (plain or gzip, universal newlines) whose every failure is a
     TiapError: bytes that are not UTF-8 (code ``encoding``, naming the line and the byte
-    offset of the first bad byte) and a truncated or corrupt gzip stream."""
+    offset of the first bad byte) and a truncated (code ``truncated``) or corrupt gzip
+    stream."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -78,7 +81,9 @@ class _TextReader:
                 return _first_bad_utf8(self.path, self._gzip)
             except (EOFError, OSError, zlib.error) as again:
                 exc = again
-        return TiapError(f"corrupt or truncated gzip file ({exc})", file=self.path)
+        # a stream cut short is ``truncated``, as for :func:`tiap.datasets.reading.read_bytes`
+        return TiapError(f"corrupt or truncated gzip file ({exc})", file=self.path,
+                         code="truncated" if isinstance(exc, EOFError) else None)
 
     def read(self, n: int = -1) -> str:
         try:
@@ -246,9 +251,15 @@ def _loads(text: str, path: str | Path, line: int | None) -> Any:
         raise TiapError(json_error(exc), file=path,
                         line=exc.lineno if line is None else line) from None
     except (ValueError, RecursionError) as exc:
-        what = ("nested too deeply" if isinstance(exc, RecursionError)
-                else "a number too long to read" if "digits" in str(exc) else str(exc))
-        raise TiapError(f"invalid JSON ({what})", file=path, line=line) from None
+        raise TiapError(f"invalid JSON ({_json_what(exc)})", file=path, line=line) from None
+
+
+def _json_what(exc: ValueError | RecursionError) -> str:
+    """What :func:`json.loads` refused, beyond syntax: a number past Python's digit limit,
+    nesting too deep to parse."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return "a number too long to read" if "digits" in str(exc) else str(exc).split(";")[0][:120]
 
 
 def json_error(exc: json.JSONDecodeError) -> str:
@@ -258,13 +269,187 @@ def json_error(exc: json.JSONDecodeError) -> str:
     return f"invalid JSON ({what} at column {exc.colno})"
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file (plain or gzip)."""
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def jq_path(base: str, step: str | int) -> str:
+    """The jq path of ``step`` (a key or a list index) below the value at ``base`` (``"."``
+    is the document): ``.[3]``, ``.conversation.session_2``, ``.["a key"]``."""
+    base = "" if base == "." else base
+    if isinstance(step, int):
+        return f"{base or '.'}[{step}]"
+    if _IDENT.fullmatch(step):
+        return f"{base}.{step}"
+    return f"{base or '.'}[{json.dumps(step)}]"
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a parsed value's type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__  # pragma: no cover - json yields nothing else
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """An object in which a key occurred more than once (the keys are kept in ``twice``)."""
+
+    twice: list[str]
+
+
+class _NonFinite:
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+
+class _Hooks:
+    """Hooks for :func:`json.loads` that remember what JSON would otherwise hide."""
+
+    def __init__(self) -> None:
+        self.flagged = False
+
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) == len(pairs):
+            return d
+        self.flagged = True
+        out = _Pairs(d)
+        seen: set[str] = set()
+        out.twice = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+        return out
+
+    def constant(self, token: str) -> _NonFinite:
+        self.flagged = True
+        return _NonFinite(token)
+
+
+def strict_json(text: str) -> tuple[Any, list[Problem]]:
+    """Parse one JSON text and report, as problems at their jq record paths (no file or
+    line), what :func:`json.loads` would let pass: a key given twice in one object (JSON
+    would keep only the last; code ``duplicate``), ``NaN`` / ``Infinity`` (not JSON;
+    ``invalid-value``), a string holding a lone surrogate escape such as ``"\\ud800"``
+    (not a character, cannot be written as UTF-8; ``encoding``). The value is usable only
+    when there is no problem. Syntax errors raise as :func:`json.loads` raises them.
+    """
+    hooks = _Hooks()
+    value = json.loads(text, object_pairs_hook=hooks.pairs, parse_constant=hooks.constant)
+    if not hooks.flagged and not ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
+        return value, []
+    found: list[Problem] = []
+    return _clean(value, ".", found), found
+
+
+def _clean(value: Any, at: str, found: list[Problem]) -> Any:
+    """Report what the hooks flagged (and lone surrogates), at their record paths; the
+    values returned are plain JSON values, never used once a problem is reported."""
+    if isinstance(value, _NonFinite):
+        found.append(Problem(f"{value.token} is not a JSON value; expected a finite number",
+                             record=at, code="invalid-value"))
+        return None
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            found.append(Problem("the string holds a lone surrogate escape (\\ud800-\\udfff), "
+                                 "which is not a character and cannot be written as UTF-8",
+                                 record=at, code="encoding"))
+        return value
+    if isinstance(value, list):
+        return [_clean(v, jq_path(at, i), found) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        if isinstance(value, _Pairs):
+            for k in dict.fromkeys(value.twice):
+                found.append(Problem(f"key {k!r} occurs more than once in this object (JSON "
+                                     "would keep only the last); expected each key once",
+                                     record=at, code="duplicate"))
+        out = {}
+        for k, v in value.items():
+            if _SURROGATE.search(k):
+                found.append(Problem(f"key {k.encode('utf-8', 'backslashreplace').decode()!r} "
+                                     "holds a lone surrogate escape", record=at,
+                                     code="encoding"))
+            out[k] = _clean(v, jq_path(at, k), found)
+        return out
+    return value
+
+
+def numbered_lines(fh: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of an open text file (:func:`open_text`), counted from 1,
+    without the byte-order mark a file may start with."""
+    for lineno, line in enumerate(fh, 1):
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        yield lineno, line
+
+
+def json_lines(lines: Iterable[tuple[int, str]],
+               problems: Problems) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each numbered line (:func:`numbered_lines`) that holds
+    one JSON value, by the policy of :func:`iter_jsonl`: blank lines are skipped; any other
+    line that is not strict JSON is a problem added to ``problems`` (its line is skipped)."""
+    for lineno, line in lines:
+        if not line.strip():
+            continue
+        whole = line.endswith("\n")
+        try:  # without its newline, so that an error at the line's end names its column
+            value, found = strict_json(line[:-1] if whole else line)
+        except json.JSONDecodeError as exc:
+            if whole:
+                problems.add(json_error(exc), lineno)
+            else:  # the file's last line, with no newline after it: cut short
+                what = exc.msg.removesuffix(" at")
+                problems.add(f"the last line ends in the middle of a record (invalid JSON: "
+                             f"{what} at column {exc.colno})", lineno, code="truncated")
+            continue
+        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
+            problems.add(f"invalid JSON ({_json_what(exc)})", lineno)
+            continue
+        if found:
+            for p in found:
+                problems.add(p.message, lineno, record=p.record, code=p.code)
+            continue
+        yield lineno, value
+
+
+def iter_jsonl(path: str | Path, problems: Problems | None = None
+               ) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each JSON line of a JSON Lines file. TIAP reads every
+    JSON Lines file through this one reader (runs, items, queries, cases, labels, imports),
+    so one policy holds for all of them:
+
+    - plain or gzip (by magic bytes, not by name); bytes that are not UTF-8 are an
+      ``encoding`` error, raised at once, naming the line and the byte offset;
+    - a byte-order mark at the start is skipped; blank lines are skipped; a line ends at
+      ``\\n``, ``\\r\\n`` or ``\\r``;
+    - every other line must be one JSON value (its type is the caller's to check): a line
+      that is not (a syntax error, a number too long, nesting too deep) is a problem naming
+      the line and column, code ``truncated`` for a last line cut short (no newline after
+      it); a key given twice, ``NaN``/``Infinity`` and lone surrogates are problems at their
+      record path (:func:`strict_json`).
+
+    With ``problems``, each problem is added there, its line is skipped and reading goes on,
+    so that the caller reports every problem of the file together; without, the first one
+    is raised at once as a :class:`~tiap.errors.TiapError`.
+    """
+    own = Problems(path) if problems is None else problems
     with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            yield lineno, _loads(line, path, lineno)
+        for lineno, value in json_lines(numbered_lines(fh), own):
+            if problems is None:
+                own.raise_if_any()
+            yield lineno, value
+        if problems is None:
+            own.raise_if_any()
 
 
 def _alive(pid: int) -> bool:

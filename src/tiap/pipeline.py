@@ -718,9 +718,9 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.memory.store import read_store
     from tiap.retrieval import make_retriever, retrieve
     from tiap.retrieval.retrieve import trec_path_for
+    from tiap.runs import read_run
     from tiap.scoring.folder import read_summary, write_rescore
     from tiap.scoring.rescore import rescore
-    from tiap.traces.runs import read_run
 
     root = Path(out) / cfg.name
     steps = _Steps(root)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tiap.audit.cases import Case
 from tiap.datasets.records import Query
 from tiap.memory.store import Item
-from tiap.traces.runs import Ranking, Run
+from tiap.runs import Ranking, Run
 
 
 def case(i: int | str, question: str, *, answer: str = "Paris", text: str = "She moved to Paris.",

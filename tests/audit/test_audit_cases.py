@@ -42,7 +42,7 @@ from tiap.cli.main import main
 from tiap.datasets.queryfile import write_queries
 from tiap.errors import TiapError
 from tiap.memory.store import write_items
-from tiap.traces.runs import write_jsonl_run
+from tiap.runs import write_jsonl_run
 
 
 def by_id(cases: list[Case]) -> dict[str, Case]:

@@ -37,7 +37,7 @@ from tiap.cli.main import main
 from tiap.datasets.queryfile import write_queries
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Store, write_items
-from tiap.traces.runs import write_jsonl_run
+from tiap.runs import write_jsonl_run
 
 TOY = Store("toy", tuple(ITEMS))
 STORES = {None: TOY}

@@ -22,7 +22,7 @@ import pytest
 from audit_fixtures import TWO_STORES as STORES
 
 from tiap.audit import GRADES
-from tiap.traces.runs import read_run
+from tiap.runs import read_run
 
 
 @pytest.fixture()

@@ -47,7 +47,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Store, Uncertainty, write_items
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
+from tiap.runs import Ranking, Run, write_jsonl_run
 
 
 def _items(b: bool) -> tuple[Item, ...]:

@@ -25,9 +25,9 @@ from audit_fixtures import TWO_STORES as STORES
 
 from tiap.audit.graded import graded_rescore
 from tiap.datasets.queryfile import read_queries
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
 from tiap.targets import build_groups
-from tiap.traces.runs import read_run
 
 K = 20
 TARGETS = ("raw", "source", "canonical")

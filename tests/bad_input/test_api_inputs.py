@@ -11,9 +11,9 @@ import pytest
 from tiap.datasets.queryfile import write_queries
 from tiap.errors import TiapError
 from tiap.memory.store import write_items
+from tiap.runs import write_jsonl_run
 from tiap.scoring.inputs import as_queries, as_runs, as_stores
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import write_jsonl_run
 
 ITEMS = [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
          {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}]

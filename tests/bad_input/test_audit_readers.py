@@ -34,7 +34,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Store, write_items
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
+from tiap.runs import Ranking, Run, write_jsonl_run
 
 ITEMS = [Item("t1", "raw", ("u1",), text="Caroline: I moved to Paris last year!"),
          Item("t2", "raw", ("u2",), text="Melanie: pottery class was fun."),

@@ -199,9 +199,9 @@ def test_the_collector_fails_on_an_unregistered_code(tmp_path: Path) -> None:
 
 
 def test_run_reader_warnings_are_registered() -> None:
-    from tiap.traces import runs
+    from tiap.runs import formats as runs
 
-    assert set(runs._WARNING_TEXT) <= set(CODES)
+    assert set(runs.WARNING_TEXT) <= set(CODES)
 
 
 def test_docs_list_exactly_the_registry() -> None:

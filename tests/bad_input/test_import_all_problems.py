@@ -19,8 +19,8 @@ import pytest
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import MAX_PROBLEMS, TiapError
+from tiap.importers.generic import read_generic
 from tiap.memory.store import read_items
-from tiap.traces.importers.generic import read_generic
 
 NEAR = "(extra keys are kept as metadata, but not one this close to a known key: rename it)"
 
@@ -193,7 +193,7 @@ def test_run_files_name_every_unknown_key(tmp_path: Path) -> None:
     """JSONL rankings have a fixed key set: "sytem" would have put the ranking under the
     file's name, "score" would have dropped the scores. Ranked-trace rows ignore other
     columns (a "text" column reads), but not a near miss of theirs."""
-    from tiap.traces.runs import read_run
+    from tiap.runs import read_run
 
     run = write(tmp_path / "run.jsonl", [
         {"query_id": "q1", "sytem": "bm25", "ranking": ["a", "b"]},

@@ -27,8 +27,8 @@ import pytest
 
 from tiap.cli.main import main
 from tiap.errors import TiapError
-from tiap.traces.importers.mem0 import import_mem0_results
-from tiap.traces.runs import read_run
+from tiap.importers.mem0 import import_mem0_results
+from tiap.runs import read_run
 
 
 def _jsonl(path: Path, rows: list[Any]) -> Path:

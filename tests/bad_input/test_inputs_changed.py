@@ -27,7 +27,7 @@ from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, write_items
 from tiap.provenance import verify_input, verify_inputs
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
+from tiap.runs import Ranking, Run, write_jsonl_run
 
 ITEMS = [Item("t1", "raw", ("u1",), text="Caroline: I moved to Paris."),
          Item("t2", "raw", ("u2",), text="Melanie: pottery is fun."),

@@ -13,7 +13,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Inference, Item, Uncertainty, item_from_json, write_items
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
+from tiap.runs import Ranking, Run, write_jsonl_run
 
 
 @pytest.mark.parametrize(("field", "why"), [

@@ -138,7 +138,7 @@ def test_resamples_past_the_bound_is_refused_as_given_in_the_issue(capsys) -> No
 #: The modules declaring every config schema and settings object.
 SCHEMA_MODULES = ("tiap.pipeline", "tiap.llm.client", "tiap.audit.openai_judge",
                   "tiap.audit.judges", "tiap.retrieval.factory", "tiap.memory.heuristic",
-                  "tiap.memory.llm_parser", "tiap.traces.importers.mem0_harness")
+                  "tiap.memory.llm_parser", "tiap.importers.mem0_harness")
 
 
 def _schemas() -> list[type]:

@@ -37,9 +37,9 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, write_items
+from tiap.runs import Ranking, Run, write_jsonl_run
 from tiap.scoring.folder import read_per_query
 from tiap.scoring.measures import MAX_CUTOFF, Measure, parse_measure, parse_measures
-from tiap.traces.runs import Ranking, Run, write_jsonl_run
 
 ITEMS = [Item("t1", "raw", ("u1",), text="Caroline: I moved to Paris."),
          Item("t2", "raw", ("u2",), text="Melanie: pottery is fun."),

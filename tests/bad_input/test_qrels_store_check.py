@@ -12,8 +12,8 @@ import pytest
 
 from tiap.errors import TiapError
 from tiap.io import sha256_file
+from tiap.runs import read_qrels, read_run_columnar
 from tiap.scoring.rescore import rescore_qrels
-from tiap.traces.columnar import read_qrels, read_run_columnar
 
 
 def _inputs(tmp_path: Path, qrels_store: str) -> tuple[Path, Path]:

@@ -26,10 +26,16 @@ import pytest
 
 from tiap.cli.main import main
 from tiap.errors import TiapError
+from tiap.runs import (
+    ColumnarRun,
+    columnar,
+    id_keys,
+    read_qrels,
+    read_run,
+    read_run_columnar,
+    score_order,
+)
 from tiap.scoring.rescore import rescore_qrels
-from tiap.traces import columnar
-from tiap.traces.columnar import ColumnarRun, read_qrels, read_run_columnar
-from tiap.traces.runs import id_keys, read_run, score_order
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 pytest.importorskip("pyarrow")
@@ -152,7 +158,7 @@ def test_score_order_equals_trec_eval_on_every_route(tmp_path: Path, monkeypatch
     assert not ref.warnings  # no score_order / score_ties: the order is the scores'
     routes = {"read_run": ColumnarRun.from_run(ref)}
     with monkeypatch.context() as m:
-        m.setattr(columnar, "_pyarrow", lambda: None)
+        m.setattr(columnar, "pyarrow_or_none", lambda: None)
         routes["columnar, reference route"] = read_run_columnar(run_path, order="score")[0]
     # the pyarrow path, whole and in blocks of 300 bytes (queries then span blocks)
     with monkeypatch.context() as m:

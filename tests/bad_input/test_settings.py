@@ -28,10 +28,10 @@ from tiap.audit.judges import EmbeddingJudge, LexicalJudge, make_judge
 from tiap.cli.main import main
 from tiap.config import command_options
 from tiap.errors import TiapError
+from tiap.importers.mem0_harness import Mem0RunConfig
 from tiap.llm.client import ChatClient
 from tiap.memory import make_parser
 from tiap.retrieval import make_retriever
-from tiap.traces.importers.mem0_harness import Mem0RunConfig
 
 pytest.importorskip("httpx")
 

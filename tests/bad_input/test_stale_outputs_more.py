@@ -134,9 +134,9 @@ def test_import_refuses_another_commands_output_and_a_file_beside(tmp_path: Path
 
 def test_import_of_a_python_caller_is_forced_through_the_context(tmp_path: Path) -> None:
     """An importer that does not take ``force`` (``fn(path, out_dir, ...)``) gets it from
-    :func:`tiap.traces.importers.forced`."""
-    from tiap.traces.importers import forced
-    from tiap.traces.importers.generic import import_generic
+    :func:`tiap.importers.forced`."""
+    from tiap.importers import forced
+    from tiap.importers.generic import import_generic
 
     out, _ = _mine(tmp_path)
     path = _generic(tmp_path / "g.jsonl", "q1")

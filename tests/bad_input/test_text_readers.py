@@ -1,6 +1,8 @@
 """The text readers under every JSON / JSONL / line format (``tiap.io``): any byte string
 either reads as the reference reader reads it or raises a located ``TiapError``; bytes that
-are not UTF-8 name the line and the byte offset (code ``encoding``)."""
+are not UTF-8 name the line and the byte offset (code ``encoding``). The JSON Lines
+reference is the one policy of :func:`tiap.io.iter_jsonl` (strict JSON: no key twice, no
+NaN, no lone surrogate; a leading byte-order mark skipped)."""
 
 from __future__ import annotations
 
@@ -28,10 +30,38 @@ DATA = st.one_of(st.binary(max_size=200),
                  st.lists(_PIECES, max_size=30).map(b"".join))
 
 
+def _strict_loads(line: str) -> object:
+    """``json.loads`` that also refuses what the one JSON Lines policy refuses: a key twice
+    in one object, NaN / Infinity, a lone surrogate in a string or key."""
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        if len({k for k, _ in items}) != len(items):
+            raise ValueError("a key twice")
+        return dict(items)
+
+    def constant(token: str) -> object:
+        raise ValueError(token)
+
+    def surrogate(v: object) -> bool:
+        if isinstance(v, str):
+            return any(0xD800 <= ord(c) <= 0xDFFF for c in v)
+        if isinstance(v, list):
+            return any(surrogate(x) for x in v)
+        if isinstance(v, dict):
+            return any(surrogate(k) or surrogate(x) for k, x in v.items())
+        return False
+
+    value = json.loads(line, object_pairs_hook=pairs, parse_constant=constant)
+    if surrogate(value):
+        raise ValueError("a lone surrogate")
+    return value
+
+
 def _reference_jsonl(data: bytes) -> list[tuple[int, object]] | None:
-    """What a JSONL file holds, read independently (None: it must be refused)."""
+    """What a JSONL file holds, read independently (None: it must be refused): UTF-8, a
+    byte-order mark at the start skipped, blank lines skipped, every other line strict JSON."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         return None
     out = []
@@ -39,7 +69,7 @@ def _reference_jsonl(data: bytes) -> list[tuple[int, object]] | None:
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line)))
+            out.append((n, _strict_loads(line)))
         except (ValueError, RecursionError):
             return None
     return out
@@ -60,6 +90,10 @@ def _same(a: object, b: object) -> bool:
 @example(data=b'{"a": 1}\n{"b": "\xff"}\n')
 @example(data=b"[" * 100_000)
 @example(data=b'{"a": ' + b"9" * 5000 + b"}")
+@example(data=b'\xef\xbb\xbf{"a": 1}\n')  # a byte-order mark: skipped
+@example(data=b'{"a": 1, "a": 2}\n')  # a key twice: refused
+@example(data=b'[NaN]\n')  # not JSON: refused
+@example(data=b'["\\ud800"]\n')  # a lone surrogate: refused
 def test_iter_jsonl_reads_like_the_reference_or_raises(tmp_path_factory, data: bytes) -> None:
     if data.startswith(b"\x1f\x8b"):
         return  # gzip magic: the gzip test below

@@ -329,8 +329,8 @@ def test_llm_parser_on_ray_a_killed_worker_repeats_no_turn(
     asks only the invalid turns again and writes the same items for every other turn."""
     from tiap.memory import build_store
     from tiap.memory.build import ITEMS_FILE
-    from tiap.memory.parsers import turn_contexts
     from tiap.memory.llm_parser import build_messages
+    from tiap.memory.parsers import turn_contexts
 
     ds = _first_turns(data_dir, 6)
     cache = tmp_path / "llm.sqlite"

@@ -14,6 +14,7 @@ import pytest
 from tiap.datasets import load
 from tiap.memory import build_store, make_parser
 
+
 @pytest.mark.parametrize(("n", "facts", "turns_at_cap"), [(1, 3537, 3537), (5, 6477, 155),
                                                          (8, 6554, 4)])
 def test_locomo_densities(n: int, facts: int, turns_at_cap: int, data_dir: Path,

@@ -10,10 +10,10 @@ from pathlib import Path
 from tiap.datasets.records import Query
 from tiap.memory.store import Item, Uncertainty
 from tiap.report import build_report
+from tiap.runs import Ranking, Run
 from tiap.scoring.folder import write_rescore
 from tiap.scoring.rescore import rescore
 from tiap.sensitivity import analyze, write_sensitivity
-from tiap.traces.runs import Ranking, Run
 
 
 def _rows(md: str, system: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from retrieval_fixtures import QUERIES, CountingRetriever, make_queries, make_st
 
 from tiap.cli.main import main
 from tiap.retrieval import BM25Retriever, retrieve
-from tiap.traces.runs import read_run
+from tiap.runs import read_run
 
 
 @pytest.fixture

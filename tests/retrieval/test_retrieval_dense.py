@@ -31,7 +31,7 @@ from tiap.retrieval import (
     retrieve,
     text_key,
 )
-from tiap.traces.runs import read_run
+from tiap.runs import read_run
 
 N_TURNS = 40
 

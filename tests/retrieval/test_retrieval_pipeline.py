@@ -28,7 +28,7 @@ from tiap.retrieval import (
     retrieve,
     trec_path_for,
 )
-from tiap.traces.runs import read_run
+from tiap.runs import read_run
 
 COLLECTION = {r["item_id"]: r["collection"] for r in ITEMS}
 

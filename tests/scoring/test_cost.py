@@ -15,9 +15,9 @@ import pytest
 from tiap.cli.main import main
 from tiap.errors import TiapError
 from tiap.memory.store import Item
+from tiap.runs import Ranking, Run, read_run
 from tiap.scoring.cost import get_tokenizer
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import Ranking, Run, read_run
 
 pytest.importorskip("bpe_openai")
 

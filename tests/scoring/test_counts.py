@@ -14,6 +14,7 @@ import pytest
 
 from tiap.datasets.records import Query
 from tiap.memory.store import Item, Uncertainty
+from tiap.runs import Ranking, Run
 from tiap.scoring import counts
 from tiap.scoring.counts import EITHER
 from tiap.scoring.rescore import rescore
@@ -24,7 +25,6 @@ from tiap.scoring.scores import (
     PAIRWISE_COLUMNS,
     Scores,
 )
-from tiap.traces.runs import Ranking, Run
 
 TARGETS = ("raw", "source", "canonical")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from tiap.datasets.records import Query
 from tiap.memory.store import Inference, Item, item_from_json
+from tiap.runs import Ranking, Run
 from tiap.scoring.folder import write_rescore
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import Ranking, Run
 
 
 def _query(qid: str, evidence: tuple[str, ...]) -> Query:

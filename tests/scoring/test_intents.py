@@ -21,10 +21,10 @@ from tiap.ids import Vocabulary
 from tiap.memory import build_store
 from tiap.memory.store import read_store
 from tiap.retrieval import make_retriever, retrieve
+from tiap.runs import read_run
 from tiap.scoring.kernels import Targets, score
 from tiap.scoring.rescore import rescore
 from tiap.targets.export import write_targets
-from tiap.traces.runs import read_run
 
 LOG3 = math.log2(3)
 

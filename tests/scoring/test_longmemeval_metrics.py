@@ -23,8 +23,8 @@ from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.memory import build_store
 from tiap.memory.store import read_store
 from tiap.retrieval import make_retriever, retrieve
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import read_run
 
 pytest.importorskip("bm25s")
 

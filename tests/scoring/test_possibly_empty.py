@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from tiap.datasets.records import Query
 from tiap.memory.store import Item, Uncertainty
+from tiap.runs import Ranking, Run
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import Ranking, Run
 
 
 def _query(qid: str, evidence: tuple[str, ...]) -> Query:

@@ -25,10 +25,9 @@ from tiap.datasets.records import Query
 from tiap.engine import LocalEngine, use_engine
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Uncertainty
+from tiap.runs import Ranking, Run, read_qrels, read_run_columnar
 from tiap.scoring.rescore import rescore, rescore_qrels
 from tiap.scoring.scores import Scores
-from tiap.traces.columnar import read_qrels, read_run_columnar
-from tiap.traces.runs import Ranking, Run
 
 MEASURES = ("nDCG@10,nDCG@70,nDCG,R@5,RR@10,Success@1,P@5,Rall@10,alpha_nDCG@10,"
             "ERR_IA(alpha=0.3)@10,nDCG(discount='jk')@10")

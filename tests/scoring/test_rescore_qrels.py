@@ -18,9 +18,9 @@ import pytest
 
 from tiap.cli.main import main
 from tiap.errors import TiapError
+from tiap.runs import read_qrels, read_run_columnar
 from tiap.scoring.folder import write_per_query_csv
 from tiap.scoring.rescore import rescore_qrels
-from tiap.traces.columnar import read_qrels, read_run_columnar
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 pytest.importorskip("pyarrow")

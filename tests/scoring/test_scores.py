@@ -7,12 +7,12 @@ from pathlib import Path
 
 from tiap.datasets.records import Query
 from tiap.memory.store import Item
+from tiap.runs import Ranking, Run
 from tiap.scoring.folder import write_rescore
 from tiap.scoring.rescore import rescore
 from tiap.scoring.scores import Scores
 from tiap.sensitivity.change import change_rows
 from tiap.sensitivity.load import load_datasets
-from tiap.traces.runs import Ranking, Run
 
 ITEMS = [Item("r1", "raw", ("c:1",), collection="c"),
          Item("r2", "raw", ("c:2",), collection="c"),

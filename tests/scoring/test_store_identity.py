@@ -10,8 +10,8 @@ import pytest
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Store, default_store_name, read_items, read_store, write_items
+from tiap.runs import Ranking, Run
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import Ranking, Run
 
 Q = [Query(query_id="q1", collection_id="c", question="?", answer="a", category="1",
            evidence=("u1",))]
@@ -116,7 +116,7 @@ def test_a_run_naming_its_store_is_not_scored_against_another() -> None:
 
 
 def test_jsonl_rankings_keep_their_store(tmp_path: Path) -> None:
-    from tiap.traces.runs import read_run, trace_store, write_jsonl_run
+    from tiap.runs import read_run, trace_store, write_jsonl_run
 
     run = Run("sys", (Ranking("q1", "sys", ("a", "b")),), store="f5")
     write_jsonl_run(tmp_path / "run.jsonl", run)

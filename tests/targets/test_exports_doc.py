@@ -29,8 +29,8 @@ from locomo_conv26 import SYSTEMS
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.memory.store import read_store, write_items
+from tiap.runs import Ranking, Run, read_run, write_trec_run
 from tiap.scoring.rescore import rescore
-from tiap.traces.runs import Ranking, Run, read_run, write_trec_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -13,9 +13,9 @@ import pytest
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Uncertainty
+from tiap.runs import Ranking, Run
 from tiap.scoring.rescore import rescore
 from tiap.targets import build_groups
-from tiap.traces.runs import Ranking, Run
 
 
 def _raw(n: int, session: str) -> Item:

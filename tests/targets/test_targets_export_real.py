@@ -12,9 +12,9 @@ from locomo_conv26 import STORES, SYSTEMS
 
 from tiap.datasets.queryfile import read_queries
 from tiap.memory.store import read_store
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
 from tiap.targets.export import qrels_name, qrels_store
-from tiap.traces.runs import read_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -23,6 +23,7 @@ import pytest
 
 from tiap.datasets.records import Query
 from tiap.errors import TiapError
+from tiap.runs import Ranking, Run
 from tiap.scoring.rescore import rescore
 from tiap.targets import (
     GraphEdge,
@@ -32,7 +33,6 @@ from tiap.targets import (
     build_groups,
     graph_items,
 )
-from tiap.traces.runs import Ranking, Run
 
 EPISODES = [GraphEpisode(f"ep{i}", (f"u{i}",), text=f"turn {i}") for i in range(1, 5)]
 EDGES = [

@@ -360,7 +360,7 @@ def contested_cases(
     """Every contested credit of every run, as cases (in run, query, target order).
 
     Args:
-        runs: :class:`tiap.traces.Run` objects (one system each).
+        runs: :class:`tiap.runs.Run` objects (one system each).
         queries: the queries (``query_id``, ``question``, ``answer``, ``evidence``, ...).
         stores: store label -> :class:`~tiap.memory.store.Store`, items or lineage, as for
             :func:`tiap.scoring.rescore.rescore`: the key ``None`` serves every run without a
@@ -593,7 +593,7 @@ def load_rescore_inputs(
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
     from tiap.provenance import recorded_inputs, verify_input
-    from tiap.traces.runs import read_run
+    from tiap.runs import read_run
 
     rescore_dir.target_defs  # noqa: B018 - a rescoring of qrels files has no lineage to audit
     man_path = rescore_dir.path / "manifest.json"

@@ -1,6 +1,6 @@
 """``tiap import SYSTEM PATH --out DIR``: bring other systems' traces in, with their lineage.
 
-One subcommand per system registered in :data:`tiap.traces.importers.IMPORTERS`. Systems with
+One subcommand per system registered in :data:`tiap.importers.IMPORTERS`. Systems with
 options of their own have a command below; any other registered system gets a plain one
 (``PATH --out DIR [--option KEY=VALUE ...]``). Every command prints the lineage coverage of
 what it wrote (``lineage_coverage.json``).
@@ -23,7 +23,7 @@ from tiap.cli.common import (
     print_manifest_warnings,
 )
 from tiap.errors import TiapError
-from tiap.traces.importers import COVERAGE_FILE, IMPORTERS, get_importer
+from tiap.importers import COVERAGE_FILE, IMPORTERS, get_importer
 
 app = typer.Typer(help="Import traces of other systems with their lineage.", no_args_is_help=True,
                   rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
@@ -40,7 +40,7 @@ QueriesOption = Annotated[Path | None, typer.Option(
 
 def _run(importer: str, path: Path, out: Path, force: bool = False, **options: Any) -> Any:
     """Call the importer; ``force`` reaches it through :func:`forced` (any signature)."""
-    from tiap.traces.importers import forced
+    from tiap.importers import forced
 
     fn = get_importer(importer).load()
     _check_out(out, force)
@@ -50,8 +50,8 @@ def _run(importer: str, path: Path, out: Path, force: bool = False, **options: A
 
 def _check_out(out: Path, force: bool) -> None:
     """Refuse a --out that is not an import's output before any input is read."""
+    from tiap.importers import IMPORT_KNOWN, is_import_step
     from tiap.io import check_output_folder, output_step
-    from tiap.traces.importers import IMPORT_KNOWN, is_import_step
 
     found = output_step(out)
     check_output_folder(out, found if is_import_step(found) else "import", force=force,
@@ -63,7 +63,7 @@ def print_coverage(out: Path, title: str) -> None:
     where it wrote."""
     import json
 
-    from tiap.traces.importers import coverage_of_folder, write_coverage
+    from tiap.importers import coverage_of_folder, write_coverage
 
     file = out / COVERAGE_FILE
     if file.exists():
@@ -262,7 +262,7 @@ def mem0_cmd(
     mem0_report.json, lineage_coverage.json and a manifest. Without --dataset or --queries,
     the queries come from the fields of the results file."""
     from tiap.cli.mem0 import print_mem0_report
-    from tiap.traces.importers.mem0 import import_mem0_results
+    from tiap.importers.mem0 import import_mem0_results
 
     _check_out(out, force)
     q: Any = queries

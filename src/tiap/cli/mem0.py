@@ -85,7 +85,7 @@ def mem0_run_cmd(
     from tiap.config import command_options
     from tiap.datasets import DataSource, load
     from tiap.errors import TiapError
-    from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
+    from tiap.importers.mem0_harness import Mem0RunConfig, run_mem0
 
     if local_model is not None:
         from tiap.llm.local import local_endpoint

@@ -31,8 +31,7 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
     """The runs of ``[NAME=]PATH`` specs: a NAME renames a file's only system, or picks one
     of several. ``columnar`` reads them column-wise (the qrels path); ``order`` is the
     readers' (rank, or score as trec_eval orders)."""
-    from tiap.traces.columnar import read_run_columnar
-    from tiap.traces.runs import read_run
+    from tiap.runs import read_run, read_run_columnar
 
     def renamed(run: Any, name: str) -> Any:
         if columnar:
@@ -61,15 +60,14 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
 
 def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
     """``NAME=PATH`` (or a plain PATH, named by its file name) -> {name: Qrels}."""
+    from tiap.runs import read_qrels, system_from_path
     from tiap.targets.export import qrels_store
-    from tiap.traces.columnar import read_qrels
-    from tiap.traces.runs import _default_system
 
     out = {}
     for spec in specs:
         name, path = split_named(spec, "--qrels")
         if name is None:
-            name = _default_system(path)
+            name = system_from_path(path)
             store = qrels_store(path) if path.exists() else None
             if store is not None:  # TIAP's qrels/<store>.<target>.qrels: named by the target
                 name = name.removeprefix(f"{store}.")
@@ -285,8 +283,8 @@ def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> Non
 
 def _warnings_of(runs: Any) -> dict[str, Any]:
     """system -> the manifest entries of its run reader's warnings (notes left out)."""
+    from tiap.runs import warnings_json
     from tiap.scoring.rescore import _NOTE_CODES
-    from tiap.traces.runs import warnings_json
 
     return {r.system: warnings_json(w for w in r.warnings if w.code not in _NOTE_CODES)
             for r in runs}

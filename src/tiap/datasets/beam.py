@@ -28,8 +28,9 @@ from typing import Any
 
 from tiap.datasets.base import Bundle, Dataset, stream_checked
 from tiap.datasets.files import manifest
-from tiap.datasets.reading import At, Checker, type_name
+from tiap.datasets.reading import At, Checker
 from tiap.datasets.records import Collection, EvidenceProblem, Query, Session, Turn
+from tiap.io import type_name
 
 ANSWER_KEYS = ("answer", "ideal_answer", "ideal_response", "ideal_summary", "expected_compliance")
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tiap.datasets.base import Bundle, Dataset
-from tiap.datasets.reading import At, Checker, type_name
+from tiap.datasets.reading import At, Checker
 from tiap.datasets.records import (
     Collection,
     DerivedMemory,
@@ -36,6 +36,7 @@ from tiap.datasets.records import (
     Session,
     Turn,
 )
+from tiap.io import type_name
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
                   5: "adversarial"}

@@ -20,11 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tiap.datasets.reading import iter_json_lines, type_name
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.fields import key_problems
-from tiap.io import write_jsonl
+from tiap.io import iter_jsonl, type_name, write_jsonl
 
 _KNOWN = {
     "query_id", "question", "answer", "category", "evidence", "collection", "abstention",
@@ -120,7 +119,7 @@ def read_queries(path: str | Path) -> list[Query]:
     out: list[Query] = []
     seen: dict[str, int] = {}
     problems = Problems(path)
-    for line, obj in iter_json_lines(path, problems):
+    for line, obj in iter_jsonl(path, problems):
         try:
             q = query_from_json(obj, file=path, line=line)
         except TiapError as exc:

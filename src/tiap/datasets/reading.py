@@ -27,19 +27,13 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import re
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 from tiap.errors import Problems, TiapError
 from tiap.ids import id_problem
-from tiap.io import utf8_error
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from tiap.io import jq_path, strict_json, type_name, utf8_error
 
 
 # -- locations -----------------------------------------------------------------------------
@@ -60,15 +54,7 @@ class At:
     @property
     def path(self) -> str:
         if self._path is None:
-            base = self._parent.path  # type: ignore[union-attr]
-            base = "" if base == "." else base
-            step = self._step
-            if isinstance(step, int):
-                self._path = f"{base or '.'}[{step}]"
-            elif _IDENT.fullmatch(step):  # type: ignore[arg-type]
-                self._path = f"{base}.{step}"
-            else:
-                self._path = f"{base or '.'}[{json.dumps(step)}]"
+            self._path = jq_path(self._parent.path, self._step)  # type: ignore[union-attr,arg-type]
         return self._path
 
     def key(self, key: str, label: str | None = None, query_id: str | None = None) -> At:
@@ -83,58 +69,7 @@ class At:
         return f"At({self.path!r}, {self.label!r}, {self.query_id!r})"
 
 
-def type_name(value: Any) -> str:
-    """The JSON name of a parsed value's type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__  # pragma: no cover - json yields nothing else
-
-
 # -- bytes to JSON ---------------------------------------------------------------------------
-class _Pairs(dict):  # type: ignore[type-arg]
-    """An object in which a key occurred more than once (the keys are kept in ``twice``)."""
-
-    twice: list[str]
-
-
-class _NonFinite:
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-
-class _Parse:
-    """Hooks for :func:`json.loads` that remember what JSON would otherwise hide."""
-
-    def __init__(self) -> None:
-        self.flagged = False
-
-    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        d = dict(pairs)
-        if len(d) == len(pairs):
-            return d
-        self.flagged = True
-        out = _Pairs(d)
-        seen: set[str] = set()
-        out.twice = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
-        return out
-
-    def constant(self, token: str) -> _NonFinite:
-        self.flagged = True
-        return _NonFinite(token)
-
-
 def read_bytes(path: str | Path) -> bytes:
     """The bytes of a file, gunzipped when it starts with the gzip magic (not by name)."""
     path = Path(path)
@@ -177,9 +112,8 @@ def load_json(path: str | Path, problems: Problems | None = None) -> Any:
     them together with the shape problems of the same file.
     """
     text = decode_utf8(read_bytes(path), path)
-    hooks = _Parse()
     try:
-        data = json.loads(text, object_pairs_hook=hooks.pairs, parse_constant=hooks.constant)
+        data, found = strict_json(text)
     except json.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")
         raise TiapError(f"invalid JSON ({what} at column {exc.colno})", file=path,
@@ -188,85 +122,13 @@ def load_json(path: str | Path, problems: Problems | None = None) -> Any:
         raise TiapError("invalid JSON (nested too deeply to read)", file=path) from exc
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
         raise TiapError(f"invalid JSON ({exc})", file=path) from exc
-    if hooks.flagged or _SURROGATE_ESCAPE.search(text):
+    if found:
         own = problems if problems is not None else Problems(path)
-        data = _clean(data, At(), own)
+        for p in found:
+            own.add(p.message, record=p.record, code=p.code)
         if problems is None:
             own.raise_if_any()
     return data
-
-
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-def iter_json_lines(path: str | Path, problems: Problems) -> Iterator[tuple[int, Any]]:
-    """``(line number, object)`` for each non-blank line of a JSON-lines file (plain or
-    gzip). A line that is not JSON (or holds a key twice, ``NaN``, a lone surrogate) is added
-    to ``problems`` with its line and column, and the next line is read; a last line cut
-    short (no final newline) is ``truncated``. Invalid UTF-8 is raised at once."""
-    text = decode_utf8(read_bytes(path), path)
-    lines = _NEWLINE.split(text)
-    ends_whole = not lines[-1]
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        hooks = _Parse()
-        try:
-            obj = json.loads(line, object_pairs_hook=hooks.pairs, parse_constant=hooks.constant)
-        except json.JSONDecodeError as exc:
-            what = exc.msg.removesuffix(" at")
-            if lineno == len(lines) and not ends_whole:
-                problems.add(f"the last line ends in the middle of a record (invalid JSON: "
-                             f"{what} at column {exc.colno})", lineno, code="truncated")
-            else:
-                problems.add(f"invalid JSON ({what} at column {exc.colno})", lineno)
-            continue
-        except RecursionError:
-            problems.add("invalid JSON (nested too deeply to read)", lineno)
-            continue
-        except ValueError as exc:
-            problems.add(f"invalid JSON ({exc})", lineno)
-            continue
-        if hooks.flagged or _SURROGATE_ESCAPE.search(line):
-            before = problems.total
-            line_problems = Problems(path)
-            obj = _clean(obj, At(), line_problems)
-            for p in line_problems.items:
-                problems.add(p.message, lineno, record=p.record, code=p.code)
-            if problems.total > before:
-                continue
-        yield lineno, obj
-
-
-def _clean(value: Any, at: At, problems: Problems) -> Any:
-    """Report what the hooks flagged (and lone surrogates), at their record paths; the
-    values returned are plain JSON values, never used once a problem is reported."""
-    if isinstance(value, _NonFinite):
-        problems.add(f"{value.token} is not a JSON value; expected a finite number",
-                     record=at.path, code="invalid-value")
-        return None
-    if isinstance(value, str):
-        if _SURROGATE.search(value):
-            problems.add("the string holds a lone surrogate escape (\\ud800-\\udfff), which "
-                         "is not a character and cannot be written as UTF-8",
-                         record=at.path, code="encoding")
-        return value
-    if isinstance(value, list):
-        return [_clean(v, at.index(i), problems) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        if isinstance(value, _Pairs):
-            for k in dict.fromkeys(value.twice):
-                problems.add(f"key {k!r} occurs more than once in this object (JSON would "
-                             "keep only the last); expected each key once",
-                             record=at.path, code="duplicate")
-        out = {}
-        for k, v in value.items():
-            if _SURROGATE.search(k):
-                problems.add(f"key {k.encode('utf-8', 'backslashreplace').decode()!r} holds "
-                             "a lone surrogate escape", record=at.path, code="encoding")
-            out[k] = _clean(v, at.key(k), problems)
-        return out
-    return value
 
 
 # -- typed access ------------------------------------------------------------------------------

@@ -417,7 +417,7 @@ def read_items(path: str | Path) -> list[Item]:
     seen: dict[str, int] = {}
     problems = Problems(path)
     first_store: tuple[str | None, int] | None = None
-    for line, obj in iter_jsonl(path):
+    for line, obj in iter_jsonl(path, problems):
         try:
             item = item_from_json(obj, file=path, line=line)
         except TiapError as exc:

@@ -8,10 +8,10 @@ the query's collection (never an item of another collection), to a fixed depth. 
   schema version, the dataset, the store and queries with their sha256, the retriever's
   full spec, the depth and package versions), followed by one ranking a line,
   ``{"query_id", "system", "ranking": [...], "scores": [...]}``, in the order of the
-  queries file; :func:`tiap.traces.runs.read_run` reads it (the header becomes
+  queries file; :func:`tiap.runs.read_run` reads it (the header becomes
   ``Run.header``);
 - a TREC run next to it (``bm25.jsonl`` -> ``bm25.trec``), written by
-  :func:`tiap.traces.runs.write_trec_run` (queries with an empty ranking are left out of it).
+  :func:`tiap.runs.write_trec_run` (queries with an empty ranking are left out of it).
 
 The header holds no timestamp: the same inputs and settings give a byte-identical trace.
 
@@ -52,7 +52,7 @@ from tiap.memory.store import Item, default_store_name, read_items, store_name
 from tiap.provenance import versions as base_versions
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import top_k
-from tiap.traces.runs import Ranking, Run, write_trec_run
+from tiap.runs import Ranking, Run, write_trec_run
 
 if TYPE_CHECKING:
     from rich.progress import Progress

@@ -4,7 +4,7 @@
 Python caller may pass a path where an object is expected and gets the checks the files'
 readers make (a located :class:`~tiap.errors.TiapError`):
 
-- runs: a :class:`~tiap.traces.runs.Run`, a run file (any format :func:`read_run` reads),
+- runs: a :class:`~tiap.runs.Run`, a run file (any format :func:`read_run` reads),
   ``{system: {query_id: [item_id, ...]}}``, or a list of these;
 - queries: a queries file, or :class:`~tiap.datasets.records.Query` objects or dicts in the
   queries file's JSON form (``query_id``, ``evidence``, ...);
@@ -25,8 +25,8 @@ from tiap.datasets.queryfile import query_from_json, read_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problem, TiapError
 from tiap.memory.store import Item, Store, item_from_json, read_store
+from tiap.runs import Ranking, Run, read_run
 from tiap.targets import Lineage
-from tiap.traces.runs import Ranking, Run, read_run
 
 __all__ = ["as_queries", "as_runs", "as_stores"]
 
@@ -37,7 +37,7 @@ def _is_path(x: Any) -> bool:
 
 def as_runs(runs: Any, *, dedup: str = "error", order: str = "rank") -> list[Run]:
     """The runs of ``runs`` (see the module's doc), files read with ``dedup`` and ``order``
-    as :func:`~tiap.traces.runs.read_run` reads them.
+    as :func:`~tiap.runs.read_run` reads them.
 
     >>> [r.system for r in as_runs({"bm25": {"q1": ["t1", "t2"]}})]
     ['bm25']

@@ -24,7 +24,7 @@ pairwise target comparison are computed from them.
 :func:`rescore_qrels` is the same comparison when the targets come as TREC qrels files
 instead of lineage: each qrels file is one target, each relevant judgment one group of one
 item (so group and set credit agree on binary qrels), and the runs are read column-wise
-(:func:`tiap.traces.columnar.read_run_columnar`), which keeps 10^6-query runs in memory as
+(:func:`tiap.runs.read_run_columnar`), which keeps 10^6-query runs in memory as
 one ``int32`` matrix. The query universe is then the queries the qrels files judge.
 """
 
@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
+from tiap.runs import Run
 from tiap.scoring import counts
 from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
@@ -53,11 +54,10 @@ from tiap.scoring.scores import MAX_EXAMPLES, Scores, SystemReport, TargetLike, 
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
 from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
 from tiap.targets.groups import QueryLike
-from tiap.traces.runs import Run
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiap.engine import Shared
-    from tiap.traces.columnar import ColumnarRun, Qrels
+    from tiap.runs import ColumnarRun, Qrels
 
 Missing = Literal["skip", "zero"]
 _SAME = 1e-12  # bounds this close are one value (float noise of the two walks)
@@ -1110,8 +1110,8 @@ def check_qrels_stores(runs: Sequence[ColumnarRun], qrels: Mapping[str, Qrels]) 
     """Refuse to score a run against another store's qrels when both files say their store
     (a TIAP trace's header; qrels written by ``tiap targets``): item ids are only unique
     within a store. Runs and qrels read from no file say nothing."""
+    from tiap.runs import trace_store
     from tiap.targets.export import qrels_store
-    from tiap.traces.runs import trace_store
 
     named = [(q.source, qrels_store(q.source)) for q in qrels.values() if q.source is not None]
     problems = []
@@ -1139,9 +1139,9 @@ def rescore_qrels(
     """Score every run under every qrels file (each one target, named by its key).
 
     Args:
-        runs: columnar runs (:func:`tiap.traces.columnar.read_run_columnar`), one system
+        runs: columnar runs (:func:`tiap.runs.read_run_columnar`), one system
             each; system names must be unique.
-        qrels: target name -> qrels (:func:`tiap.traces.columnar.read_qrels`).
+        qrels: target name -> qrels (:func:`tiap.runs.read_qrels`).
         measures: measure names.
         credit: ``group`` or ``set``; the same on binary qrels (:func:`qrels_targets`).
             Graded qrels need ``set``.

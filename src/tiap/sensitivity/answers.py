@@ -250,7 +250,7 @@ def _load_run(path: Path, system: str, dedup: str, preloaded: Mapping[Path, Any]
               order: str = "rank") -> Any:
     """The run of ``system`` in ``path``, read as its rescoring read it (``dedup``, and
     ``order``: rank, or score as trec_eval orders)."""
-    from tiap.traces.runs import read_run
+    from tiap.runs import read_run
 
     got = preloaded.get(path.resolve())
     if got is None:

@@ -81,6 +81,7 @@ from tiap.io import (
 )
 from tiap.memory.store import Item, Store, check_store_name
 from tiap.provenance import input_entry, manifest_header
+from tiap.runs.qrels import qrels_line, write_qrels_lines
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, coverage
 from tiap.targets.groups import DEFAULT_TARGETS, QueryLike, TargetGroups, TargetSets, build_groups
 from tiap.targets.lineage import build_lineage
@@ -244,9 +245,9 @@ def _judged(qid: str, field: str, iid: str, items: Mapping[str, Item] | None) ->
     ph = items[iid].placeholder if items is not None else None
     if ph is not None and ph.count is not None and ph.count > 1:
         for j in range(1, ph.count + 1):
-            yield f"{qid} {field} {iid}#{j} 1\n"
+            yield qrels_line(qid, field, f"{iid}#{j}", 1)
     else:
-        yield f"{qid} {field} {iid} 1\n"
+        yield qrels_line(qid, field, iid, 1)
 
 
 def subtopic_qrels_name(store: str, target: str) -> str:
@@ -283,12 +284,7 @@ def write_qrels(path: str | Path, tg: TargetGroups,
     problems = _check_trec_ids(tg, subtopics)
     if problems:
         raise TiapError(problems=problems)
-    n = 0
-    with atomic_write(path) as fh:
-        for line in (subtopic_qrels_lines if subtopics else qrels_lines)(tg, items):
-            fh.write(line)
-            n += 1
-    return n
+    return write_qrels_lines(path, (subtopic_qrels_lines if subtopics else qrels_lines)(tg, items))
 
 
 def write_coverage(

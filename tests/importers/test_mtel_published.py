@@ -26,16 +26,16 @@ from mtel_reference import (
 
 from tiap.datasets.files import default_data_dir
 from tiap.datasets.queryfile import read_queries
-from tiap.memory.store import Store, read_items
-from tiap.scoring.rescore import rescore
-from tiap.traces import (
+from tiap.importers.mtel import (
     STATUS_EXACT,
     STATUS_INFERRED,
     MtelImport,
     import_mtel_trace,
-    read_run,
     write_mtel_import,
 )
+from tiap.memory.store import Store, read_items
+from tiap.runs import read_run
+from tiap.scoring.rescore import rescore
 
 TOL = 1e-9
 MEM0 = "transfer/locomo_mem0/trace.jsonl.gz"

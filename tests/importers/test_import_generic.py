@@ -13,11 +13,11 @@ import pytest
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
+from tiap.importers import IMPORTERS, get_importer
+from tiap.importers.generic import read_generic
 from tiap.memory.store import read_store
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
-from tiap.traces.importers import IMPORTERS, get_importer
-from tiap.traces.importers.generic import read_generic
-from tiap.traces.runs import read_run
 
 DOC = Path(__file__).parents[2] / "docs" / "import.md"
 

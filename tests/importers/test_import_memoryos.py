@@ -16,11 +16,11 @@ from tiap.datasets import load
 from tiap.datasets.queryfile import read_queries
 from tiap.datasets.records import Turn
 from tiap.errors import TiapError
+from tiap.importers.memoryos import TurnIndex, read_memoryos
 from tiap.memory.store import Store, Uncertainty, read_items, read_store
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
 from tiap.targets.lineage import build_lineage
-from tiap.traces.importers.memoryos import TurnIndex, read_memoryos
-from tiap.traces.runs import read_run
 
 DATE1 = "1:56 pm on 8 May, 2023"  # LoCoMo conv-26 session_1_date_time
 

@@ -1,4 +1,4 @@
-"""Tests for tiap.traces.runs: format recognition, validation, warnings and writers."""
+"""Tests for tiap.runs: format recognition, validation, warnings and writers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tiap.errors import MAX_PROBLEMS, TiapError
-from tiap.traces.runs import (
+from tiap.runs import (
     FORMAT_JSONL,
     FORMAT_ROWS_CSV,
     FORMAT_ROWS_JSONL,
@@ -407,8 +407,17 @@ def test_bad_dedup_value(tmp_path: Path) -> None:
             "rank 1 is given twice ('a' on line 1 and 'b'); ties in rank",
         ),
         (
+            # NaN is not JSON: refused by TIAP's one JSON Lines reader, at its record path
             "jsonl-nan",
             '{"query_id": "q1", "ranking": ["a", "b"], "scores": [1, NaN]}\n',
+            1,
+            None,
+            "NaN is not a JSON value; expected a finite number",
+        ),
+        (
+            # 1e999 is JSON, read as infinity: the run reader refuses it
+            "jsonl-overflow",
+            '{"query_id": "q1", "ranking": ["a", "b"], "scores": [1, 1e999]}\n',
             1,
             "q1",
             "not finite (NaN or infinite), first at position 2",
@@ -417,8 +426,8 @@ def test_bad_dedup_value(tmp_path: Path) -> None:
             "jsonl-inf",
             '{"query_id": "q1", "ranking": ["a"], "scores": [-Infinity]}\n',
             1,
-            "q1",
-            "not finite",
+            None,
+            "-Infinity is not a JSON value",
         ),
         (
             "jsonl-scores-length",
@@ -500,7 +509,8 @@ def test_bad_input_is_located(
     assert problem.line == line
     assert problem.query_id == qid
     assert fragment in problem.message
-    prefix = f"{path}:{line}" + (f", query {qid}" if qid else "")
+    prefix = (f"{path}:{line}" + (f", query {qid}" if qid else "")
+              + (f", record {problem.record}" if problem.record else ""))
     assert error_text(exc).startswith(prefix + ": ")
 
 

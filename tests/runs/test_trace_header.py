@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tiap.errors import TiapError
-from tiap.traces.runs import FORMAT_JSONL, Ranking, Run, detect_run_format, read_run
+from tiap.runs import FORMAT_JSONL, Ranking, Run, detect_run_format, read_run
 
 HEADER = {
     "tiap_trace": 1,

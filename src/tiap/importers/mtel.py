@@ -4,7 +4,7 @@ The paper ("Same Ranking, Different Winner", arXiv 2605.24060) released, for som
 one JSON object per query with the ranked stored ids, but not the lineage databases that say
 which stored item derives from which LoCoMo turn. :func:`import_mtel_trace` turns such a trace
 into TIAP records (:class:`~tiap.memory.Item`, :class:`~tiap.datasets.Query`, a
-:class:`~tiap.traces.runs.Run`) and recovers as much lineage as the trace itself proves. What it
+:class:`~tiap.runs.Run`) and recovers as much lineage as the trace itself proves. What it
 cannot recover is stated, per item and per (query, target), in an :class:`MtelReport`; nothing
 is guessed silently. ``docs/paper-traces.md`` has the field-by-field findings and the figures
 this reproduces.
@@ -99,6 +99,7 @@ from tiap.datasets.locomo import LoCoMo
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
+from tiap.importers import COVERAGE_FILE, coverage_json, import_folder, lineage_coverage
 from tiap.io import iter_jsonl, sha256_file
 from tiap.memory.store import (
     RAW_KIND,
@@ -110,7 +111,7 @@ from tiap.memory.store import (
     write_items,
 )
 from tiap.provenance import input_entry, manifest_header
-from tiap.traces.runs import (
+from tiap.runs import (
     Ranking,
     Run,
     RunWarnings,
@@ -131,6 +132,7 @@ __all__ = [
     "MtelImport",
     "MtelReport",
     "QueryRecovery",
+    "import_mtel",
     "import_mtel_trace",
     "write_mtel_import",
 ]
@@ -1411,7 +1413,7 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
     Also written: ``mtel_report.json`` (the :class:`MtelReport`) and ``manifest.json`` (schema
     version, the trace and LoCoMo files with their sha256, TIAP's version, the counts, the
     outputs). The folder is built aside and swapped in whole when complete
-    (:func:`tiap.traces.importers.import_folder`): no file of an earlier import survives,
+    (:func:`tiap.importers.import_folder`): no file of an earlier import survives,
     and a folder that is not an import's output is refused unless ``force``. ``run.jsonl``
     rows are ``{"query_id", "system", "benchmark", "ranking", "scores"}`` (``scores`` left out
     where the trace gives none, as for MemoryOS).
@@ -1421,8 +1423,6 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
     Returns:
         The number of lines written per file.
     """
-    from tiap.traces.importers import import_folder
-
     counts: dict[str, int] = {}
     with import_folder(out, "import mtel-trace", force=force) as tmp:
         for name, text in (extra_files or {}).items():
@@ -1445,3 +1445,22 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
                           "mtel_report.json"]
         (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
     return counts
+
+
+def import_mtel(
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    locomo_path: str | Path | None = None,
+    system: str | None = None,
+    infer_from_text: bool = False,
+) -> MtelImport:
+    """``tiap import mtel-trace``: import one MTEL-Mem trace into ``out_dir`` (see
+    :func:`import_mtel_trace`): ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``,
+    ``mtel_report.json``, ``manifest.json`` and ``lineage_coverage.json`` (whose ``importer``
+    part is the report's counts), as every importer writes."""
+    imp = import_mtel_trace(path, locomo_path=locomo_path, system=system,
+                            infer_from_text=infer_from_text)
+    cov = lineage_coverage(imp.items, imp.queries, [imp.run], imp.report.counts())
+    write_mtel_import(imp, out_dir, extra_files={COVERAGE_FILE: coverage_json(cov)})
+    return imp

@@ -47,13 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from tiap.datasets.queryfile import query_from_json
-from tiap.datasets.reading import iter_json_lines
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.fields import key_problems, nearest
-from tiap.memory.store import Item, item_from_json
-from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
-from tiap.traces.importers import (
+from tiap.importers import (
     ImportResult,
     check_units,
     dataset_units,
@@ -61,7 +58,10 @@ from tiap.traces.importers import (
     require_queries,
     write_import,
 )
-from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.io import iter_jsonl
+from tiap.memory.store import Item, item_from_json
+from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 
 __all__ = ["RECORD_TYPES", "import_generic", "lineage_problems", "partial_lineage_findings",
            "read_generic"]
@@ -149,7 +149,7 @@ def read_generic(
     query_records = 0
     rankings: list[tuple[int, str, list[str], list[float] | None]] = []
     ranking_line: dict[str, int] = {}
-    for line, obj in iter_json_lines(path, probs):
+    for line, obj in iter_jsonl(path, probs):
         if not isinstance(obj, dict):
             probs.add("a record must be a JSON object", line)
             continue

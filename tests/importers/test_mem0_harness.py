@@ -28,10 +28,10 @@ from mem0_fixtures import Mem0StandIn, inline_dataset, new_messages, no_network
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
+from tiap.importers.mem0_harness import Mem0RunConfig, run_mem0
 from tiap.memory.store import Uncertainty, read_items, read_store
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
-from tiap.traces.importers.mem0_harness import Mem0RunConfig, run_mem0
-from tiap.traces.runs import read_run
 
 SESSIONS = ("session_1", "session_2")
 
@@ -313,7 +313,7 @@ def test_a_call_interrupted_after_mem0_stored_its_memories_is_rolled_back(
         tmp_path: Path, monkeypatch) -> None:
     """Mem0 wrote call 4's memories (and saved its messages), then the run stopped before the
     checkpoint: the rerun drops them with the state past checkpoint 3, and calls again."""
-    from tiap.traces.importers import mem0_harness
+    from tiap.importers import mem0_harness
 
     ds = inline_dataset(TURNS, QUERIES)
     save = mem0_harness._save_checkpoint
@@ -359,7 +359,7 @@ def test_an_unfinished_run_with_other_settings_is_refused_not_discarded(tmp_path
 
 def test_without_infer_the_state_is_saved_by_time(tmp_path: Path, monkeypatch) -> None:
     """infer=False saves at most every CHECKPOINT_SECONDS (0 here: after every call)."""
-    from tiap.traces.importers import mem0_harness
+    from tiap.importers import mem0_harness
 
     monkeypatch.setattr(mem0_harness, "CHECKPOINT_SECONDS", 0.0)
     ds = inline_dataset(TURNS, QUERIES)

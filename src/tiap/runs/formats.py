@@ -64,14 +64,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import Problem, Problems, TiapError
 from tiap.fields import key_problems
-from tiap.io import atomic_write, json_error, open_text
+from tiap.io import atomic_write, json_lines, numbered_lines, open_text
 
 __all__ = [
     "FORMAT_JSONL",
@@ -93,6 +93,9 @@ __all__ = [
     "id_keys",
     "read_run",
     "score_order",
+    "system_from_path",
+    "trace_dataset",
+    "trace_store",
     "warnings_json",
     "write_jsonl_run",
     "write_trec_run",
@@ -301,7 +304,7 @@ class Run:
 # --------------------------------------------------------------------------------------------
 
 
-_WARNING_TEXT = {
+WARNING_TEXT = {
     "duplicate_dropped": (
         "rankings repeated items: each item's first occurrence was kept, its later ones "
         "dropped, and the items after a dropped one moved up one rank"
@@ -340,7 +343,7 @@ class RunWarnings:
         return tuple(
             RunWarning(
                 code=code,
-                message=_WARNING_TEXT[code],
+                message=WARNING_TEXT[code],
                 count=n,
                 queries=len(self.queries[code]),
                 examples=tuple(self.examples[code]),
@@ -416,23 +419,14 @@ class _ListGroup:
 _Group = _RowGroup | _ListGroup
 
 
-def _numbered_lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)``, without a leading byte-order mark (``open_text``
-    makes undecodable bytes a located TiapError)."""
-    for lineno, line in enumerate(fh, 1):
-        if lineno == 1 and line.startswith("\ufeff"):
-            line = line[1:]
-        yield lineno, line
-
-
-def _first_line(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
+def first_line(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
     for lineno, line in lines:
         if line.strip():
             return lineno, line
     return None
 
 
-def _parse_int(text: str) -> int | None:
+def parse_int(text: str) -> int | None:
     """An ASCII integer (optional sign); no spaces, underscores or other digits."""
     if text.isascii() and text.isdigit():  # the common case, without the regex
         return int(text)
@@ -483,7 +477,7 @@ def _detect(path: Path, lineno: int, line: str) -> str:
         if keys & {"returned_ids_full", "returned_ids_topk", "ranked_preview"}:
             raise TiapError(
                 f"{unknown} (this looks like an MTEL-Mem trace; read it with the MTEL-Mem "
-                "trace reader in tiap.traces.mtel)",
+                "trace reader in tiap.importers.mtel)",
                 file=path,
                 line=lineno,
             )
@@ -494,7 +488,7 @@ def _detect(path: Path, lineno: int, line: str) -> str:
     toks = text.split()
     looks_trec = len(toks) >= 2 and toks[1].upper() == "Q0"
     if looks_trec or (
-        len(toks) == 6 and _parse_int(toks[3]) is not None and _parse_float(toks[4]) is not None
+        len(toks) == 6 and parse_int(toks[3]) is not None and _parse_float(toks[4]) is not None
     ):
         return FORMAT_TREC
     raise TiapError(unknown, file=path, line=lineno)
@@ -524,7 +518,7 @@ def _first_text_line(path: str | Path) -> str | None:
     path = Path(path)
     try:
         with open_text(path) as fh:
-            first = _first_line(_numbered_lines(fh, path))
+            first = first_line(numbered_lines(fh))
     except (OSError, TiapError):
         return None
     return None if first is None else first[1]
@@ -567,7 +561,7 @@ def detect_run_format(path: str | Path) -> str:
     """
     path = Path(path)
     with open_text(path) as fh:
-        first = _first_line(_numbered_lines(fh, path))
+        first = first_line(numbered_lines(fh))
     if first is None:
         raise TiapError("empty run file: it holds no rankings", file=path)
     return _detect(path, *first)
@@ -602,7 +596,7 @@ def _parse_trec(
             )
             continue
         qid, _q0, item, rank_text, score_text, tag = toks
-        rank = _parse_int(rank_text)
+        rank = parse_int(rank_text)
         score = _parse_float(score_text)
         bad = False
         if rank is None:
@@ -646,20 +640,12 @@ def _name_value(value: Any) -> str | None:
     return text or None
 
 
-def _json_lines(
+def _json_objects(
     lines: Iterable[tuple[int, str]], probs: Problems
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            probs.add(json_error(exc), lineno)
-            continue
-        except (ValueError, RecursionError) as exc:  # a number too long, nesting too deep
-            probs.add(f"invalid JSON ({_json_reason(exc)})", lineno)
-            continue
+    """The JSON objects of JSONL lines, read by TIAP's one JSON Lines policy
+    (:func:`tiap.io.json_lines`); a line holding another JSON value is a problem."""
+    for lineno, obj in json_lines(lines, probs):
         if not isinstance(obj, dict):
             probs.add("expected a JSON object", lineno)
             continue
@@ -671,7 +657,7 @@ def _parse_jsonl_rankings(
     stores: dict[tuple[str | None, str], tuple[str, int]] | None = None,
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
-    for lineno, obj in _json_lines(lines, probs):
+    for lineno, obj in _json_objects(lines, probs):
         qid = _id_value(obj.get("query_id"))
         if qid is None:
             probs.add("'query_id' is missing or not a string/integer", lineno)
@@ -787,7 +773,7 @@ def _row_fields(
         else:
             rank = None
     else:
-        rank = _parse_int(raw_rank or "")
+        rank = parse_int(raw_rank or "")
     raw_score = get.get("score")
     score: float | None = None
     bad = False
@@ -860,7 +846,7 @@ def _parse_rows_jsonl(
     lines: Iterable[tuple[int, str]], probs: Problems, default_system: str
 ) -> dict[_Key, _Group]:
     groups: dict[_Key, _Group] = {}
-    for lineno, obj in _json_lines(lines, probs):
+    for lineno, obj in _json_objects(lines, probs):
         for message in key_problems(obj, ROW_COLUMNS, "a ranked-trace row", strict=False,
                                     extras=_ROWS_EXTRA):
             probs.add(message, lineno)  # the row is still read: all problems at once
@@ -1054,7 +1040,7 @@ def _finish(
                    getattr(group, "latency_ms", None))
 
 
-def _default_system(path: Path) -> str:
+def system_from_path(path: Path) -> str:
     """A system name from a file name: ``runs/bm25.trec.gz`` -> ``bm25``."""
     name = path.name
     if name.lower().endswith(".gz"):
@@ -1106,17 +1092,17 @@ def read_run(
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
     check_order(order)
     path = Path(path)
-    default_system = system if system is not None else _default_system(path)
+    default_system = system if system is not None else system_from_path(path)
     probs = Problems(path)
     stores: dict[tuple[str | None, str], tuple[str, int]] = {}
     with open_text(path) as fh:
-        lines = _numbered_lines(fh, path)
-        first = _first_line(lines)
+        lines = numbered_lines(fh)
+        first = first_line(lines)
         if first is None:
             raise TiapError("empty run file: it holds no rankings", file=path)
         header = _trace_header(first[1])
         if header is not None:  # a TIAP trace: keep its header line as run metadata
-            first = _first_line(lines)
+            first = first_line(lines)
             if first is None:
                 raise TiapError("empty run file: a trace header but no rankings", file=path)
         fmt = _detect(path, *first)

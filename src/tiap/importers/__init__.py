@@ -18,9 +18,11 @@ files of an earlier one beside the new ones; a folder that is not the output of 
 import`` command is refused (``error[stale-output]``) unless forced (``--force``,
 ``force=True``, or :func:`forced` around an importer that does not take ``force``).
 
-One module per system; each is registered by name below as ``"module:function"`` and imported
-only when used, so a registered module that is absent from an installation gives a clear
-error instead of breaking ``tiap``. The formats are documented in ``docs/import.md``.
+One module per system (:mod:`.generic`, :mod:`.memoryos`, :mod:`.graphiti`, :mod:`.mem0`
+and the harness that runs Mem0, :mod:`.mtel` for the paper's published MTEL-Mem traces);
+each is registered by name below as ``"module:function"`` and imported only when used, so
+a registered module that is absent from an installation gives a clear error instead of
+breaking ``tiap``. The formats are documented in ``docs/import.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from tiap.errors import Problems, TiapError
 from tiap.io import atomic_write, output_folder, output_step
 from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
-from tiap.traces.runs import Run, warnings_json, write_jsonl_run
+from tiap.runs import Run, warnings_json, write_jsonl_run
 
 __all__ = [
     "COVERAGE_FILE",
@@ -104,15 +106,15 @@ class Importer:
 IMPORTERS: dict[str, Importer] = {
     imp.name: imp
     for imp in (
-        Importer("generic", "tiap.traces.importers.generic:import_generic",
+        Importer("generic", "tiap.importers.generic:import_generic",
                  "TIAP's generic JSONL export (item, ranking and query records)"),
-        Importer("memoryos", "tiap.traces.importers.memoryos:import_memoryos",
+        Importer("memoryos", "tiap.importers.memoryos:import_memoryos",
                  "a MemoryOS store (pages, session summaries, knowledge) and retrieval results"),
-        Importer("graphiti", "tiap.traces.importers.graphiti:import_graphiti",
+        Importer("graphiti", "tiap.importers.graphiti:import_graphiti",
                  "Graphiti / Zep search results (edges, nodes, episodes) with their episodes"),
-        Importer("mtel-trace", "tiap.traces.importers.mtel:import_mtel",
+        Importer("mtel-trace", "tiap.importers.mtel:import_mtel",
                  "a trace of the paper's MTEL-Mem release (Mem0, MemoryOS, native runs)"),
-        Importer("mem0", "tiap.traces.importers.mem0:import_mem0_results",
+        Importer("mem0", "tiap.importers.mem0:import_mem0_results",
                  "Mem0 search results (ids, memory, metadata, score)"),
     )
 }
@@ -376,7 +378,7 @@ def coverage_of_folder(out: str | Path) -> LineageCoverage:
     """Lineage coverage of a folder an importer wrote (items.jsonl, queries.jsonl, run.jsonl)."""
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_items
-    from tiap.traces.runs import read_run
+    from tiap.runs import read_run
 
     out = Path(out)
     queries = read_queries(out / "queries.jsonl") if (out / "queries.jsonl").exists() else []

@@ -1,6 +1,6 @@
 """Columnar readers for TREC run and qrels files: from the file straight to integer arrays.
 
-:func:`read_run` (:mod:`tiap.traces.runs`) gives Python :class:`~tiap.traces.runs.Ranking`
+:func:`read_run` (:mod:`tiap.runs.formats`) gives Python :class:`~tiap.runs.formats.Ranking`
 objects, one string per ranked item. That is the reference reader, and it is right for
 small runs, but a run of 10^6 queries x 60 items would take tens of GB as Python strings.
 This module reads the same files into what the scoring kernels use:
@@ -8,8 +8,8 @@ This module reads the same files into what the scoring kernels use:
 - :func:`read_run_columnar` -> :class:`ColumnarRun`: query ids, one ``int32 [Q, D]`` matrix
   of item codes in rank order (``-1`` padding at the end of a row), and the item ids by
   code (:class:`IdIndex`). ``RankingIndex(run.rankings)`` prepares it for scoring.
-- :func:`read_qrels` -> :class:`Qrels`: TREC qrels (``qid iter docid rel``) as arrays of
-  query index, item code and relevance, one entry per judgment line.
+- :func:`fast_qrels`: TREC qrels (``qid iter docid rel``) as arrays of query index, item
+  code and relevance, one entry per judgment line, for :func:`tiap.runs.qrels.read_qrels`.
 
 **One set of rules.** The columnar reader accepts exactly the files :func:`read_run`
 accepts and gives the same rankings: the rank column is authoritative, ranks must run
@@ -17,7 +17,7 @@ accepts and gives the same rankings: the rank column is authoritative, ranks mus
 ``dedup="first"``, its first occurrence is kept), scores must be finite numbers, and a
 ranking whose scores rise is counted in a ``score_order`` warning, one whose scores only tie
 in a ``score_ties`` warning. With ``order="score"`` the rank column is not used and each
-query is sorted by :func:`~tiap.traces.runs.score_order`, the function :func:`read_run`
+query is sorted by :func:`~tiap.runs.formats.score_order`, the function :func:`read_run`
 calls (trec_eval's order: score, then item id as bytes, descending). Scores are checked,
 then dropped: TIAP scores by rank.
 
@@ -44,11 +44,9 @@ and query. Where pyarrow is laxer than the reference (ids holding other whitespa
 fields, hexadecimal integers), the difference is checked and the file sent to the
 reference reader.
 
-Qrels follow the same pattern (:func:`read_qrels`): pyarrow when it is there and the file
-is clean; otherwise a plain reader that reports every problem with its file, line and
-query. A qrels line is ``qid iter docid rel``; ``iter`` is ignored; ``rel`` is an integer
-(``rel > 0``: relevant, with that gain; ``rel <= 0``: judged non-relevant); an id judged
-twice for one query is an error.
+Qrels follow the same pattern (:func:`tiap.runs.qrels.read_qrels`): :func:`fast_qrels`
+when pyarrow is there and the file is clean; otherwise the plain reader of
+:mod:`tiap.runs.qrels`, which reports every problem with its file, line and query.
 """
 
 from __future__ import annotations
@@ -65,41 +63,39 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tiap.errors import Problem, Problems, TiapError
+from tiap.errors import Problem, TiapError
 from tiap.ids import (
     MAX_DEPTH,
     IdIndex,
     Keys,
     Vocabulary,
-    _pyarrow,
     comparable,
     encode_keys,
     joined,
     keys_of,
+    pyarrow_or_none,
 )
-from tiap.io import is_gzip, open_text
-from tiap.traces.runs import (
-    _WARNING_TEXT,
+from tiap.io import is_gzip, numbered_lines, open_text
+from tiap.runs.formats import (
     FORMAT_TREC,
     MAX_EXAMPLES,
+    WARNING_TEXT,
     Dedup,
     Order,
     Ranking,
     Run,
     RunWarning,
-    _first_line,
-    _numbered_lines,
-    _parse_int,
     check_order,
     detect_run_format,
+    first_line,
+    parse_int,
     read_run,
     score_order,
 )
 
 __all__ = [
     "ColumnarRun",
-    "Qrels",
-    "read_qrels",
+    "fast_qrels",
     "read_run_columnar",
 ]
 
@@ -123,7 +119,7 @@ class ColumnarRun:
     ``rankings[i]`` is the ranking of ``query_ids[i]``: item codes in rank order (column 0
     is rank 1), ``-1`` after the last ranked item; ``items[c]`` is the id of code ``c``.
     The matrix is read-only and its rows hold no repeated code. ``warnings`` are the
-    reader's counted findings (as on :class:`~tiap.traces.runs.Run`).
+    reader's counted findings (as on :class:`~tiap.runs.formats.Run`).
     """
 
     system: str
@@ -160,7 +156,7 @@ class ColumnarRun:
 
     @classmethod
     def from_run(cls, run: Run) -> ColumnarRun:
-        """Code a :class:`~tiap.traces.runs.Run` (its rankings are already deduplicated)."""
+        """Code a :class:`~tiap.runs.formats.Run` (its rankings are already deduplicated)."""
         vocab = Vocabulary()
         qids = tuple(r.query_id for r in run.rankings)
         matrix = vocab.code_rows(r.item_ids for r in run.rankings)
@@ -177,7 +173,7 @@ class ColumnarRun:
         )
 
     def to_run(self) -> Run:
-        """The same rankings as a :class:`~tiap.traces.runs.Run` (without scores)."""
+        """The same rankings as a :class:`~tiap.runs.formats.Run` (without scores)."""
         ids = self.items.to_list()
         rankings = tuple(
             Ranking(q, self.system, tuple(ids[c] for c in row if c >= 0))
@@ -185,42 +181,6 @@ class ColumnarRun:
         )
         return Run(self.system, rankings, source=self.source, format=self.format,
                    benchmark=self.benchmark, warnings=self.warnings)
-
-
-@dataclass(frozen=True, eq=False)
-class Qrels:
-    """One TREC qrels file as arrays, one entry per judgment line (file order).
-
-    ``query_ids`` holds every judged query (first appearance); judgment ``j`` is item
-    ``items[item[j]]`` for query ``query_ids[query[j]]`` with relevance ``relevance[j]``.
-    Relevant means ``relevance > 0``; a query judged only with ``relevance <= 0`` has no
-    relevant item.
-    """
-
-    query_ids: IdIndex
-    items: IdIndex
-    query: NDArray[np.int32]
-    item: NDArray[np.int32]
-    relevance: NDArray[np.signedinteger]  # int8, int16 or int32: the smallest that fits
-    source: Path | None = None
-
-    @property
-    def n_judgments(self) -> int:
-        return int(self.query.size)
-
-    @property
-    def graded(self) -> bool:
-        """Whether some relevance is above 1 (then nDCG uses the relevance as gain)."""
-        return bool(self.relevance.size and self.relevance.max() > 1)
-
-    def as_dict(self) -> dict[str, dict[str, int]]:
-        """``{query_id: {item_id: relevance}}`` (pytrec_eval's qrels form), every line."""
-        ids, qids = self.items.to_list(), self.query_ids.to_list()
-        out: dict[str, dict[str, int]] = {q: {} for q in qids}
-        for q, i, r in zip(self.query.tolist(), self.item.tolist(), self.relevance.tolist(),
-                           strict=True):
-            out[qids[q]][ids[i]] = r
-        return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,7 +196,7 @@ def _delimiter(path: Path, n_columns: int) -> str | None:
     """``' '`` or ``'\\t'`` when the first non-blank line splits into ``n_columns`` non-empty
     fields on it (the fast path's condition), else ``None``."""
     with open_text(path) as fh:
-        first = _first_line(_numbered_lines(fh, path))
+        first = first_line(numbered_lines(fh))
     if first is None:
         return None
     line = first[1].rstrip("\r\n")
@@ -594,7 +554,7 @@ def _ints(column: Any) -> NDArray[np.int64]:
 def _int_lookup(dictionary: Any) -> NDArray[np.int64]:
     """Integers for a dictionary of integer texts, parsed as the reference reader does."""
     texts = dictionary.to_pylist()
-    values = [_parse_int(s) for s in texts]
+    values = [parse_int(s) for s in texts]
     if any(v is None for v in values) or any(len(s.split()) != 1 for s in texts):
         raise _GiveUp("a value is not an integer")
     return np.asarray(values, np.int64)
@@ -719,7 +679,7 @@ class _RunBuilder:
 
     With ``by_score`` (``order="score"``) the rank column is not used: a row's lines fill
     its columns in file order, their scores a matrix beside it, and :meth:`finish` sorts
-    each row by :func:`~tiap.traces.runs.score_order`.
+    each row by :func:`~tiap.runs.formats.score_order`.
     """
 
     def __init__(self, max_depth: int, size_hint: int, by_score: bool = False) -> None:
@@ -987,7 +947,7 @@ def _score_warning(
         )
         for i in range(min(MAX_EXAMPLES, local_rows.size))
     )
-    return RunWarning(code=code, message=_WARNING_TEXT[code], count=int(local_rows.size),
+    return RunWarning(code=code, message=WARNING_TEXT[code], count=int(local_rows.size),
                       queries=int(local_rows.size), examples=examples)
 
 
@@ -1052,9 +1012,9 @@ def read_run_columnar(
 ) -> list[ColumnarRun]:
     """Read a run file into :class:`ColumnarRun` values, one per (benchmark, system).
 
-    Same arguments, rules and errors as :func:`~tiap.traces.runs.read_run` (any format,
+    Same arguments, rules and errors as :func:`~tiap.runs.formats.read_run` (any format,
     gzip transparent; ``order="score"`` sorts by the same
-    :func:`~tiap.traces.runs.score_order`); the difference is the result: arrays instead
+    :func:`~tiap.runs.formats.score_order`); the difference is the result: arrays instead
     of Python rankings, read with pyarrow when possible (see the module notes).
     """
     if dedup not in ("error", "first"):
@@ -1062,7 +1022,7 @@ def read_run_columnar(
     check_order(order)
     path = Path(path)
     fmt = detect_run_format(path)  # also: missing, empty, unknown format
-    if fmt == FORMAT_TREC and _pyarrow() is not None:
+    if fmt == FORMAT_TREC and pyarrow_or_none() is not None:
         delimiter = _delimiter(path, 6)
         if delimiter is not None:
             try:
@@ -1075,14 +1035,30 @@ def read_run_columnar(
 
 
 # --------------------------------------------------------------------------------------------
-# Qrels
+# Qrels (the record and the reference reader: tiap.runs.qrels)
 # --------------------------------------------------------------------------------------------
 
-_QRELS_LAYOUT = "qid iter docid rel"
+
+def fast_qrels(path: Path) -> tuple[Any, Any, NDArray[np.int32], NDArray[np.int32],
+                                    NDArray[np.int64]] | None:
+    """A TREC qrels file read with pyarrow: ``(query ids, item ids, query codes, item codes,
+    relevance)``, one entry per judgment line in file order, or ``None`` when this route
+    cannot vouch for the file (no pyarrow, another layout, or any problem): the reference
+    reader (:func:`tiap.runs.qrels.read_qrels`) then reads it and reports what is wrong."""
+    if pyarrow_or_none() is None:
+        return None
+    delimiter = _delimiter(path, 4)
+    if delimiter is None:
+        return None
+    try:
+        with _reader_memory():
+            return _fast_qrels(path, delimiter)
+    except _GiveUp:
+        return None
 
 
-def _fast_qrels(path: Path, delimiter: str) -> Qrels:
-
+def _fast_qrels(path: Path, delimiter: str) -> tuple[Any, Any, NDArray[np.int32],
+                                                     NDArray[np.int32], NDArray[np.int64]]:
     queries, items = _Dictionaries(), _Dictionaries()
     q_parts: list[NDArray[np.int32]] = []
     d_parts: list[NDArray[np.int32]] = []
@@ -1111,81 +1087,4 @@ def _fast_qrels(path: Path, delimiter: str) -> Qrels:
         raise _GiveUp("a relevance does not fit 32 bits")
     del key, q_parts, d_parts, r_parts
     _release_arrow_memory()
-    return Qrels(query_ids=IdIndex(q_ids), items=IdIndex(d_ids), query=query,
-                 item=item, relevance=_narrow(relevance), source=path)
-
-
-def _narrow(relevance: NDArray[np.int64]) -> NDArray[np.signedinteger]:
-    """Relevance in the smallest signed integer type that holds it (most qrels: int8)."""
-    low, high = (int(relevance.min()), int(relevance.max())) if relevance.size else (0, 0)
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= low and high <= info.max:
-            return relevance.astype(dtype)
-    return relevance
-
-
-def _python_qrels(path: Path) -> Qrels:
-    """The reference qrels reader: every problem collected, with file, line and query."""
-    probs = Problems(path)
-    query_codes: dict[str, int] = {}
-    item_codes: dict[str, int] = {}
-    seen: dict[tuple[int, int], int] = {}
-    query: list[int] = []
-    item: list[int] = []
-    relevance: list[int] = []
-    with open_text(path) as fh:
-        for lineno, line in _numbered_lines(fh, path):
-            toks = line.split()
-            if not toks:
-                continue
-            if len(toks) != 4:
-                probs.add(f"expected 4 whitespace-separated columns ({_QRELS_LAYOUT}), "
-                          f"found {len(toks)}", lineno, toks[0])
-                continue
-            qid, _iter, doc, rel_text = toks
-            rel = _parse_int(rel_text)
-            if rel is None:
-                probs.add(f"relevance {rel_text!r} is not an integer", lineno, qid)
-                continue
-            if not -(2**31) <= rel < 2**31:
-                probs.add(f"relevance {rel_text!r} is out of range (32-bit integers)", lineno,
-                          qid)
-                continue
-            q = query_codes.setdefault(qid, len(query_codes))
-            d = item_codes.setdefault(doc, len(item_codes))
-            first = seen.setdefault((q, d), lineno)
-            if first != lineno:
-                probs.add(f"item {doc!r} is judged twice for this query (first on line {first})",
-                          lineno, qid)
-                continue
-            query.append(q)
-            item.append(d)
-            relevance.append(rel)
-    probs.raise_if_any()
-    if not query:
-        raise TiapError("empty qrels file: it holds no judgments", file=path)
-    return Qrels(query_ids=IdIndex(list(query_codes)), items=IdIndex(list(item_codes)),
-                 query=np.asarray(query, np.int32), item=np.asarray(item, np.int32),
-                 relevance=_narrow(np.asarray(relevance, np.int64)), source=path)
-
-
-def read_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file (``qid iter docid rel``, whitespace separated; gzip ok).
-
-    Raises:
-        TiapError: a missing or empty file, text that is not UTF-8, or bad lines, collected
-            over the whole file, each naming file, line and query: a wrong column count, a
-            relevance that is not an integer, an item judged twice for one query.
-    """
-    path = Path(path)
-    if _pyarrow() is not None:
-        delimiter = _delimiter(path, 4)
-        if delimiter is not None:
-            try:
-                with _reader_memory():
-                    return _fast_qrels(path, delimiter)
-            except _GiveUp:
-                pass
-    return _python_qrels(path)
-
+    return q_ids, d_ids, query, item, relevance

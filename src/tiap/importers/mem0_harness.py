@@ -4,7 +4,7 @@
 ``user_id`` per collection) with the turns' source unit ids in each ``add()`` call's
 ``metadata`` (key ``source_ids``), runs the collection's queries through ``search`` (limit
 60 by default), and saves what Mem0 answered. The saved results then go through
-:func:`tiap.traces.importers.mem0.import_mem0_results`, the importer for any harness's
+:func:`tiap.importers.mem0.import_mem0_results`, the importer for any harness's
 saved Mem0 results, which writes ``items.jsonl``, ``queries.jsonl``, ``run.jsonl``,
 ``mem0_report.json`` and ``manifest.json`` into ``out``.
 
@@ -75,17 +75,17 @@ from tiap.config import Invalid, Settings, ranged, validate
 from tiap.datasets.base import Bundle, Dataset
 from tiap.datasets.records import Query, Turn
 from tiap.errors import TiapError, require
-from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
-from tiap.llm.client import BaseUrl
-from tiap.provenance import input_entry
-from tiap.traces.importers import IMPORT_KNOWN
-from tiap.traces.importers.mem0 import (
+from tiap.importers import IMPORT_KNOWN
+from tiap.importers.mem0 import (
     DEFAULT_KIND_KEY,
     DEFAULT_SOURCES_KEY,
     DEFAULT_WINDOW_KEY,
     Mem0Import,
     import_mem0_results,
 )
+from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
+from tiap.llm.client import BaseUrl
+from tiap.provenance import input_entry
 
 __all__ = ["HARNESS_VERSION", "Mem0RunConfig", "Mem0RunResult", "run_mem0"]
 
@@ -626,7 +626,7 @@ def run_mem0(
                             for b in bundles])
     extra = {
         "harness": {
-            "name": "tiap.traces.importers.mem0_harness", "version": HARNESS_VERSION,
+            "name": "tiap.importers.mem0_harness", "version": HARNESS_VERSION,
             "dataset": dataset.dataset_id,
             "dataset_files": [input_entry(dataset.path(p)) for p in dataset.file_paths()],
             "collections": [d["collection"] for d in dones],

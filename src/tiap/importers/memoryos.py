@@ -77,16 +77,16 @@ from typing import Any
 
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl, open_text, read_json
-from tiap.memory.store import RAW_KIND, Item, Uncertainty
-from tiap.traces.importers import (
+from tiap.importers import (
     ImportResult,
     external_queries,
     require_queries,
     write_import,
 )
-from tiap.traces.importers.generic import partial_lineage_findings
-from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.importers.generic import partial_lineage_findings
+from tiap.io import iter_jsonl, open_text, read_json
+from tiap.memory.store import RAW_KIND, Item, Uncertainty
+from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
 
 __all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
 

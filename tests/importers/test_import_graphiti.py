@@ -24,11 +24,11 @@ import pytest
 from tiap.cli.main import main
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
+from tiap.importers.graphiti import read_graphiti
 from tiap.memory.store import Store, Uncertainty, read_items
+from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
 from tiap.targets.lineage import build_lineage
-from tiap.traces.importers.graphiti import read_graphiti
-from tiap.traces.runs import read_run
 
 IDCG = 1 + 1 / math.log2(3)
 D2, D3, D4 = 1 / math.log2(3), 1 / math.log2(4), 1 / math.log2(5)  # disc(rank 2..4)

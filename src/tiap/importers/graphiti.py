@@ -53,18 +53,18 @@ from typing import Any, Literal
 
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl
-from tiap.memory.store import Item, Uncertainty
-from tiap.targets.graph import NODE_KIND, GraphEdge, GraphEpisode, GraphNode, graph_items
-from tiap.traces.importers import (
+from tiap.importers import (
     ImportResult,
     check_units,
     external_queries,
     require_queries,
     write_import,
 )
-from tiap.traces.importers.generic import partial_lineage_findings
-from tiap.traces.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.importers.generic import partial_lineage_findings
+from tiap.io import iter_jsonl
+from tiap.memory.store import Item, Uncertainty
+from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.targets.graph import NODE_KIND, GraphEdge, GraphEpisode, GraphNode, graph_items
 
 __all__ = ["LEVELS", "import_graphiti", "read_graphiti"]
 

@@ -18,17 +18,17 @@ import pytest
 from mtel_reference import group_credit, score_import
 
 from tiap.errors import TiapError
-from tiap.memory.store import Placeholder, Store, Uncertainty, read_items
-from tiap.scoring.rescore import rescore
-from tiap.traces import (
+from tiap.importers.mtel import (
     FORMAT_IDS_ONLY,
     FORMAT_KIND_FLAG,
     FORMAT_NATIVE,
     MtelImport,
     import_mtel_trace,
-    read_run,
     write_mtel_import,
 )
+from tiap.memory.store import Placeholder, Store, Uncertainty, read_items
+from tiap.runs import read_run
+from tiap.scoring.rescore import rescore
 
 D1 = "1:00 pm on 1 May, 2023"
 D2 = "2:00 pm on 2 May, 2023"

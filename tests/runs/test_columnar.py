@@ -1,6 +1,6 @@
-"""Tests for tiap.traces.columnar: the same rankings, warnings and errors as read_run.
+"""Tests for tiap.runs.columnar: the same rankings, warnings and errors as read_run.
 
-The reference for every case is :func:`tiap.traces.runs.read_run` on the same file: the
+The reference for every case is :func:`tiap.runs.read_run` on the same file: the
 columnar reader must give the same rankings (as a matrix of codes) or raise the same
 located error (file, line, query).
 """
@@ -17,9 +17,7 @@ import pytest
 from tiap import ids as tiap_ids
 from tiap.errors import TiapError
 from tiap.ids import IdIndex
-from tiap.traces import columnar
-from tiap.traces.columnar import ColumnarRun, read_qrels, read_run_columnar
-from tiap.traces.runs import Run, read_run
+from tiap.runs import ColumnarRun, Run, columnar, read_qrels, read_run, read_run_columnar
 
 pytest.importorskip("pyarrow")
 
@@ -147,8 +145,8 @@ def test_dedup_first_and_other_formats_use_the_reference(tmp_path: Path) -> None
 def test_without_pyarrow(tmp_path: Path, monkeypatch) -> None:
     path = _write(tmp_path / "run.trec", "".join(_random_trec(4)))
     fast = read_run_columnar(path)[0]
-    monkeypatch.setattr(columnar, "_pyarrow", lambda: None)
-    monkeypatch.setattr(tiap_ids, "_pyarrow", lambda: None)
+    monkeypatch.setattr(columnar, "pyarrow_or_none", lambda: None)
+    monkeypatch.setattr(tiap_ids, "pyarrow_or_none", lambda: None)
     slow = _same_as_reference(path)[0]
     assert isinstance(slow.items._ids, tuple)
     assert _as_orders([fast.to_run()]) == _as_orders([slow.to_run()])

@@ -26,8 +26,7 @@ from hypothesis import strategies as st
 
 from tiap.datasets.records import Query, Session, Turn
 from tiap.errors import TiapError
-from tiap.traces.columnar import read_run_columnar
-from tiap.traces.runs import read_run
+from tiap.runs import read_run, read_run_columnar
 
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -381,7 +380,7 @@ def _generic_file(draw: st.DrawFn) -> bytes:
 @settings(SETTINGS, max_examples=80)
 @given(data=_generic_file(), dataset=st.sampled_from([True, True, True, False]))
 def test_generic_import_loads_or_raises_tiap_error(data: bytes, dataset: bool) -> None:
-    from tiap.traces.importers.generic import read_generic
+    from tiap.importers.generic import read_generic
 
     _in_file(data, "g.jsonl", lambda p: _with_dataset(
         lambda: read_generic(p, dataset="fake" if dataset else None)))
@@ -403,7 +402,7 @@ _MEM0_RECORD = st.fixed_dictionaries({
        as_list=st.booleans())
 def test_mem0_import_loads_or_raises_tiap_error(data: bytes, dataset: bool,
                                                 as_list: bool) -> None:
-    from tiap.traces.importers.mem0 import read_mem0_import
+    from tiap.importers.mem0 import read_mem0_import
 
     if as_list and data.startswith(b"{"):  # the JSON-document form: a list of queries
         data = b"[" + b",".join(x for x in data.splitlines() if x) + b"]"
@@ -435,7 +434,7 @@ _GRAPHITI_RECORD = st.fixed_dictionaries({
        level=st.sampled_from(["edge", "node", "episode"]))
 def test_graphiti_import_loads_or_raises_tiap_error(data: bytes, graph: bytes,
                                                     level: str) -> None:
-    from tiap.traces.importers.graphiti import read_graphiti
+    from tiap.importers.graphiti import read_graphiti
 
     def run(p: Path) -> Any:
         g = p.with_name("graph.jsonl")
@@ -468,7 +467,7 @@ _MID_TERM = st.one_of(_json_value(_MEMORYOS_KEYS), st.fixed_dictionaries({"sessi
        short=_json_value(_MEMORYOS_KEYS), raw_mid=st.one_of(st.none(), st.binary(max_size=20)))
 def test_memoryos_import_loads_or_raises_tiap_error(results: bytes, mid: Any, short: Any,
                                                     raw_mid: bytes | None) -> None:
-    from tiap.traces.importers.memoryos import read_memoryos
+    from tiap.importers.memoryos import read_memoryos
 
     def run(p: Path) -> Any:
         user = p.parent / "users" / "c1"
@@ -518,7 +517,7 @@ def test_mtel_trace_loads_or_raises_tiap_error(rows: list[Any], gz: bool,
                                                raw: bytes | None) -> None:
     from test_mtel_inline import QA, TURNS, locomo
 
-    from tiap.traces.mtel import import_mtel_trace
+    from tiap.importers.mtel import import_mtel_trace
 
     text = "".join(json.dumps(r) + "\n" for r in rows).encode() if raw is None else raw
     data = gzip.compress(text, mtime=0) if gz else text

@@ -62,10 +62,7 @@ from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems
-from tiap.io import iter_jsonl, open_text, output_folder, read_json
-from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
-from tiap.provenance import input_entry, manifest_header
-from tiap.traces.importers import (
+from tiap.importers import (
     COVERAGE_FILE,
     IMPORT_KNOWN,
     check_units,
@@ -74,7 +71,10 @@ from tiap.traces.importers import (
     lineage_coverage,
     require_queries,
 )
-from tiap.traces.runs import (
+from tiap.io import iter_jsonl, open_text, output_folder, read_json
+from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
+from tiap.provenance import input_entry, manifest_header
+from tiap.runs import (
     Ranking,
     Run,
     RunWarnings,
@@ -549,7 +549,7 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
     ``lineage_coverage.json`` and ``manifest.json`` into ``out``, built aside and swapped in
     whole when complete: no file of an earlier import survives, and a folder that is not an
     import's output is refused (``error[stale-output]``) unless ``force``
-    (:func:`tiap.traces.importers.import_folder`).
+    (:func:`tiap.importers.import_folder`).
 
     ``step`` (default ``import mem0``) is the manifest's ``command``; a step of its own (the
     harness's ``mem0-run``) replaces only its own earlier output. ``keep`` names entries of
