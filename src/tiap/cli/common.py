@@ -263,13 +263,13 @@ def read_overlays(specs: list[str]) -> tuple[dict[str, Any], dict[str, Path]]:
     from tiap.datasets.overlays import read_overlay
     from tiap.errors import TiapError
     from tiap.io import split_named
-    from tiap.targets.targets import _NAME_RE
+    from tiap.targets.targets import TARGET_NAME_RE
 
     overlays: dict[str, Any] = {}
     files: dict[str, Path] = {}
     for spec in specs:
         name, path = split_named(spec, "--overlay")
-        if not name or not _NAME_RE.match(f"t~{name}") or "~" in name:
+        if not name or not TARGET_NAME_RE.match(f"t~{name}") or "~" in name:
             raise TiapError(f"--overlay {spec!r}: give NAME=PATH, NAME lower-case letters, "
                             "digits, '_' and '-' starting with a letter (target T~NAME reads it)",
                             code="invalid-value")

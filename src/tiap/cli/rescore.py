@@ -284,9 +284,9 @@ def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> Non
 def _warnings_of(runs: Any) -> dict[str, Any]:
     """system -> the manifest entries of its run reader's warnings (notes left out)."""
     from tiap.runs import warnings_json
-    from tiap.scoring.rescore import _NOTE_CODES
+    from tiap.scoring.rescore import NOTE_CODES
 
-    return {r.system: warnings_json(w for w in r.warnings if w.code not in _NOTE_CODES)
+    return {r.system: warnings_json(w for w in r.warnings if w.code not in NOTE_CODES)
             for r in runs}
 
 

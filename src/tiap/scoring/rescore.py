@@ -99,13 +99,13 @@ class QrelsTarget:
 
 
 #: Run findings that are notes, not warnings (they change nothing TIAP computes).
-_NOTE_CODES = frozenset({"score_ties"})
+NOTE_CODES = frozenset({"score_ties"})
 
 
 def _run_findings(run: Run | ColumnarRun, *, notes: bool) -> tuple[str, ...]:
     """The run reader's findings as sentences: the warnings, or (``notes``) the notes."""
     return tuple(f"{w.message} ({w.count:,} in {w.queries:,} queries)" for w in run.warnings
-                 if (w.code in _NOTE_CODES) == notes)
+                 if (w.code in NOTE_CODES) == notes)
 
 
 def store_lineages(

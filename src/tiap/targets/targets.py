@@ -74,7 +74,7 @@ __all__ = [
 _KEYWORDS = frozenset({"and", "or", "not", "in", "true", "false"})
 _FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BARE_RE = re.compile(r"[^\s(){},=!\"']+\Z")
-_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*(@[a-z0-9]+)?(~[a-z][a-z0-9_-]*)?\Z")
+TARGET_NAME_RE = re.compile(r"[a-z][a-z0-9_-]*(@[a-z0-9]+)?(~[a-z][a-z0-9_-]*)?\Z")
 _DEF_RE = re.compile(
     r"\s*([A-Za-z][A-Za-z0-9_-]*(?:@[A-Za-z0-9]+)?(?:~[A-Za-z][A-Za-z0-9_-]*)?)\s*=(?!=)(.*)\Z",
     re.S)
@@ -465,7 +465,7 @@ class Target:
     description: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+        if not isinstance(self.name, str) or not TARGET_NAME_RE.match(self.name):
             raise TiapError(
                 f"invalid target name {self.name!r}: use lower-case letters, digits, '_' and "
                 "'-', starting with a letter (names become file names), then optionally a "
