@@ -5,7 +5,6 @@ the structure of tiap.scoring: no import circle, no module importing another's p
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import math
 from pathlib import Path
@@ -155,52 +154,5 @@ def test_check_credit_and_repeated_rows() -> None:
 # structure of tiap.scoring
 
 
-def _scoring_modules() -> dict[str, ast.Module]:
-    out = {}
-    for p in sorted((ROOT / "scoring").glob("*.py")):
-        name = "tiap.scoring" + ("" if p.stem == "__init__" else "." + p.stem)
-        out[name] = ast.parse(p.read_text(encoding="utf-8"))
-    return out
-
-
-def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
-    """(module, names) of every import at any depth (inside functions too)."""
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(a.name, []) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.module, [a.name for a in node.names]))
-    return out
-
-
-def test_no_scoring_module_imports_a_private_name() -> None:
-    bad = [f"{mod}: from {src} import {n}"
-           for mod, tree in _scoring_modules().items()
-           for src, names in _imports(tree) if src.startswith("tiap")
-           for n in names if n.startswith("_")]
-    cli = ast.parse((ROOT / "cli" / "measures.py").read_text(encoding="utf-8"))
-    bad += [f"cli/measures.py: from {src} import {n}" for src, names in _imports(cli)
-            for n in names if n.startswith("_")]
-    assert bad == []
-
-
-def test_no_import_circle_in_scoring() -> None:
-    trees = _scoring_modules()
-    edges: dict[str, set[str]] = {}
-    for mod, tree in trees.items():
-        for src, names in _imports(tree):
-            targets = {f"{src}.{n}" for n in names if f"{src}.{n}" in trees} or {src}
-            edges.setdefault(mod, set()).update(t for t in targets if t in trees and t != mod)
-    cycles = []
-
-    def walk(node: str, path: list[str]) -> None:
-        for nxt in sorted(edges.get(node, ())):
-            if nxt in path:
-                cycles.append(path[path.index(nxt):] + [nxt])
-            elif len(path) < len(trees):
-                walk(nxt, [*path, nxt])
-
-    for mod in trees:
-        walk(mod, [mod])
-    assert cycles == []
+# The package-wide structure facts (no import circle, no private name across modules, the
+# scoring package included) are checked in tests/test_structure.py.
