@@ -1,4 +1,4 @@
-"""Stage 1: benchmark datasets as typed records (LoCoMo, LongMemEval, BEAM).
+"""Datasets: benchmark datasets as typed records (LoCoMo, LongMemEval, BEAM).
 
 >>> from tiap.datasets import load
 >>> ds = load("locomo")                       # doctest: +SKIP

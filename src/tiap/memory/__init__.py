@@ -1,4 +1,4 @@
-"""Stage 2: memory stores with lineage (``items.jsonl``).
+"""Memory: stores with lineage (``items.jsonl``).
 
 >>> from tiap.datasets import load                                   # doctest: +SKIP
 >>> from tiap.memory import build_store, make_parser                 # doctest: +SKIP

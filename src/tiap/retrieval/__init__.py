@@ -1,4 +1,4 @@
-"""Stage 3: retrieval. BM25, dense embeddings and their reciprocal-rank fusion, over one
+"""Retrieval: BM25, dense embeddings and their reciprocal-rank fusion, over one
 collection of a store at a time, written as ranked traces of fixed depth (docs/retrieval.md).
 
 >>> from tiap.retrieval import make_retriever, retrieve           # doctest: +SKIP

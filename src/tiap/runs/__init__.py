@@ -1,4 +1,4 @@
-"""Stage 4: runs. Saved ranked outputs and qrels, read and written in one place.
+"""Runs: saved ranked outputs and qrels, read and written in one place.
 
 - :mod:`.formats`: the run record (:class:`Run` of :class:`Ranking` values), the reader of
   every run format (TREC, JSONL rankings and TIAP traces, ranked-trace rows), recognised by
