@@ -5,7 +5,10 @@ prints one line per output file, ``<sha256>  <path>``, sorted by path, after mas
 
 - timestamps (ISO 8601 date-times) and wall-clock durations (``seconds``,
   ``elapsed_seconds``), which differ on every run;
-- the output folder's own path, so two runs in different folders compare;
+- the output folder's own path, absolute or as given on the command line (``--out out``),
+  so two runs in different folders compare;
+- the package versions a manifest records (``versions``): they tell the environment, and
+  an environment with other extras installed lists other packages;
 - the commit TIAP records about itself (``tiap_commit`` in a manifest, "commit `<sha>`" in
   the target card), which a refactoring changes by definition;
 - the sha256 of another output file (a trace names its store's manifest, a manifest names its
@@ -36,20 +39,24 @@ _COMMIT = re.compile(rb'("tiap_commit":\s*)"[^"]*"')
 _CARD_COMMIT = re.compile(rb"(commit `)[0-9a-f]{40}(?:\+dirty)?`")
 _HEX = re.compile(rb"\b[0-9a-f]{64}\b")
 _NAMED_BYTES = re.compile(rb'(<sha256 of [^>]+>",\s*"bytes":\s*)\d+')
+_VERSIONS = re.compile(rb'("versions":\s*)\{[^{}]*\}')
 _SKIP_COLUMNS = {"created", "timing"}
 
 
-def _masked(data: bytes, root: bytes, names: dict[bytes, bytes]) -> bytes:
+def _masked(data: bytes, root: bytes | re.Pattern[bytes],
+            names: dict[bytes, bytes]) -> bytes:
     data = _HEX.sub(lambda m: names.get(m.group(0), m.group(0)), data)
     data = _NAMED_BYTES.sub(rb"\1<bytes>", data)  # its size holds the folder's path too
-    data = data.replace(root, b"<out>")
+    data = root.sub(b"<out>", data) if isinstance(root, re.Pattern) else data.replace(
+        root, b"<out>")
+    data = _VERSIONS.sub(rb"\1<versions>", data)
     data = _TIME.sub(b"<time>", data)
     data = _SECONDS.sub(rb"\1<seconds>", data)
     data = _CARD_COMMIT.sub(rb"\1<commit>`", data)
     return _COMMIT.sub(rb'\1"<commit>"', data)
 
 
-def _sqlite_rows(path: Path, root: bytes, names: dict[bytes, bytes]) -> bytes:
+def _sqlite_rows(path: Path, root: re.Pattern[bytes], names: dict[bytes, bytes]) -> bytes:
     # immutable: reading leaves no -wal/-shm files behind to be digested next time
     con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     try:
@@ -68,7 +75,12 @@ def _sqlite_rows(path: Path, root: bytes, names: dict[bytes, bytes]) -> bytes:
 
 
 def digest(out: Path) -> list[tuple[str, str]]:
-    root = str(out.resolve()).encode()
+    given = re.escape(str(out).rstrip("/").encode())
+    # the absolute path anywhere; the path as given where it starts a path ("out/locomo/...")
+    # or is a whole JSON string or --out's value (the command line), never inside prose
+    root = re.compile(re.escape(str(out.resolve()).encode()) + rb"|(?<![\w./-])" + given
+                      + rb"(?=/)|(?<=\")" + given + rb'(?=")|(?<=--out )' + given
+                      + rb"(?=[\s`])")
     files = sorted(p for p in out.rglob("*") if p.is_file())
     names = {hashlib.sha256(p.read_bytes()).hexdigest().encode():
              f"<sha256 of {p.relative_to(out).as_posix()}>".encode() for p in files}
