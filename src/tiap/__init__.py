@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from tiap.errors import TiapError  # a tiny module, no heavy imports
 
 __all__ = [
+    "PUBLIC_MODULES",
     "Scores",
     "TiapError",
     "__version__",
@@ -49,6 +50,17 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+#: The public API: the names in the ``__all__`` of these modules, the front door first. Every
+#: function and class among them has a docstring with an example that runs as written
+#: (``tests/docs/test_docstrings.py``), and the CLI imports nothing else of TIAP
+#: (``tests/test_structure.py``). Any other module is internal and may change.
+PUBLIC_MODULES = (
+    "tiap",
+    "tiap.datasets", "tiap.memory", "tiap.retrieval", "tiap.runs", "tiap.importers",
+    "tiap.targets", "tiap.scoring", "tiap.sensitivity", "tiap.audit", "tiap.report",
+    "tiap.llm", "tiap.cache", "tiap.config", "tiap.engine", "tiap.errors", "tiap.io",
+)
 
 #: front-door name -> (module, attribute): the one home of each
 _HOMES = {
