@@ -236,10 +236,25 @@ def iter_csv(path: str | Path, header: Sequence[str] | None = None, *,
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse one JSON document (plain or gzip); errors name the file, line and column."""
+    """Parse one JSON document (plain or gzip) under the policy of :func:`iter_jsonl`:
+    a syntax error names the file, line and column; a key given twice, ``NaN`` /
+    ``Infinity`` and lone surrogates are problems at their record path
+    (:func:`strict_json`), all raised together as one :class:`~tiap.errors.TiapError`.
+    """
     with open_text(path) as fh:
         text = fh.read()
-    return _loads(text, path, None)
+    try:
+        value, found = strict_json(text)
+    except json.JSONDecodeError:
+        return _loads(text, path, None)  # raises the located syntax error
+    except (ValueError, RecursionError) as exc:
+        raise TiapError(f"invalid JSON ({_json_what(exc)})", file=path) from None
+    if found:
+        problems = Problems(path)
+        for p in found:
+            problems.add(p.message, record=p.record, code=p.code)
+        problems.raise_if_any()
+    return value
 
 
 def _loads(text: str, path: str | Path, line: int | None) -> Any:
@@ -797,21 +812,17 @@ def read_shard(path: Path, required: frozenset[str], what: str) -> dict[str, dic
     not an object with the ``required`` keys is an error naming the shard and the line
     (``what`` names a line's kind: ``verdict``, ``parsed turn``)."""
     out: dict[str, dict[str, Any]] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return out
-    lines = text.split("\n")
-    for n, line in enumerate(lines, 1):
-        if not line:
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            if n == len(lines):  # no newline after it: cut by a kill
-                continue
-            raise TiapError(f"a {what} shard line is not JSON; move the shard away (its "
-                            "requests are then asked again)", file=path, line=n) from None
+    problems = Problems(path)
+    with open_text(path) as fh:
+        rows = list(json_lines(numbered_lines(fh), problems))
+    broken = [p for p in problems.items if p.code != "truncated"]  # truncated: cut by a kill
+    if broken:
+        raise TiapError(f"a {what} shard line is not JSON ({broken[0].message}); move the "
+                        "shard away (its requests are then asked again)", file=path,
+                        line=broken[0].line)
+    for n, d in rows:
         if not (isinstance(d, dict) and required <= d.keys()):
             raise TiapError(f"a {what} shard line lacks {sorted(required - set(d))}"
                             if isinstance(d, dict) else f"a {what} shard line is not an "

@@ -15,13 +15,16 @@ from typing import Any
 
 import pytest
 
+from tiap.datasets.overlays import read_overlay
 from tiap.datasets.queryfile import read_queries
 from tiap.errors import TiapError
 from tiap.importers.generic import read_generic
+from tiap.io import read_json
 from tiap.memory.store import read_items
 from tiap.runs import read_run
 
-# one good record per reader, and a function reading a file of them
+# one good record per reader, and a function reading a file of them (an evidence overlay
+# row has the fields of a query row)
 RUN = '{"query_id": "q%d", "ranking": ["a", "b"]}'
 QUERY = '{"query_id": "q%d", "evidence": ["u1"]}'
 ITEM = '{"item_id": "t%d", "kind": "raw", "sources": ["u1"]}'
@@ -32,6 +35,7 @@ READERS: dict[str, tuple[str, Callable[[Path], Any]]] = {
     "queries": (QUERY, read_queries),
     "items": (ITEM, read_items),
     "generic": (GENERIC, read_generic),
+    "overlay": (QUERY, read_overlay),  # was parsed line by line with json.loads: NaN passed
 }
 
 
@@ -111,3 +115,16 @@ def test_a_cut_gzip_is_truncated(tmp_path: Path, reader: str) -> None:
     with pytest.raises(TiapError) as info:
         read(path)
     assert [(p.file, p.code) for p in info.value.problems] == [(str(path), "truncated")]
+
+
+@pytest.mark.parametrize("defect", STRICT)
+def test_one_json_document_under_the_same_policy(tmp_path: Path, defect: str) -> None:
+    """:func:`tiap.io.read_json` (manifests, Mem0 and MemoryOS exports) read ``NaN``, a key
+    twice and lone surrogates in silence; now each is a problem at its record path."""
+    bad, code = STRICT[defect]
+    path = tmp_path / "f.json"
+    path.write_text('{"rows": [1, %s]}' % bad, encoding="utf-8")
+    with pytest.raises(TiapError) as info:
+        read_json(path)
+    assert [(p.file, p.code, p.record) for p in info.value.problems] == [
+        (str(path), code, ".rows[1]" if defect == "duplicate" else ".rows[1].x")]

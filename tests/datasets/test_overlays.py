@@ -28,7 +28,7 @@ def test_overlay_file_errors_are_located(tmp_path: Path) -> None:
     with pytest.raises(TiapError) as err:
         read_overlay(p)
     got = [(pr.line, pr.message.split(":")[0]) for pr in err.value.problems]
-    assert got == [(2, "not JSON"), (3, "query id given twice"),
+    assert got == [(2, "invalid JSON (Expecting value at column 1)"), (3, "query id given twice"),
                    (4, "field 'evidence' must be a list of unit ids (strings)"),
                    (5, "field 'query_id' must be a non-empty string")]
 

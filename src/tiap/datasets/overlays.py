@@ -34,8 +34,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from tiap.errors import Problem, TiapError
-from tiap.io import atomic_write
+from tiap.errors import Problems, TiapError
+from tiap.io import atomic_write, iter_jsonl
 
 __all__ = ["EvidenceOverlay", "OverlayProblem", "locomo_audit_overlay", "read_overlay",
            "write_overlay"]
@@ -82,36 +82,22 @@ def read_overlay(path: str | Path) -> EvidenceOverlay:
         raise TiapError("overlay file not found", file=p, code="io")
     evidence: dict[str, tuple[str, ...]] = {}
     notes: dict[str, str] = {}
-    problems: list[Problem] = []
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(Problem(f"not JSON: {exc.msg}", file=str(p), line=n))
-                continue
-            qid = row.get("query_id") if isinstance(row, dict) else None
-            ev = row.get("evidence") if isinstance(row, dict) else None
-            if not isinstance(qid, str) or not qid.strip():
-                problems.append(Problem("field 'query_id' must be a non-empty string",
-                                        file=str(p), line=n))
-                continue
-            if not isinstance(ev, list) or not all(isinstance(u, str) and u for u in ev):
-                problems.append(Problem("field 'evidence' must be a list of unit ids (strings)",
-                                        file=str(p), line=n, query_id=qid))
-                continue
-            if qid in evidence:
-                problems.append(Problem("query id given twice", file=str(p), line=n,
-                                        query_id=qid))
-                continue
+    problems = Problems(p)
+    for n, row in iter_jsonl(p, problems):
+        qid = row.get("query_id") if isinstance(row, dict) else None
+        ev = row.get("evidence") if isinstance(row, dict) else None
+        if not isinstance(qid, str) or not qid.strip():
+            problems.add("field 'query_id' must be a non-empty string", n)
+        elif not isinstance(ev, list) or not all(isinstance(u, str) and u for u in ev):
+            problems.add("field 'evidence' must be a list of unit ids (strings)", n, qid)
+        elif qid in evidence:
+            problems.add("query id given twice", n, qid)
+        else:
             evidence[qid] = tuple(dict.fromkeys(ev))
             note = row.get("note")
             if note is not None:
                 notes[qid] = str(note)
-    if problems:
-        raise TiapError(problems=problems)
+    problems.raise_if_any()
     if not evidence:
         raise TiapError("the overlay holds no row", file=p, code="input")
     return EvidenceOverlay(MappingProxyType(evidence), MappingProxyType(notes), (), str(p))

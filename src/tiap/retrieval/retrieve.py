@@ -46,8 +46,8 @@ import numpy as np
 
 from tiap.datasets.queryfile import read_queries
 from tiap.datasets.records import Query
-from tiap.errors import Problem, TiapError
-from tiap.io import atomic_write, read_json, sha256_file
+from tiap.errors import Problem, Problems, TiapError
+from tiap.io import atomic_write, iter_jsonl, read_json, sha256_file
 from tiap.memory.store import Item, default_store_name, read_items, store_name
 from tiap.provenance import versions as base_versions
 from tiap.retrieval.base import Retriever
@@ -354,11 +354,12 @@ class _WorkDir:
         part = self.path / _part_name(plan.collection_id)
         if not part.exists():
             return None
-        rows: list[dict[str, Any]] = []
+        problems = Problems(part)  # a part that does not read back is collected again
         try:
-            with open(part, encoding="utf-8") as fh:
-                rows = [json.loads(line) for line in fh if line.strip()]
-        except (OSError, ValueError):
+            rows = [row for _, row in iter_jsonl(part, problems)]
+        except (OSError, TiapError):
+            return None
+        if problems.total or not all(isinstance(r, dict) for r in rows):
             return None
         expected = [q.query_id for q in plan.queries]
         if [r.get("query_id") for r in rows] != expected or any(
