@@ -11,15 +11,17 @@ import pytest
 from tiap.audit import (
     LabelRecord,
     agreement,
-    binary_codes,
-    category_counts,
     cohen_kappa,
-    cohen_kappa_interval,
     fleiss_kappa,
     krippendorff_alpha,
-    majority_vote,
     percent_agreement,
     write_labels,
+)
+from tiap.audit.agreement import (
+    binary_codes,
+    category_counts,
+    cohen_kappa_interval,
+    majority_vote,
 )
 from tiap.cli.main import main
 

@@ -37,7 +37,8 @@ from pathlib import Path
 import pytest
 from audit_fixtures import ITEMS, QUERIES, runs
 
-from tiap.audit import Case, contested_cases, rank_bucket, read_cases, sample_cases
+from tiap.audit import Case, contested_cases, read_cases, sample_cases
+from tiap.audit.cases import rank_bucket
 from tiap.cli.main import main
 from tiap.datasets.queryfile import write_queries
 from tiap.errors import TiapError

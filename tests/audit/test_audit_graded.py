@@ -30,9 +30,9 @@ from tiap.audit import (
     graded_rescore,
     item_relevance,
     read_labels,
-    write_graded,
     write_labels,
 )
+from tiap.audit.graded import write_graded
 from tiap.cli.main import main
 from tiap.datasets.queryfile import write_queries
 from tiap.errors import TiapError

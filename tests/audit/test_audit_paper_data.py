@@ -15,14 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tiap.audit import (
-    PAPER_LABEL_COUNTS,
-    agreement,
-    read_human_labels,
-    read_paper_cases,
-    read_paper_labels,
-    write_labels,
-)
+from tiap.audit import agreement, read_human_labels, write_labels
+from tiap.audit.paper import PAPER_LABEL_COUNTS, read_paper_cases, read_paper_labels
 from tiap.cli.main import main
 from tiap.datasets.files import default_data_dir
 

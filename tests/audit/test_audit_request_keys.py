@@ -22,8 +22,9 @@ import pytest
 from audit_fixtures import case
 from stub_openai import StubServer
 
-from tiap.audit import LexicalJudge, Verdict, VerdictCache, read_labels, run_judges, write_cases
+from tiap.audit import Verdict, VerdictCache, read_labels, run_judges, write_cases
 from tiap.audit.cases import Case
+from tiap.audit.judges import LexicalJudge
 from tiap.cli.main import main
 from tiap.errors import TiapError
 

@@ -108,7 +108,14 @@ def binary_codes(codes: ArrayLike) -> IntArray:
 
 
 def percent_agreement(a: ArrayLike, b: ArrayLike) -> float:
-    """Share of positions where ``a`` and ``b`` agree (both fully labelled; NaN if empty)."""
+    """Share of positions where ``a`` and ``b`` agree (both fully labelled; NaN if empty).
+
+    Codes: 0 supports, 1 partial, 2 does_not_support. Example: the raters agree on cases
+    1, 3 and 4 of 4.
+
+    >>> percent_agreement([0, 0, 1, 2], [0, 1, 1, 2])
+    0.75
+    """
     x, y = _codes(a), _codes(b)
     if x.shape != y.shape or x.ndim != 1:
         raise TiapError("percent_agreement needs two 1-d arrays of the same length")
@@ -118,7 +125,15 @@ def percent_agreement(a: ArrayLike, b: ArrayLike) -> float:
 
 
 def cohen_kappa(a: ArrayLike, b: ArrayLike, n_categories: int | None = None) -> float:
-    """Cohen's κ of two raters over the same cases (no missing labels); NaN when undefined."""
+    """Cohen's κ of two raters over the same cases (no missing labels); NaN when undefined.
+
+    Example: ``p_o = 3/4``; rater 1 gives code 0 and 1 half the time each, rater 2 gives 0
+    three times in four, so ``p_e = 1/2 · 3/4 + 1/2 · 1/4 = 1/2`` and
+    ``κ = (3/4 - 1/2) / (1 - 1/2) = 0.5``.
+
+    >>> cohen_kappa([0, 0, 1, 1], [0, 0, 1, 0])
+    0.5
+    """
     x, y = _codes(a), _codes(b)
     if x.shape != y.shape or x.ndim != 1:
         raise TiapError("cohen_kappa needs two 1-d arrays of the same length")
@@ -174,7 +189,15 @@ def category_counts(codes: ArrayLike, n_categories: int) -> IntArray:
 
 
 def fleiss_kappa(counts: ArrayLike) -> float:
-    """Fleiss' κ from ``[N, k]`` category counts with the same number of raters per case."""
+    """Fleiss' κ from ``[N, k]`` category counts with the same number of raters per case.
+
+    Example: two raters, two categories, three cases: both say 0, both say 1, they split.
+    ``P_i = 1, 1, 0`` so ``P̄ = 2/3``; ``p_c = 1/2, 1/2`` so ``P_e = 1/2``;
+    ``κ = (2/3 - 1/2) / (1 - 1/2) = 1/3``.
+
+    >>> round(fleiss_kappa([[2, 0], [0, 2], [1, 1]]), 6)
+    0.333333
+    """
     n = np.asarray(counts, dtype=np.float64)
     if n.ndim != 2 or n.shape[0] == 0:
         return math.nan
@@ -192,7 +215,16 @@ def fleiss_kappa(counts: ArrayLike) -> float:
 
 
 def krippendorff_alpha(codes: ArrayLike, n_categories: int | None = None) -> float:
-    """Krippendorff's α, nominal metric, ``[N units, R raters]`` with ``-1`` for missing."""
+    """Krippendorff's α, nominal metric, ``[N units, R raters]`` with ``-1`` for missing.
+
+    Example: two raters agree on units 1 (code 0) and 2 (code 1) and split on unit 3; unit
+    4 has one label and is not pairable. The coincidences are ``o_00 = o_11 = 2``,
+    ``o_01 = o_10 = 1``, so ``n_0 = n_1 = 3``, ``n = 6`` and
+    ``α = 1 - (n - 1) · 2 / (2 · 3 · 3) = 1 - 10/18 = 4/9``.
+
+    >>> round(krippendorff_alpha([[0, 0], [1, 1], [0, 1], [0, -1]]), 6)
+    0.444444
+    """
     c = _codes(codes)
     if c.ndim != 2:
         raise TiapError("krippendorff_alpha needs a 2-d [units, raters] array")
@@ -475,6 +507,25 @@ def agreement(labels: Iterable[LabelRecord], *, human: Iterable[LabelRecord] = (
             when none of a human rater's scored labels names a case a judge labelled. Human
             labels of cases no judge labelled are counted in :attr:`AgreementReport.warnings`
             (``unmatched_label``) and left out.
+
+    Example: judges ``a`` and ``b`` on three cases; they agree on the first and third.
+    Three classes: ``p_o = 2/3``; ``a`` gives each label once, ``b`` supports once and
+    does_not_support twice, so ``p_e = 1/9 + 0 + 2/9 = 1/3`` and ``κ = (2/3 - 1/3) / (2/3) =
+    0.5``. Binary: ``a`` says relevant twice, ``b`` once, so ``p_e = 2/9 + 2/9 = 4/9`` and
+    ``κ = (2/3 - 4/9) / (5/9) = 0.4``. The second case is a tie (partial against
+    does_not_support), which the conservative rule gives to does_not_support.
+
+    >>> labels = [LabelRecord(f"A:q{i}:canonical", judge, label)
+    ...           for judge, labs in (("a", ["supports", "partial", "does_not_support"]),
+    ...                               ("b", ["supports", "does_not_support", "does_not_support"]))
+    ...           for i, label in enumerate(labs, start=1)]
+    >>> report = agreement(labels)
+    >>> report.raters, report.n_cases, report.n_complete
+    (('a', 'b'), 3, 3)
+    >>> [(r["scheme"], r["agreement"], r["cohen_kappa"]) for r in report.pairwise]
+    [('three_class', 0.666667, 0.5), ('binary', 0.666667, 0.4)]
+    >>> report.summary["majority"]["ties"], report.summary["majority"]["distribution"]
+    (1, {'supports': 1, 'partial': 0, 'does_not_support': 2})
     """
     table = rating_table(select_judges(labels, raters), raters)
     codes = table.codes

@@ -95,7 +95,17 @@ class ContestedItem:
 
 @dataclass(frozen=True)
 class Case:
-    """One contested credit to judge (one line of ``cases.jsonl``)."""
+    """One contested credit to judge (one line of ``cases.jsonl``).
+
+    Example: a case as :func:`contested_cases` finds it, or built by hand for a judge.
+
+    >>> c = Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...          "Where did Caroline go?", "the park", credited_rank=3, store="s1")
+    >>> c.rank_bucket, c.stratum, str(c.item_key)
+    ('1-5', ('', 'A', 'raw_miss', '1-5'), 's1/m1')
+    >>> c.to_json()["item_text"]
+    'Caroline visited the park.'
+    """
 
     case_id: str
     system: str
@@ -251,7 +261,23 @@ def _float_or_none(v: Any) -> float | None:
 
 
 def read_cases(path: str | Path) -> list[Case]:
-    """Read ``cases.jsonl``; a repeated ``case_id`` is an error naming both lines."""
+    """Read ``cases.jsonl``; a repeated ``case_id`` is an error naming both lines.
+
+    Example:
+
+    >>> c = Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...          "Where did Caroline go?", "the park", credited_rank=1)
+    >>> write_cases("cases.jsonl", [c, c])
+    2
+    >>> read_cases("cases.jsonl")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: cases.jsonl:2, record A:q1:canonical: duplicate case id (first on line 1)
+    >>> write_cases("cases.jsonl", [c])
+    1
+    >>> read_cases("cases.jsonl") == [c]
+    True
+    """
     out: list[Case] = []
     seen: dict[str, int] = {}
     problems: list[Problem] = []
@@ -269,7 +295,19 @@ def read_cases(path: str | Path) -> list[Case]:
 
 
 def write_cases(path: str | Path, cases: Iterable[Case]) -> int:
-    """Atomically write ``cases.jsonl``; returns the number of cases."""
+    """Atomically write ``cases.jsonl``; returns the number of cases.
+
+    Example: one JSON object per line (:meth:`Case.to_json`, with the rank bucket).
+
+    >>> c = Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...          "Where did Caroline go?", "the park", credited_rank=7)
+    >>> write_cases("cases.jsonl", [c])
+    1
+    >>> import json
+    >>> row = json.loads(open("cases.jsonl").readline())
+    >>> row["case_id"], row["credited_rank"], row["rank_bucket"]
+    ('A:q1:canonical', 7, '6-20')
+    """
     return write_jsonl(path, (c.to_json() for c in cases))
 
 
@@ -380,6 +418,32 @@ def contested_cases(
         each: one case per contested credit (``case_id`` ``SYSTEM:QUERY:TARGET:ITEM``)
             instead of one per (query, system, target) for the first: every contested item
             then gets a label, for the graded targets.
+
+    Example: the store holds a raw turn and a derived fact for each of two evidence turns.
+    System ``A`` ranks the fact ``m1`` above the turn ``t1`` for ``q1``, and only the fact
+    ``m2`` for ``q2``. Under Source and Canonical each fact earns the gain at rank 1, and
+    neither is a Raw member: four cases. Raw credits ``t1`` at rank 2 (``raw_hit``) and
+    nothing for ``q2`` (``raw_miss``).
+
+    >>> from tiap.datasets import Query
+    >>> from tiap.memory import Item
+    >>> from tiap.runs import Ranking, Run
+    >>> queries = [Query("q1", "c1", "Where did Caroline go?", "the park", "", ("d1:1",)),
+    ...            Query("q2", "c1", "What is the dog called?", "Max", "", ("d1:2",))]
+    >>> items = [Item("t1", "raw", ("d1:1",), text="Caroline: I went to the park."),
+    ...          Item("m1", "fact", ("d1:1",), text="Caroline visited the park."),
+    ...          Item("t2", "raw", ("d1:2",), text="Melanie: our dog is Max."),
+    ...          Item("m2", "fact", ("d1:2",), text="Melanie has a dog.")]
+    >>> run = Run("A", (Ranking("q1", "A", ("m1", "t1")), Ranking("q2", "A", ("m2",))))
+    >>> cases = contested_cases([run], queries, {None: items}, k=5)
+    >>> for c in cases:
+    ...     print(c.case_id, c.item_id, c.credited_rank, c.case_type, c.raw_support_rank)
+    A:q1:source m1 1 raw_hit 2
+    A:q1:canonical m1 1 raw_hit 2
+    A:q2:source m2 1 raw_miss None
+    A:q2:canonical m2 1 raw_miss None
+    >>> cases[0].item_text, cases[0].answer, cases[0].store
+    ('Caroline visited the park.', 'the park', 'default')
     """
     from tiap.scoring.rescore import store_lineages
     from tiap.targets import build_groups
@@ -446,6 +510,21 @@ def sample_cases(cases: Sequence[Case], how: Sampling = "all", *, per_stratum: i
     The draw uses ``numpy.random.default_rng(seed)`` over the strata in order (dataset,
     system, case type, rank bucket), each
     stratum's cases sorted by ``case_id``; the result keeps the input order.
+
+    Example: four cases credited at ranks 1-5, one at 6-20, one at 21-60; at most two per
+    stratum keeps two of the first four and both others, the same ones on every run.
+
+    >>> from collections import Counter
+    >>> cases = [Case(f"A:q{i}:canonical", "A", f"q{i}", "canonical", f"m{i}", "a fact",
+    ...               "a question?", "an answer", credited_rank=r)
+    ...          for i, r in enumerate([1, 2, 3, 4, 7, 30], start=1)]
+    >>> picked = sample_cases(cases, "stratified", per_stratum=2, seed=0)
+    >>> sorted(Counter(c.rank_bucket for c in picked).items())
+    [('1-5', 2), ('21-60', 1), ('6-20', 1)]
+    >>> picked == sample_cases(cases, "stratified", per_stratum=2, seed=0)
+    True
+    >>> len(sample_cases(cases))  # "all"
+    6
     """
     if how == "all":
         return list(cases)

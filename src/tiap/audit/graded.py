@@ -142,6 +142,23 @@ def item_relevance(labels: Iterable[LabelRecord], *, tie_rule: TieRule = "conser
             file written before stores were named) is taken to be of the only store when
             there is exactly one; otherwise it is ambiguous (its item id may name different
             texts in different stores) and is an error naming its file, line and case.
+
+    Example: two judges on the item ``m1`` of query ``q1`` in store ``s1``; they split
+    between supports (2) and partial (1), and the conservative tie rule takes the least
+    support. The item ``m2`` has one label, does_not_support (0).
+
+    >>> labels = [LabelRecord("A:q1:canonical", "a", "supports", store="s1", query_id="q1",
+    ...                       item_id="m1"),
+    ...           LabelRecord("A:q1:canonical", "b", "partial", store="s1", query_id="q1",
+    ...                       item_id="m1"),
+    ...           LabelRecord("A:q2:canonical", "a", "does_not_support", store="s1",
+    ...                       query_id="q2", item_id="m2")]
+    >>> dict(item_relevance(labels))
+    {('s1', 'q1', 'm1'): 1, ('s1', 'q2', 'm2'): 0}
+    >>> dict(item_relevance(labels, tie_rule="lenient"))
+    {('s1', 'q1', 'm1'): 2, ('s1', 'q2', 'm2'): 0}
+    >>> dict(item_relevance(labels, judges=["b"]))
+    {('s1', 'q1', 'm1'): 1}
     """
     only = next(iter(stores)) if stores is not None and len(set(stores)) == 1 else None
     votes: dict[RelevanceKey, list[int]] = {}
@@ -315,6 +332,41 @@ def graded_rescore(
     composed-support measures. A chosen ``keep``, ``partial`` or ``drop`` decides both
     exactly. ``unknown`` bounds the composed-support measures; the nDCG columns, which need
     one relevance per member, then use ``keep`` (:attr:`GradedResult.unjudged` says so).
+
+    Example: the store holds a raw turn and a fact for each of two evidence turns; ``A``
+    ranks ``m1, t1`` for ``q1`` and ``m2`` alone for ``q2``. The judges say ``m1``
+    supports (2) and ``m2`` does not (0); raw turns always grade 2. nDCG@5 under set
+    credit, ``1/log2(3) = 0.6309``:
+
+    - q1, Source ``{t1, m1}``: both retrieved, 1.0 binary and graded; Raw ``{t1}`` at rank 2:
+      0.6309;
+    - q2, Source ``{t2, m2}``: binary ``1 / (1 + 0.6309) = 0.6131``; graded, ``m2`` leaves
+      the target and ``t2`` is not retrieved: 0.0;
+    - q2, Canonical ``{m2}``: binary 1.0; graded, every member is rejected: undefined
+      (``None``), and the retained share of the binary credit is 0.
+
+    >>> from tiap.datasets import Query
+    >>> from tiap.memory import Item
+    >>> from tiap.runs import Ranking, Run
+    >>> queries = [Query("q1", "c1", "Where did Caroline go?", "the park", "", ("d1:1",)),
+    ...            Query("q2", "c1", "What is the dog called?", "Max", "", ("d1:2",))]
+    >>> items = [Item(i, kind, (turn,), store="s1") for i, kind, turn in
+    ...          [("t1", "raw", "d1:1"), ("m1", "fact", "d1:1"),
+    ...           ("t2", "raw", "d1:2"), ("m2", "fact", "d1:2")]]
+    >>> run = Run("A", (Ranking("q1", "A", ("m1", "t1")), Ranking("q2", "A", ("m2",))))
+    >>> relevance = {("s1", "q1", "m1"): 2, ("s1", "q2", "m2"): 0}
+    >>> result = graded_rescore([run], queries, {"A": items}, relevance, k=5)
+    >>> result.systems
+    {'A': 's1'}
+    >>> for r in result.rows:
+    ...     print(r["target"], r["query_id"], round(r["raw"], 4), round(r["binary"], 4),
+    ...           r["graded"], r["retained"])
+    source q1 0.6309 1.0 1.0 1.0
+    source q2 0.0 0.6131 0.0 0.0
+    canonical q1 0.6309 1.0 1.0 1.0
+    canonical q2 0.0 1.0 None 0.0
+    >>> [(s["target"], round(s["binary"], 4), s["retained"]) for s in result.summary]
+    [('source', 0.8066, 0.5), ('canonical', 1.0, 0.5)]
     """
     from tiap.scoring import RankingIndex, Vocabulary, encode_rankings, encode_targets
     from tiap.scoring.measures import parse_measures

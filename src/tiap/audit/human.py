@@ -34,7 +34,27 @@ _LABEL_COLUMNS = ("label", "semantic_support_label", "semantic_label")
 
 def read_human_labels(path: str | Path, name: str | None = None,
                       aliases: Mapping[str, str] | None = None) -> list[LabelRecord]:
-    """Human label records from ``path`` (module docstring)."""
+    """Human label records from ``path`` (module docstring).
+
+    Example: a plain CSV; labels are read case-blind (``Partially supports`` is
+    ``partial``), an empty one is ``unscored``, and an unknown one is an error naming its
+    line.
+
+    >>> from pathlib import Path
+    >>> _ = Path("human.csv").write_text("case_id,label\\n"
+    ...                                  "A:q1:canonical,Supports\\n"
+    ...                                  "A:q2:canonical,Partially supports\\n"
+    ...                                  "A:q3:canonical,\\n")
+    >>> [(r.case_id, r.judge, r.label) for r in read_human_labels("human.csv", "ann")]
+    [('A:q1:canonical', 'human:ann', 'supports'),
+     ('A:q2:canonical', 'human:ann', 'partial'),
+     ('A:q3:canonical', 'human:ann', 'unscored')]
+    >>> _ = Path("typo.csv").write_text("case_id,label\\nA:q1:canonical,suports\\n")
+    >>> read_human_labels("typo.csv")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: typo.csv:2, record A:q1:canonical: unknown label 'suports'
+    """
     who = None if name is None else (name if name.startswith("human:") else f"human:{name}")
     paper = read_paper_human(path, who)
     if paper is not None:

@@ -128,6 +128,30 @@ class Judge(ABC):
         structured: how a network judge asks for structured output
             (:class:`tiap.llm.client.StructuredOutput`; ``None``: it does not); its report is
             recorded in the run's manifest.
+
+    Example: a judge of your own, which looks for one word in the memory's text. Its
+    request holds everything its answer reads, so the verdict cache can key it.
+
+    >>> from tiap.audit.cases import Case
+    >>> class WordJudge(Judge):
+    ...     factory = "word"
+    ...     def __init__(self, word: str = "park", name: str | None = None):
+    ...         self.word, self.name = word, name or "word"
+    ...     def settings(self):
+    ...         return {"factory": self.factory, "name": self.name, "word": self.word}
+    ...     def request(self, case):
+    ...         return {"factory": self.factory, "word": self.word, "item_text": case.item_text}
+    ...     def ask(self, request):
+    ...         found = request["word"] in request["item_text"].lower()
+    ...         return Verdict("supports" if found else "does_not_support")
+    >>> case = Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...             "Where did Caroline go?", "the park", credited_rank=1)
+    >>> WordJudge().judge(case).label
+    'supports'
+    >>> WordJudge(word="beach").judge(case).label
+    'does_not_support'
+    >>> len(WordJudge().request_key(case))  # the sha256 of the request
+    64
     """
 
     factory: ClassVar[str] = ""
@@ -196,7 +220,21 @@ _REGISTRY: dict[str, _Factory | str] = {
 
 
 def register_judge(name: str, factory: _Factory | str, *, replace: bool = False) -> None:
-    """Register a judge factory (a callable, or ``"module:attribute"`` imported on use)."""
+    """Register a judge factory (a callable, or ``"module:attribute"`` imported on use).
+
+    Example: the lexical judge under a second name, with stricter thresholds by default;
+    :func:`make_judge` (and ``tiap audit judge --judge strict``) then builds it by name.
+
+    >>> from functools import partial
+    >>> register_judge("strict", partial(LexicalJudge, supports=0.9, name="strict"))
+    >>> make_judge("strict").settings()["thresholds"]
+    {'supports': 0.9, 'partial': 0.1}
+    >>> register_judge("strict", LexicalJudge)
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: judge factory 'strict' is already registered
+    >>> del _REGISTRY["strict"]  # the registry is the process's: leave it as it was
+    """
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", name or ""):
         raise TiapError(f"invalid judge factory name {name!r}: lower-case letters, digits, "
                         "'_' and '-', starting with a letter")
@@ -206,7 +244,13 @@ def register_judge(name: str, factory: _Factory | str, *, replace: bool = False)
 
 
 def list_judges() -> tuple[str, ...]:
-    """The registered factory names."""
+    """The registered factory names.
+
+    Example: the three built-in judges are always there (:func:`register_judge` adds more).
+
+    >>> {"embedding", "lexical", "openai"} <= set(list_judges())
+    True
+    """
     return tuple(sorted(_REGISTRY))
 
 
@@ -267,6 +311,23 @@ def make_judge(spec: str | tuple[str, Mapping[str, Any]], defaults: Mapping[str,
     problem with a value of ``defaults`` names its option (``error[usage]``); a value the
     spec gives is the spec's, never the option's. An unknown key names the keys the judge
     takes, with a did-you-mean.
+
+    Example: the offline lexical judge, with its default thresholds and with others. The
+    reference answer ``the park`` has one content token (``park``): a memory holding it
+    covers the whole answer.
+
+    >>> from tiap.audit.cases import Case
+    >>> case = Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...             "Where did Caroline go?", "the park", credited_rank=1)
+    >>> judge = make_judge("lexical")
+    >>> judge.name, judge.judge(case).label, judge.judge(case).score
+    ('lexical', 'supports', 1.0)
+    >>> make_judge("lexical(supports=0.5, name='lex50')").settings()["thresholds"]
+    {'supports': 0.5, 'partial': 0.1}
+    >>> make_judge("lexical(support=0.5)")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: judge 'lexical' takes no argument 'support'...
     """
     name, kwargs = parse_judge_spec(spec) if isinstance(spec, str) else (spec[0], dict(spec[1]))
     factory = _factory(name)

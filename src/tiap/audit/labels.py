@@ -154,6 +154,17 @@ class Verdict:
         score: the statistic an offline judge thresholds (coverage, cosine), else ``None``.
         attempts: requests made for this verdict (1 for offline judges).
         response: transport metadata (HTTP status, the model the server names, usage).
+
+    Example: what a custom judge's :meth:`~tiap.audit.judges.Judge.ask` returns.
+
+    >>> Verdict("supports", score=1.0).scored
+    True
+    >>> Verdict("unscored", reason="the item has no text").scored  # missing data, no label
+    False
+    >>> Verdict("maybe")
+    Traceback (most recent call last):
+    ...
+    ValueError: label must be one of ('supports', 'partial', 'does_not_support') or 'unscored', got 'maybe'
     """
 
     label: str
@@ -191,6 +202,16 @@ class LabelRecord:
     paper's validation files label one memory once for its Source and its Canonical case);
     ``""``: the case itself. ``timing`` holds ``started`` (UTC, ISO 8601), ``seconds`` and
     ``attempts``. ``origin`` is where the row was read from (not part of its value).
+
+    Example: a judge's verdict on the canonical case of query ``q1``, whose credited item is
+    ``m1`` of the store ``default``.
+
+    >>> r = LabelRecord("A:q1:canonical", "lexical", "supports", store="default",
+    ...                 query_id="q1", target="canonical", item_id="m1")
+    >>> r.scored, str(r.item_key), r.judgment
+    (True, 'default/m1', 'A:q1:canonical')
+    >>> r.to_json()["label"], r.to_json()["store"]
+    ('supports', 'default')
     """
 
     case_id: str
@@ -307,6 +328,23 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
     A (case, judge) pair labelled twice, in one file or across files, is an error naming
     both places: agreement statistics need one label per rater and case. A file with no
     label is an error naming it: every figure would be computed as if it held none.
+
+    Example: one file written and read back; the same file read twice labels each case
+    twice, and both rows are reported.
+
+    >>> rows = [LabelRecord("A:q1:canonical", "lexical", "supports", query_id="q1", item_id="m1"),
+    ...         LabelRecord("A:q2:canonical", "lexical", "does_not_support", query_id="q2",
+    ...                     item_id="m2")]
+    >>> write_labels("labels.jsonl", rows)
+    2
+    >>> [(r.case_id, r.label, r.origin) for r in read_labels("labels.jsonl")]
+    [('A:q1:canonical', 'supports', ('labels.jsonl', 1)),
+     ('A:q2:canonical', 'does_not_support', ('labels.jsonl', 2))]
+    >>> read_labels(["labels.jsonl", "labels.jsonl"])
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: labels.jsonl:1, record A:q1:canonical: judge 'lexical' labels this case twice (first at labels.jsonl:1)
+    labels.jsonl:2, record A:q2:canonical: judge 'lexical' labels this case twice (first at labels.jsonl:2)
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -408,7 +446,17 @@ def select_judges(labels: Iterable[LabelRecord], judges: Sequence[str] | None = 
 def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
     """Atomically write ``labels.jsonl``, every row redacted (:func:`tiap.llm.client.redact`: no
     configured key, bearer token or authorization value reaches the file); returns the
-    number of rows."""
+    number of rows.
+
+    Example: one row per line, in the order given.
+
+    >>> write_labels("labels.jsonl", [LabelRecord("A:q1:canonical", "lexical", "partial")])
+    1
+    >>> import json
+    >>> row = json.loads(open("labels.jsonl").readline())
+    >>> row["case_id"], row["judge"], row["label"]
+    ('A:q1:canonical', 'lexical', 'partial')
+    """
     return write_jsonl(path, (redact(r.to_json()) for r in records))
 
 

@@ -92,6 +92,21 @@ class VerdictCache(KeyedCache):
     versioned (``PRAGMA user_version``): a cache of another schema is refused with an error,
     never mixed in; schema 1 (TIAP before request keys) keyed verdicts by judge settings and
     case fields, which cannot be matched to requests, so its verdicts are not reused.
+
+    Example: a second run over the same cases asks the judge nothing; every verdict comes
+    from the cache file.
+
+    >>> from tiap.audit.judges import make_judge
+    >>> case = Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...             "Where did Caroline go?", "the park", credited_rank=1)
+    >>> with VerdictCache("cache.sqlite") as cache:
+    ...     first = run_judges([case], [make_judge("lexical")], cache)
+    ...     again = run_judges([case], [make_judge("lexical")], cache)
+    ...     stored = len(cache)
+    >>> stored, first.stats[0].asked, again.stats[0].asked, again.stats[0].cached
+    (1, 1, 0, 1)
+    >>> again.records[0].label
+    'supports'
     """
 
     KIND = "verdict cache"
@@ -299,7 +314,28 @@ def run_judges(
     retry_unscored: bool = False,
     progress: Progress | None = None,
 ) -> JudgeRun:
-    """Judge every case with every judge, reusing and filling ``cache`` (module docstring)."""
+    """Judge every case with every judge, reusing and filling ``cache`` (module docstring).
+
+    Returns the labels (``records``, judges in the order given, cases in input order), each
+    judge's counts (``stats``) and settings (``judges``).
+
+    Example: the lexical judge on two cases. The answer ``the park`` is covered by the
+    first memory; ``Max`` is not in the second (coverage 0 < 0.1: ``does_not_support``).
+
+    >>> from tiap.audit.judges import make_judge
+    >>> cases = [Case("A:q1:canonical", "A", "q1", "canonical", "m1",
+    ...               "Caroline visited the park.", "Where did Caroline go?", "the park",
+    ...               credited_rank=1),
+    ...          Case("A:q2:canonical", "A", "q2", "canonical", "m2", "Melanie has a dog.",
+    ...               "What is the dog called?", "Max", credited_rank=1)]
+    >>> with VerdictCache("cache.sqlite") as cache:
+    ...     run = run_judges(cases, [make_judge("lexical")], cache)
+    >>> [(r.case_id, r.judge, r.label, r.score) for r in run.records]
+    [('A:q1:canonical', 'lexical', 'supports', 1.0),
+     ('A:q2:canonical', 'lexical', 'does_not_support', 0.0)]
+    >>> run.stats[0].scored, run.stats[0].unscored
+    (2, 0)
+    """
     names = [j.name for j in judges]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -133,6 +133,45 @@ def find_cases(
     bounds the walk (default: the rescoring's headline measure). ``each``: one case per
     contested credit instead of one per (query, system, target). ``sample="stratified"``
     draws ``per_stratum`` cases per stratum with ``seed``.
+
+    Example: a store with a raw turn and a derived fact for each of two evidence turns, and
+    a run ``A`` that ranks the fact ``m1`` above the turn ``t1`` for ``q1`` and the fact
+    ``m2`` alone for ``q2``, rescored into the folder ``rs`` (the inputs recorded, so the
+    audit finds them). Each fact earns the gain at rank 1 under Source and Canonical and is
+    no Raw member: four cases; Raw finds ``t1`` at rank 2 for ``q1`` (``raw_hit``) and
+    nothing for ``q2`` (``raw_miss``).
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> import tiap
+    >>> def jsonl(path, rows):
+    ...     return Path(path).write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> Path("s1").mkdir()  # the store's folder names it
+    >>> _ = jsonl("s1/items.jsonl", [
+    ...     {"item_id": "t1", "kind": "raw", "sources": ["d1:1"], "text": "Caroline: I went to the park."},
+    ...     {"item_id": "m1", "kind": "fact", "sources": ["d1:1"], "text": "Caroline visited the park."},
+    ...     {"item_id": "t2", "kind": "raw", "sources": ["d1:2"], "text": "Melanie: our dog is Max."},
+    ...     {"item_id": "m2", "kind": "fact", "sources": ["d1:2"], "text": "Melanie has a dog."}])
+    >>> _ = jsonl("queries.jsonl", [
+    ...     {"query_id": "q1", "question": "Where did Caroline go?", "answer": "the park",
+    ...      "evidence": ["d1:1"]},
+    ...     {"query_id": "q2", "question": "What is the dog called?", "answer": "Max",
+    ...      "evidence": ["d1:2"]}])
+    >>> _ = jsonl("A.jsonl", [{"query_id": "q1", "system": "A", "ranking": ["m1", "t1"]},
+    ...                       {"query_id": "q2", "system": "A", "ranking": ["m2"]}])
+    >>> scores = tiap.rescore("A.jsonl", "queries.jsonl", "s1/items.jsonl", measures="nDCG@5",
+    ...                       tokenizer="none")
+    >>> _ = scores.to_folder("rs", inputs={"queries": "queries.jsonl", "items": "s1/items.jsonl",
+    ...                                    "run:A": "A.jsonl"})
+    >>> found = find_cases("rs", "cases.jsonl")
+    >>> found.found, found.written, found.manifest["options"]["measure"]
+    (4, 4, 'nDCG@5')
+    >>> found.manifest["stores"]
+    {'A': 's1'}
+    >>> [(s["case_type"], s["rank_bucket"], s["n"]) for s in found.strata]
+    [('raw_hit', '1-5', 2), ('raw_miss', '1-5', 2)]
+    >>> sorted(p.name for p in Path(".").glob("cases.jsonl*"))
+    ['cases.jsonl', 'cases.jsonl.manifest.json']
     """
     from tiap.scoring.rescore import store_lineages
 
@@ -233,6 +272,24 @@ def judge_cases(
     The endpoint options (``model`` ... ``response_format``) are the defaults of openai
     judges that do not set them. ``engine`` is where the requests run (``local``, ``ray``,
     ``ray://HOST:PORT``).
+
+    Example: the offline lexical judge on two cases. The answer ``the park`` is covered by
+    the first memory; ``Max`` is not in the second (coverage 0: ``does_not_support``).
+
+    >>> from pathlib import Path
+    >>> from tiap.audit.cases import Case
+    >>> _ = write_cases("cases.jsonl", [
+    ...     Case("A:q1:canonical", "A", "q1", "canonical", "m1", "Caroline visited the park.",
+    ...          "Where did Caroline go?", "the park", credited_rank=1),
+    ...     Case("A:q2:canonical", "A", "q2", "canonical", "m2", "Melanie has a dog.",
+    ...          "What is the dog called?", "Max", credited_rank=1)])
+    >>> judged = judge_cases("cases.jsonl", "judged", ["lexical"])
+    >>> judged.n_cases, judged.label_counts("lexical")
+    (2, {'supports': 1, 'partial': 0, 'does_not_support': 1, 'unscored': 0})
+    >>> sorted(p.name for p in Path("judged").iterdir())
+    ['cache.sqlite', 'labels.jsonl', 'manifest.json']
+    >>> judge_cases("cases.jsonl", "judged", ["lexical"]).stats[0].cached  # a rerun asks none
+    2
     """
     from tiap.memory.build import cache_entries
 
@@ -347,7 +404,28 @@ def judge_agreement(
 ) -> AgreementResult:
     """Agreement between the judges of ``labels`` (labels.jsonl files) and with ``human``
     labels (``[NAME=]CSV`` specs), written into ``out`` (replaced whole; a foreign folder is
-    refused unless ``force``). ``judges``: only these, in this order."""
+    refused unless ``force``). ``judges``: only these, in this order.
+
+    Example: judges ``a`` and ``b`` on three cases, and one human rater on two of them.
+    The judges agree on cases 1 and 3: ``p_o = 2/3``, ``p_e = 1/9 + 0 + 2/9 = 1/3``
+    (``a`` gives each label once, ``b`` supports once and does_not_support twice), so
+    ``κ = (2/3 - 1/3) / (2/3) = 0.5``.
+
+    >>> from pathlib import Path
+    >>> from tiap.audit.labels import LabelRecord
+    >>> for judge, labs in (("a", ["supports", "partial", "does_not_support"]),
+    ...                     ("b", ["supports", "does_not_support", "does_not_support"])):
+    ...     _ = write_labels(f"{judge}.jsonl", [LabelRecord(f"A:q{i}:canonical", judge, lab)
+    ...                                         for i, lab in enumerate(labs, start=1)])
+    >>> _ = Path("human.csv").write_text("case_id,label\\nA:q1:canonical,supports\\n"
+    ...                                  "A:q2:canonical,partial\\n")
+    >>> result = judge_agreement(["a.jsonl", "b.jsonl"], "agreement", human=["ann=human.csv"])
+    >>> [(r["scheme"], r["agreement"], r["cohen_kappa"]) for r in result.report.pairwise]
+    [('three_class', 0.666667, 0.5), ('binary', 0.666667, 0.4)]
+    >>> sorted(p.name for p in Path("agreement").iterdir())
+    ['agreement.json', 'confusion.csv', 'distribution.csv', 'human.csv', 'majority.jsonl',
+     'manifest.json', 'pairwise.csv']
+    """
     out = Path(out)
     named = [split_named(spec, "--human") for spec in human]
     check_output_folder(out, AGREEMENT_COMMAND, force=force)  # before anything is read
@@ -400,7 +478,49 @@ def graded_audit(
     ``items`` and ``runs`` are ``[NAME=]PATH`` specs (default: the rescoring's); ``k``
     defaults to the cutoff of the rescoring's headline measure; ``unjudged`` is keep,
     partial, drop or unknown (default: keep for nDCG, unknown for composed support);
-    ``judges``: use only these judges' labels."""
+    ``judges``: use only these judges' labels.
+
+    Example: the rescoring of :func:`find_cases`'s example, with labels that say the fact
+    ``m1`` supports the answer of ``q1`` and ``m2`` does not support that of ``q2``. Under
+    set credit (``1/log2(3) = 0.6309``), Source scores ``q1`` 1.0 and ``q2``
+    ``1 / (1 + 0.6309) = 0.6131`` as a binary target (mean 0.8066); graded, ``m2`` leaves
+    the target, and the share of the binary credit the labels keep is 1 and 0 (mean 0.5).
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> import tiap
+    >>> def jsonl(path, rows):
+    ...     return Path(path).write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> Path("s1").mkdir()  # the store's folder names it
+    >>> _ = jsonl("s1/items.jsonl", [
+    ...     {"item_id": "t1", "kind": "raw", "sources": ["d1:1"], "text": "Caroline: I went to the park."},
+    ...     {"item_id": "m1", "kind": "fact", "sources": ["d1:1"], "text": "Caroline visited the park."},
+    ...     {"item_id": "t2", "kind": "raw", "sources": ["d1:2"], "text": "Melanie: our dog is Max."},
+    ...     {"item_id": "m2", "kind": "fact", "sources": ["d1:2"], "text": "Melanie has a dog."}])
+    >>> _ = jsonl("queries.jsonl", [
+    ...     {"query_id": "q1", "question": "Where did Caroline go?", "answer": "the park",
+    ...      "evidence": ["d1:1"]},
+    ...     {"query_id": "q2", "question": "What is the dog called?", "answer": "Max",
+    ...      "evidence": ["d1:2"]}])
+    >>> _ = jsonl("A.jsonl", [{"query_id": "q1", "system": "A", "ranking": ["m1", "t1"]},
+    ...                       {"query_id": "q2", "system": "A", "ranking": ["m2"]}])
+    >>> scores = tiap.rescore("A.jsonl", "queries.jsonl", "s1/items.jsonl", measures="nDCG@5",
+    ...                       tokenizer="none")
+    >>> _ = scores.to_folder("rs", inputs={"queries": "queries.jsonl", "items": "s1/items.jsonl",
+    ...                                    "run:A": "A.jsonl"})
+    >>> from tiap.audit.labels import LabelRecord
+    >>> _ = write_labels("labels.jsonl", [
+    ...     LabelRecord("A:q1:source", "lexical", "supports", store="s1", query_id="q1",
+    ...                 item_id="m1"),
+    ...     LabelRecord("A:q2:source", "lexical", "does_not_support", store="s1",
+    ...                 query_id="q2", item_id="m2")])
+    >>> graded = graded_audit("rs", ["labels.jsonl"], "graded")
+    >>> [(r["target"], round(r["binary"], 4), r["retained"]) for r in graded.result.summary]
+    [('source', 0.8066, 0.5), ('canonical', 1.0, 0.5)]
+    >>> sorted(p.name for p in Path("graded").iterdir())
+    ['graded_per_query.csv', 'graded_summary.csv', 'manifest.json', 'qrels',
+     'support_per_query.csv', 'support_summary.csv']
+    """
     from tiap.scoring.rescore import store_lineages
 
     if unjudged is not None and unjudged not in SUPPORT_POLICIES:
@@ -457,7 +577,26 @@ def import_paper(csv_path: str | Path, *, out: str | Path | None = None,
                  cases_out: str | Path | None = None) -> PaperImport:
     """The paper's audit CSV (judged_cases.csv or an ``*_audit_cases.csv``) as TIAP cases
     (``cases_out``) and labels (``out``, judged_cases.csv only), each with a
-    ``.manifest.json`` beside it."""
+    ``.manifest.json`` beside it.
+
+    Example: a one-row file in the columns of the paper's ``judged_cases.csv``; its case
+    id is ``RUN:QUERY_INDEX:TARGET`` (``source_family`` reads as ``source``).
+
+    >>> import csv
+    >>> row = {"run_label": "locomo_bge_m3", "query_index": "7", "audit_target": "source_family",
+    ...        "query": "Where did Caroline go?", "reference_answer": "the park",
+    ...        "credited_rank": "3", "credited_memory_id": "m1",
+    ...        "credited_content": "Caroline visited the park.", "judge_model": "gpt-4o-mini",
+    ...        "judge_semantic_label": "partially_supports"}
+    >>> with open("judged_cases.csv", "w", newline="") as fh:
+    ...     w = csv.DictWriter(fh, fieldnames=list(row))
+    ...     _ = w.writeheader(), w.writerow(row)
+    >>> done = import_paper("judged_cases.csv", out="labels.jsonl", cases_out="cases.jsonl")
+    >>> done.n_cases, [(r.case_id, r.judge, r.label) for r in done.labels]
+    (1, [('locomo_bge_m3:7:source', 'gpt-4o-mini', 'partial')])
+    >>> read_cases("cases.jsonl")[0].dataset
+    'locomo'
+    """
     csv_path = Path(csv_path)
     if out is None and cases_out is None:
         raise TiapError("nothing to write: pass --out LABELS.jsonl and/or --cases-out "

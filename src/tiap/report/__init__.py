@@ -2,16 +2,10 @@
 LaTeX tables, and a target card (which stored forms were credited, coverage, shared
 subsets, every winner flip), from the output of ``tiap sensitivity``.
 
-Figures need the ``report`` extra (matplotlib).
-
->>> from tiap.report import build_report                          # doctest: +SKIP
->>> build_report(["/tmp/s/sensitivity"], "/tmp/s/report")          # doctest: +SKIP
+Figures need the ``report`` extra (matplotlib). The public API is
+:func:`build_report` (also ``tiap.build_report``); its docstring has a worked example.
 """
 
 from tiap.report.build import build_report
-from tiap.report.card import card_json, card_markdown
-from tiap.report.load import SensitivityDir, load_sensitivity_dirs
-from tiap.report.render import ReportTable
 
-__all__ = ["ReportTable", "SensitivityDir", "build_report", "card_json", "card_markdown",
-           "load_sensitivity_dirs"]
+__all__ = ["build_report"]
