@@ -85,7 +85,8 @@ class ZeroTarget(StrEnum):
     ...            query_from_json({"query_id": "q3", "evidence": ["d1:1"]})]
     >>> sets = build_groups(items, queries, ["raw", "facts=kind == fact", "notes=kind == note"])
     >>> [sets["raw"].queries[q].zero_target for q in ("q1", "q2", "q3")]
-    [<ZeroTarget.NO_EVIDENCE: 'no_evidence'>, <ZeroTarget.UNKNOWN_EVIDENCE: 'unknown_evidence'>, None]
+    [<ZeroTarget.NO_EVIDENCE: 'no_evidence'>,
+     <ZeroTarget.UNKNOWN_EVIDENCE: 'unknown_evidence'>, None]
     >>> sets["notes"].queries["q3"].zero_target_reason
     "no members under target 'notes' (evidence units: d1:1)"
     """
