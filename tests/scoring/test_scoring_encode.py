@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from tiap.errors import TiapError
-from tiap.scoring import Vocabulary, encode, encode_rankings, encode_targets, score
+from tiap.ids import Vocabulary
+from tiap.scoring import encode, score
+from tiap.scoring.encode import encode_rankings, encode_targets
 
 
 def test_one_vocabulary_for_rankings_and_all_targets() -> None:

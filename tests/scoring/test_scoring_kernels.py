@@ -18,9 +18,8 @@ from tiap.scoring import (
     parse_measures,
     score,
     score_many,
-    score_positions,
 )
-from tiap.scoring.kernels import _bucket_of
+from tiap.scoring.kernels import _bucket_of, score_positions
 
 MEASURES = parse_measures(
     "nDCG@1,nDCG@5,nDCG@20,nDCG,R@5,R@20,R,RR@3,RR,Success@2,P@5,P@20,"

@@ -11,8 +11,9 @@ from sensitivity_fixtures import read_csv, write_rescore_dir
 
 from tiap.cli.main import main
 from tiap.errors import TiapError
-from tiap.sensitivity import analyze, is_flip, is_flip_interval, load_datasets, winner_flips
-from tiap.sensitivity.flips import gap_text
+from tiap.sensitivity import analyze, is_flip, is_flip_interval
+from tiap.sensitivity.flips import gap_text, winner_flips
+from tiap.sensitivity.load import load_datasets
 
 REQUIRED = ("measure,system_a,system_b,target_1,target_2,n_shared,gap_1,gap_2,ci_1_low,"
             "ci_1_high,ci_2_low,ci_2_high,p_1,p_2,p_1_adjusted,p_2_adjusted,effect_1,effect_2,"

@@ -13,10 +13,10 @@ from tiap.targets import (
     Target,
     TargetRegistry,
     get_target,
-    parse_spec,
     parse_target,
     resolve_targets,
 )
+from tiap.targets.targets import parse_spec
 
 FACT = item("f", "fact", ("u",))
 OBS = item("o", "observation", ("u",), serving=False)

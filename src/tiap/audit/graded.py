@@ -23,7 +23,7 @@ binary target and its graded version are on one scale:
 - ``binary``: ``T`` as it is (every member relevance 1);
 - ``graded``: graded nDCG with linear gains, ``Σ rel_i / log2(i+1)`` over the ideal DCG of
   the graded set (trec_eval's ``ndcg_cut`` on graded qrels), computed by the scoring
-  kernel from ``{item: relevance}`` groups (:func:`tiap.scoring.encode_targets`). A query
+  kernel from ``{item: relevance}`` groups (:func:`tiap.scoring.encode.encode_targets`). A query
   whose members are all rejected is undefined (NaN) under it;
 - ``retained``: the same gains scaled to [0, 1] (``rel_i / 2``) over the *binary* ideal:
   ``Σ (rel_i / 2) / log2(i+1) / IDCG_binary``. It equals ``binary`` when every label is
@@ -368,7 +368,9 @@ def graded_rescore(
     >>> [(s["target"], round(s["binary"], 4), s["retained"]) for s in result.summary]
     [('source', 0.8066, 0.5), ('canonical', 1.0, 0.5)]
     """
-    from tiap.scoring import RankingIndex, Vocabulary, encode_rankings, encode_targets
+    from tiap.ids import Vocabulary
+    from tiap.scoring import RankingIndex
+    from tiap.scoring.encode import encode_rankings, encode_targets
     from tiap.scoring.measures import parse_measures
     from tiap.scoring.rescore import store_lineages
     from tiap.targets import build_groups

@@ -8,16 +8,8 @@ array of per-query values per measure, NaN for zero-target queries. Credit modes
 formulas are documented on :func:`score`.
 """
 
-from tiap.scoring.encode import Encoded, Vocabulary, encode, encode_rankings, encode_targets
-from tiap.scoring.kernels import (
-    CREDIT_MODES,
-    Credit,
-    RankingIndex,
-    Targets,
-    score,
-    score_many,
-    score_positions,
-)
+from tiap.scoring.encode import Encoded, encode
+from tiap.scoring.kernels import CREDIT_MODES, Credit, RankingIndex, Targets, score, score_many
 from tiap.scoring.measures import (
     KNOWN_MEASURES,
     Measure,
@@ -35,13 +27,9 @@ __all__ = [
     "MeasureSpec",
     "RankingIndex",
     "Targets",
-    "Vocabulary",
     "encode",
-    "encode_rankings",
-    "encode_targets",
     "parse_measure",
     "parse_measures",
     "score",
     "score_many",
-    "score_positions",
 ]

@@ -175,7 +175,14 @@ def encode_targets(
 
 @dataclass(frozen=True, eq=False)
 class Encoded:
-    """A coded ranking matrix, its targets (in the order given) and the shared vocabulary."""
+    """A coded ranking matrix, its targets (in the order given) and the shared vocabulary.
+
+    >>> enc = encode([["m1", "t1"], ["t2"]], [[{"t1"}], [{"t2"}]])
+    >>> enc.rankings.tolist()  # m1 is code 0, t1 code 1, t2 code 2; -1 pads
+    [[0, 1], [2, -1]]
+    >>> len(enc.targets), enc.targets[0].items.tolist(), len(enc.vocabulary)
+    (1, [1, 2], 3)
+    """
 
     rankings: NDArray[np.int32]
     targets: tuple[Targets, ...]
@@ -193,6 +200,24 @@ def encode(
 
     Every target must list the same number of queries as ``rankings`` (aligned by index).
     ``query_ids`` (optional) only serves to name queries in error messages.
+
+    Two queries. q1 ranks a fact ``m1`` derived from both its evidence turns, then the
+    turns ``t1`` and ``t2``; q2 ranks its one turn ``t3``. Under Raw the groups are the
+    turns; under Canonical both of q1's groups are ``{m1}`` and q2 has none:
+
+    >>> from tiap.scoring import score
+    >>> enc = encode([["m1", "t1", "t2"], ["t3"]],
+    ...              [[{"t1"}, {"t2"}], [{"t3"}]],  # raw
+    ...              [[{"m1"}, {"m1"}], []])        # canonical
+    >>> raw, canonical = enc.targets
+    >>> {str(m): v.round(4).tolist() for m, v in score(enc.rankings, raw, "nDCG@3").items()}
+    {'nDCG@3': [0.6934, 1.0]}
+    >>> {str(m): v.round(4).tolist() for m, v in score(enc.rankings, canonical, "nDCG@3").items()}
+    {'nDCG@3': [0.6131, nan]}
+
+    By hand, for q1 with ``disc(i) = 1 / log2(i + 1)``: under Raw, ranks 2 and 3 earn
+    credit, ``(0.6309 + 0.5) / (1 + 0.6309) = 0.6934``; under Canonical, rank 1 fills both
+    groups, ``1 / (1 + 0.6309) = 0.6131``. q2 has no Canonical group: NaN, not 0.
     """
     vocabulary = Vocabulary()
     matrix = encode_rankings(

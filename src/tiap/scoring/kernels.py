@@ -150,6 +150,14 @@ class Targets:
     The arrays are copied (pointers as int32 when their values fit) and made read-only;
     derived arrays are computed once and cached, so one ``Targets`` can be scored against
     many ranking matrices cheaply.
+
+    Query 0 has two groups, ``{0, 1}`` and ``{2}``; query 1 has none (a zero-target case):
+
+    >>> t = Targets.from_groups([[[0, 1], [2]], []])
+    >>> t.n_queries, t.n_groups, t.group_counts.tolist(), t.set_sizes.tolist()
+    (2, 2, [2, 0], [3, 0])
+    >>> t.group_ptr.tolist(), t.member_ptr.tolist(), t.items.tolist()
+    ([0, 2, 2], [0, 2, 3], [0, 1, 2])
     """
 
     group_ptr: NDArray[np.signedinteger]  # int32 when the values fit, else int64
@@ -449,6 +457,21 @@ class RankingIndex:
     Raises :class:`TiapError` when a code is below ``-1`` or above :data:`MAX_CODE`, when a
     row has ``-1`` padding before an item, when a row repeats an item (deduplicate the run
     first; the row index is reported), or when the depth exceeds :data:`MAX_DEPTH`.
+
+    One ranking matrix (item codes, ``-1`` pads), indexed once and scored against two
+    targets:
+
+    >>> index = RankingIndex([[5, 7, 9], [7, -1, -1]])
+    >>> index.n_queries, index.depth
+    (2, 3)
+    >>> first = Targets.from_groups([[[7]], [[7]]])
+    >>> index.positions(first).tolist()  # 0-based rank of each member, -1 if not ranked
+    [1, 0]
+    >>> index.score(first, "RR@3")[parse_measures("RR@3")[0]].tolist()
+    [0.5, 1.0]
+    >>> second = Targets.from_groups([[[9]], [[9]]])
+    >>> index.positions(second).tolist()
+    [2, -1]
     """
 
     def __init__(self, rankings: ArrayLike, *, threads: int | None = None) -> None:
@@ -1128,6 +1151,19 @@ def score(
 
     RR and Success coincide in the two modes (the first ranked member is always credited).
 
+    One query ranking items 3, 0, 1; two groups, ``{0}`` and ``{1, 2}`` (item 2 is not
+    ranked). Group credit: ranks 2 and 3 each fill a group, so ``R@2 = 1/2``,
+    ``RR = 1/2`` and ``nDCG@3 = (0.6309 + 0.5) / (1 + 0.6309) = 0.6934``. Set credit: the
+    relevant set is ``{0, 1, 2}``, so ``R@3 = 2/3`` and ``nDCG@3 = (0.6309 + 0.5) / (1 +
+    0.6309 + 0.5) = 0.5307``:
+
+    >>> targets = Targets.from_groups([[[0], [1, 2]]])
+    >>> for credit in ("group", "set"):
+    ...     values = score([[3, 0, 1]], targets, "nDCG@3,R@2,R@3,RR", credit)
+    ...     print(credit, {str(m): round(float(v[0]), 4) for m, v in values.items()})
+    group {'nDCG@3': 0.6934, 'R@2': 0.5, 'R@3': 1.0, 'RR': 0.5}
+    set {'nDCG@3': 0.5307, 'R@2': 0.3333, 'R@3': 0.6667, 'RR': 0.5}
+
     **Further measures**, both modes with the same ``g_i``, ``rel_i``, ``G`` and ``S``:
 
     * ``Rall@k = [hits@k = G]`` (group; every evidence unit credited), ``[|top-k ∩ S| =
@@ -1157,6 +1193,12 @@ def score_many(
 
     The ranking matrix is indexed once; each target then costs one member look-up and the
     credit kernel. Returns ``{target name: {measure: per-query values}}``.
+
+    >>> raw = Targets.from_groups([[[1], [2]]])  # two evidence turns, codes 1 and 2
+    >>> canonical = Targets.from_groups([[[0], [0]]])  # one fact (code 0) derived from both
+    >>> values = score_many([[0, 1, 2]], {"raw": raw, "canonical": canonical}, "RR,R@1")
+    >>> {t: {str(m): v.tolist() for m, v in by_m.items()} for t, by_m in values.items()}
+    {'raw': {'RR': [0.5], 'R@1': [0.0]}, 'canonical': {'RR': [1.0], 'R@1': [1.0]}}
     """
     mode = check_credit(credit)
     ms = parse_measures(measures)

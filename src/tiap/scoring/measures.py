@@ -78,6 +78,16 @@ class Measure:
     ``str(m)`` is the canonical name (``nDCG@60``, ``RR``, ``alpha_nDCG(alpha=0.5)@20``);
     ``==`` and ``hash`` compare that name. ``m @ k`` gives the same measure at cutoff ``k``
     (``RR @ 10`` is ``RR@10``).
+
+    >>> m = Measure("nDCG", 10)
+    >>> str(m), m.family, m.cutoff, m == parse_measure("ndcg_cut@10")
+    ('nDCG@10', 'nDCG', 10, True)
+    >>> str(Measure("RR") @ 5), str(Measure("nDCG", 5, (("discount", "jk"),)))
+    ('RR@5', "nDCG(discount='jk')@5")
+    >>> Measure("P")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: measure P needs a cutoff, e.g. P@10
     """
 
     family: str
@@ -277,6 +287,13 @@ def parse_measure(spec: str | Measure) -> Measure:
     ``alpha-nDCG(alpha=0.5)@20``) into a :class:`Measure`.
 
     Raises :class:`TiapError` listing the known measures when the name is unknown.
+
+    >>> parse_measure("recall@5"), parse_measure("MRR"), parse_measure("ndcg_any@5")
+    (R@5, RR, nDCG(discount='jk')@5)
+    >>> parse_measure("MAP@10")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: cannot parse measure 'MAP@10': unknown measure 'MAP'; known measures: ...
     """
     if isinstance(spec, Measure):
         return spec
@@ -293,6 +310,11 @@ def parse_measures(spec: MeasureSpec) -> tuple[Measure, ...]:
 
     A string is parsed as one Python expression (a comma makes it a tuple). Duplicates are
     dropped (the first occurrence keeps its place); an empty list is an error.
+
+    >>> parse_measures("nDCG@60,R@60")
+    (nDCG@60, R@60)
+    >>> parse_measures(["hit@1", "Success@1", "mrr"])  # aliases of one measure: kept once
+    (Success@1, RR)
     """
     out: list[Measure] = []
     if isinstance(spec, Measure):

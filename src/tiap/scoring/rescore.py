@@ -207,6 +207,27 @@ def rescore(
             (``nDCG@tok2000``; :mod:`tiap.scoring.cost`): a name, ``"none"`` (no cost), or
             ``None``: ``cl100k_base`` where the cost extra is installed, else no cost (a
             budget measure then needs it).
+
+    One system ranking turns; q1's evidence turn ``t1`` also has a derived fact ``m1``,
+    q2's two evidence turns have none. Under Raw and Source the turns are credited (RR
+    1 on both queries); under Canonical only ``m1`` is: q1's RR is 1/2 (``m1`` at rank
+    2), and q2 has no Canonical target, so it is undefined and left out of the mean
+    (``n`` is 1), never scored 0:
+
+    >>> import tiap
+    >>> items = [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+    ...          {"item_id": "t2", "kind": "raw", "sources": ["d1:2"]},
+    ...          {"item_id": "t3", "kind": "raw", "sources": ["d1:3"]},
+    ...          {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}]
+    >>> queries = [{"query_id": "q1", "evidence": ["d1:1"]},
+    ...            {"query_id": "q2", "evidence": ["d1:2", "d1:3"]}]
+    >>> scores = tiap.rescore({"turns": {"q1": ["t1", "m1"], "q2": ["t2", "t3"]}}, queries,
+    ...                       items, measures="RR@2", tokenizer="none")
+    >>> for row in scores.summary_rows():
+    ...     print(row["system"], row["target"], row["measure"], row["n"], row["mean"])
+    turns raw RR@2 2 1.0
+    turns source RR@2 2 1.0
+    turns canonical RR@2 1 0.5
     """
     mode = check_credit(credit)
     ms = parse_measures(measures)

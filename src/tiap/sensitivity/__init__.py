@@ -13,22 +13,12 @@ and answer-level alignment (docs/sensitivity.md).
 
 from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_sensitivity
 from tiap.sensitivity.design import parse_configs
-from tiap.sensitivity.flips import is_flip, is_flip_interval, winner_flips
-from tiap.sensitivity.load import Dataset, SystemScores, load_datasets
-from tiap.sensitivity.stats import (
-    CORRECTIONS,
-    Gap,
-    GapResult,
-    adjust,
-    comparison_rng,
-    evaluate_gaps,
-    randomize,
-    sign_vectors,
-)
+from tiap.sensitivity.flips import is_flip, is_flip_interval
+from tiap.sensitivity.load import SystemScores
+from tiap.sensitivity.stats import CORRECTIONS, Gap, GapResult, adjust, evaluate_gaps
 
 __all__ = [
     "CORRECTIONS",
-    "Dataset",
     "Gap",
     "GapResult",
     "SensitivityResult",
@@ -36,14 +26,9 @@ __all__ = [
     "Table",
     "adjust",
     "analyze",
-    "comparison_rng",
+    "evaluate_gaps",
     "is_flip",
     "is_flip_interval",
-    "load_datasets",
     "parse_configs",
-    "randomize",
-    "sign_vectors",
-    "evaluate_gaps",
-    "winner_flips",
     "write_sensitivity",
 ]

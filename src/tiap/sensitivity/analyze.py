@@ -50,7 +50,24 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class Table:
-    """One output table: its file name, columns and rows (dicts keyed by column)."""
+    """One output table: its file name, columns and rows (dicts keyed by column).
+
+    System A ranks the turn ``t1`` first, B the fact ``m1`` derived from it; under Raw only
+    the turn is credited, under Canonical only the fact:
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1", "m1"]}, "B": {"q1": ["m1", "t1"]}},
+    ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+    ...                        {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}],
+    ...                       measures="RR@5")
+    >>> result = tiap.analyze(scores, resamples=100)
+    >>> means = result.tables["system_means"]
+    >>> means.name, means.columns[:7]
+    ('system_means', ('dataset', 'system', 'target', 'measure', 'n', 'n_exact', 'mean'))
+    >>> [(r["system"], r["target"], r["mean"]) for r in means.rows if r["target"] != "source"]
+    [('A', 'raw', 1.0), ('A', 'canonical', 0.5), ('B', 'raw', 0.5), ('B', 'canonical', 1.0)]
+    """
 
     name: str
     columns: tuple[str, ...]
@@ -59,6 +76,37 @@ class Table:
 
 @dataclass(frozen=True, eq=False)
 class SensitivityResult:
+    """What :func:`analyze` computed: every table by name, the options it ran with, and
+    notes (a family too large for the resamples to resolve, a step skipped and why).
+
+    Attributes:
+        datasets: the datasets analysed (rescore folders of one queries file pooled).
+        tables: table name -> :class:`Table` (``winner_flips``, ``system_means``, ...).
+        options: seed, resamples, alpha, correction, thresholds and the other options.
+        notes: one sentence per thing the reader should know.
+        info: per-dataset details written to the manifest.
+
+    System A ranks the turn ``t1`` first, B the fact ``m1`` derived from it, so A wins
+    under Raw (RR 1 against 0.5) and B under Canonical:
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1", "m1"]}, "B": {"q1": ["m1", "t1"]}},
+    ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+    ...                        {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}],
+    ...                       measures="RR@5")
+    >>> result = tiap.analyze(scores, resamples=100)
+    >>> for r in result.table("winner_flips"):
+    ...     print(r["target_1"], r["target_2"], r["winner_1"], r["winner_2"], r["flip"])
+    raw source A tie False
+    raw canonical A B True
+    source canonical tie B False
+    >>> result.options["seed"], result.options["resamples"], result.options["correction"]
+    (0, 100, 'holm')
+    >>> print(result.notes[-1])
+    scores: answer alignment skipped (<scores 1> is held in memory and records no input files)
+    """
+
     datasets: tuple[Dataset, ...]
     tables: Mapping[str, Table]
     options: Mapping[str, Any]
@@ -409,7 +457,24 @@ def write_sensitivity(result: SensitivityResult, out: str | Path, *,
 
     ``out`` is replaced whole (:func:`tiap.io.output_folder`): no table of an earlier run
     (an old ``design_*.csv``) survives; a folder that is not a ``tiap sensitivity`` output
-    is refused unless ``force``."""
+    is refused unless ``force``.
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1", "m1"]}, "B": {"q1": ["m1", "t1"]}},
+    ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+    ...                        {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}],
+    ...                       measures="RR@5")
+    >>> result = tiap.analyze(scores, resamples=100)
+    >>> manifest = write_sensitivity(result, "sensitivity")
+    >>> manifest["outputs"]["winner_flips.csv"]["rows"]
+    3
+    >>> for line in Path("sensitivity/system_means.csv").read_text().splitlines()[:3]:
+    ...     print(line[:46])
+    dataset,system,target,measure,n,n_exact,mean,l
+    scores,A,raw,RR@5,1,1,1.0,1.0,1.0,1,1.0,0
+    scores,A,source,RR@5,1,1,1.0,1.0,1.0,1,1.0,0
+    """
     with output_folder(out, "sensitivity", force=force, known=("*.csv",)) as tmp:
         outputs: dict[str, dict[str, Any]] = {}
         for t in result.tables.values():

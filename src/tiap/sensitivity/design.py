@@ -72,7 +72,15 @@ DESIGN_CHANGE_COLUMNS = ("dataset", "group", "measure", "comparison", "preferenc
 
 
 def parse_configs(specs: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """``NAME=sys1,sys2,...`` strings -> {NAME: (sys1, sys2, ...)}."""
+    """``NAME=sys1,sys2,...`` strings -> {NAME: (sys1, sys2, ...)}.
+
+    >>> parse_configs(["density=f1,f5,f10", "retriever=bm25,dense"])
+    {'density': ('f1', 'f5', 'f10'), 'retriever': ('bm25', 'dense')}
+    >>> parse_configs(["density=f1"])
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: --configs 'density=f1': expected NAME=SYSTEM,SYSTEM[,...] ...
+    """
     out: dict[str, tuple[str, ...]] = {}
     for spec in specs:
         name, eq, rest = spec.partition("=")

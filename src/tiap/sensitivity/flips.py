@@ -98,7 +98,11 @@ def winner(gap: float | None, a: str, b: str) -> str:
 
 
 def is_flip(gap_1: float | None, gap_2: float | None) -> bool:
-    """A sign change of the gap (a zero gap is a tie, not a flip)."""
+    """A sign change of the gap (a zero gap is a tie, not a flip).
+
+    >>> is_flip(0.12, -0.03), is_flip(0.12, 0.05), is_flip(0.12, 0.0), is_flip(None, -0.03)
+    (True, False, False, False)
+    """
     if gap_1 is None or gap_2 is None or gap_1 != gap_1 or gap_2 != gap_2:
         return False
     return (gap_1 > TIE_EPS and gap_2 < -TIE_EPS) or (gap_1 < -TIE_EPS and gap_2 > TIE_EPS)
@@ -272,7 +276,13 @@ def winner_interval(gap: tuple[float | None, float | None], a: str, b: str) -> s
 def is_flip_interval(gap_1: tuple[float | None, float | None],
                      gap_2: tuple[float | None, float | None]) -> bool:
     """A sign change that holds under every lineage: both gap intervals exclude 0, on
-    opposite sides (for points, :func:`is_flip`)."""
+    opposite sides (for points, :func:`is_flip`).
+
+    >>> is_flip_interval((0.10, 0.15), (-0.08, -0.02))  # A wins, then B, under any lineage
+    True
+    >>> is_flip_interval((0.10, 0.15), (-0.08, 0.01))  # the second gap may be positive
+    False
+    """
     (l1, h1), (l2, h2) = gap_1, gap_2
     if l1 is None or h1 is None or l2 is None or h2 is None:
         return False

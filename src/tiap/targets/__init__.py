@@ -16,21 +16,8 @@ zero-target case with its reason; :func:`coverage` summarises them and
 (('f1', 'f2'), ('f3',))
 """
 
-from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, TargetCoverage, coverage
-from tiap.targets.export import (
-    SCHEMA_VERSION,
-    TargetsExport,
-    groups_rows,
-    mapping_rows,
-    qrels_lines,
-    qrels_name,
-    qrels_store,
-    write_coverage,
-    write_groups_jsonl,
-    write_qrels,
-    write_target_mapping,
-    write_targets,
-)
+from tiap.targets.coverage import Coverage, TargetCoverage, coverage
+from tiap.targets.export import TargetsExport, qrels_store, write_targets
 from tiap.targets.graph import (
     GRAPH_TARGETS,
     GraphEdge,
@@ -42,7 +29,6 @@ from tiap.targets.graph import (
 from tiap.targets.groups import (
     DEFAULT_TARGETS,
     QueryGroups,
-    QueryLike,
     TargetGroups,
     TargetSets,
     ZeroTarget,
@@ -59,30 +45,25 @@ from tiap.targets.targets import (
     TargetRegistry,
     get_target,
     list_targets,
-    parse_spec,
     parse_target,
-    register_target,
     resolve_targets,
 )
 
 __all__ = [
     "BUILTIN_TARGETS",
     "CANONICAL",
-    "COVERAGE_CSV_COLUMNS",
-    "Coverage",
     "DEFAULT_REGISTRY",
     "DEFAULT_TARGETS",
     "GRAPH_TARGETS",
+    "RAW",
+    "SOURCE",
+    "Coverage",
     "GraphEdge",
     "GraphEpisode",
     "GraphNode",
     "GraphPath",
     "Lineage",
     "QueryGroups",
-    "QueryLike",
-    "RAW",
-    "SCHEMA_VERSION",
-    "SOURCE",
     "Target",
     "TargetCoverage",
     "TargetGroups",
@@ -95,19 +76,9 @@ __all__ = [
     "coverage",
     "get_target",
     "graph_items",
-    "groups_rows",
     "list_targets",
-    "mapping_rows",
-    "parse_spec",
     "parse_target",
-    "qrels_lines",
-    "qrels_name",
     "qrels_store",
-    "register_target",
     "resolve_targets",
-    "write_coverage",
-    "write_groups_jsonl",
-    "write_qrels",
-    "write_target_mapping",
     "write_targets",
 ]

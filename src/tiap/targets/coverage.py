@@ -50,6 +50,22 @@ class TargetCoverage:
         groups: groups over all queries; ``multi_member_groups`` those of size > 1.
         group_size_histogram: group size -> number of groups.
         credited_pairs: Σ over queries of |∪ groups| (the number of qrels lines).
+
+    Under Source, q1's two groups are ``(m1, t1)`` and ``(m1, t2)``: two groups of two,
+    three distinct members; q2 has no evidence:
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> from tiap.memory.store import Item
+    >>> from tiap.targets import build_groups
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]}),
+    ...            query_from_json({"query_id": "q2", "evidence": []})]
+    >>> source = coverage(build_groups(items, queries))["source"]
+    >>> source.defined, dict(source.zero_target_by_reason)
+    (1, {'no_evidence': 1})
+    >>> source.groups, source.multi_member_groups, source.mean_group_size, source.credited_pairs
+    (2, 2, 2.0, 3)
     """
 
     target: str
@@ -124,6 +140,24 @@ class Coverage:
             at least one evidence unit in the store.
         n_items, n_units, orphans: the store's size, its reached source units, and the
             items whose lineage is empty.
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> from tiap.memory.store import Item
+    >>> from tiap.targets import build_groups
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]}),
+    ...            query_from_json({"query_id": "q2", "evidence": []})]
+    >>> cov = coverage(build_groups(items, queries))
+    >>> cov.queries, cov.n_items, cov.n_units
+    (2, 3, 2)
+    >>> [(tc.target, tc.defined, tc.credited_pairs) for tc in cov.targets]
+    [('raw', 1, 2), ('source', 1, 3), ('canonical', 1, 1)]
+
+    q1's Source set ``{m1, t1, t2}`` is one item larger than its Raw set ``{t1, t2}``:
+
+    >>> dict(cov.source_minus_raw)
+    {1: 1}
     """
 
     queries: int
@@ -204,7 +238,19 @@ def _target_coverage(tg: TargetGroups) -> TargetCoverage:
 
 
 def coverage(sets: TargetSets) -> Coverage:
-    """Summarise the coverage of every target in ``sets``."""
+    """Summarise the coverage of every target in ``sets``.
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> from tiap.memory.store import Item
+    >>> from tiap.targets import build_groups
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]}),
+    ...            query_from_json({"query_id": "q2", "evidence": []})]
+    >>> cov = coverage(build_groups(items, queries, ["raw", "canonical"]))
+    >>> cov["raw"].defined, cov["raw"].zero_target, cov["canonical"].credited_pairs
+    (1, 1, 1)
+    """
     return Coverage(
         queries=len(sets.query_ids),
         targets=tuple(_target_coverage(tg) for tg in sets),

@@ -331,6 +331,23 @@ class TargetsExport:
         qrels: ``(store, target)`` -> the qrels file written.
         removed: files of the earlier ``tiap targets`` run in ``out_dir`` that this run
             does not write again, removed with the old folder (relative paths).
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> from tiap.memory.store import Item, Store
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]}),
+    ...            query_from_json({"query_id": "q2", "evidence": []})]
+    >>> written = write_targets("targets", [Store("f1", tuple(items))], queries, ["raw", "source"])
+    >>> written.stores, written.qrels["f1", "source"]
+    (('f1',), PosixPath('targets/qrels/f1.source.qrels'))
+    >>> written.coverage["f1"]["source"].credited_pairs
+    3
+
+    A second run into the same folder, without Source, removes the Source files:
+
+    >>> write_targets("targets", [Store("f1", tuple(items))], queries, ["raw"]).removed
+    ('qrels/f1.source.qrels', 'subtopic_qrels/f1.source.qrels')
     """
 
     out_dir: Path
@@ -489,6 +506,23 @@ def write_targets(
     Raises:
         TiapError: for bad lineage, targets, ids or store names (all problems together);
             nothing is written then.
+
+    One store of two turns and a fact derived from both; q1's evidence is both turns:
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> items = (Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2")))
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]})]
+    >>> written = write_targets("targets", [Store("f1", items)], queries)
+    >>> sorted(p.name for p in Path("targets").iterdir())  # doctest: +NORMALIZE_WHITESPACE
+    ['coverage.csv', 'coverage.json', 'groups.jsonl', 'manifest.json', 'qrels',
+     'subtopic_qrels', 'target_mapping.jsonl', 'undetermined.csv']
+    >>> print(written.qrels["f1", "canonical"].read_text(), end="")
+    q1 0 m1 1
+    >>> print(written.qrels["f1", "source"].read_text(), end="")
+    q1 0 m1 1
+    q1 0 t1 1
+    q1 0 t2 1
     """
     out = check_output_folder(out_dir, COMMAND, force=force, known=KNOWN_OUTPUTS)
     distinct = _distinct_stores(stores)
@@ -598,6 +632,19 @@ def qrels_store(path: str | Path) -> str | None:
 
     Raises:
         TiapError: if ``path`` is not a file.
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> from tiap.memory.store import Item, Store
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]}),
+    ...            query_from_json({"query_id": "q2", "evidence": []})]
+    >>> written = write_targets("targets", [Store("f1", tuple(items))], queries)
+    >>> qrels_store("targets/qrels/f1.source.qrels")
+    'f1'
+    >>> _ = Path("mine.qrels").write_text("q1 0 t1 1\\n")  # not written by TIAP
+    >>> qrels_store("mine.qrels") is None
+    True
     """
     p = Path(path)
     if not p.is_file():

@@ -77,7 +77,12 @@ for _t in GRAPH_TARGETS:
 
 @dataclass(frozen=True)
 class GraphEpisode:
-    """An episode and the source units (turns) it holds."""
+    """An episode and the source units (turns) it holds.
+
+    >>> ep = GraphEpisode("ep1", ("d1:1",), text="Alice: I moved to Paris.")
+    >>> graph_items([ep], [])[0]  # doctest: +ELLIPSIS
+    Item(item_id='ep1', kind='raw', sources=('d1:1',), parents=(), ...)
+    """
 
     uuid: str
     sources: tuple[str, ...]
@@ -87,7 +92,17 @@ class GraphEpisode:
 
 @dataclass(frozen=True)
 class GraphEdge:
-    """An entity edge: a fact between two nodes, with the episodes it came from."""
+    """An entity edge: a fact between two nodes, with the episodes it came from.
+
+    The edge becomes an item of kind ``edge`` whose parents are its episodes; each
+    endpoint becomes a node item whose parent is the edge:
+
+    >>> edge = GraphEdge("e1", "alice", "paris", ("ep1",), fact="Alice lives in Paris")
+    >>> items = graph_items([GraphEpisode("ep1", ("d1:1",))], [edge])
+    >>> [(it.item_id, it.kind, it.parents) for it in items]
+    [('ep1', 'raw', ()), ('e1', 'edge', ('ep1',)), ('alice', 'node', ('e1',)),
+     ('paris', 'node', ('e1',))]
+    """
 
     uuid: str
     source_node: str
@@ -101,7 +116,14 @@ class GraphEdge:
 
 @dataclass(frozen=True)
 class GraphNode:
-    """An entity node (``name`` and ``summary`` become the item's text)."""
+    """An entity node (``name`` and ``summary`` become the item's text).
+
+    >>> items = graph_items([GraphEpisode("ep1", ("d1:1",))],
+    ...                     [GraphEdge("e1", "alice", "paris", ("ep1",))],
+    ...                     [GraphNode("alice", name="Alice", summary="a painter")])
+    >>> [(it.item_id, it.text) for it in items if it.kind == "node"]
+    [('alice', 'Alice: a painter'), ('paris', None)]
+    """
 
     uuid: str
     name: str | None = None
@@ -111,7 +133,18 @@ class GraphNode:
 
 @dataclass(frozen=True)
 class GraphPath:
-    """A path: edges in order, each sharing a node with the next."""
+    """A path: edges in order, each sharing a node with the next.
+
+    >>> episodes = [GraphEpisode("ep1", ("d1:1",)), GraphEpisode("ep2", ("d1:2",))]
+    >>> edges = [GraphEdge("e1", "alice", "paris", ("ep1",)),
+    ...          GraphEdge("e2", "alice", "bob", ("ep2",))]
+    >>> graph_items(episodes, edges, paths=[GraphPath("p1", ("e1", "e2"))])[-1].parents
+    ('e1', 'e2')
+    >>> graph_items(episodes, edges, paths=[GraphPath("p2", ("e1", "e9"))])
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: ...path edges are not edges of the graph: e9
+    """
 
     path_id: str
     edges: tuple[str, ...]
@@ -151,6 +184,26 @@ def graph_items(
     Raises:
         TiapError: an edge citing an episode that is not given, a path whose edges are not
             given or do not chain, or an id used twice (all problems together).
+
+    Two turns, each an episode; one edge from each; a path over both edges. Gold turn
+    ``d1:1`` credits its episode under Raw, the edge extracted from it, that edge's two
+    endpoints and the path that holds it:
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> from tiap.targets import build_groups
+    >>> items = graph_items(
+    ...     [GraphEpisode("ep1", ("d1:1",)), GraphEpisode("ep2", ("d1:2",))],
+    ...     [GraphEdge("e1", "alice", "paris", ("ep1",), fact="Alice lives in Paris"),
+    ...      GraphEdge("e2", "alice", "bob", ("ep2",), fact="Alice knows Bob")],
+    ...     paths=[GraphPath("p1", ("e1", "e2"))])
+    >>> query = query_from_json({"query_id": "q1", "evidence": ["d1:1"]})
+    >>> sets = build_groups(items, [query], ["raw", "graph-edge", "graph-node", "graph-path"])
+    >>> for target in sets:
+    ...     print(target.name, target["q1"])
+    raw (('ep1',),)
+    graph-edge (('e1',),)
+    graph-node (('alice', 'paris'),)
+    graph-path (('p1',),)
     """
     ep_list = list(episodes)
     edge_list = list(edges)

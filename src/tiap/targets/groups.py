@@ -75,7 +75,21 @@ class QueryLike(Protocol):
 
 
 class ZeroTarget(StrEnum):
-    """Why a query has no group under a target."""
+    """Why a query has no group under a target.
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": []}),
+    ...            query_from_json({"query_id": "q2", "evidence": ["d1:9"]}),
+    ...            query_from_json({"query_id": "q3", "evidence": ["d1:1"]})]
+    >>> sets = build_groups(items, queries, ["raw", "facts=kind == fact", "notes=kind == note"])
+    >>> [sets["raw"].queries[q].zero_target for q in ("q1", "q2", "q3")]
+    [<ZeroTarget.NO_EVIDENCE: 'no_evidence'>,
+     <ZeroTarget.UNKNOWN_EVIDENCE: 'unknown_evidence'>, None]
+    >>> sets["notes"].queries["q3"].zero_target_reason
+    "no members under target 'notes' (evidence units: d1:1)"
+    """
 
     NO_EVIDENCE = "no_evidence"
     UNKNOWN_EVIDENCE = "unknown_evidence"
@@ -94,6 +108,19 @@ class QueryGroups:
         groups: one tuple of sorted item ids per evidence unit with a non-empty group.
         zero_target: why there is no group (``None`` when there is at least one).
         zero_target_reason: the same, as a sentence naming the units concerned.
+
+    A query with two evidence turns: one group per turn. The fact derived from both is a
+    member of both groups:
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> q = query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]})
+    >>> qg = build_groups(items, [q])["source"].queries["q1"]
+    >>> qg.units, qg.groups
+    (('d1:1', 'd1:2'), (('m1', 't1'), ('m1', 't2')))
+    >>> qg.n_groups, qg.members, qg.is_defined
+    (2, ('m1', 't1', 't2'), True)
     """
 
     query_id: str
@@ -123,7 +150,21 @@ class QueryGroups:
 
 @dataclass(frozen=True, eq=False)
 class TargetGroups:
-    """Every query's groups under one target, in query order."""
+    """Every query's groups under one target, in query order.
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]}),
+    ...            query_from_json({"query_id": "q2", "evidence": []})]
+    >>> canonical = build_groups(items, queries)["canonical"]
+    >>> canonical["q1"], canonical["q2"]
+    ((('m1',), ('m1',)), ())
+    >>> canonical.defined_query_ids, dict(canonical.zero_target)
+    (('q1',), {'q2': 'no evidence'})
+    >>> canonical.qrels()
+    {'q1': {'m1': 1}}
+    """
 
     target: Target
     queries: Mapping[str, QueryGroups]
@@ -175,6 +216,16 @@ class TargetSets:
         n_items: items in the store.
         n_units: source units reached by at least one item.
         orphans: ids of items whose lineage is empty (credited under no target).
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:9"]})]
+    >>> sets = build_groups(items, queries, ["raw", "canonical"])
+    >>> sets.target_names, sets["raw"]["q1"], sets["canonical"]["q1"]
+    (('raw', 'canonical'), (('t1',),), (('m1',),))
+    >>> dict(sets.unknown_evidence), dict(sets.source_minus_raw)
+    ({'q1': ('d1:9',)}, {'q1': 1})
     """
 
     targets: tuple[Target, ...]
@@ -271,6 +322,20 @@ def build_groups(
     Raises:
         TiapError: for lineage problems, unknown or invalid targets, a target reading a
             field no item has, or duplicate query ids (all problems of a kind together).
+
+    Two turns and one fact derived from both; a query whose evidence is both turns has
+    two groups (one per evidence turn) under each target:
+
+    >>> from tiap.datasets.queryfile import query_from_json
+    >>> items = [Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...          Item("m1", "fact", ("d1:1", "d1:2"))]
+    >>> queries = [query_from_json({"query_id": "q1", "evidence": ["d1:1", "d1:2"]})]
+    >>> sets = build_groups(items, queries, ["raw", "source", "canonical"])
+    >>> for target in sets:
+    ...     print(target.name, target["q1"])
+    raw (('t1',), ('t2',))
+    source (('m1', 't1'), ('m1', 't2'))
+    canonical (('m1',), ('m1',))
     """
     lineage = store if isinstance(store, Lineage) else build_lineage(store)
     tlist = resolve_targets(targets, registry)

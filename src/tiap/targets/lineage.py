@@ -84,6 +84,16 @@ class Lineage:
         possible_families: unit -> ids of items that may (not certainly) reach it through
             an explicit list of possible sources.
         open_items: ids of items that may reach any unit (``possible_sources: "any"``).
+
+    Two turns, a fact derived from both, and a fact derived from that fact:
+
+    >>> lineage = build_lineage([Item("t1", "raw", ("d1:1",)), Item("t2", "raw", ("d1:2",)),
+    ...                          Item("m1", "fact", ("d1:1", "d1:2")),
+    ...                          Item("m2", "fact", parents=("m1",))])
+    >>> lineage.sources_of("m2")
+    ('d1:1', 'd1:2')
+    >>> lineage.family("d1:1"), lineage.has_unit("d1:3"), len(lineage)
+    (('m1', 'm2', 't1'), False, 4)
     """
 
     items: Mapping[str, Item]
@@ -138,6 +148,15 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
     Raises:
         TiapError: listing every duplicate id, dangling parent and cycle (with the items on
             it, and the items that derive from it) found in one pass.
+
+    >>> lineage = build_lineage([Item("t1", "raw", ("d1:1",)),
+    ...                          Item("m1", "fact", parents=("t1",))])
+    >>> dict(lineage.families)
+    {'d1:1': ('m1', 't1')}
+    >>> build_lineage([Item("m1", "fact", parents=("m2",)), Item("m2", "fact", parents=("m1",))])
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: ...cycle...
     """
     by_id: dict[str, Item] = {}
     problems: list[Problem] = []

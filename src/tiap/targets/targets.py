@@ -458,6 +458,15 @@ class Target:
     """A named predicate over item fields; ``str()`` gives the canonical ``name=spec``.
 
     Two targets are equal when their names and parsed expressions are equal.
+
+    >>> from tiap.memory.store import Item
+    >>> facts = parse_target("facts=kind in {fact, observation}")
+    >>> facts.name, facts.spec
+    ('facts', 'kind in {fact, observation}')
+    >>> facts.matches(Item("m1", "fact")), facts.matches(Item("t1", "raw"))
+    (True, False)
+    >>> str(facts.at("session"))
+    'facts@session=kind in {fact, observation}'
     """
 
     name: str
@@ -576,7 +585,18 @@ def parse_target(definition: str, *, description: str = "") -> Target:
 
 
 class TargetRegistry:
-    """Targets by name. The built-ins are always present and cannot be replaced."""
+    """Targets by name. The built-ins are always present and cannot be replaced.
+
+    >>> reg = TargetRegistry(["facts=kind == fact"])
+    >>> reg.names()
+    ('raw', 'source', 'canonical', 'facts')
+    >>> [t.name for t in reg.resolve(["source", "facts", "served=serving"])]
+    ['source', 'facts', 'served']
+    >>> reg.register("raw=true")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: target 'raw' is built in and cannot be redefined
+    """
 
     def __init__(self, targets: Iterable[Target] = ()) -> None:
         self._targets: dict[str, Target] = {t.name: t for t in BUILTIN_TARGETS}
@@ -671,7 +691,13 @@ DEFAULT_REGISTRY = TargetRegistry()
 
 
 def get_target(name: str) -> Target:
-    """The target called ``name`` in the default registry (``raw``, ``source``, ...)."""
+    """The target called ``name`` in the default registry (``raw``, ``source``, ...).
+
+    >>> str(get_target("canonical"))
+    'canonical=kind != raw and serving'
+    >>> get_target("raw@session").granularity
+    'session'
+    """
     return DEFAULT_REGISTRY.get(name)
 
 
@@ -681,12 +707,24 @@ def register_target(target: Target | str, *, replace: bool = False) -> Target:
 
 
 def list_targets() -> tuple[Target, ...]:
-    """All targets of the default registry."""
+    """All targets of the default registry.
+
+    >>> [t.name for t in list_targets()]
+    ['raw', 'source', 'canonical', 'graph-edge', 'graph-node', 'graph-path']
+    """
     return tuple(DEFAULT_REGISTRY.get(n) for n in DEFAULT_REGISTRY.names())
 
 
 def resolve_targets(
     targets: Iterable[Target | str], registry: TargetRegistry | None = None
 ) -> tuple[Target, ...]:
-    """Resolve names and ``name=spec`` definitions against ``registry`` (default registry)."""
+    """Resolve names and ``name=spec`` definitions against ``registry`` (default registry).
+
+    >>> [str(t) for t in resolve_targets(["raw", "facts=kind == fact"])]
+    ['raw=kind == raw', 'facts=kind == fact']
+    >>> resolve_targets(["raw", "rwa"])
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: unknown target 'rwa'; known: raw, source, canonical, ...
+    """
     return (registry or DEFAULT_REGISTRY).resolve(targets)
