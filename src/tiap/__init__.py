@@ -17,6 +17,9 @@ files as one serialization (``docs/api.md``)::
 ``rescore``        runs scored under each target (:func:`tiap.scoring.rescore.rescore`)
 ``Scores``         the per-query score model (:class:`tiap.scoring.scores.Scores`)
 ``analyze``        every sensitivity table (:func:`tiap.sensitivity.analyze`)
+``compare``        each pair of systems under each target: means, difference, adjusted
+                   p-value, effect size, winner flips, with table and LaTeX renderings
+                   (:func:`tiap.sensitivity.compare.compare`)
 ``build_report``   the HTML report and target card (:func:`tiap.report.build_report`;
                    not ``report``, the name of the package :mod:`tiap.report`)
 =================  ============================================================
@@ -42,6 +45,7 @@ __all__ = [
     "analyze",
     "build_report",
     "build_store",
+    "compare",
     "load",
     "read_queries",
     "read_runs",
@@ -72,6 +76,7 @@ _HOMES = {
     "rescore": ("tiap.scoring.rescore", "rescore"),
     "Scores": ("tiap.scoring.scores", "Scores"),
     "analyze": ("tiap.sensitivity.analyze", "analyze"),
+    "compare": ("tiap.sensitivity.compare", "compare"),
     "build_report": ("tiap.report", "build_report"),
 }
 
@@ -85,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.scoring.rescore import rescore
     from tiap.scoring.scores import Scores
     from tiap.sensitivity.analyze import analyze
+    from tiap.sensitivity.compare import compare
 
 
 def __getattr__(name: str) -> Any:

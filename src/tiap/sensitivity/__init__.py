@@ -12,6 +12,7 @@ and answer-level alignment (docs/sensitivity.md).
 """
 
 from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_sensitivity
+from tiap.sensitivity.compare import Comparison, compare
 from tiap.sensitivity.design import parse_configs
 from tiap.sensitivity.flips import is_flip, is_flip_interval, winner_flips
 from tiap.sensitivity.load import Dataset, SystemScores, load_datasets
@@ -28,6 +29,7 @@ from tiap.sensitivity.stats import (
 
 __all__ = [
     "CORRECTIONS",
+    "Comparison",
     "Dataset",
     "Gap",
     "GapResult",
@@ -36,14 +38,15 @@ __all__ = [
     "Table",
     "adjust",
     "analyze",
+    "compare",
     "comparison_rng",
+    "evaluate_gaps",
     "is_flip",
     "is_flip_interval",
     "load_datasets",
     "parse_configs",
     "randomize",
     "sign_vectors",
-    "evaluate_gaps",
     "winner_flips",
     "write_sensitivity",
 ]
