@@ -112,6 +112,18 @@ def test_compare_is_analyze_winner_flips_for_the_measure() -> None:
     assert tiap.compare(scores, resamples=100, seed=3).table() == cmp.table()
 
 
+def test_named_scores_and_a_folder_give_the_same_rows(tmp_path) -> None:
+    """(The exact test: random sign vectors are seeded with the dataset's name.)"""
+    scores = _scores()
+    rows = tiap.compare(scores, resamples=1000).table()
+    named = tiap.compare([("mine", scores)], resamples=1000).table()
+    scores.to_folder(tmp_path / "rescore")
+    folder = tiap.compare(str(tmp_path / "rescore"), resamples=1000).table()
+    assert {r["dataset"] for r in named} == {"mine"}
+    for other in (named, folder):
+        assert [{**r, "dataset": ""} for r in other] == [{**r, "dataset": ""} for r in rows]
+
+
 def test_renderings() -> None:
     cmp = tiap.compare(_scores(), resamples=1000, pairs=["raw:canonical"])
     text = str(cmp).splitlines()

@@ -251,7 +251,7 @@ def compare(
     docstring).
 
     ``scores`` is what :func:`tiap.analyze` takes: a :class:`~tiap.scoring.scores.Scores`,
-    ``(NAME, scores)``, a rescore folder, or a list of these. ``measure`` defaults to the
+    a rescore folder, or a list of these, in which ``(NAME, scores)`` names a dataset. ``measure`` defaults to the
     primary measure of :func:`tiap.analyze` (nDCG at its largest cutoff, else the first);
     the other options are :func:`tiap.analyze`'s, and give the same numbers as its
     ``winner_flips`` table (the family of a p-value is every gap of the measure in the
