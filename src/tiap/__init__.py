@@ -7,6 +7,7 @@ files as one serialization (``docs/api.md``)::
 
     scores = tiap.rescore(runs, queries, stores)   # Stage II: a tiap.Scores
     result = tiap.analyze(scores)                   # Stage III: flips, tests, design changes
+    table = tiap.compare(scores)                    # per pair of systems: means, tests, flips
 
 =================  ============================================================
 ``load``           a benchmark with its evidence labels (:func:`tiap.datasets.load`)
@@ -17,12 +18,14 @@ files as one serialization (``docs/api.md``)::
 ``rescore``        runs scored under each target (:func:`tiap.scoring.rescore.rescore`)
 ``Scores``         the per-query score model (:class:`tiap.scoring.scores.Scores`)
 ``analyze``        every sensitivity table (:func:`tiap.sensitivity.analyze`)
+``compare``        each pair of systems under each target: means, difference, adjusted
+                   p-value, effect size, winner flips, with table and LaTeX renderings
+                   (:func:`tiap.sensitivity.compare.compare`)
+``judge``          contested credits judged in memory: cases in, labels and their
+                   counts out (:func:`tiap.audit.steps.judge`)
 ``build_report``   the HTML report and target card (:func:`tiap.report.build_report`;
                    not ``report``, the name of the package :mod:`tiap.report`)
 =================  ============================================================
-
-Judging contested credits (``tiap audit``) is not on the front door yet: its API is being
-moved out of the CLI (issue 34); use :mod:`tiap.audit` meanwhile.
 
 Each name is imported on first use (PEP 562), so ``import tiap`` loads none of the stages.
 """
@@ -42,6 +45,8 @@ __all__ = [
     "analyze",
     "build_report",
     "build_store",
+    "compare",
+    "judge",
     "load",
     "read_queries",
     "read_runs",
@@ -72,10 +77,13 @@ _HOMES = {
     "rescore": ("tiap.scoring.rescore", "rescore"),
     "Scores": ("tiap.scoring.scores", "Scores"),
     "analyze": ("tiap.sensitivity.analyze", "analyze"),
+    "compare": ("tiap.sensitivity.compare", "compare"),
+    "judge": ("tiap.audit.steps", "judge"),
     "build_report": ("tiap.report", "build_report"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tiap.audit.steps import judge
     from tiap.datasets import load
     from tiap.datasets.queryfile import read_queries
     from tiap.memory import build_store
@@ -85,6 +93,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.scoring.rescore import rescore
     from tiap.scoring.scores import Scores
     from tiap.sensitivity.analyze import analyze
+    from tiap.sensitivity.compare import compare
 
 
 def __getattr__(name: str) -> Any:

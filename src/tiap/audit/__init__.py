@@ -22,7 +22,8 @@ Each command's whole step (read the inputs, check them, compute, write the outpu
 manifest) is one function of :mod:`tiap.audit.steps`: :func:`find_cases`,
 :func:`judge_cases` (local model server, engine, verdict cache, output folder swap),
 :func:`graded_audit`, :func:`judge_agreement` and :func:`import_paper`; the commands and
-``tiap audit-run`` call them.
+``tiap audit-run`` call them. :func:`judge` (``tiap.judge``) is the judging of
+:func:`judge_cases` in memory: cases in, a :class:`LabelSet` out, no file written.
 
 Item ids are unique only within a store: cases and labels name their store, and labels
 grade ``(store, query_id, item_id)`` (:class:`tiap.ids.ItemKey`).
@@ -65,9 +66,11 @@ from tiap.audit.labels import (
 )
 from tiap.audit.run import VerdictCache, run_judges
 from tiap.audit.steps import (
+    LabelSet,
     find_cases,
     graded_audit,
     import_paper,
+    judge,
     judge_agreement,
     judge_cases,
 )
@@ -83,6 +86,7 @@ __all__ = [
     "Case",
     "Judge",
     "LabelRecord",
+    "LabelSet",
     "Verdict",
     "VerdictCache",
     "agreement",
@@ -94,6 +98,7 @@ __all__ = [
     "graded_rescore",
     "import_paper",
     "item_relevance",
+    "judge",
     "judge_agreement",
     "judge_cases",
     "krippendorff_alpha",

@@ -8,7 +8,8 @@ and prints the result, and ``tiap audit-run`` calls the same functions in this p
   to a cases file with a ``.manifest.json`` beside it;
 - :func:`judge_cases` (``tiap audit judge``): every case judged by every judge, with the
   verdict cache, an optional local model server and an engine, into an output folder
-  replaced whole;
+  replaced whole; the judging itself is :func:`judge` (``tiap.judge``), which works in
+  memory and returns the labels;
 - :func:`graded_audit` (``tiap audit graded``): labels as graded relevance;
 - :func:`judge_agreement` (``tiap audit agreement``): agreement between judges and with
   human labels;
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ from typing import Any
 from tiap.audit.agreement import AGREEMENT_COMMAND, AgreementReport, agreement, write_agreement
 from tiap.audit.cases import (
     CASES_SCHEMA_VERSION,
+    Case,
     RescoreDir,
     contested_cases,
     load_rescore_inputs,
@@ -53,7 +56,7 @@ from tiap.audit.human import read_human_labels
 from tiap.audit.judges import make_judge, parse_judge_spec
 from tiap.audit.labels import LABELS_SCHEMA_VERSION, LabelRecord, read_labels, write_labels
 from tiap.audit.paper import read_paper_cases, read_paper_labels
-from tiap.audit.run import JudgeStats, VerdictCache, run_judges
+from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
 from tiap.errors import TiapError
 from tiap.io import atomic_write, check_output_folder, output_folder, split_named
 from tiap.provenance import input_entry, manifest_header
@@ -219,6 +222,78 @@ def find_cases(
 # judge
 
 
+#: The labels a judge gives, in the order its counts are shown.
+_LABEL_ORDER = ("supports", "partial", "does_not_support", "unscored")
+
+
+def _label_counts(records: Sequence[LabelRecord], judge: str) -> dict[str, int]:
+    recs = [r for r in records if r.judge == judge]
+    return {lab: sum(1 for r in recs if r.label == lab) for lab in _LABEL_ORDER}
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """What :func:`judge` returns: one label per (judge, case) (``records``, as in
+    labels.jsonl: judges in the order given, cases in input order), each judge's counts
+    (``stats``: requests, verdicts from the cache, scored and unscored) and settings
+    (``judges``), and the local model server's settings when one served the run
+    (``local_model``).
+
+    >>> from tiap.audit import Case, judge
+    >>> labels = judge([Case("c1", "A", "q1", "canonical", "m1", "Mel paints sunsets.",
+    ...                      "What does Mel paint?", "sunsets", 1)])
+    >>> print(labels)
+    verdicts on 1 case
+    judge    supports  partial  does_not_support  unscored
+    lexical         1        0                 0         0
+    >>> labels.write("labels.jsonl")
+    1
+    """
+
+    n_cases: int
+    records: tuple[LabelRecord, ...]
+    stats: tuple[JudgeStats, ...]
+    judges: tuple[dict[str, Any], ...] = field(repr=False)
+    local_model: dict[str, Any] | None = field(default=None, repr=False)
+
+    def label_counts(self, judge: str) -> dict[str, int]:
+        """``{label: count}`` of one judge's verdicts, unscored ones included.
+
+        >>> from tiap.audit import Case, judge
+        >>> cases = [Case("c1", "A", "q1", "canonical", "m1", "Mel paints sunsets.",
+        ...               "What does Mel paint?", "sunsets", 1),
+        ...          Case("c2", "A", "q2", "canonical", "m2", "Mel has a dog.",
+        ...               "Where did Mel go?", "the lake", 1)]
+        >>> judge(cases).label_counts("lexical")
+        {'supports': 1, 'partial': 0, 'does_not_support': 1, 'unscored': 0}
+        """
+        return _label_counts(self.records, judge)
+
+    def write(self, path: str | Path) -> int:
+        """Write the labels as ``labels.jsonl`` (:func:`~tiap.audit.labels.write_labels`,
+        what :func:`judge_cases` writes, every row redacted); returns the number of rows.
+
+        >>> from tiap.audit import Case, judge, read_labels
+        >>> judge([Case("c1", "A", "q1", "canonical", "m1", "Mel paints sunsets.",
+        ...             "What does Mel paint?", "sunsets", 1)]).write("labels.jsonl")
+        1
+        >>> [(r.case_id, r.judge, r.label) for r in read_labels(["labels.jsonl"])]
+        [('c1', 'lexical', 'supports')]
+        """
+        return write_labels(path, self.records)
+
+    def __str__(self) -> str:
+        head = ("judge", *_LABEL_ORDER)
+        grid = [list(head)] + [[s.judge, *(f"{n:,}" for n in self.label_counts(
+            s.judge).values())] for s in self.stats]
+        widths = [max(len(line[i]) for line in grid) for i in range(len(head))]
+        lines = [f"verdicts on {self.n_cases:,} case{'s' if self.n_cases != 1 else ''}"]
+        lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                            for i, (c, w) in enumerate(zip(line, widths, strict=True)))
+                  for line in grid]
+        return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class JudgeResult:
     """What :func:`judge_cases` wrote into ``out``: the verdicts of ``n_cases`` cases
@@ -232,9 +307,124 @@ class JudgeResult:
 
     def label_counts(self, judge: str) -> dict[str, int]:
         """``{label: count}`` of one judge's verdicts, unscored ones included."""
-        recs = [r for r in self.records if r.judge == judge]
-        return {lab: sum(1 for r in recs if r.label == lab)
-                for lab in ("supports", "partial", "does_not_support", "unscored")}
+        return _label_counts(self.records, judge)
+
+
+def _cases_of(cases: Any) -> list[Case]:
+    """The cases :func:`judge` takes: a cases file, what :func:`find_cases` wrote, or
+    :class:`~tiap.audit.cases.Case` objects."""
+    if isinstance(cases, CasesResult):
+        cases = cases.out
+    if isinstance(cases, str | Path):
+        got = read_cases(cases)
+        if not got:
+            raise TiapError("no cases in the file: nothing to judge (did `tiap audit cases` "
+                            "find no contested credit?)", file=cases)
+        return got
+    got = list(cases)
+    bad = sorted({type(c).__name__ for c in got if not isinstance(c, Case)})
+    if bad:
+        raise TiapError(f"cases must be Case objects (tiap.audit.contested_cases, "
+                        f"read_cases), a cases file or what find_cases returns; got "
+                        f"{', '.join(bad)}", code="invalid-value")
+    if not got:
+        raise TiapError("no cases: nothing to judge", code="invalid-value")
+    return got
+
+
+def judge(
+    cases: Any,
+    judge: str | Sequence[str] = "lexical",
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    concurrency: int | None = None,
+    max_retries: int | None = None,
+    timeout: float | None = None,
+    backoff: float | None = None,
+    max_invalid: float | None = None,
+    response_format: str | None = None,
+    local_model: str | None = None,
+    local_port: int = 8089,
+    cache: str | Path | None = None,
+    retry_unscored: bool = False,
+    limit: int | None = None,
+    engine: str = "local",
+    progress: Progress | None = None,
+    log: Log | None = None,
+) -> LabelSet:
+    """Judge contested credits in memory: every case with every judge spec of ``judge``
+    (``lexical``, ``embedding``, ``openai`` or ``NAME(key=value, ...)``; one spec or a
+    list), writing nothing unless ``cache`` names a verdict cache to keep.
+
+    ``cases`` are :class:`~tiap.audit.cases.Case` objects
+    (:func:`~tiap.audit.cases.contested_cases`), a cases file (``cases.jsonl``), or the
+    :class:`CasesResult` of :func:`find_cases`; ``limit`` judges the first ``limit``.
+    The options are :func:`judge_cases`'s: ``base_url`` and ``model`` aim the ``openai``
+    judges at any OpenAI-compatible endpoint, ``local_model`` serves a model on
+    127.0.0.1:``local_port`` for the run. ``cache`` (default: a temporary one, removed
+    after the run) holds every finished verdict: a later run with the same cache asks only
+    for the ones it lacks.
+
+    >>> import tiap
+    >>> from tiap.audit import Case
+    >>> cases = [Case("c1", "A", "q1", "canonical", "m1", "Mel paints sunsets by the lake.",
+    ...               "What does Mel paint?", "sunsets", 1),
+    ...          Case("c2", "A", "q2", "canonical", "m2", "Mel went camping.",
+    ...               "Where did Mel camp?", "by the lake in the mountains", 2)]
+    >>> labels = tiap.judge(cases, "lexical")
+    >>> [(r.case_id, r.label, round(r.score, 2)) for r in labels.records]
+    [('c1', 'supports', 1.0), ('c2', 'does_not_support', 0.0)]
+    """
+    all_cases = _cases_of(cases)
+    if limit is not None:
+        all_cases = all_cases[:limit]
+    specs = [judge] if isinstance(judge, str) else list(judge)
+    if not specs:
+        raise TiapError("no judge given: name one, e.g. judge='lexical'", code="usage")
+    stack = contextlib.ExitStack()
+    local: dict[str, Any] | None = None
+    if local_model is not None:
+        from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
+
+        _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
+        if not any(parse_judge_spec(j)[0] == "openai" for j in specs):
+            raise TiapError("--local-model is for openai judges; none of the --judge "
+                            "specs is one", code="usage")
+        for spec in specs:  # an openai judge aimed elsewhere would not judge with the model
+            name, kw = parse_judge_spec(spec)
+            if name != "openai":
+                continue
+            if "base_url" in kw:
+                raise TiapError(f"judge {spec!r} names its own base_url, so it would not use "
+                                f"the --local-model server: drop one of the two",
+                                code="usage")
+            if kw.get("model", served) != served:
+                raise TiapError(f"judge {spec!r} asks for model {kw['model']!r}, but "
+                                f"--local-model serves {served!r}", code="usage")
+
+        srv = stack.enter_context(LocalServer(local_model, port=local_port,
+                                              log=log or (lambda m: None)))
+        local = srv.settings()
+        base_url, model = srv.base_url, model or srv.model
+        concurrency = concurrency or CLIENT_DEFAULTS["concurrency"]
+        timeout = timeout or CLIENT_DEFAULTS["timeout"]
+    defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
+                "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
+                "backoff": backoff, "max_invalid": max_invalid,
+                "response_format": response_format}
+    from tiap.engine import make_engine, use_engine
+
+    with stack:
+        if cache is None:  # a verdict cache for this run only
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tiap-judge-"))
+            cache = Path(tmp) / "cache.sqlite"
+        eng = stack.enter_context(contextlib.closing(make_engine(engine)))
+        with use_engine(eng):
+            run = _judge_run(all_cases, specs, defaults, Path(cache), retry_unscored,
+                             progress)
+    return LabelSet(len(all_cases), run.records, run.stats, run.judges, local)
 
 
 def judge_cases(
@@ -264,7 +454,7 @@ def judge_cases(
     """Judge every case of ``cases`` (cases.jsonl) with every judge spec of ``judges``
     (``lexical``, ``embedding``, ``openai`` or ``NAME(key=value, ...)``); writes
     ``out/labels.jsonl`` and ``out/manifest.json``, replacing ``out`` whole (a foreign
-    folder is refused unless ``force``).
+    folder is refused unless ``force``). The judging is :func:`judge`'s.
 
     The verdict cache (``cache``, default ``out/cache.sqlite``, kept across the swap) holds
     every finished verdict: a rerun asks only for the ones it lacks. ``local_model`` serves
@@ -298,57 +488,28 @@ def judge_cases(
     cache_path = Path(cache) if cache is not None else out / "cache.sqlite"
     keep = cache_entries(cache_path, out)  # used in place, kept across the swap
     check_output_folder(out, JUDGE_COMMAND, force=force, keep=keep)  # before any request
-    all_cases = read_cases(cases)
-    if not all_cases:
-        raise TiapError("no cases in the file: nothing to judge (did `tiap audit cases` find "
-                        "no contested credit?)", file=cases)
-    if limit is not None:
-        all_cases = all_cases[:limit]
-    stack = contextlib.ExitStack()
-    local: dict[str, Any] | None = None
-    if local_model is not None:
-        from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
-
-        _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
-        if not any(parse_judge_spec(j)[0] == "openai" for j in judges):
-            raise TiapError("--local-model is for openai judges; none of the --judge "
-                            "specs is one", code="usage")
-        for spec in judges:  # an openai judge aimed elsewhere would not judge with the model
-            name, kw = parse_judge_spec(spec)
-            if name != "openai":
-                continue
-            if "base_url" in kw:
-                raise TiapError(f"judge {spec!r} names its own base_url, so it would not use "
-                                f"the --local-model server: drop one of the two",
-                                code="usage")
-            if kw.get("model", served) != served:
-                raise TiapError(f"judge {spec!r} asks for model {kw['model']!r}, but "
-                                f"--local-model serves {served!r}", code="usage")
-
-        srv = stack.enter_context(LocalServer(local_model, port=local_port,
-                                              log=log or (lambda m: None)))
-        local = srv.settings()
-        base_url, model = srv.base_url, model or srv.model
-        concurrency = concurrency or CLIENT_DEFAULTS["concurrency"]
-        timeout = timeout or CLIENT_DEFAULTS["timeout"]
-    defaults = {"model": model, "base_url": base_url, "api_key_env": api_key_env,
-                "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
-                "backoff": backoff, "max_invalid": max_invalid,
-                "response_format": response_format}
-    from tiap.engine import make_engine, use_engine
-
-    with stack:
-        eng = stack.enter_context(contextlib.closing(make_engine(engine)))
-        with use_engine(eng):
-            return _judge_run(cases, out, judges, defaults, all_cases, cache_path, keep,
-                              retry_unscored, limit, force, local, progress)
+    labels = judge(cases, judges, model=model, base_url=base_url, api_key_env=api_key_env,
+                   concurrency=concurrency, max_retries=max_retries, timeout=timeout,
+                   backoff=backoff, max_invalid=max_invalid,
+                   response_format=response_format, local_model=local_model,
+                   local_port=local_port, cache=cache_path, retry_unscored=retry_unscored,
+                   limit=limit, engine=engine, progress=progress, log=log)
+    man = manifest_header(JUDGE_COMMAND, LABELS_SCHEMA_VERSION)
+    man["inputs"] = {"cases": input_entry(cases)}
+    man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
+                      "cache": str(cache_path), "local_model": labels.local_model}
+    man["judges"] = list(labels.judges)
+    man["counts"] = [s.to_json() for s in labels.stats]
+    man["outputs"] = ["labels.jsonl"]
+    with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
+        write_labels(tmp / "labels.jsonl", labels.records)
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    return JudgeResult(out, labels.n_cases, list(labels.records), list(labels.stats), man)
 
 
-def _judge_run(cases: Path, out: Path, specs: Sequence[str], defaults: dict[str, Any],
-               all_cases: list[Any], cache_path: Path, keep: Any, retry_unscored: bool,
-               limit: int | None, force: bool, local: dict[str, Any] | None,
-               progress: Progress | None) -> JudgeResult:
-    """The judging of :func:`judge_cases`, with the endpoints up."""
+def _judge_run(all_cases: list[Case], specs: Sequence[str], defaults: dict[str, Any],
+               cache_path: Path, retry_unscored: bool, progress: Progress | None) -> JudgeRun:
+    """The judging of :func:`judge`, with the endpoints up and the engine in use."""
     judges = [make_judge(spec, defaults) for spec in specs]
     endpoint_only = [f for f, key in (("--max-invalid", "max_invalid"),
                                       ("--response-format", "response_format"))
@@ -362,22 +523,11 @@ def _judge_run(cases: Path, out: Path, specs: Sequence[str], defaults: dict[str,
                         code="usage")
     try:
         with VerdictCache(cache_path) as vc:
-            result = run_judges(all_cases, judges, vc, retry_unscored=retry_unscored,
-                                progress=progress)
+            return run_judges(all_cases, judges, vc, retry_unscored=retry_unscored,
+                              progress=progress)
     finally:
         for j in judges:
             j.close()
-    man = manifest_header(JUDGE_COMMAND, LABELS_SCHEMA_VERSION)
-    man["inputs"] = {"cases": input_entry(cases)}
-    man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
-                      "cache": str(cache_path), "local_model": local}
-    man["judges"] = list(result.judges)
-    man["counts"] = [s.to_json() for s in result.stats]
-    man["outputs"] = ["labels.jsonl"]
-    with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
-        write_labels(tmp / "labels.jsonl", result.records)
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return JudgeResult(out, len(all_cases), list(result.records), list(result.stats), man)
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ and answer-level alignment (docs/sensitivity.md).
 """
 
 from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_sensitivity
+from tiap.sensitivity.compare import Comparison, compare
 from tiap.sensitivity.design import parse_configs
 from tiap.sensitivity.flips import is_flip, is_flip_interval
 from tiap.sensitivity.load import SystemScores
@@ -19,6 +20,7 @@ from tiap.sensitivity.stats import CORRECTIONS, Gap, GapResult, adjust, evaluate
 
 __all__ = [
     "CORRECTIONS",
+    "Comparison",
     "Gap",
     "GapResult",
     "SensitivityResult",
@@ -26,6 +28,7 @@ __all__ = [
     "Table",
     "adjust",
     "analyze",
+    "compare",
     "evaluate_gaps",
     "is_flip",
     "is_flip_interval",
