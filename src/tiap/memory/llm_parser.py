@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -599,17 +600,25 @@ class LlmParser(Parser):
     def _asked_here(self, todo: list[tuple[int, str, str, list[dict[str, str]]]],
                     ) -> Iterator[tuple[int, str, str, _TurnResult]]:
         """The turns of ``todo`` asked by this process's threads, up to ``concurrency`` at
-        once; each reply as it comes."""
+        once; each reply as it comes. A turn is handed to the threads only once the caller
+        has taken a reply, so that when the caller stops (an endpoint that answers garbage),
+        at most ``concurrency - 1`` other turns were started, whatever the threads' timing."""
         assert self._pool is not None
-        pending: dict[Future[_TurnResult], tuple[int, str, str]] = {
-            self._pool.submit(self._ask, messages): (i, key, uid)
-            for i, key, uid, messages in todo}
+        pool, window, rest = self._pool, max(1, self.concurrency), iter(todo)
+        pending: dict[Future[_TurnResult], tuple[int, str, str]] = {}
+
+        def refill() -> None:
+            for i, key, uid, messages in itertools.islice(rest, window - len(pending)):
+                pending[pool.submit(self._ask, messages)] = (i, key, uid)
+
+        refill()
         try:
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     i, key, uid = pending.pop(fut)
                     yield i, key, uid, fut.result()
+                refill()
         finally:  # an error or an interruption: what was not started is dropped
             if pending:
                 self._stop.set()
