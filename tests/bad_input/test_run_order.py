@@ -29,12 +29,11 @@ from tiap.errors import TiapError
 from tiap.runs import (
     ColumnarRun,
     columnar,
-    id_keys,
     read_qrels,
     read_run,
     read_run_columnar,
-    score_order,
 )
+from tiap.runs.formats import id_keys, score_order
 from tiap.scoring.rescore import rescore_qrels
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

@@ -29,8 +29,8 @@ from tiap.retrieval import (
     SentenceTransformerEncoder,
     make_retriever,
     retrieve,
-    text_key,
 )
+from tiap.retrieval.cache import text_key
 from tiap.runs import read_run
 
 N_TURNS = 40

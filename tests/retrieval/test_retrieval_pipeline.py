@@ -26,8 +26,8 @@ from tiap.retrieval import (
     Retriever,
     default_work_dir,
     retrieve,
-    trec_path_for,
 )
+from tiap.retrieval.retrieve import trec_path_for
 from tiap.runs import read_run
 
 COLLECTION = {r["item_id"]: r["collection"] for r in ITEMS}

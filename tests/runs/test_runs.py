@@ -11,17 +11,19 @@ import pytest
 
 from tiap.errors import MAX_PROBLEMS, TiapError
 from tiap.runs import (
-    FORMAT_JSONL,
-    FORMAT_ROWS_CSV,
-    FORMAT_ROWS_JSONL,
-    FORMAT_ROWS_TSV,
-    FORMAT_TREC,
     Ranking,
     Run,
     detect_run_format,
     read_run,
     write_jsonl_run,
     write_trec_run,
+)
+from tiap.runs.formats import (
+    FORMAT_JSONL,
+    FORMAT_ROWS_CSV,
+    FORMAT_ROWS_JSONL,
+    FORMAT_ROWS_TSV,
+    FORMAT_TREC,
 )
 
 # One small run, given in every format below. Expected order for q1 is d1, d2, d3 (by rank),

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tiap.errors import TiapError
-from tiap.runs import FORMAT_JSONL, Ranking, Run, detect_run_format, read_run
+from tiap.runs import Ranking, Run, detect_run_format, read_run
+from tiap.runs.formats import FORMAT_JSONL
 
 HEADER = {
     "tiap_trace": 1,

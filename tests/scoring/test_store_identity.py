@@ -116,7 +116,8 @@ def test_a_run_naming_its_store_is_not_scored_against_another() -> None:
 
 
 def test_jsonl_rankings_keep_their_store(tmp_path: Path) -> None:
-    from tiap.runs import read_run, trace_store, write_jsonl_run
+    from tiap.runs import read_run, write_jsonl_run
+    from tiap.runs.formats import trace_store
 
     run = Run("sys", (Ranking("q1", "sys", ("a", "b")),), store="f5")
     write_jsonl_run(tmp_path / "run.jsonl", run)

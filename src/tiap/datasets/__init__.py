@@ -7,7 +7,7 @@
 """
 
 from tiap.datasets.base import Bundle, Dataset, InlineDataset, SessionSlice, first_sessions
-from tiap.datasets.files import DataFile, DataSource
+from tiap.datasets.files import DataSource
 from tiap.datasets.records import (
     Collection,
     DatasetStats,
@@ -17,10 +17,10 @@ from tiap.datasets.records import (
     Session,
     Turn,
 )
-from tiap.datasets.registry import REGISTRY, dataset_ids, load
+from tiap.datasets.registry import dataset_ids, load
 
 __all__ = [
-    "Bundle", "Collection", "DataFile", "DataSource", "Dataset", "DatasetStats", "DerivedMemory",
-    "EvidenceProblem", "InlineDataset", "Query", "REGISTRY", "Session", "SessionSlice", "Turn",
+    "Bundle", "Collection", "DataSource", "Dataset", "DatasetStats", "DerivedMemory",
+    "EvidenceProblem", "InlineDataset", "Query", "Session", "SessionSlice", "Turn",
     "dataset_ids", "first_sessions", "load",
 ]

@@ -28,7 +28,20 @@ from tiap.errors import Problems, TiapError
 
 @dataclass(frozen=True)
 class Bundle:
-    """Everything about one collection."""
+    """Everything about one collection: its sessions, turns, queries, the derived memories
+    the dataset ships and the evidence problems found while reading it.
+
+    >>> from tiap.datasets import Bundle, Collection, Query, Session, Turn
+    >>> bundle = Bundle(
+    ...     Collection("c1", n_sessions=1, n_turns=2, speakers=("Ana", "Ben")),
+    ...     sessions=(Session("c1", "s1", 1, "8 May, 2023"),),
+    ...     turns=(Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat."),
+    ...            Turn("c1:D1:2", "c1", "s1", 2, "Ben", "What is her name?")),
+    ...     queries=(Query("q1", "c1", "Who adopted a cat?", "Ana", "single-hop",
+    ...                    ("c1:D1:1",)),))
+    >>> [t.unit_id for t in bundle.turns], bundle.queries[0].evidence
+    (['c1:D1:1', 'c1:D1:2'], ('c1:D1:1',))
+    """
 
     collection: Collection
     sessions: tuple[Session, ...]
@@ -40,7 +53,34 @@ class Bundle:
 
 
 class Dataset(ABC):
-    """A registered benchmark dataset (see :mod:`tiap.datasets.registry`)."""
+    """A registered benchmark dataset (see :mod:`tiap.datasets.registry`).
+
+    A loader streams its collections as :class:`Bundle` values (:meth:`bundles`); the
+    ``*_iter`` methods, :meth:`problems` and :meth:`stats` are built on that one pass.
+
+    >>> from tiap.datasets import Bundle, Collection, InlineDataset, Query, Session, Turn
+    >>> turns = (Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat."),
+    ...          Turn("c1:D2:1", "c1", "s2", 1, "Ana", "Her name is Miso."))
+    >>> sessions = (Session("c1", "s1", 1, None), Session("c1", "s2", 2, None))
+    >>> queries = (Query("q1", "c1", "What is the cat's name?", "Miso", "single-hop",
+    ...                  ("c1:D2:1",)),
+    ...            Query("q2", "c1", "Does Ana have a dog?", None, "adversarial", (),
+    ...                  abstention=True))
+    >>> ds = InlineDataset([Bundle(Collection("c1", 2, 2), sessions, turns, queries)])
+    >>> isinstance(ds, Dataset)
+    True
+    >>> [t.unit_id for t in ds.turns_iter()], [q.query_id for q in ds.queries_iter()]
+    (['c1:D1:1', 'c1:D2:1'], ['q1', 'q2'])
+    >>> s = ds.stats()
+    >>> s.queries, s.queries_with_evidence, s.abstention_queries
+    (2, 1, 1)
+
+    A registered dataset reads its pinned files (:class:`DataSource`) only when iterated:
+
+    >>> from tiap.datasets import load
+    >>> next(load("locomo").queries_iter()).evidence             # doctest: +SKIP
+    ('conv-26:D1:3',)
+    """
 
     dataset_id: str = ""
     description: str = ""
@@ -150,7 +190,19 @@ class Dataset(ABC):
 
 class InlineDataset(Dataset):
     """A dataset built in code from bundles (no files): for tests, and for data in no
-    registered format that a caller has already turned into :class:`Bundle` records."""
+    registered format that a caller has already turned into :class:`Bundle` records.
+
+    >>> from tiap.datasets import Bundle, Collection, Query, Session, Turn
+    >>> turn = Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat named Miso.")
+    >>> query = Query("q1", "c1", "What is the cat's name?", "Miso", "single-hop",
+    ...               ("c1:D1:1",))
+    >>> ds = InlineDataset([Bundle(Collection("c1", 1, 1), (Session("c1", "s1", 1, None),),
+    ...                            (turn,), (query,))], dataset_id="pets")
+    >>> ds.dataset_id, ds.file_paths(), ds.expected_collections()
+    ('pets', [], 1)
+    >>> [q.question for q in ds.queries_iter()]
+    ["What is the cat's name?"]
+    """
 
     dataset_id = "inline"
     description = "a dataset built in code"
@@ -179,6 +231,21 @@ def first_sessions(bundle: Bundle, n: int) -> Bundle:
     wholly in the kept turns (a query citing a later turn, or none, cannot be answered from
     the slice and is dropped); the dataset's memories whose session is kept or, for one with
     no session, whose every source turn is kept; the evidence problems of kept queries.
+
+    >>> from tiap.datasets import Bundle, Collection, Query, Session, Turn
+    >>> turns = (Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat."),
+    ...          Turn("c1:D2:1", "c1", "s2", 1, "Ana", "Her name is Miso."))
+    >>> queries = (Query("q1", "c1", "Who adopted a cat?", "Ana", "single-hop", ("c1:D1:1",)),
+    ...            Query("q2", "c1", "What is the cat's name?", "Miso", "single-hop",
+    ...                  ("c1:D2:1",)))
+    >>> bundle = Bundle(Collection("c1", 2, 2),
+    ...                 (Session("c1", "s1", 1, None), Session("c1", "s2", 2, None)),
+    ...                 turns, queries)
+    >>> first = first_sessions(bundle, 1)
+    >>> first.collection
+    Collection(collection_id='c1', n_sessions=1, n_turns=1, speakers=())
+    >>> [t.unit_id for t in first.turns], [q.query_id for q in first.queries]
+    (['c1:D1:1'], ['q1'])
     """
     _check_sessions(n)
     keep = {s.session_id for s in sorted(bundle.sessions, key=lambda s: s.position)[:n]}
@@ -208,7 +275,23 @@ def _check_sessions(n: object) -> None:
 class SessionSlice(Dataset):
     """A dataset cut to the first ``n`` sessions of every collection (:func:`first_sessions`):
     the same files, checksums and id, so stores, queries and traces built on it are the
-    dataset's own records, fewer of them."""
+    dataset's own records, fewer of them.
+
+    >>> from tiap.datasets import Bundle, Collection, InlineDataset, Query, Session, Turn
+    >>> turns = (Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat."),
+    ...          Turn("c1:D2:1", "c1", "s2", 1, "Ana", "Her name is Miso."))
+    >>> queries = (Query("q1", "c1", "Who adopted a cat?", "Ana", "single-hop", ("c1:D1:1",)),
+    ...            Query("q2", "c1", "What is the cat's name?", "Miso", "single-hop",
+    ...                  ("c1:D2:1",)))
+    >>> ds = InlineDataset([Bundle(Collection("c1", 2, 2),
+    ...                            (Session("c1", "s1", 1, None), Session("c1", "s2", 2, None)),
+    ...                            turns, queries)], dataset_id="pets")
+    >>> cut = SessionSlice(ds, 1)
+    >>> cut.dataset_id, [q.query_id for q in cut.queries_iter()]
+    ('pets', ['q1'])
+    >>> cut.stats().notes
+    ('first 1 sessions of each collection; queries whose evidence lies wholly in them',)
+    """
 
     def __init__(self, dataset: Dataset, n: int) -> None:
         super().__init__(dataset.source)

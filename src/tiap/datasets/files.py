@@ -121,7 +121,22 @@ ProgressFn = Callable[[str, int, int], None]  # (label, done bytes, total bytes)
 
 
 class DataSource:
-    """Finds, verifies and (if allowed) downloads pinned benchmark files."""
+    """Finds, verifies and (if allowed) downloads pinned benchmark files.
+
+    >>> from pathlib import Path
+    >>> Path("data").mkdir()
+    >>> src = DataSource("data", cache_dir="cache", allow_download=False)
+    >>> src.describe(), src.has("locomo", "locomo10.json")
+    ('data', False)
+    >>> src.path("locomo", "locomo10.json")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: locomo/locomo10.json not found (data/locomo/locomo10.json; cache
+    cache/locomo/locomo10.json) and downloads are off (TIAP_OFFLINE); pass --data DIR or set
+    TIAP_DATA
+
+    A loaded dataset reads through its source (``tiap.datasets.load(id, source=...)``).
+    """
 
     def __init__(
         self,

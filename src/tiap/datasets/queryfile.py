@@ -115,7 +115,16 @@ def query_from_json(obj: Any, *, file: str | Path | None = None, line: int | Non
 
 def read_queries(path: str | Path) -> list[Query]:
     """Read ``queries.jsonl``; every bad line and every query id given twice (naming both
-    lines) is reported together."""
+    lines) is reported together.
+
+    >>> from pathlib import Path
+    >>> _ = Path("queries.jsonl").write_text(
+    ...     '{"query_id": "q1", "question": "Who adopted a cat?", "evidence": ["c1:D1:1"],'
+    ...     ' "collection": "c1"}\\n'
+    ...     '{"query_id": "q2", "question": "Who has a dog?", "evidence": []}\\n')
+    >>> [(q.query_id, q.collection_id, q.evidence) for q in read_queries("queries.jsonl")]
+    [('q1', 'c1', ('c1:D1:1',)), ('q2', '', ())]
+    """
     out: list[Query] = []
     seen: dict[str, int] = {}
     problems = Problems(path)

@@ -50,22 +50,14 @@ from tiap.runs import Run, warnings_json, write_jsonl_run
 __all__ = [
     "COVERAGE_FILE",
     "IMPORTERS",
-    "ImportResult",
     "Importer",
     "LineageCoverage",
-    "check_units",
     "coverage_of_folder",
     "forced",
-    "import_folder",
-    "dataset_units",
     "get_importer",
     "importer_names",
     "lineage_coverage",
-    "named_units",
-    "require_queries",
-    "coverage_json",
     "write_coverage",
-    "write_import",
 ]
 
 SCHEMA_VERSION = 1
@@ -75,7 +67,14 @@ _LISTED = 1000  # ids listed per category in lineage_coverage.json (all are coun
 
 @dataclass(frozen=True)
 class Importer:
-    """A registered importer: ``target`` is ``"module:function"``, imported on first use."""
+    """A registered importer: ``target`` is ``"module:function"``, imported on first use.
+
+    >>> imp = IMPORTERS["generic"]
+    >>> imp.name, imp.target, imp.available
+    ('generic', 'tiap.importers.generic:import_generic', True)
+    >>> imp.load().__name__
+    'import_generic'
+    """
 
     name: str
     target: str
@@ -121,10 +120,39 @@ IMPORTERS: dict[str, Importer] = {
 
 
 def importer_names() -> tuple[str, ...]:
+    """The systems ``tiap import`` knows, in registry order.
+
+    >>> importer_names()
+    ('generic', 'memoryos', 'graphiti', 'mtel-trace', 'mem0')
+    """
     return tuple(IMPORTERS)
 
 
 def get_importer(name: str) -> Importer:
+    """The importer registered as ``name`` (case and surrounding spaces ignored), called as
+    ``function(path, out_dir, **options)``.
+
+    Example: a system's export in TIAP's generic JSONL format (docs/import.md), imported:
+
+    >>> rows = [
+    ...     {"type": "item", "item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]},
+    ...     {"type": "item", "item_id": "f1", "kind": "fact", "parents": ["t1"]},
+    ...     {"type": "query", "query_id": "q1", "question": "Who has a cat?",
+    ...      "evidence": ["c1:D1:1"]},
+    ...     {"type": "ranking", "query_id": "q1", "ranked": ["f1", "t1"]}]
+    >>> _ = Path("export.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> import_generic = get_importer(" Generic ").load()
+    >>> result = import_generic("export.jsonl", "imports/mine")
+    >>> result.system, len(result.items), result.run.ranking("q1").item_ids
+    ('export', 2, ('f1', 't1'))
+    >>> sorted(p.name for p in Path("imports/mine").iterdir())
+    ['items.jsonl', 'lineage_coverage.json', 'manifest.json', 'queries.jsonl', 'run.jsonl']
+    >>> get_importer("zep")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: unknown system 'zep'; importers: generic, memoryos, graphiti,
+    mtel-trace, mem0
+    """
     imp = IMPORTERS.get(name.strip().lower())
     if imp is None:
         raise TiapError(f"unknown system {name!r}; importers: {', '.join(IMPORTERS)}")
@@ -169,6 +197,20 @@ class LineageCoverage:
     the placeholder items. ``unknown_ranked`` are ranked ids that are not items (they can
     never be credited either). ``unreached_evidence`` are evidence units that no item's
     lineage certainly reaches (partial lineage may still reach them).
+
+    >>> from tiap.runs import Ranking
+    >>> items = [Item("t1", "raw", ("c1:D1:1",)), Item("f1", "fact", parents=("t1",)),
+    ...          Item("m9", "fact", ())]
+    >>> queries = [Query("q1", "c1", "Who has a cat?", None, "single-hop",
+    ...                  ("c1:D1:1", "c1:D1:2"))]
+    >>> run = Run("mine", [Ranking("q1", "mine", ["f1", "m9", "x7"])])
+    >>> cov = lineage_coverage(items, queries, [run])
+    >>> cov.no_source, cov.ranked, cov.ranked_no_source, cov.unknown_ranked
+    (('m9',), 3, 1, ('x7',))
+    >>> cov.queries_all_evidence_reached, cov.unreached_evidence
+    (0, ('c1:D1:2',))
+    >>> cov.to_json()["items_with_no_source_by_kind"]
+    {'fact': 1}
     """
 
     items: int
@@ -257,7 +299,22 @@ def lineage_coverage(
     items: Iterable[Item], queries: Iterable[Query], runs: Iterable[Run],
     findings: Mapping[str, Any] | None = None,
 ) -> LineageCoverage:
-    """Count what lineage an import carries: see :class:`LineageCoverage`."""
+    """Count what lineage an import carries: see :class:`LineageCoverage`.
+
+    ``f1`` derives from ``t1`` (``parents``), so it reaches ``c1:D1:1`` too; ``m9`` names
+    no source, and ``x7`` is ranked but is no item:
+
+    >>> from tiap.runs import Ranking
+    >>> items = [Item("t1", "raw", ("c1:D1:1",)), Item("f1", "fact", parents=("t1",)),
+    ...          Item("m9", "fact", ())]
+    >>> queries = [Query("q1", "c1", "Who has a cat?", None, "single-hop", ("c1:D1:1",))]
+    >>> run = Run("mine", [Ranking("q1", "mine", ["f1", "m9", "x7"])])
+    >>> cov = lineage_coverage(items, queries, [run])
+    >>> cov.items, cov.kinds, cov.no_source, cov.unknown_ranked
+    (3, {'fact': 2, 'raw': 1}, ('m9',), ('x7',))
+    >>> cov.queries_with_evidence, cov.queries_all_evidence_reached
+    (1, 1)
+    """
     item_list = list(items)
     has_source = _transitive(item_list, _may_reach)
     is_partial = _transitive(item_list, lambda it: it.uncertain is not None)
@@ -305,6 +362,14 @@ def coverage_json(cov: LineageCoverage) -> str:
 
 
 def write_coverage(path: str | Path, cov: LineageCoverage) -> None:
+    """Atomically write ``lineage_coverage.json`` (:data:`COVERAGE_FILE`) for ``cov``.
+
+    >>> items = [Item("t1", "raw", ("c1:D1:1",)), Item("m9", "fact", ())]
+    >>> write_coverage(COVERAGE_FILE, lineage_coverage(items, [], []))
+    >>> report = json.loads(Path("lineage_coverage.json").read_text())
+    >>> report["items"], report["items_with_no_source"], report["listed"]["items_with_no_source"]
+    (2, 1, ['m9'])
+    """
     with atomic_write(path) as fh:
         fh.write(coverage_json(cov))
 
@@ -320,7 +385,28 @@ IMPORT_KNOWN = (COVERAGE_FILE,)
 @contextlib.contextmanager
 def forced(force: bool = True) -> Iterator[None]:
     """Run importers (``fn(path, out_dir, ...)``) with ``force`` as their default: the
-    CLI's ``--force`` reaches every registered importer, whatever its signature."""
+    CLI's ``--force`` reaches every registered importer, whatever its signature.
+
+    A folder that is not an import's output is refused, unless forced:
+
+    >>> rows = [{"type": "item", "item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]},
+    ...         {"type": "query", "query_id": "q1", "question": "?", "evidence": ["c1:D1:1"]},
+    ...         {"type": "ranking", "query_id": "q1", "ranked": ["t1"]}]
+    >>> _ = Path("export.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> Path("notes").mkdir()
+    >>> _ = Path("notes/todo.txt").write_text("my notes")
+    >>> import_generic = get_importer("generic").load()
+    >>> import_generic("export.jsonl", "notes")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: notes: the output folder is not empty and holds no manifest of
+    `tiap import generic` (1 entry, first 'todo.txt'): it may be a folder of yours; refusing
+    to write there: pass an empty or new --out, or --force to replace the folder whole
+    >>> with forced():
+    ...     result = import_generic("export.jsonl", "notes")
+    >>> sorted(p.name for p in Path("notes").iterdir())
+    ['items.jsonl', 'lineage_coverage.json', 'manifest.json', 'queries.jsonl', 'run.jsonl']
+    """
     token = _FORCE.set(force)
     try:
         yield
@@ -375,7 +461,19 @@ def write_import(result: ImportResult, out: str | Path, *,
 
 
 def coverage_of_folder(out: str | Path) -> LineageCoverage:
-    """Lineage coverage of a folder an importer wrote (items.jsonl, queries.jsonl, run.jsonl)."""
+    """Lineage coverage of a folder an importer wrote (items.jsonl, queries.jsonl, run.jsonl).
+
+    >>> rows = [{"type": "item", "item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]},
+    ...         {"type": "item", "item_id": "m9", "kind": "fact", "sources": []},
+    ...         {"type": "query", "query_id": "q1", "question": "?",
+    ...          "evidence": ["c1:D1:1", "c1:D1:2"]},
+    ...         {"type": "ranking", "query_id": "q1", "ranked": ["m9", "t1"]}]
+    >>> _ = Path("export.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> _ = get_importer("generic").load()("export.jsonl", "imports/mine")
+    >>> cov = coverage_of_folder("imports/mine")
+    >>> cov.items, cov.no_source, cov.ranked_no_source, cov.unreached_evidence
+    (2, ('m9',), 1, ('c1:D1:2',))
+    """
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_items
     from tiap.runs import read_run

@@ -60,7 +60,8 @@ from tiap.importers import (
 )
 from tiap.io import iter_jsonl
 from tiap.memory.store import Item, item_from_json
-from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.runs import Ranking, Run
+from tiap.runs.formats import RunWarnings, dedup_ranking
 from tiap.targets.lineage import Lineage, PossibleLineage, build_lineage
 
 __all__ = ["RECORD_TYPES", "import_generic", "lineage_problems", "partial_lineage_findings",

@@ -63,7 +63,8 @@ from tiap.importers import (
 from tiap.importers.generic import partial_lineage_findings
 from tiap.io import iter_jsonl
 from tiap.memory.store import Item, Uncertainty
-from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.runs import Ranking, Run
+from tiap.runs.formats import RunWarnings, dedup_ranking
 from tiap.targets.graph import NODE_KIND, GraphEdge, GraphEpisode, GraphNode, graph_items
 
 __all__ = ["LEVELS", "import_graphiti", "read_graphiti"]

@@ -74,14 +74,8 @@ from tiap.importers import (
 from tiap.io import iter_jsonl, open_text, output_folder, read_json
 from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
-from tiap.runs import (
-    Ranking,
-    Run,
-    RunWarnings,
-    dedup_ranking,
-    warnings_json,
-    write_jsonl_run,
-)
+from tiap.runs import Ranking, Run, warnings_json, write_jsonl_run
+from tiap.runs.formats import RunWarnings, dedup_ranking
 
 __all__ = [
     "DEFAULT_KIND",

@@ -86,7 +86,8 @@ from tiap.importers import (
 from tiap.importers.generic import partial_lineage_findings
 from tiap.io import iter_jsonl, open_text, read_json
 from tiap.memory.store import RAW_KIND, Item, Uncertainty
-from tiap.runs import Ranking, Run, RunWarnings, dedup_ranking
+from tiap.runs import Ranking, Run
+from tiap.runs.formats import RunWarnings, dedup_ranking
 
 __all__ = ["PageMatch", "TurnIndex", "import_memoryos", "read_memoryos"]
 

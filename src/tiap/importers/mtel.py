@@ -111,14 +111,8 @@ from tiap.memory.store import (
     write_items,
 )
 from tiap.provenance import input_entry, manifest_header
-from tiap.runs import (
-    Ranking,
-    Run,
-    RunWarnings,
-    dedup_ranking,
-    warnings_json,
-    write_jsonl_run,
-)
+from tiap.runs import Ranking, Run, warnings_json, write_jsonl_run
+from tiap.runs.formats import RunWarnings, dedup_ranking
 
 __all__ = [
     "FORMAT_IDS_ONLY",

@@ -16,16 +16,8 @@ Parsers are registered factories (:mod:`tiap.memory.parsers`): ``heuristic``
 (:mod:`tiap.memory.llm_parser`, needs the ``llm`` extra).
 """
 
-from tiap.memory.build import (
-    DEFAULT_SEED,
-    BuildResult,
-    build_dataset_store,
-    build_store,
-    raw_item,
-)
-from tiap.memory.dates import anchor_text, parse_session_date
+from tiap.memory.build import BuildResult, build_dataset_store, build_store
 from tiap.memory.parsers import (
-    FACT_KIND,
     Parser,
     ParserSpec,
     TurnContext,
@@ -37,7 +29,7 @@ from tiap.memory.parsers import (
 from tiap.memory.store import Item, iter_items, read_items, write_items
 
 __all__ = [
-    "DEFAULT_SEED", "FACT_KIND", "BuildResult", "Item", "Parser", "ParserSpec", "TurnContext",
-    "anchor_text", "build_dataset_store", "build_store", "iter_items", "make_parser", "parse_session_date",
-    "parser_names", "raw_item", "read_items", "register_parser", "turn_contexts", "write_items",
+    "BuildResult", "Item", "Parser", "ParserSpec", "TurnContext", "build_dataset_store",
+    "build_store", "iter_items", "make_parser", "parser_names", "read_items", "register_parser",
+    "turn_contexts", "write_items",
 ]

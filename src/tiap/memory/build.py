@@ -86,7 +86,18 @@ ProgressFn = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
 
 @dataclass(frozen=True)
 class BuildResult:
-    """What :func:`build_store` wrote."""
+    """What :func:`build_store` wrote: the folder, the counts and the manifest as written.
+
+    >>> from tiap.datasets import Bundle, Collection, InlineDataset, Session, Turn
+    >>> turn = Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat named Miso.")
+    >>> ds = InlineDataset([Bundle(Collection("c1", 1, 1), (Session("c1", "s1", 1, None),),
+    ...                            (turn,), ())])
+    >>> result = build_store(ds, "heuristic", "stores/h5")
+    >>> result.out, result.counts["items"], result.counts["by_kind"]
+    (PosixPath('stores/h5'), 2, {'raw': 1, 'fact': 1})
+    >>> result.manifest["store"], result.manifest["parser"]
+    ('h5', {'name': 'heuristic', 'args': {'max_facts': 5}})
+    """
 
     out: Path
     counts: dict[str, Any]
@@ -294,6 +305,28 @@ def build_store(
         served: the local model server the parser talked to
             (:meth:`tiap.llm.local.LocalServer.settings`: model, pinned sha256, threads),
             recorded in the manifest as ``local_model``.
+
+    Example: a two-turn dataset built in code, with the offline ``heuristic`` parser; each
+    turn is a raw item, each derived fact names its turn as its source:
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> from tiap.datasets import Bundle, Collection, InlineDataset, Session, Turn
+    >>> turns = (Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat named Miso last week."),
+    ...          Turn("c1:D1:2", "c1", "s1", 2, "Ben", "That is great news."))
+    >>> ds = InlineDataset([Bundle(Collection("c1", 1, 2, ("Ana", "Ben")),
+    ...                            (Session("c1", "s1", 1, "8 May, 2023"),), turns, ())])
+    >>> result = build_store(ds, "heuristic", "stores/h5", parser_args={"max_facts": 5})
+    >>> result.counts["by_kind"], result.counts["turns_with_derived"]
+    ({'raw': 2, 'fact': 1}, 1)
+    >>> for line in Path("stores/h5/items.jsonl").read_text().splitlines():
+    ...     row = json.loads(line)
+    ...     print(row["item_id"], row["kind"], row["sources"], row["text"])
+    c1:D1:1 raw ['c1:D1:1'] Ana (8 May, 2023): I adopted a cat named Miso last week.
+    c1:D1:2 raw ['c1:D1:2'] Ben (8 May, 2023): That is great news.
+    c1:D1:1#f1 fact ['c1:D1:1'] On 8 May 2023, Ana adopted a cat named Miso last week.
+    >>> sorted(p.name for p in Path("stores/h5").iterdir())
+    ['items.jsonl', 'manifest.json']
     """
     if isinstance(parser, str):
         args = dict(parser_args or {})
@@ -376,6 +409,21 @@ def build_dataset_store(
     ``parser`` is ``heuristic``, ``native`` or ``llm``; ``max_facts`` defaults to 5 for
     heuristic and llm; the endpoint options are the llm parser's (module docstring of
     :mod:`tiap.memory.llm_parser`). ``log`` gets the local model server's lines.
+
+    Example (reads the LoCoMo file: a data folder, the cache or a download):
+
+    >>> result = build_dataset_store("locomo", "heuristic", "stores/f5",
+    ...                              max_facts=5)                # doctest: +SKIP
+    >>> result.counts["by_kind"]                                # doctest: +SKIP
+    {'raw': 5882, 'fact': ...}
+
+    Options that do not go together are refused together, before any data is read:
+
+    >>> build_dataset_store("locomo", "native", "stores/n", max_facts=3, model="m")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: options for --parser llm only: --model
+    --max-facts does not apply to --parser native (it stores the memories the dataset ships)
     """
     import contextlib
 

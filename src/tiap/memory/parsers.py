@@ -63,7 +63,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class ParserSpec:
-    """A parser's registered name and every argument of its factory (defaults included)."""
+    """A parser's registered name and every argument of its factory (defaults included).
+
+    >>> spec = make_parser("heuristic").spec
+    >>> spec
+    ParserSpec(name='heuristic', args={'max_facts': 5})
+    >>> str(spec), spec.to_json()
+    ('heuristic(max_facts=5)', {'name': 'heuristic', 'args': {'max_facts': 5}})
+    """
 
     name: str
     args: Mapping[str, Any] = field(default_factory=dict)
@@ -79,7 +86,26 @@ class ParserSpec:
 
 
 class Parser:
-    """Base class of parsers. Subclasses implement :meth:`derive`."""
+    """Base class of parsers. Subclasses implement :meth:`derive`.
+
+    A parser of one's own, given to :func:`~tiap.memory.build_store` as it is (or
+    registered by name, :func:`register_parser`):
+
+    >>> from tiap.datasets import Bundle, Collection, InlineDataset, Session, Turn
+    >>> from tiap.memory import build_store, read_items
+    >>> class FirstWords(Parser):
+    ...     '''One fact per turn: its first three words.'''
+    ...     def derive(self, bundle):
+    ...         for t in bundle.turns:
+    ...             yield Item(f"{t.unit_id}#w", "fact", (t.unit_id,),
+    ...                        text=" ".join(t.text.split()[:3]), collection=t.collection_id)
+    >>> turn = Turn("c1:D1:1", "c1", "s1", 1, "Ana", "I adopted a cat named Miso.")
+    >>> ds = InlineDataset([Bundle(Collection("c1", 1, 1), (Session("c1", "s1", 1, None),),
+    ...                            (turn,), ())])
+    >>> _ = build_store(ds, FirstWords(), "stores/w3")
+    >>> [(it.item_id, it.kind, it.text) for it in read_items("stores/w3/items.jsonl")]
+    [('c1:D1:1', 'raw', 'Ana: I adopted a cat named Miso.'), ('c1:D1:1#w', 'fact', 'I adopted a')]
+    """
 
     spec: ParserSpec = ParserSpec("unnamed")
     #: the kinds of the derived items this parser writes
@@ -113,7 +139,27 @@ class Parser:
 def register_parser(name: str, *, schema: type[Any] | None = None) -> Callable[[F], F]:
     """Register a parser factory under ``name`` (a decorator); ``schema``: the declared
     schema of its arguments (a :class:`tiap.config.Settings` whose fields are the factory's
-    parameters, with the same defaults)."""
+    parameters, with the same defaults).
+
+    >>> class Echo(Parser):
+    ...     def __init__(self, kind):
+    ...         self.kind = kind
+    ...     def derive(self, bundle):
+    ...         for t in bundle.turns:
+    ...             yield Item(f"{t.unit_id}#e", self.kind, (t.unit_id,), text=t.text)
+    >>> @register_parser("echo")
+    ... def echo(kind: str = "fact") -> Echo:
+    ...     '''Each turn's text again, as a derived item of ``kind``.'''
+    ...     return Echo(kind)
+    >>> "echo" in parser_names()
+    True
+    >>> str(make_parser("echo", kind="copy").spec)
+    "echo(kind='copy')"
+
+    (The example leaves the registry as it found it:)
+
+    >>> del _REGISTRY["echo"]
+    """
 
     def deco(factory: F) -> F:
         _REGISTRY[name] = factory
@@ -132,7 +178,11 @@ def _load_builtins() -> None:
 
 
 def parser_names() -> list[str]:
-    """Names of the registered parsers."""
+    """Names of the registered parsers.
+
+    >>> parser_names()
+    ['heuristic', 'llm', 'native', 'turns']
+    """
     _load_builtins()
     return sorted(_REGISTRY)
 
@@ -158,6 +208,20 @@ def make_parser(name: str, /, **args: Any) -> Parser:
 
     Unknown names and arguments the factory does not take are :class:`TiapError` (an
     unknown argument with a did-you-mean); the factory checks the values (module docstring).
+
+    >>> parser = make_parser("heuristic", max_facts=3)
+    >>> str(parser.spec), parser.derived_kinds
+    ('heuristic(max_facts=3)', ('fact',))
+    >>> make_parser("heuristic", max_fact=3)
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: parser 'heuristic': key max_fact: unknown key (did you mean
+    'max_facts'?); it takes: max_facts
+    >>> make_parser("heuristic", max_facts=0)
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: parser 'heuristic': key max_facts: expected an integer from 1 to
+    1,000, got 0 (an integer)
     """
     factory = parser_factory(name)
     key = name.strip().lower()
@@ -186,7 +250,17 @@ def make_parser(name: str, /, **args: Any) -> Parser:
 
 @dataclass(frozen=True)
 class TurnContext:
-    """A turn with what a parser needs to write self-contained facts about it."""
+    """A turn with what a parser needs to write self-contained facts about it.
+
+    >>> from tiap.datasets import Turn
+    >>> turn = Turn("c1:D1:2", "c1", "s1", 2, "user", "I moved to Lyon.")
+    >>> ctx = TurnContext(turn, speaker="the user", addressee="the assistant",
+    ...                   date=date(2023, 5, 20))
+    >>> f"On {ctx.date:%d %B %Y}, {ctx.speaker} said: {ctx.turn.text}"
+    'On 20 May 2023, the user said: I moved to Lyon.'
+
+    :func:`turn_contexts` makes them from a collection.
+    """
 
     turn: Turn
     speaker: str  # display name: "Caroline", "the user"
@@ -217,6 +291,16 @@ def turn_contexts(bundle: Bundle, context_turns: int = 0) -> Iterator[TurnContex
     """One :class:`TurnContext` per turn of ``bundle``, in turn order.
 
     ``context_turns`` preceding turns of the same session are attached as ``previous``.
+
+    >>> from tiap.datasets import Bundle, Collection, Session, Turn
+    >>> turns = (Turn("c1:D1:1", "c1", "s1", 1, "user", "I moved to Lyon."),
+    ...          Turn("c1:D1:2", "c1", "s1", 2, "assistant", "How do you like it?"))
+    >>> bundle = Bundle(Collection("c1", 1, 2),
+    ...                 (Session("c1", "s1", 1, "2023/05/20 (Sat) 00:31"),), turns, ())
+    >>> for ctx in turn_contexts(bundle, context_turns=1):
+    ...     print(ctx.speaker, "->", ctx.addressee, ctx.date, [t.unit_id for t in ctx.previous])
+    the user -> the assistant 2023-05-20 []
+    the assistant -> the user 2023-05-20 ['c1:D1:1']
     """
     dates = {s.session_id: parse_session_date(s.date) for s in bundle.sessions}
     speakers = bundle.collection.speakers

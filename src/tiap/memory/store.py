@@ -150,6 +150,21 @@ class Placeholder:
 
 @dataclass(frozen=True)
 class Item:
+    """One stored memory item with its lineage: the source units it derives from
+    (``sources``) and the items it derives from (``parents``); see the module docstring for
+    the ``items.jsonl`` row and partial lineage.
+
+    >>> raw = Item("c1:D1:1", "raw", ("c1:D1:1",), text="Ana: I adopted a cat.",
+    ...            collection="c1")
+    >>> fact = Item("c1:D1:1#f1", "fact", ("c1:D1:1",), text="Ana adopted a cat.",
+    ...             collection="c1", meta=(("speaker", "Ana"),))
+    >>> raw.is_raw, fact.is_raw, fact.is_serving, fact.get("speaker")
+    (True, False, True, 'Ana')
+    >>> fact.to_json("f5")
+    {'item_id': 'c1:D1:1#f1', 'store': 'f5', 'kind': 'fact', 'sources': ['c1:D1:1'],
+     'text': 'Ana adopted a cat.', 'collection': 'c1', 'speaker': 'Ana'}
+    """
+
     item_id: str
     kind: str
     sources: tuple[str, ...] = ()
@@ -405,6 +420,16 @@ def _placeholder(value: Any, rec: _Record) -> Placeholder | None:
 
 
 def iter_items(path: str | Path) -> Iterator[Item]:
+    """The items of ``items.jsonl`` one at a time (a large store never sits in memory); a
+    bad row stops the iteration with an error naming its line. :func:`read_items` checks the
+    whole file (duplicate ids, the store) and reports every problem together.
+
+    >>> _ = Path("items.jsonl").write_text(
+    ...     '{"item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]}\\n'
+    ...     '{"item_id": "m1", "kind": "fact", "sources": [], "parents": ["t1"]}\\n')
+    >>> [(it.item_id, it.sources, it.parents) for it in iter_items("items.jsonl")]
+    [('t1', ('c1:D1:1',), ()), ('m1', (), ('t1',))]
+    """
     for line, obj in iter_jsonl(path):
         yield item_from_json(obj, file=path, line=line)
 
@@ -412,7 +437,23 @@ def iter_items(path: str | Path) -> Iterator[Item]:
 def read_items(path: str | Path) -> list[Item]:
     """Read ``items.jsonl``; bad rows, duplicate item ids, and rows naming two different
     stores are errors naming the lines, all of the file reported together (the first 50
-    listed, the rest counted)."""
+    listed, the rest counted).
+
+    >>> _ = Path("items.jsonl").write_text(
+    ...     '{"item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"], "text": "I got a cat."}\\n'
+    ...     '{"item_id": "f1", "kind": "fact", "sources": ["c1:D1:1"], "speaker": "Ana"}\\n')
+    >>> items = read_items("items.jsonl")
+    >>> [(it.item_id, it.kind, it.sources) for it in items], items[1].get("speaker")
+    ([('t1', 'raw', ('c1:D1:1',)), ('f1', 'fact', ('c1:D1:1',))], 'Ana')
+    >>> _ = Path("bad.jsonl").write_text('{"item_id": "t1", "sources": []}\\n'
+    ...                                  '{"item_id": "t2", "kind": "raw", "sources": []}\\n'
+    ...                                  '{"item_id": "t2", "kind": "raw", "sources": []}\\n')
+    >>> read_items("bad.jsonl")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: bad.jsonl:1, record t1: item has no 'kind'
+    bad.jsonl:3, record t2: duplicate item id (first on line 2)
+    """
     items: list[Item] = []
     seen: dict[str, int] = {}
     problems = Problems(path)
@@ -461,7 +502,16 @@ class Store:
 
 def read_store(path: str | Path, name: str | None = None) -> Store:
     """Read ``items.jsonl`` as a :class:`Store`, named by its rows (else ``name``, else
-    :func:`default_store_name`). A ``name`` that contradicts the rows is an error."""
+    :func:`default_store_name`). A ``name`` that contradicts the rows is an error.
+
+    >>> Path("stores/f5").mkdir(parents=True)
+    >>> _ = Path("stores/f5/items.jsonl").write_text(
+    ...     '{"item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]}\\n'
+    ...     '{"item_id": "f1", "kind": "fact", "sources": ["c1:D1:1"]}\\n')
+    >>> store = read_store("stores/f5/items.jsonl")
+    >>> store.name, len(store), [it.item_id for it in store]
+    ('f5', 2, ['t1', 'f1'])
+    """
     items = read_items(path)
     given = items[0].store if items else None
     if given is not None and name is not None and given != name:
@@ -471,7 +521,16 @@ def read_store(path: str | Path, name: str | None = None) -> Store:
 
 def write_items(path: str | Path, items: Iterable[Item], store: str | None = None) -> int:
     """Atomically write ``items.jsonl``; ``store`` names the store on every row (else each
-    item's own ``store``). Returns the number of rows."""
+    item's own ``store``). Returns the number of rows.
+
+    >>> items = [Item("t1", "raw", ("c1:D1:1",), text="I got a cat."),
+    ...          Item("f1", "fact", ("c1:D1:1",), text="Ana got a cat.")]
+    >>> write_items("items.jsonl", items, store="f5")
+    2
+    >>> print(Path("items.jsonl").read_text(), end="")
+    {"item_id":"t1","store":"f5","kind":"raw","sources":["c1:D1:1"],"text":"I got a cat."}
+    {"item_id":"f1","store":"f5","kind":"fact","sources":["c1:D1:1"],"text":"Ana got a cat."}
+    """
     if store is not None:
         check_store_name(store)
     return write_jsonl(path, (it.to_json(store) for it in items))

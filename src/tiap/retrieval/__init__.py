@@ -12,10 +12,9 @@ library when it first scores, and a missing one raises
 
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.bm25 import BM25Retriever
-from tiap.retrieval.cache import EmbeddingCache, text_key
+from tiap.retrieval.cache import EmbeddingCache
 from tiap.retrieval.dense import DenseRetriever
 from tiap.retrieval.encoders import (
-    DEFAULT_MODEL,
     Encoder,
     OllamaEncoder,
     SentenceTransformerEncoder,
@@ -23,30 +22,16 @@ from tiap.retrieval.encoders import (
 )
 from tiap.retrieval.factory import RETRIEVERS, make_retriever
 from tiap.retrieval.hybrid import HybridRetriever
-from tiap.retrieval.kernels import DEFAULT_RRF_K, rrf, top_k
 from tiap.retrieval.retrieve import (
-    DEFAULT_DEPTH,
-    TRACE_SCHEMA_VERSION,
-    CollectionPlan,
     RetrievalResult,
-    Store,
     default_work_dir,
-    open_store,
-    plan_collections,
     rank_collection,
     retrieve,
-    trace_header,
-    trec_path_for,
 )
 
 __all__ = [
-    "DEFAULT_DEPTH",
-    "DEFAULT_MODEL",
-    "DEFAULT_RRF_K",
     "RETRIEVERS",
-    "TRACE_SCHEMA_VERSION",
     "BM25Retriever",
-    "CollectionPlan",
     "DenseRetriever",
     "EmbeddingCache",
     "Encoder",
@@ -55,17 +40,9 @@ __all__ = [
     "RetrievalResult",
     "Retriever",
     "SentenceTransformerEncoder",
-    "Store",
     "default_work_dir",
     "make_encoder",
     "make_retriever",
-    "open_store",
-    "plan_collections",
     "rank_collection",
     "retrieve",
-    "rrf",
-    "text_key",
-    "top_k",
-    "trace_header",
-    "trec_path_for",
 ]

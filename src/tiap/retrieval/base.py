@@ -44,6 +44,26 @@ class Retriever(ABC):
     column per document (store order), ``-inf`` where a document is not retrieved. Ranking,
     depth and ties are handled by :func:`tiap.retrieval.kernels.top_k`, the same for every
     retriever.
+
+    A retriever of one's own (here: how many words a document shares with the query):
+
+    >>> from tiap.datasets import Query
+    >>> from tiap.memory import Item
+    >>> from tiap.retrieval import rank_collection
+    >>> class Overlap(Retriever):
+    ...     name = "overlap"
+    ...     def spec(self):
+    ...         return {"name": self.name}
+    ...     def score(self, docs, queries):
+    ...         return np.array([[len(set(q.split()) & set(d.split())) or -np.inf
+    ...                           for d in docs] for q in queries])
+    >>> items = [Item("t1", "raw", ("c1:D1:1",), text="I adopted a cat"),
+    ...          Item("t2", "raw", ("c1:D1:2",), text="my dog likes the cat"),
+    ...          Item("t3", "raw", ("c1:D1:3",), text="it rained")]
+    >>> query = Query("q1", "c1", "who likes the cat", None, "single-hop", ("c1:D1:2",))
+    >>> (ranking,) = rank_collection(Overlap(), items, [query], depth=5)
+    >>> ranking.item_ids, ranking.scores
+    (('t2', 't1'), (3.0, 1.0))
     """
 
     #: The short name: the default system name of its runs.

@@ -33,7 +33,23 @@ EXTRA = "bm25"
 
 
 class BM25Retriever(Retriever):
-    """BM25 over each collection's texts (see the module docstring for the exact formula)."""
+    """BM25 over each collection's texts (see the module docstring for the exact formula).
+
+    Needs the ``bm25`` extra. Items that share no token with the query are not retrieved
+    (``-inf``):
+
+    >>> bm25 = BM25Retriever()
+    >>> bm25.score(["I adopted a cat", "The dog barks"], ["cat"]).round(6).tolist()
+    [[0.277259, -inf]]
+
+    By hand: the tokens (lower case, stemmed, stop words and one-letter words dropped) are
+    ``adopt cat`` and ``dog bark``, so every length is the mean length (2) and ``cat`` is
+    in 1 of N = 2 documents: idf = ln(1 + (2 - 1 + 0.5) / (1 + 0.5)) = ln 2 = 0.693147,
+    times tf / (tf + k1) = 1 / 2.5 = 0.4, gives 0.277259.
+
+    >>> bm25.tokens(["I adopted a cat"])
+    [['adopt', 'cat']]
+    """
 
     name = "bm25"
     portable = True

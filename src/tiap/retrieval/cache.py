@@ -52,6 +52,18 @@ class EmbeddingCache(KeyedCache):
     Args:
         directory: the cache folder (created if needed), or ``None`` for a cache held in
             memory only (nothing is written to disk).
+
+    >>> import numpy as np
+    >>> cache = EmbeddingCache("cache")
+    >>> keys = [text_key("a cat"), text_key("a dog")]
+    >>> cache.missing("keywords-v1", keys) == keys
+    True
+    >>> cache.put("keywords-v1", keys, np.array([[1.0, 0.0], [0.0, 1.0]]))
+    >>> cache.get("keywords-v1", keys[1:]).tolist(), cache.count()
+    ([[0.0, 1.0]], 2)
+    >>> EmbeddingCache("elsewhere").merge_from("cache")
+    {'added': 2, 'same': 0, 'differing': 0}
+    >>> cache.close()
     """
 
     KIND = "embedding cache"

@@ -49,6 +49,24 @@ class DenseRetriever(Retriever):
     Args:
         encoder: a :class:`~tiap.retrieval.encoders.Encoder`.
         cache: where vectors are kept; ``None`` keeps them in memory for this retriever only.
+
+    With a toy encoder (one dimension per keyword; the bundled model is
+    :func:`~tiap.retrieval.make_retriever` ``("dense")``), the scores are cosines:
+
+    >>> from tiap.retrieval import Encoder
+    >>> class Keywords(Encoder):
+    ...     model_id = "keywords-v1"
+    ...     def encode(self, texts):
+    ...         v = np.array([[t.count(w) for w in ("cat", "dog")] for t in texts], np.float32)
+    ...         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+    ...     def spec(self):
+    ...         return {"model": self.model_id}
+    >>> dense = DenseRetriever(Keywords())
+    >>> docs = ["I adopted a cat", "The dog barks", "A cat and a dog"]
+    >>> dense.score(docs, ["cat"]).round(4).tolist()
+    [[1.0, 0.0, 0.7071]]
+    >>> dense.encoded, dense.score(docs, ["dog"]).round(4).tolist(), dense.encoded
+    (4, [[0.0, 1.0, 0.7071]], 5)
     """
 
     name = "dense"

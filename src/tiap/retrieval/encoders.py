@@ -98,7 +98,21 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 class Encoder(ABC):
-    """Texts to unit vectors; ``model_id`` keys the cache."""
+    """Texts to unit vectors; ``model_id`` keys the cache.
+
+    An encoder of one's own (here: one dimension per keyword), for
+    :class:`~tiap.retrieval.DenseRetriever`:
+
+    >>> class Keywords(Encoder):
+    ...     model_id = "keywords-v1"
+    ...     def encode(self, texts):
+    ...         v = np.array([[t.count(w) for w in ("cat", "dog")] for t in texts], np.float32)
+    ...         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+    ...     def spec(self):
+    ...         return {"model": self.model_id}
+    >>> Keywords().encode(["a cat", "a cat and a dog", "rain"]).astype(float).round(4).tolist()
+    [[1.0, 0.0], [0.7071, 0.7071], [0.0, 0.0]]
+    """
 
     model_id: str = ""
     #: Texts per call to :meth:`encode` (and per cache transaction).
@@ -131,6 +145,15 @@ class SentenceTransformerEncoder(Encoder):
             sentence-transformers folder (its model id is ``st:`` + the resolved path).
         batch_size: texts per forward batch.
         device: torch device (``"cpu"`` by default).
+
+    Needs the ``dense`` extra. The model loads on the first :meth:`encode` (torch takes
+    seconds to start), so making the encoder is cheap:
+
+    >>> enc = SentenceTransformerEncoder()
+    >>> enc.model_id, enc.loaded
+    ('sentence-transformers/all-MiniLM-L6-v2', False)
+    >>> enc.encode(["I adopted a cat"]).shape                   # doctest: +SKIP
+    (1, 384)
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = 64,
@@ -272,6 +295,17 @@ class OllamaEncoder(Encoder):
         url: the server (default ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``).
         batch_size: texts per request.
         timeout: seconds per request.
+
+    The model id names the server, so two servers never share cached vectors:
+
+    >>> enc = OllamaEncoder("nomic-embed-text", url="http://127.0.0.1:11434")
+    >>> enc.model_id
+    'ollama:nomic-embed-text@http://127.0.0.1:11434'
+
+    Encoding asks the server (it must be running and have the model):
+
+    >>> enc.encode(["I adopted a cat"]).shape                   # doctest: +SKIP
+    (1, 768)
     """
 
     def __init__(self, model: str, *, url: str | None = None, batch_size: int = 32,
@@ -376,7 +410,18 @@ def _ollama_url(url: str | None) -> str:
 
 def make_encoder(model: str | None = None, *, ollama_url: str | None = None,
                  batch_size: int | None = None) -> Encoder:
-    """An encoder from a model name: ``ollama:NAME``, the bundled default, or a local folder."""
+    """An encoder from a model name: ``ollama:NAME``, the bundled default, or a local folder.
+
+    >>> make_encoder().model_id
+    'sentence-transformers/all-MiniLM-L6-v2'
+    >>> make_encoder("ollama:nomic-embed-text", ollama_url="127.0.0.1:11434").model_id
+    'ollama:nomic-embed-text@http://127.0.0.1:11434'
+    >>> make_encoder("no-such-model")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: unknown embedding model 'no-such-model': give all-MiniLM-L6-v2
+    (bundled), the folder of a local sentence-transformers model, or ollama:NAME
+    """
     model = (model or DEFAULT_MODEL).strip()
     if model.lower().startswith(OLLAMA_PREFIX):
         return OllamaEncoder(model[len(OLLAMA_PREFIX):].strip(), url=ollama_url,

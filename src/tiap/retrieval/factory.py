@@ -100,6 +100,23 @@ def make_retriever(
             ``config``, or ``usage`` naming the option inside
             :func:`tiap.config.command_options`), a missing extra
             (:class:`~tiap.errors.MissingExtraError` naming ``bm25``, ``dense`` or ``llm``).
+
+    >>> bm25 = make_retriever("bm25", k1=1.2)
+    >>> bm25.name, bm25.spec()["k1"], bm25.spec()["b"]
+    ('bm25', 1.2, 0.75)
+    >>> hybrid = make_retriever("hybrid", use_cache=False)
+    >>> [c["name"] for c in hybrid.spec()["components"]], hybrid.spec()["rrf_k"]
+    (['bm25', 'dense'], 60.0)
+    >>> make_retriever("bm25", fusion_depth=10)
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: retriever 'bm25': key fusion_depth: applies to the hybrid retriever
+    only, not to 'bm25'
+    >>> make_retriever("bm26")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: retriever: key name: unknown retriever 'bm26' (did you mean
+    'bm25'?); choose one of bm25, dense, hybrid
     """
     key = name.strip().lower() if isinstance(name, str) else name
     s = validate(RetrieverSettings, {

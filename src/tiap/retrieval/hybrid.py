@@ -32,6 +32,26 @@ class HybridRetriever(Retriever):
         rrf_k: the RRF constant (>= 0).
         fusion_depth: how much of each component ranking is fused; ``None`` fuses every
             item a component retrieves.
+
+    BM25 fused with a toy dense retriever (one dimension per keyword):
+
+    >>> from tiap.retrieval import BM25Retriever, DenseRetriever, Encoder
+    >>> class Keywords(Encoder):
+    ...     model_id = "keywords-v1"
+    ...     def encode(self, texts):
+    ...         v = np.array([[t.count(w) for w in ("cat", "dog")] for t in texts], np.float32)
+    ...         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+    ...     def spec(self):
+    ...         return {"model": self.model_id}
+    >>> hybrid = HybridRetriever([BM25Retriever(), DenseRetriever(Keywords())], rrf_k=1)
+    >>> docs = ["I adopted a cat", "The dog barks", "A cat and a dog"]
+    >>> hybrid.score(docs, ["cat"]).round(4).tolist()
+    [[1.0, 0.25, 0.6667]]
+
+    By hand: BM25 ranks the two documents holding ``cat`` (equal scores, so in store
+    order: 1st, 3rd), dense ranks all three (cosines 1, 0, 0.7071: 1st, 3rd, 2nd). With
+    k = 1: 1/(1+1) + 1/(1+1) = 1 for the first, 1/(1+2) + 1/(1+2) = 0.6667 for the third,
+    and 1/(1+3) = 0.25 for the second, which only dense ranks.
     """
 
     name = "hybrid"

@@ -255,6 +255,22 @@ def rank_collection(
 
     Order: score descending, ties by store order; items the retriever does not retrieve
     (``-inf``) are left out. Scores are kept with the ranking.
+
+    >>> from tiap.retrieval import make_retriever
+    >>> items = [Item("t1", "raw", ("c1:D1:1",), text="I adopted a cat"),
+    ...          Item("t2", "raw", ("c1:D1:2",), text="The dog barks"),
+    ...          Item("t3", "raw", ("c1:D1:3",), text="A cat and a dog")]
+    >>> queries = [Query("q1", "c1", "cat", None, "single-hop", ("c1:D1:1",)),
+    ...            Query("q2", "c1", "fish", None, "single-hop", ())]
+    >>> q1, q2 = rank_collection(make_retriever("bm25"), items, queries, depth=60)
+    >>> q1.system, q1.item_ids, [round(s, 6) for s in q1.scores]
+    ('bm25', ('t1', 't3'), [0.188001, 0.188001])
+    >>> q2.item_ids
+    ()
+
+    By hand: ``cat`` is in 2 of N = 3 texts, all of the mean length (2 tokens), so each
+    scores idf x tf / (tf + k1) = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) x 1 / 2.5 = 0.188001;
+    the tie keeps store order. No text holds ``fish``: an empty ranking.
     """
     if depth < 1:
         raise TiapError(f"the ranking depth must be at least 1, got {depth}")
@@ -313,7 +329,12 @@ def _dumps(obj: Any) -> str:
 
 
 def default_work_dir(out: str | Path) -> Path:
-    """``<out>.work`` next to the output."""
+    """``<out>.work`` next to the output: where :func:`retrieve` keeps each finished
+    collection's rankings until the trace is written (a rerun resumes from them).
+
+    >>> default_work_dir("runs/bm25.jsonl")
+    PosixPath('runs/bm25.jsonl.work')
+    """
     out = Path(out)
     return out.with_name(out.name + ".work")
 
@@ -464,7 +485,23 @@ def trace_header(
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """What :func:`retrieve` wrote and did."""
+    """What :func:`retrieve` wrote and did.
+
+    >>> import json
+    >>> from tiap.memory import Item, write_items
+    >>> from tiap.retrieval import make_retriever
+    >>> _ = write_items("items.jsonl", [
+    ...     Item("t1", "raw", ("c1:D1:1",), text="I adopted a cat", collection="c1"),
+    ...     Item("t2", "raw", ("c1:D1:2",), text="The dog barks", collection="c1")])
+    >>> _ = Path("queries.jsonl").write_text(json.dumps(
+    ...     {"query_id": "q1", "question": "Who has a cat?", "evidence": ["c1:D1:1"],
+    ...      "collection": "c1"}) + "\\n")
+    >>> result = retrieve("items.jsonl", "queries.jsonl", make_retriever("bm25"), "bm25.jsonl")
+    >>> result.trace_path, result.trec_path, result.collections, result.resumed
+    (PosixPath('bm25.jsonl'), PosixPath('bm25.trec'), 1, 0)
+    >>> result.run.ranking("q1").item_ids, result.short, result.empty
+    (('t1',), 1, ())
+    """
 
     trace_path: Path
     trec_path: Path
@@ -505,6 +542,31 @@ def retrieve(
 
     Raises:
         TiapError: bad inputs (see :func:`plan_collections`), an unusable output path.
+
+    Example: a store of two collections; each query is ranked against its own collection:
+
+    >>> import json
+    >>> from tiap.memory import Item, write_items
+    >>> from tiap.retrieval import make_retriever
+    >>> Path("stores/raw").mkdir(parents=True)
+    >>> _ = write_items("stores/raw/items.jsonl", [
+    ...     Item("c1:D1:1", "raw", ("c1:D1:1",), text="I adopted a cat", collection="c1"),
+    ...     Item("c1:D1:2", "raw", ("c1:D1:2",), text="The dog barks", collection="c1"),
+    ...     Item("c2:D1:1", "raw", ("c2:D1:1",), text="My cat sleeps", collection="c2")])
+    >>> queries = [{"query_id": "q1", "question": "Who has a cat?", "collection": "c1",
+    ...             "evidence": ["c1:D1:1"]},
+    ...            {"query_id": "q2", "question": "Whose cat sleeps?", "collection": "c2",
+    ...             "evidence": ["c2:D1:1"]}]
+    >>> _ = Path("queries.jsonl").write_text("".join(json.dumps(q) + "\\n" for q in queries))
+    >>> result = retrieve("stores/raw", "queries.jsonl", make_retriever("bm25"),
+    ...                   "runs/bm25.jsonl", depth=60)
+    >>> [(r.query_id, r.item_ids) for r in result.run.rankings]
+    [('q1', ('c1:D1:1',)), ('q2', ('c2:D1:1',))]
+    >>> result.header["store"]["name"], result.header["k"], result.header["retriever"]["name"]
+    ('raw', 60, 'bm25')
+    >>> print(Path("runs/bm25.trec").read_text(), end="")
+    q1 Q0 c1:D1:1 1 1 bm25
+    q2 Q0 c2:D1:1 1 1 bm25
     """
     if depth < 1:
         raise TiapError(f"the ranking depth k must be at least 1, got {depth}")

@@ -120,6 +120,15 @@ class ColumnarRun:
     is rank 1), ``-1`` after the last ranked item; ``items[c]`` is the id of code ``c``.
     The matrix is read-only and its rows hold no repeated code. ``warnings`` are the
     reader's counted findings (as on :class:`~tiap.runs.formats.Run`).
+
+    >>> run = Run("bm25", [Ranking("q1", "bm25", ["d2", "d1"]), Ranking("q2", "bm25", ["d1"])])
+    >>> col = ColumnarRun.from_run(run)
+    >>> col.rankings.tolist(), col.items.to_list()
+    ([[0, 1], [1, -1]], ['d2', 'd1'])
+    >>> col.lengths.tolist(), col.ranking("q2")
+    ([2, 1], ('d1',))
+    >>> col.to_run().rankings == run.rankings
+    True
     """
 
     system: str
@@ -1016,6 +1025,14 @@ def read_run_columnar(
     gzip transparent; ``order="score"`` sorts by the same
     :func:`~tiap.runs.formats.score_order`); the difference is the result: arrays instead
     of Python rankings, read with pyarrow when possible (see the module notes).
+
+    >>> _ = Path("bm25.trec").write_text("q1 Q0 d2 2 1.5 bm25\\nq1 Q0 d1 1 2.0 bm25\\n"
+    ...                                  "q2 Q0 d1 1 9.0 bm25\\n")
+    >>> (col,) = read_run_columnar("bm25.trec")
+    >>> col.system, col.query_ids, col.depth
+    ('bm25', ('q1', 'q2'), 2)
+    >>> col.ranking("q1"), col.ranking("q2")
+    (('d1', 'd2'), ('d1',))
     """
     if dedup not in ("error", "first"):
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")

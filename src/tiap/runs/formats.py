@@ -160,6 +160,14 @@ class Ranking:
     the readers report bad input as :class:`~tiap.errors.TiapError` first): ids are
     non-empty strings, no id occurs twice, and scores are finite and as many as the ids.
     Lists are accepted and stored as tuples.
+
+    >>> r = Ranking("q1", "bm25", ["d2", "d1"], [1.5, 0.5])
+    >>> r.item_ids, r.scores, r.depth
+    (('d2', 'd1'), (1.5, 0.5), 2)
+    >>> Ranking("q1", "bm25", ["d1", "d1"])
+    Traceback (most recent call last):
+    ...
+    ValueError: query q1: item 'd1' occurs more than once
     """
 
     query_id: str
@@ -220,6 +228,17 @@ class RunWarning:
     ``code`` is stable (``"duplicate_dropped"``, ``"score_order"``, ``"score_ties"``);
     ``count`` is the number of occurrences, ``queries`` the number of queries they touch,
     and ``examples`` the first few occurrences with their file, line and query.
+
+    A ranking whose scores tie is read in its rank order and counted:
+
+    >>> _ = Path("bm25.trec").write_text("q1 Q0 d1 1 2.0 bm25\\nq1 Q0 d2 2 2.0 bm25\\n"
+    ...                                  "q2 Q0 d3 1 1.0 bm25\\n")
+    >>> (w,) = read_run("bm25.trec")[0].warnings
+    >>> w.code, w.count, w.queries
+    ('score_ties', 1, 1)
+    >>> print(w)
+    rankings hold tied scores; ... (1 in 1 queries); first: bm25.trec:2, query q1: score 2.0 at
+    rank 2 is equal to 2.0 at rank 1 (system 'bm25')
     """
 
     code: str
@@ -241,7 +260,13 @@ class RunWarning:
 
 
 def warnings_json(warnings: Iterable[RunWarning]) -> dict[str, dict[str, Any]]:
-    """``{code: entry}`` for the ``warnings`` of a manifest (:meth:`RunWarning.to_json`)."""
+    """``{code: entry}`` for the ``warnings`` of a manifest (:meth:`RunWarning.to_json`).
+
+    >>> w = RunWarning("score_ties", "rankings hold tied scores", count=2, queries=1)
+    >>> warnings_json([w])
+    {'score_ties': {'message': 'rankings hold tied scores', 'count': 2, 'queries': 1,
+                    'examples': []}}
+    """
     return {w.code: w.to_json() for w in warnings}
 
 
@@ -253,6 +278,14 @@ class Run:
     ``benchmark`` is set when the file names one (ranked-trace rows, JSONL rankings);
     ``warnings`` holds what the reader counted but did not reject. Query ids are unique
     within a run and every ranking carries the run's ``system``.
+
+    >>> run = Run("bm25", [Ranking("q1", "bm25", ["d2", "d1"]), Ranking("q2", "bm25", ["d3"])])
+    >>> run.query_ids
+    ('q1', 'q2')
+    >>> run.ranking("q2").item_ids
+    ('d3',)
+    >>> "q3" in run
+    False
     """
 
     system: str
@@ -558,6 +591,12 @@ def detect_run_format(path: str | Path) -> str:
 
     Raises :class:`~tiap.errors.TiapError` for an empty file or an unknown format, naming
     the file and quoting its first line.
+
+    >>> _ = Path("a.jsonl").write_text('{"query_id": "q1", "ranking": ["d1"]}\\n')
+    >>> _ = Path("b.txt").write_text("q1 Q0 d1 1 2.0 bm25\\n")
+    >>> _ = Path("c.csv").write_text("query_id,retrieved_id,rank\\nq1,d1,1\\n")
+    >>> detect_run_format("a.jsonl"), detect_run_format("b.txt"), detect_run_format("c.csv")
+    ('jsonl', 'trec', 'rows-csv')
     """
     path = Path(path)
     with open_text(path) as fh:
@@ -1041,7 +1080,11 @@ def _finish(
 
 
 def system_from_path(path: Path) -> str:
-    """A system name from a file name: ``runs/bm25.trec.gz`` -> ``bm25``."""
+    """A system name from a file name: ``runs/bm25.trec.gz`` -> ``bm25``.
+
+    >>> system_from_path(Path("runs/bm25.trec.gz")), system_from_path(Path("dense.jsonl"))
+    ('bm25', 'dense')
+    """
     name = path.name
     if name.lower().endswith(".gz"):
         name = name[:-3]
@@ -1087,6 +1130,29 @@ def read_run(
             scores), a ranking without scores (in score order), a duplicate item (with
             ``dedup="error"``), a query ranked twice by one system (JSONL rankings), scores
             of another length than the ranking.
+
+    Example: a TREC run, its lines out of rank order (the rank column decides):
+
+    >>> _ = Path("bm25.trec").write_text("q1 Q0 d2 2 1.5 bm25\\nq1 Q0 d1 1 2.0 bm25\\n"
+    ...                                  "q2 Q0 e1 1 9.0 bm25\\n")
+    >>> (run,) = read_run("bm25.trec")
+    >>> run.system, run.format, run.query_ids
+    ('bm25', 'trec', ('q1', 'q2'))
+    >>> run.ranking("q1").item_ids, run.ranking("q1").scores
+    (('d1', 'd2'), (2.0, 1.5))
+
+    JSONL rankings are read the same way; a ranking that repeats an item is refused, or
+    with ``dedup="first"`` kept once and counted:
+
+    >>> _ = Path("mem.jsonl").write_text('{"query_id": "q1", "ranking": ["m1", "m2", "m1"]}\\n')
+    >>> read_run("mem.jsonl")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: mem.jsonl:1, query q1: item 'm1' appears more than once in the
+    ranking (positions 1 and 3) (system 'mem'); pass dedup='first' to keep its first occurrence
+    >>> (run,) = read_run("mem.jsonl", dedup="first")
+    >>> run.system, run.ranking("q1").item_ids, run.warnings[0].code
+    ('mem', ('m1', 'm2'), 'duplicate_dropped')
     """
     if dedup not in ("error", "first"):
         raise TiapError(f"dedup must be 'error' or 'first', not {dedup!r}")
@@ -1208,6 +1274,15 @@ def write_trec_run(path: str | Path, runs: Run | Iterable[Run], *, skip_empty: b
     it), the same (system, query) in two runs, and, unless ``skip_empty``, an empty ranking
     (a TREC file cannot hold one; trec_eval then drops the query instead of scoring it 0).
 
+    >>> run = Run("bm25", [Ranking("q1", "bm25", ["d2", "d1"], [0.9, 0.9]),
+    ...                    Ranking("q2", "bm25", ["d3"])])
+    >>> write_trec_run("bm25.trec", run)
+    3
+    >>> print(Path("bm25.trec").read_text(), end="")
+    q1 Q0 d2 1 2 bm25
+    q1 Q0 d1 2 1 bm25
+    q2 Q0 d3 1 2 bm25
+
     Returns:
         The number of lines written.
     """
@@ -1266,6 +1341,14 @@ def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
     with ``store`` and ``benchmark`` only when the run has them and ``scores`` only when
     the ranking has them;
     ids may hold any characters. A name ending in ``.gz`` is compressed.
+
+    >>> run = Run("bm25", [Ranking("q1", "bm25", ["d2", "d1"], [0.9, 0.4])], store="raw")
+    >>> write_jsonl_run("bm25.jsonl", run)
+    1
+    >>> print(Path("bm25.jsonl").read_text(), end="")
+    {"query_id":"q1","system":"bm25","store":"raw","ranking":["d2","d1"],"scores":[0.9,0.4]}
+    >>> read_run("bm25.jsonl")[0].rankings == run.rankings
+    True
 
     Raises:
         TiapError: the same (benchmark, system, query) in two runs (nothing is written).

@@ -47,6 +47,13 @@ class Qrels:
     ``items[item[j]]`` for query ``query_ids[query[j]]`` with relevance ``relevance[j]``.
     Relevant means ``relevance > 0``; a query judged only with ``relevance <= 0`` has no
     relevant item.
+
+    >>> _ = Path("raw.qrels").write_text("q1 0 d1 1\\nq1 0 d2 2\\nq2 0 d3 0\\n")
+    >>> qrels = read_qrels("raw.qrels")
+    >>> qrels.n_judgments, qrels.graded
+    (3, True)
+    >>> qrels.as_dict()
+    {'q1': {'d1': 1, 'd2': 2}, 'q2': {'d3': 0}}
     """
 
     query_ids: IdIndex
@@ -137,6 +144,16 @@ def read_qrels(path: str | Path) -> Qrels:
         TiapError: a missing or empty file, text that is not UTF-8, or bad lines, collected
             over the whole file, each naming file, line and query: a wrong column count, a
             relevance that is not an integer, an item judged twice for one query.
+
+    >>> _ = Path("raw.qrels").write_text("q1 0 d1 1\\nq1 0 d2 1\\nq2 0 d1 1\\n")
+    >>> read_qrels("raw.qrels").as_dict()
+    {'q1': {'d1': 1, 'd2': 1}, 'q2': {'d1': 1}}
+    >>> _ = Path("bad.qrels").write_text("q1 0 d1 yes\\nq1 0 d1\\n")
+    >>> read_qrels("bad.qrels")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: bad.qrels:1, query q1: relevance 'yes' is not an integer
+    bad.qrels:2, query q1: expected 4 whitespace-separated columns (qid iter docid rel), found 3
     """
     path = Path(path)
     fast = fast_qrels(path)

@@ -100,7 +100,7 @@ def queries_dataset(queries: Sequence[Any], inputs: Mapping[str, str | Path]) ->
             value = value.get("id")
         if isinstance(value, str) and value.strip():
             return value
-    from tiap.runs import trace_dataset
+    from tiap.runs.formats import trace_dataset
 
     named = {trace_dataset(p) for k, p in inputs.items() if k.startswith("run:")}
     if len(named) == 1 and (name := named.pop()) is not None:

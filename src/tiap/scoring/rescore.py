@@ -1131,7 +1131,7 @@ def check_qrels_stores(runs: Sequence[ColumnarRun], qrels: Mapping[str, Qrels]) 
     """Refuse to score a run against another store's qrels when both files say their store
     (a TIAP trace's header; qrels written by ``tiap targets``): item ids are only unique
     within a store. Runs and qrels read from no file say nothing."""
-    from tiap.runs import trace_store
+    from tiap.runs.formats import trace_store
     from tiap.targets.export import qrels_store
 
     named = [(q.source, qrels_store(q.source)) for q in qrels.values() if q.source is not None]
