@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Self
 
 from tiap.errors import TiapError
 
-__all__ = ["BUSY_TIMEOUT", "KeyedCache", "Table", "cache_dir", "tables_of"]
+__all__ = ["KeyedCache", "Table", "cache_dir", "tables_of"]
 
 #: Seconds a connection waits for another process's write to finish before it fails.
 BUSY_TIMEOUT = 60.0
@@ -141,6 +141,30 @@ class KeyedCache:
     Args:
         path: the SQLite file (its folder is created if needed), or ``None`` for a cache
             held in memory only.
+
+    Example:
+        >>> class Notes(KeyedCache):
+        ...     KIND, SCHEMA = "notes cache", 1
+        ...     TABLES = (Table("notes", ("key TEXT PRIMARY KEY", "text TEXT NOT NULL"),
+        ...                     ("key",)),)
+        >>> with Notes("notes.sqlite") as notes:
+        ...     notes.store("notes", [("a", "first"), ("b", "second")])
+        ...     notes.lookup("notes", ("a",), ("text",)), notes.count_rows("notes")
+        2
+        (('first',), 2)
+        >>> with Notes("other.sqlite") as other:
+        ...     other.store("notes", [("b", "second"), ("c", "third")])
+        ...     other.merge_file("notes.sqlite", "notes", compare="text")
+        2
+        {'added': 1, 'same': 1, 'differing': 0}
+        >>> import sqlite3
+        >>> db = sqlite3.connect("v2.sqlite")
+        >>> _ = db.execute("PRAGMA user_version=2"); _ = db.execute("CREATE TABLE notes (k)")
+        >>> db.close()
+        >>> Notes("v2.sqlite")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: v2.sqlite: this notes cache has schema 2, not 1: ...
     """
 
     #: what the cache is called in messages (``verdict cache``)

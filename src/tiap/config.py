@@ -51,9 +51,8 @@ from pydantic import (
 
 from tiap.errors import Problem, TiapError
 
-__all__ = ["Invalid", "Schema", "Seq", "Settings", "active_options", "check_nested",
-           "command_options", "ranged",
-           "did_you_mean", "key_path", "read_toml", "toml_value", "validate", "validate_value"]
+__all__ = ["Invalid", "Schema", "Seq", "Settings", "command_options", "ranged", "read_toml",
+           "toml_value", "validate"]
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -64,7 +63,20 @@ STRICT = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=F
 
 
 class Schema(BaseModel):
-    """Base of every config and settings object: strict, unknown keys forbidden, frozen."""
+    """Base of every config and settings object: strict, unknown keys forbidden, frozen.
+
+    Example:
+        >>> class Store(Schema):
+        ...     name: str
+        ...     max_facts: int = 8
+        >>> Store(name="f8")
+        Store(name='f8', max_facts=8)
+        >>> validate(Store, {"name": "f8", "max_fact": 3}, file="c.toml")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: c.toml: key max_fact: unknown key (did you mean 'max_facts'?);
+        known: max_facts, name
+    """
 
     model_config = STRICT
 
@@ -113,8 +125,19 @@ def ranged(limit: str) -> Any:
 
         resamples: Annotated[int, ranged("resamples")] = 10_000
 
-    Out of range is ``key resamples: expected an integer from 1 to 10,000,000: REASON, got
-    ...`` (or ``option --resamples: ...`` for a key a command option set)."""
+    Out of range is ``key resamples: expected an integer from 1 to 10,000,000, got ...``
+    (or ``option --resamples: ...`` for a key a command option set).
+
+    Example:
+        >>> from typing import Annotated
+        >>> class Test(Schema):
+        ...     resamples: Annotated[int, ranged("resamples")] = 10_000
+        >>> validate(Test, {"resamples": 0}, file="t.toml")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: t.toml: key resamples: expected an integer from 1 to
+        10,000,000, got 0 (an integer)
+    """
     return WrapValidator(_in_range(_InRange(limit)))
 
 
@@ -123,6 +146,24 @@ class Invalid(ValueError):
 
     ``Invalid("unknown store 'b'", at=("density",))`` raised by a validator of ``design``
     is reported at ``design.density``; ``problems`` adds more ``(at, message)`` pairs.
+
+    Example:
+        >>> from pydantic import model_validator
+        >>> class Design(Schema):
+        ...     stores: Seq[str]
+        ...     density: Seq[str] = ()
+        ...     @model_validator(mode="after")
+        ...     def known(self):
+        ...         bad = [s for s in self.density if s not in self.stores]
+        ...         if bad:
+        ...             raise Invalid(f"unknown store {bad[0]!r}", at=("density",))
+        ...         return self
+        >>> text = 'stores = ["f1", "f5"]\\ndensity = ["f8"]\\n'
+        >>> validate(Design, {"stores": ["f1", "f5"], "density": ["f8"]},
+        ...          file="d.toml", text=text)
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: d.toml:2: key density: unknown store 'f8'
     """
 
     def __init__(self, message: str | None = None, *, at: Sequence[str | int] = (),
@@ -139,7 +180,18 @@ _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 def read_toml(path: str | Path, what: str = "config") -> tuple[dict[str, Any], str]:
-    """The table and the text of a TOML file; every failure is a located ``TiapError``."""
+    """The table and the text of a TOML file; every failure is a located ``TiapError``.
+
+    Example:
+        >>> _ = open("run.toml", "w").write("[run]\\nseed = 1\\n")
+        >>> read_toml("run.toml")
+        ({'run': {'seed': 1}}, '[run]\\nseed = 1\\n')
+        >>> _ = open("bad.toml", "w").write("[run]\\nseed =\\n")
+        >>> read_toml("bad.toml")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: bad.toml:2: invalid TOML: Invalid value (column 7)
+    """
     p = Path(path)
     if not p.is_file():
         raise TiapError(f"{what} file not found" if not p.exists() else f"{what} is not a file",
@@ -183,6 +235,18 @@ def validate(model: type[M], data: Any, *, file: str | Path | None = None,
             Default: the options of the enclosing :func:`command_options` block, if any.
         context: passed to the model's validators (``info.context``).
         what: what the settings configure (``parser 'llm'``), named before each key.
+
+    Example:
+        >>> class Run(Schema):
+        ...     seed: int = 1
+        ...     label: str = "run"
+        >>> validate(Run, {"seed": 7})
+        Run(seed=7, label='run')
+        >>> validate(Run, {"seed": "7", "label": 3}, file="run.toml")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: run.toml: key seed: expected an integer, got "7" (a string)
+        run.toml: key label: expected a string, got 3 (an integer)
     """
     try:
         return _validate_raw(model, data, context)
@@ -220,6 +284,15 @@ def command_options(options: Mapping[str, str], *, replace: bool = False) -> Ite
             parser = make_parser("heuristic", max_facts=max_facts)
 
     Blocks nest (the inner adds to the outer's options; ``replace``: only its own).
+
+    Example:
+        >>> class Timeouts(Settings):
+        ...     timeout: float = 60.0
+        >>> with command_options({"timeout": "--timeout"}):
+        ...     Timeouts(timeout="60")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: option --timeout: expected a number, got "60" (a string)
     """
     token = _OPTIONS.set(dict(options) if replace else {**(_OPTIONS.get() or {}), **options})
     try:
@@ -241,6 +314,17 @@ class Settings(Schema):
 
     Validation from a mapping inside another schema's validator goes through
     :func:`check_nested`, which keeps the keys' paths.
+
+    Example:
+        >>> class Timeouts(Settings):
+        ...     subject = "judge 'openai'"
+        ...     timeout: float = 60.0
+        >>> Timeouts(timeout=30.0).timeout
+        30.0
+        >>> Timeouts(timeout="60")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: judge 'openai': key timeout: expected a number, got "60" (a string)
     """
 
     #: what the settings configure, named in every problem (``parser 'llm'``)
@@ -347,7 +431,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def toml_value(value: Any, limit: int = 40) -> str:
-    """A value as TOML writes it, and its TOML type: ``true (a boolean)``."""
+    """A value as TOML writes it, and its TOML type: ``true (a boolean)``.
+
+    Example:
+        >>> print(toml_value(True), toml_value("60"), toml_value(2.5), toml_value([1, 2]), sep="; ")
+        true (a boolean); "60" (a string); 2.5 (a float); an array of 2
+    """
     if isinstance(value, bool):
         return f"{'true' if value else 'false'} (a boolean)"
     if isinstance(value, str):

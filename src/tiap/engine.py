@@ -42,8 +42,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from tiap.errors import TiapError
 
-__all__ = ["ENGINES", "Engine", "LocalEngine", "RayEngine", "Shared", "current_engine",
-           "endpoint_tasks", "make_engine", "use_engine"]
+__all__ = ["ENGINES", "Engine", "current_engine", "make_engine", "use_engine"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -84,6 +83,18 @@ _GOT_KEEP = 4
 
 
 class Engine(Protocol):
+    """What an engine does: map a function over independent items, results in item order.
+
+    :func:`make_engine` makes one; :func:`use_engine` sets it for a block of code.
+
+    Example:
+        >>> engine = make_engine("local")
+        >>> engine.map(len, ["ab", "c", ""])
+        [2, 1, 0]
+        >>> engine.describe()
+        {'engine': 'local'}
+    """
+
     name: str
     #: queries per rescoring task (None: one task per run)
     query_shard: int | None
@@ -246,7 +257,17 @@ def make_engine(spec: str | None = None, *, num_cpus: int | None = None,
                 query_shard: int | None = None) -> Engine:
     """``local`` (default), ``ray`` (a local Ray instance), ``ray://HOST:PORT`` or
     ``ray:auto`` (an existing cluster). ``query_shard``: queries per rescoring task
-    (default: a task per run)."""
+    (default: a task per run). An unknown name is ``error[invalid-value]``.
+
+    Example:
+        >>> engine = make_engine("local", query_shard=100)
+        >>> engine.name, engine.query_shard
+        ('local', 100)
+        >>> make_engine("spark")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: unknown engine 'spark': local, ray, ray://HOST:PORT or ray:auto
+    """
     if spec in (None, "", "local"):
         return LocalEngine(query_shard=query_shard)
     if spec == "ray":
@@ -264,13 +285,26 @@ _CURRENT: contextvars.ContextVar[Engine | None] = contextvars.ContextVar("tiap_e
 
 
 def current_engine() -> Engine:
-    """The engine of the enclosing :func:`use_engine` block, else a :class:`LocalEngine`."""
+    """The engine of the enclosing :func:`use_engine` block, else a local engine.
+
+    Example:
+        >>> current_engine().name
+        'local'
+    """
     return _CURRENT.get() or LocalEngine()
 
 
 @contextlib.contextmanager
 def use_engine(engine: Engine) -> Iterator[Engine]:
-    """Run the block's fanned-out work on ``engine``."""
+    """Run the block's fanned-out work on ``engine``; the engine before it is back after.
+
+    Example:
+        >>> with use_engine(make_engine("local", query_shard=50)):
+        ...     current_engine().query_shard
+        50
+        >>> current_engine().query_shard is None
+        True
+    """
     token = _CURRENT.set(engine)
     try:
         yield engine

@@ -8,6 +8,7 @@ between one thread and two: a test on Ray failed on one CPU and passed on anothe
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("sentence_transformers")
+# find_spec, not importorskip: importing sentence_transformers takes seconds, and every test
+# worker collects this module (a test that needs it imports it)
+if importlib.util.find_spec("sentence_transformers") is None:
+    pytest.skip("sentence_transformers is not installed (the dense extra)",
+                allow_module_level=True)
 
 _CHILD = r"""
 import sys, numpy as np, torch

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.resources
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -19,7 +20,10 @@ from tiap.runs import Ranking, Run, read_run
 from tiap.scoring.cost import get_tokenizer
 from tiap.scoring.rescore import rescore
 
-pytest.importorskip("bpe_openai")
+# find_spec, not importorskip: importing bpe_openai takes seconds, and every test
+# worker collects this module (a test that needs it imports it)
+if importlib.util.find_spec("bpe_openai") is None:
+    pytest.skip("bpe_openai is not installed (the cost extra)", allow_module_level=True)
 
 LOG3 = math.log2(3)
 
