@@ -95,7 +95,12 @@ NATIVE = (
 )
 
 
-@pytest.mark.parametrize("rel", NATIVE)
+# Through the CLI: one trace in ``make test``; the other five only add time (a minute or more
+# each on 2 cores), their figures being checked through the API by
+# tests/importers/test_mtel_published.py in ``make test``: ``make test-all`` runs them here too.
+@pytest.mark.parametrize("rel", [
+    rel if rel.startswith("locomo/lexical/") else pytest.param(rel, marks=pytest.mark.slow)
+    for rel in NATIVE])
 def test_native_traces_through_the_cli(rel: str, data_dir: Path, tmp_path: Path) -> None:
     """Without text assignment: every published figure inside TIAP's interval (a point where
     the lineage decides); with it: every figure exact, and every family the size the trace

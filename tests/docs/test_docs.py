@@ -92,8 +92,10 @@ def _norm(text: str) -> str:
 #: Pages whose run takes a minute or more on 2 cores: marked ``slow`` (``make test-all`` runs
 #: them, ``make test`` does not). docs/mem0.md runs a real Mem0 over all of LoCoMo conv-26 (419
 #: add() calls, about 50 s) and dense retrieval; tests/traces/test_mem0_harness.py runs the
-#: same harness on a 2-session slice in ``make test``.
-SLOW_PAGES = frozenset({"docs/mem0.md"})
+#: same harness on a 2-session slice in ``make test``. docs/transfer.md imports the paper's
+#: Mem0 and MemoryOS traces and rescores them, which tests/importers/test_transfer.py checks
+#: figure by figure in ``make test``.
+SLOW_PAGES = frozenset({"docs/mem0.md", "docs/transfer.md"})
 
 
 @pytest.mark.parametrize("page", [
