@@ -118,10 +118,10 @@ def print_flips(sdir: Path) -> None:
 
 def flip_headline(measures: list[str]) -> str:
     """The measure whose flips are printed: the headline measure (nDCG at its largest
-    rank cutoff, :func:`tiap.scoring.measures.primary_measure`) among the flipped ones, as
+    rank cutoff, :func:`tiap.scoring.primary_measure`) among the flipped ones, as
     written in winner_flips.csv. A token budget (``nDCG@tok500``) is a measure like any
     other, never read as a rank cutoff."""
-    from tiap.scoring.measures import parse_measure, primary_measure
+    from tiap.scoring import parse_measure, primary_measure
 
     written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
     return written[str(primary_measure(list(dict.fromkeys(measures))))]

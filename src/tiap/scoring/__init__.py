@@ -8,7 +8,11 @@ array of per-query values per measure, NaN for zero-target queries. Credit modes
 formulas are documented on :func:`score`.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from tiap.scoring.encode import Encoded, Vocabulary, encode, encode_rankings, encode_targets
+from tiap.scoring.families import family_rows
 from tiap.scoring.kernels import (
     CREDIT_MODES,
     Credit,
@@ -19,14 +23,22 @@ from tiap.scoring.kernels import (
     score_positions,
 )
 from tiap.scoring.measures import (
+    DEFAULT_K,
     KNOWN_MEASURES,
+    MAX_CUTOFF,
     Measure,
     MeasureSpec,
+    default_measures,
     parse_measure,
     parse_measures,
+    primary_measure,
 )
 
-__all__ = [
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.scoring.folder import check_rescore_folder, write_rescore
+    from tiap.scoring.rescore import NOTE_CODES, rescore, rescore_qrels
+
+__all__ = [  # noqa: RUF022 - names the CLI needs are appended (parallel edits merge)
     "CREDIT_MODES",
     "KNOWN_MEASURES",
     "Credit",
@@ -44,4 +56,37 @@ __all__ = [
     "score",
     "score_many",
     "score_positions",
+    "DEFAULT_K",
+    "MAX_CUTOFF",
+    "NOTE_CODES",
+    "check_rescore_folder",
+    "default_measures",
+    "family_rows",
+    "primary_measure",
+    "rescore",
+    "rescore_qrels",
+    "write_rescore",
 ]
+
+#: name -> module, imported on first use (PEP 562): rescoring loads the stores' and runs'
+#: readers, which ``import tiap.scoring`` does not need
+_LAZY = {
+    "NOTE_CODES": "tiap.scoring.rescore",
+    "rescore": "tiap.scoring.rescore",
+    "rescore_qrels": "tiap.scoring.rescore",
+    "check_rescore_folder": "tiap.scoring.folder",
+    "write_rescore": "tiap.scoring.folder",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiap.scoring' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
