@@ -214,10 +214,8 @@ NOT_PUBLIC_YET: set[str] = {
     "tiap.cli.audit: tiap.audit.paper is not a public module",
     "tiap.cli.cache: tiap.audit.run is not a public module",
     "tiap.cli.cache: tiap.retrieval.cache is not a public module",
-    "tiap.cli.common: tiap.datasets.overlays is not a public module",
     "tiap.cli.common: tiap.limits is not a public module",
     "tiap.cli.common: tiap.provenance is not a public module",
-    "tiap.cli.common: tiap.targets.targets is not a public module",
     "tiap.cli.datasets: tiap.datasets.export is not a public module",
     "tiap.cli.datasets: tiap.datasets.overlays is not a public module",
     "tiap.cli.datasets: tiap.datasets.records is not a public module",
@@ -240,11 +238,6 @@ NOT_PUBLIC_YET: set[str] = {
     "tiap.cli.sensitivity: tiap.report.procedure is not a public module",
     "tiap.cli.sensitivity: tiap.report.render is not a public module",
     "tiap.cli.sensitivity: tiap.sensitivity.flips is not a public module",
-    "tiap.cli.targets: tiap.datasets.queryfile is not a public module",
-    "tiap.cli.targets: tiap.memory.store is not a public module",
-    "tiap.cli.targets: tiap.targets.export is not a public module",
-    "tiap.cli.targets: tiap.targets.granularity is not a public module",
-    "tiap.cli.targets: tiap.targets.targets is not a public module",
 }
 
 

@@ -17,7 +17,6 @@ from tiap.cli.common import (
     err_console,
     one_of,
     print_warnings,
-    read_overlays,
     split_names,
 )
 from tiap.cli.targets import split_targets
@@ -197,6 +196,8 @@ def rescore_cmd(
                 judged.update(dict.fromkeys(result.query_ids[s]))
             query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
         else:
+            from tiap.targets import read_overlays
+
             overlays, overlay_files = read_overlays(overlay or [])
             names = tlist or ["raw", "source", "canonical"]
             if tlist is None:  # each target under each overlay too

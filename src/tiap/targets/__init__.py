@@ -20,17 +20,20 @@ from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, TargetCoverage
 from tiap.targets.export import (
     SCHEMA_VERSION,
     TargetsExport,
+    check_targets_folder,
     groups_rows,
     mapping_rows,
     qrels_lines,
     qrels_name,
     qrels_store,
+    read_overlays,
     write_coverage,
     write_groups_jsonl,
     write_qrels,
     write_target_mapping,
     write_targets,
 )
+from tiap.targets.granularity import parse_granularity
 from tiap.targets.graph import (
     GRAPH_TARGETS,
     GraphEdge,
@@ -65,7 +68,7 @@ from tiap.targets.targets import (
     resolve_targets,
 )
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - names the CLI needs are appended (parallel edits merge)
     "BUILTIN_TARGETS",
     "CANONICAL",
     "COVERAGE_CSV_COLUMNS",
@@ -110,4 +113,7 @@ __all__ = [
     "write_qrels",
     "write_target_mapping",
     "write_targets",
+    "check_targets_folder",
+    "parse_granularity",
+    "read_overlays",
 ]
