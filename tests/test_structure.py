@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import graphlib
 import importlib
+import inspect
 from pathlib import Path
 
 import tiap
@@ -203,38 +204,7 @@ def test_the_cli_imports_only_public_names() -> None:
     assert len(cli) > 10
     found = {f"{m}: {b.split(': ', 1)[1]}" for m, p in cli.items()
              for b in _not_public(_cli_imports(m, p, p.read_text(encoding="utf-8")))}
-    assert sorted(found - NOT_PUBLIC_YET) == []
-    assert sorted(NOT_PUBLIC_YET - found) == [], "stale: drop from NOT_PUBLIC_YET"
-
-
-#: CLI imports still reaching past the public API while issue 34 moves them (shrinks to none)
-NOT_PUBLIC_YET: set[str] = {
-    "tiap.cli.audit: tiap.audit.graded is not a public module",
-    "tiap.cli.audit: tiap.audit.judges is not a public module",
-    "tiap.cli.audit: tiap.audit.paper is not a public module",
-    "tiap.cli.cache: tiap.audit.run is not a public module",
-    "tiap.cli.cache: tiap.retrieval.cache is not a public module",
-    "tiap.cli.common: tiap.limits is not a public module",
-    "tiap.cli.common: tiap.provenance is not a public module",
-    "tiap.cli.imports: tiap.importers.IMPORT_KNOWN is not in tiap.importers.__all__",
-    "tiap.cli.imports: tiap.importers.is_import_step is not in tiap.importers.__all__",
-    "tiap.cli.imports: tiap.importers.mem0 is not a public module",
-    "tiap.cli.llm: tiap.llm.client is not a public module",
-    "tiap.cli.llm: tiap.llm.local is not a public module",
-    "tiap.cli.main: tiap.llm.client is not a public module",
-    "tiap.cli.main: tiap.provenance is not in tiap.__all__",
-    "tiap.cli.mem0: tiap.importers.mem0_harness is not a public module",
-    "tiap.cli.mem0: tiap.llm.local is not a public module",
-    "tiap.cli.pipeline: tiap.pipeline is not a public module",
-    "tiap.cli.pipeline: tiap.report.procedure is not a public module",
-    "tiap.cli.pipeline: tiap.report.render is not a public module",
-    "tiap.cli.pipeline: tiap.sensitivity.flips is not a public module",
-    "tiap.cli.rescore: tiap.targets.export is not a public module",
-    "tiap.cli.sensitivity: tiap.numfmt is not a public module",
-    "tiap.cli.sensitivity: tiap.report.procedure is not a public module",
-    "tiap.cli.sensitivity: tiap.report.render is not a public module",
-    "tiap.cli.sensitivity: tiap.sensitivity.flips is not a public module",
-}
+    assert sorted(found) == []
 
 
 def test_the_cli_check_sees_what_it_checks() -> None:
@@ -257,3 +227,15 @@ def test_the_cli_check_sees_what_it_checks() -> None:
         "1: tiap.scoring.measures is not a public module", "2: tiap.numfmt is not a public module",
         "5: tiap.llm.local is not a public module", "7: tiap.provenance is not in tiap.__all__",
         "8: tiap.io._umask is not in tiap.io.__all__"]
+
+
+def test_no_public_name_is_shadowed_by_a_submodule() -> None:
+    # importing a package's submodule ``p.x`` sets the attribute ``x`` of ``p``: a name ``x``
+    # a package exports lazily (PEP 562 ``__getattr__``) is then the module, not the object
+    for name in MODULES:  # every module imported: each submodule's attribute is set
+        if not name.startswith("tiap.cli") and name != "tiap.__main__":
+            importlib.import_module(name)
+    shadowed = [f"{m}.{n}" for m in tiap.PUBLIC_MODULES
+                for n in getattr(importlib.import_module(m), "__all__", ())
+                if inspect.ismodule(getattr(importlib.import_module(m), n))]
+    assert shadowed == []

@@ -60,6 +60,7 @@ from tiap.audit.cases import (
     write_cases,
 )
 from tiap.audit.graded import (
+    UNJUDGED,
     GradedResult,
     RelevanceKey,
     graded_rescore,
@@ -95,7 +96,7 @@ from tiap.audit.labels import (
     read_labels,
     write_labels,
 )
-from tiap.audit.paper import PAPER_LABEL_COUNTS, read_paper_cases, read_paper_labels
+from tiap.audit.paper import PAPER_LABEL_COUNTS, label_counts, read_paper_cases, read_paper_labels
 from tiap.audit.rubric import PARSE_PATTERN, RUBRIC_VERSION, parse_verdict, render_messages
 from tiap.audit.run import JudgeRun, VerdictCache, run_judges
 from tiap.audit.steps import (
@@ -111,7 +112,7 @@ from tiap.audit.steps import (
     judge_cases,
 )
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - names the CLI needs are appended (parallel edits merge)
     "BINARY_LABELS",
     "DOES_NOT_SUPPORT",
     "GRADES",
@@ -185,4 +186,6 @@ __all__ = [
     "write_cases",
     "write_graded",
     "write_labels",
+    "UNJUDGED",
+    "label_counts",
 ]

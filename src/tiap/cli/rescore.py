@@ -60,7 +60,7 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
 def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
     """``NAME=PATH`` (or a plain PATH, named by its file name) -> {name: Qrels}."""
     from tiap.runs import read_qrels, system_from_path
-    from tiap.targets.export import qrels_store
+    from tiap.targets import qrels_store
 
     out = {}
     for spec in specs:
@@ -333,7 +333,7 @@ def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict
 def _rescore_lineage(  # type: ignore[no-untyped-def]
     run: list[str], items: list[str], queries: Path, targets: list[str], **opts
 ):
-    from tiap.scoring import rescore
+    from tiap import rescore
 
     stores: dict[str | None, Path] = {}
     inputs: dict[str, Path] = {"queries": queries}

@@ -11,7 +11,9 @@ Figures need the ``report`` extra (matplotlib).
 from tiap.report.build import build_report
 from tiap.report.card import card_json, card_markdown
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs
+from tiap.report.procedure import flip_cells, procedure_text
 from tiap.report.render import ReportTable
 
-__all__ = ["ReportTable", "SensitivityDir", "build_report", "card_json", "card_markdown",
-           "load_sensitivity_dirs"]
+__all__ = ["ReportTable", "SensitivityDir", "build_report", "card_json", "card_markdown",  # noqa: RUF022
+           "load_sensitivity_dirs",
+           "flip_cells", "procedure_text"]

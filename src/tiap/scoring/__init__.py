@@ -36,7 +36,7 @@ from tiap.scoring.measures import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiap.scoring.folder import check_rescore_folder, write_rescore
-    from tiap.scoring.rescore import NOTE_CODES, rescore, rescore_qrels
+    from tiap.scoring.rescore import NOTE_CODES, rescore_qrels
 
 __all__ = [  # noqa: RUF022 - names the CLI needs are appended (parallel edits merge)
     "CREDIT_MODES",
@@ -63,16 +63,15 @@ __all__ = [  # noqa: RUF022 - names the CLI needs are appended (parallel edits m
     "default_measures",
     "family_rows",
     "primary_measure",
-    "rescore",
     "rescore_qrels",
     "write_rescore",
 ]
 
 #: name -> module, imported on first use (PEP 562): rescoring loads the stores' and runs'
-#: readers, which ``import tiap.scoring`` does not need
+#: readers, which ``import tiap.scoring`` does not need. (``rescore`` itself is the front
+#: door's, ``tiap.rescore``: here the name is its module, ``tiap.scoring.rescore``.)
 _LAZY = {
     "NOTE_CODES": "tiap.scoring.rescore",
-    "rescore": "tiap.scoring.rescore",
     "rescore_qrels": "tiap.scoring.rescore",
     "check_rescore_folder": "tiap.scoring.folder",
     "write_rescore": "tiap.scoring.folder",
