@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import importlib
+import inspect
 from pathlib import Path
 
 import tiap
@@ -165,3 +167,75 @@ def test_the_scan_sees_what_it_checks() -> None:
     assert v.top == {"tiap.ids", "tiap.io"}
     assert sorted(name for _, name in v.private) == ["tiap.errors._y", "tiap.ids._x",
                                                      "tiap.io._private"]
+
+
+
+def _cli_imports(module: str, path: Path, source: str) -> list[tuple[int, str, str | None]]:
+    """Each TIAP import of a ``tiap.cli`` module other than ``tiap.cli.*``, at any depth and
+    under ``if TYPE_CHECKING:`` too: ``(line, module, name)``, name ``None`` for
+    ``import tiap.x``. ``from tiap import x`` names ``x`` of ``tiap`` (a submodule too)."""
+    out: list[tuple[int, str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, None) for a in node.names
+                    if a.name == "tiap" or a.name.startswith("tiap.")]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, module, path)
+            if base == "tiap" or base.startswith("tiap."):
+                out += [(node.lineno, base, a.name) for a in node.names]
+    return sorted(i for i in out if i[1] != "tiap.cli" and not i[1].startswith("tiap.cli."))
+
+
+def _not_public(imports: list[tuple[int, str, str | None]]) -> list[str]:
+    """The imports that reach past the public API (:data:`tiap.PUBLIC_MODULES`' ``__all__``)."""
+    bad = []
+    for line, module, name in imports:
+        if module not in tiap.PUBLIC_MODULES:
+            bad.append(f"{line}: {module} is not a public module")
+        elif name is not None and name not in getattr(importlib.import_module(module),
+                                                      "__all__", ()):
+            bad.append(f"{line}: {module}.{name} is not in {module}.__all__")
+    return bad
+
+
+def test_the_cli_imports_only_public_names() -> None:
+    # the CLI is a thin shell over the public API: what it needs, a Python caller gets too
+    cli = {m: p for m, p in MODULES.items() if m == "tiap.cli" or m.startswith("tiap.cli.")}
+    assert len(cli) > 10
+    found = {f"{m}: {b.split(': ', 1)[1]}" for m, p in cli.items()
+             for b in _not_public(_cli_imports(m, p, p.read_text(encoding="utf-8")))}
+    assert sorted(found) == []
+
+
+def test_the_cli_check_sees_what_it_checks() -> None:
+    # each form, on a module the test builds: internal modules (plain and from-import, inside a
+    # function, under TYPE_CHECKING, relative), a name not in a public __all__ (a private one,
+    # a submodule through ``from tiap import``); tiap.cli.* itself is not checked
+    src = ("import tiap.scoring.measures\nfrom tiap.numfmt import interval\n"
+           "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+           "    from tiap.llm.local import LocalServer\n"
+           "def f():\n    from tiap import provenance\n    from tiap.io import _umask\n"
+           "from ..io import atomic_write\nfrom tiap.cli.common import app\nfrom . import main\n"
+           "from tiap.scoring import parse_measures\nimport tiap.scoring\nfrom tiap import load\n")
+    imports = _cli_imports("tiap.cli.sample", SRC / "tiap" / "cli" / "sample.py", src)
+    assert imports == [
+        (1, "tiap.scoring.measures", None), (2, "tiap.numfmt", "interval"),
+        (5, "tiap.llm.local", "LocalServer"), (7, "tiap", "provenance"), (8, "tiap.io", "_umask"),
+        (9, "tiap.io", "atomic_write"), (12, "tiap.scoring", "parse_measures"),
+        (13, "tiap.scoring", None), (14, "tiap", "load")]
+    assert _not_public(imports)[:5] == [
+        "1: tiap.scoring.measures is not a public module", "2: tiap.numfmt is not a public module",
+        "5: tiap.llm.local is not a public module", "7: tiap.provenance is not in tiap.__all__",
+        "8: tiap.io._umask is not in tiap.io.__all__"]
+
+
+def test_no_public_name_is_shadowed_by_a_submodule() -> None:
+    # importing a package's submodule ``p.x`` sets the attribute ``x`` of ``p``: a name ``x``
+    # a package exports lazily (PEP 562 ``__getattr__``) is then the module, not the object
+    for name in MODULES:  # every module imported: each submodule's attribute is set
+        if not name.startswith("tiap.cli") and name != "tiap.__main__":
+            importlib.import_module(name)
+    shadowed = [f"{m}.{n}" for m in tiap.PUBLIC_MODULES
+                for n in getattr(importlib.import_module(m), "__all__", ())
+                if inspect.ismodule(getattr(importlib.import_module(m), n))]
+    assert shadowed == []

@@ -65,6 +65,7 @@ PUBLIC_MODULES = (
     "tiap.datasets", "tiap.memory", "tiap.retrieval", "tiap.runs", "tiap.importers",
     "tiap.targets", "tiap.scoring", "tiap.sensitivity", "tiap.audit", "tiap.report",
     "tiap.llm", "tiap.cache", "tiap.config", "tiap.engine", "tiap.errors", "tiap.io",
+    "tiap.pipeline", "tiap.limits", "tiap.provenance",
 )
 
 #: front-door name -> (module, attribute): the one home of each

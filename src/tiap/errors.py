@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["CODES", "Problem", "TiapError"]
+
 #: Every error and warning code: code -> (what it means, what the user does). Errors are
 #: printed ``error[code]: ...`` and exit with status 2; warnings are counted in the output's
 #: manifest under their code. ``docs/errors.md`` renders this table (a test checks it).
@@ -127,7 +129,11 @@ CODES: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Problem:
-    """One located problem: what is wrong, where, and its code (a key of :data:`CODES`)."""
+    """One located problem: what is wrong, where, and its code (a key of :data:`CODES`).
+
+        >>> str(Problem("score is NaN", file="run.trec", line=3, query_id="q1"))
+        'run.trec:3, query q1: score is NaN'
+    """
 
     message: str
     file: str | None = None
@@ -153,6 +159,12 @@ class TiapError(Exception):
     A single error may carry several :class:`Problem` entries, so that all problems found in
     one pass are reported together. ``code`` (a key of :data:`CODES`) defaults to the
     class's :attr:`code`.
+
+        >>> err = TiapError("no such store", file="items.jsonl", code="io")
+        >>> err.code, str(err)
+        ('io', 'items.jsonl: no such store')
+        >>> len(TiapError(problems=[Problem("a"), Problem("b")]).problems)
+        2
     """
 
     code = "input"

@@ -36,6 +36,8 @@ from typing import IO, Any
 
 from tiap.errors import Problem, Problems, TiapError
 
+__all__ = ["atomic_write", "check_output_folder", "output_folder", "output_step", "split_named"]
+
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -509,6 +511,11 @@ def atomic_write(path: str | Path, mode: str = "w",
 
     On any exception the temporary file is removed and ``path`` is left as it was; one left
     by a killed run is removed by the next write of ``path``.
+
+        >>> with atomic_write("out/notes.txt") as fh:
+        ...     _ = fh.write("done\\n")
+        >>> Path("out/notes.txt").read_text()
+        'done\\n'
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -565,7 +572,13 @@ MANIFEST_FILE = "manifest.json"
 
 
 def output_step(path: str | Path) -> str | None:
-    """The step (the manifest's ``command``) that wrote the folder ``path``, else ``None``."""
+    """The step (the manifest's ``command``) that wrote the folder ``path``, else ``None``.
+
+        >>> with output_folder("scored", "rescore") as tmp:
+        ...     _ = (tmp / "manifest.json").write_text('{"command": "rescore"}')
+        >>> output_step("scored"), output_step("nowhere")
+        ('rescore', None)
+    """
     try:
         man = json.loads((Path(path) / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -648,6 +661,13 @@ def check_output_folder(path: str | Path, step: str, *, force: bool = False,
     was meant is refused: the file system's root, the home folder, a folder holding the
     current directory (the swap would pull it from under the shell), and a folder holding a
     ``.git`` (a source tree) that is not this step's output.
+
+        >>> check_output_folder("new", "rescore")
+        PosixPath('new')
+        >>> Path("mine").mkdir(); _ = Path("mine/notes.txt").write_text("keep me")
+        >>> check_output_folder("mine", "rescore")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: mine: the output folder is not empty and holds no manifest ...
     """
     p = Path(path)
     real = p.resolve() if p.is_symlink() else p
@@ -733,6 +753,12 @@ def output_folder(path: str | Path, step: str, *, force: bool = False,
     folder that survive the swap (resumable caches: a rerun keeps finished work); they are
     used in place during the run. On any failure or interrupt the temporary folder is removed
     and ``path`` is left as it was; one left by a killed run is removed by the next.
+
+        >>> with output_folder("scored", "rescore") as tmp:
+        ...     _ = (tmp / "manifest.json").write_text('{"command": "rescore", "files": []}')
+        ...     _ = (tmp / "summary.csv").write_text("system,mean\\n")
+        >>> sorted(p.name for p in Path("scored").iterdir())
+        ['manifest.json', 'summary.csv']
     """
     keep = tuple(keep)
     known = tuple(known)

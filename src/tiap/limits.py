@@ -40,7 +40,11 @@ CPUS = _cpus()
 
 
 def number(v: float) -> str:
-    """``v`` as the ranges print it: ``10,000,000``, ``0.5``, ``86,400``."""
+    """``v`` as the ranges print it: ``10,000,000``, ``0.5``, ``86,400``.
+
+        >>> number(10_000_000), number(0.5), number(2**63 - 1)
+        ('10,000,000', '0.5', '2^63 - 1')
+    """
     if isinstance(v, bool):
         return str(v)
     if isinstance(v, int):
@@ -60,6 +64,12 @@ class Limit:
     empty where the bound is the quantity's own, a probability's 1).
     ``high_note``: what the upper bound is when the machine decides it (``this machine's
     CPUs``); the docs print the note instead of the number.
+
+        >>> unit = Limit(0, 1, "", integer=False)
+        >>> unit.expected(), unit.problem(1.5) is None, unit.problem(0.5) is None
+        ('a number from 0 to 1', False, True)
+        >>> LIMITS["cutoff"].expected()
+        'an integer from 1 to 1,000,000'
     """
 
     low: int | float
@@ -185,7 +195,13 @@ LIMITS: dict[str, Limit] = {
 
 def check(name: str, value: object, what: str | None = None) -> None:
     """Raise ``error[invalid-value]`` when ``value`` is outside ``LIMITS[name]`` (``what``:
-    how the message names the value, default ``name``)."""
+    how the message names the value, default ``name``).
+
+        >>> check("cutoff", 60, "--k")
+        >>> check("cutoff", 0, "--k")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: --k: expected an integer from 1 to 1,000,000, got 0...
+    """
     declared = LIMITS[name]
     wrong = declared.problem(value)
     if wrong is not None:
@@ -197,7 +213,12 @@ def check(name: str, value: object, what: str | None = None) -> None:
 
 def available_memory() -> int | None:
     """Bytes of memory this machine can still give (``MemAvailable``), or ``None`` when the
-    system does not say."""
+    system does not say.
+
+        >>> free = available_memory()
+        >>> free is None or free > 0
+        True
+    """
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:

@@ -147,6 +147,8 @@ from tiap.errors import TiapError
 from tiap.io import atomic_write
 from tiap.llm.local import DEFAULT_PORT
 
+__all__ = ["load_config", "run_pipeline"]
+
 Progress = Callable[[Iterable[Any], str, "int | None"], Iterable[Any]]
 Log = Callable[[str], None]
 
@@ -517,6 +519,13 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
     a value out of range, a store a design names but the file does not define) is reported
     together in one :class:`TiapError` naming the file, line and key; a wrong override
     names its option.
+
+        >>> _ = Path("demo.toml").write_text(
+        ...     'name = "demo"\\ndataset = "locomo"\\nretrievers = ["bm25"]\\n'
+        ...     '[[stores]]\\nname = "raw"\\nparser = "native"\\n')
+        >>> cfg = load_config("demo.toml", resamples=200)
+        >>> cfg.name, cfg.dataset, [s.name for s in cfg.stores], cfg.resamples
+        ('demo', 'locomo', ['raw'], 200)
     """
     p = Path(path)
     raw, text = read_toml(p, "pipeline config")
@@ -688,7 +697,19 @@ def run_pipeline(
 
     Stores, retrieval (BM25), rescoring and Stage III run on ``cfg.engine`` (:mod:`tiap.engine`), made when a
     step first needs it (a rerun with every step up to date starts no Ray) and closed at the
-    end."""
+    end.
+
+    The config is :func:`load_config`'s; a run needs the dataset's files (``data``, else
+    the data folder), so it is shown, not run, here::
+
+        >>> _ = Path("demo.toml").write_text(
+        ...     'name = "demo"\\ndataset = "locomo"\\nretrievers = ["bm25"]\\n'
+        ...     '[[stores]]\\nname = "raw"\\nparser = "native"\\n')
+        >>> cfg = load_config("demo.toml")
+        >>> res = run_pipeline(cfg, "out", log=print)    # doctest: +SKIP
+        >>> res.rescore_dir                               # doctest: +SKIP
+        PosixPath('out/demo/rescore')
+    """
     from tiap.engine import make_engine
 
     engines: list[Any] = []

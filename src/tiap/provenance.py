@@ -16,6 +16,8 @@ from typing import Any
 from tiap.errors import Problems, TiapError
 from tiap.io import sha256_file
 
+__all__ = ["command_line", "manifest_warnings"]
+
 _PACKAGES = ("numpy", "scipy", "statsmodels", "pandas", "pyarrow", "bm25s", "sentence-transformers")
 
 
@@ -85,7 +87,13 @@ def manifest_warnings(warnings: Any, manifest: str | Path, *, who: str = ""
 
         [who: ]message (N in Q queries, counted in MANIFEST); first: EXAMPLE
 
-    Anything else than a mapping gives no line."""
+    Anything else than a mapping gives no line.
+
+        >>> counted = {"duplicate_dropped": {"message": "a ranking repeated an item",
+        ...                                  "count": 3, "queries": 2, "examples": ["q7"]}}
+        >>> manifest_warnings(counted, "out/manifest.json", who="bm25")
+        [('duplicate_dropped', 'bm25: a ranking repeated an item (3 in 2 queries, counted in out/manifest.json); first: q7')]
+    """
     if not isinstance(warnings, Mapping):
         return []
     out = []

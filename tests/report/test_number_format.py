@@ -7,10 +7,15 @@ from __future__ import annotations
 import pytest
 
 from tiap import numfmt
-from tiap.cli.sensitivity import ci_text
+from tiap.report import flip_cells
 from tiap.report.procedure import effect_pair
 from tiap.report.render import ci, mean_text, signed
 from tiap.sensitivity.flips import gap_text
+
+
+def ci_text(lo: float | None, hi: float | None) -> str:
+    """The interval cell of ``tiap sensitivity``'s terminal table (:func:`flip_cells`)."""
+    return flip_cells({"ci_1_low": lo, "ci_1_high": hi}, None)["ci_1"]
 
 
 def test_float_noise_is_zero() -> None:

@@ -48,7 +48,7 @@ from tiap.audit.agreement import (
     percent_agreement,
 )
 from tiap.audit.cases import Case, contested_cases, read_cases, sample_cases, write_cases
-from tiap.audit.graded import graded_rescore, item_relevance
+from tiap.audit.graded import UNJUDGED, graded_rescore, item_relevance
 from tiap.audit.human import read_human_labels
 from tiap.audit.judges import Judge, list_judges, make_judge, register_judge
 from tiap.audit.labels import (
@@ -64,6 +64,7 @@ from tiap.audit.labels import (
     read_labels,
     write_labels,
 )
+from tiap.audit.paper import label_counts
 from tiap.audit.run import VerdictCache, run_judges
 from tiap.audit.steps import (
     LabelSet,
@@ -82,6 +83,7 @@ __all__ = [
     "SEMANTIC_LABELS",
     "SERVING_LABELS",
     "SUPPORTS",
+    "UNJUDGED",
     "UNSCORED",
     "Case",
     "Judge",
@@ -102,6 +104,7 @@ __all__ = [
     "judge_agreement",
     "judge_cases",
     "krippendorff_alpha",
+    "label_counts",
     "list_judges",
     "make_judge",
     "percent_agreement",

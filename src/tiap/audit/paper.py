@@ -178,7 +178,17 @@ def read_paper_labels(path: str | Path) -> list[LabelRecord]:
 
 
 def label_counts(labels: Iterable[LabelRecord], by: str | None = None) -> dict[str, Any]:
-    """``{label: count}``, or ``{value of field by: {label: count}}``."""
+    """``{label: count}``, or ``{value of field by: {label: count}}``.
+
+        >>> from tiap.audit import LabelRecord
+        >>> labels = [LabelRecord("c1", "j", "supports", dataset="locomo"),
+        ...           LabelRecord("c2", "j", "partial", dataset="beam"),
+        ...           LabelRecord("c3", "j", "supports", dataset="locomo")]
+        >>> label_counts(labels)
+        {'supports': 2, 'partial': 1}
+        >>> label_counts(labels, "dataset")
+        {'beam': {'partial': 1}, 'locomo': {'supports': 2}}
+    """
     if by is None:
         return dict(Counter(r.label for r in labels))
     out: dict[str, Counter[str]] = {}

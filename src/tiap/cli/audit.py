@@ -289,8 +289,7 @@ def graded_cmd(
     how much of each relaxed target's nDCG gain over Raw survives them; and composed support
     at the same k (Coverage, GradedCoverage, Sufficient: do the top k together support every
     evidence unit?), bounded where unjudged members leave it open."""
-    from tiap.audit import graded_audit
-    from tiap.audit.graded import UNJUDGED
+    from tiap.audit import UNJUDGED, graded_audit
 
     tlist = split_names(targets, "--targets", what="target names")  # before anything is read
     jlist = None if judges is None else split_names(judges, "--judges", what="judge names")
@@ -362,8 +361,7 @@ def import_paper_cmd(
         ] = None,
 ) -> None:
     """Read the paper's audit CSVs as TIAP labels and cases; prints the label counts."""
-    from tiap.audit import import_paper
-    from tiap.audit.paper import label_counts
+    from tiap.audit import import_paper, label_counts
 
     res = import_paper(csv_path, out=out, cases_out=cases_out)
     if res.cases_out is not None:
@@ -388,7 +386,7 @@ def import_paper_cmd(
 @app.command("judges")
 def judges_cmd() -> None:
     """List the registered judge factories."""
-    from tiap.audit.judges import list_judges
+    from tiap.audit import list_judges
 
     for name in list_judges():
         console.print(name)

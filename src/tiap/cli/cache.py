@@ -46,8 +46,8 @@ def merge_cmd(
     """Add to --into every verdict or vector it lacks from each source. A key present on
     both sides keeps --into's value; a differing one is counted (a network judge asked
     twice may answer differently; another machine may round a vector differently)."""
-    from tiap.audit.run import VerdictCache
-    from tiap.retrieval.cache import EmbeddingCache
+    from tiap.audit import VerdictCache
+    from tiap.retrieval import EmbeddingCache
 
     kinds = {_kind(s) for s in sources}
     if len(kinds) > 1:

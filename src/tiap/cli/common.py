@@ -256,25 +256,3 @@ def one_of(*allowed: str):  # type: ignore[no-untyped-def]
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
 
     return check
-
-
-def read_overlays(specs: list[str]) -> tuple[dict[str, Any], dict[str, Path]]:
-    """``--overlay NAME=PATH`` values: each overlay's evidence by query id, and its file."""
-    from tiap.datasets.overlays import read_overlay
-    from tiap.errors import TiapError
-    from tiap.io import split_named
-    from tiap.targets.targets import TARGET_NAME_RE
-
-    overlays: dict[str, Any] = {}
-    files: dict[str, Path] = {}
-    for spec in specs:
-        name, path = split_named(spec, "--overlay")
-        if not name or not TARGET_NAME_RE.match(f"t~{name}") or "~" in name:
-            raise TiapError(f"--overlay {spec!r}: give NAME=PATH, NAME lower-case letters, "
-                            "digits, '_' and '-' starting with a letter (target T~NAME reads it)",
-                            code="invalid-value")
-        if name in overlays:
-            raise TiapError(f"--overlay: {name!r} given twice", code="invalid-value")
-        overlays[name] = read_overlay(path).evidence
-        files[name] = path
-    return overlays, files

@@ -17,8 +17,7 @@ from tiap.cli.common import (
     err_console,
     track,
 )
-from tiap.datasets import DataSource, dataset_ids, load
-from tiap.datasets.records import DatasetStats
+from tiap.datasets import DatasetStats, DataSource, dataset_ids, load
 
 app = typer.Typer(help="List, inspect and export benchmark datasets.", no_args_is_help=True,
                   rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
@@ -108,21 +107,14 @@ def export_cmd(
     (the folder is replaced whole; one that is not an earlier export needs --force). Every
     file the dataset reads must be present or downloadable: a missing one is an error, never
     an export without it."""
-    from tiap.datasets.export import COMMAND, export_dataset
-    from tiap.io import check_output_folder
+    from tiap.datasets import export_dataset
 
-    check_output_folder(out, COMMAND, force=force)  # before anything is read
-    ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    ds.verify()
-    counts = export_dataset(ds, out, force=force)
+    counts = export_dataset(dataset, out, force=force,
+                            source=DataSource(data, verify=not no_verify))
     err_console.print(
         f"wrote {out}: {counts['turns']:,} turns, {counts['queries']:,} queries, "
         f"{counts['memories']:,} derived memories, {counts['problems']:,} evidence problems"
     )
-
-
-#: Evidence overlays TIAP can build from pinned files: name -> (data folder, file, dataset).
-OVERLAYS = {"locomo-audit": ("locomo-audit", "errors.json", "locomo")}
 
 
 @app.command("overlay")
@@ -139,34 +131,11 @@ def overlay_cmd(
     is in docs/datasets.md), problems.jsonl (every audited id that could not be mapped to a
     query, every evidence id that could not be resolved) and a manifest. Rescore under it
     with `tiap rescore ... --overlay NAME=OUT/overlay.jsonl`."""
-    from tiap.datasets.overlays import locomo_audit_overlay, write_overlay
-    from tiap.errors import TiapError
-    from tiap.io import atomic_write, check_output_folder, output_folder
-    from tiap.provenance import input_entry, manifest_header
+    from tiap.datasets import export_overlay
 
-    if name not in OVERLAYS:
-        raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
-                        code="usage")
-    step = "datasets-overlay"
-    check_output_folder(out, step, force=force)
-    folder, file, dataset = OVERLAYS[name]
-    source = DataSource(data, verify=not no_verify)
-    path = source.path(folder, file)
-    ds = load(dataset, source=source)
-    ov = locomo_audit_overlay(path, ds.bundles())
-    queries = {q.query_id: q for q in ds.queries_iter()}
-    changed = sum(1 for q, ev in ov.evidence.items() if set(ev) != set(queries[q].evidence))
-    with output_folder(out, step, force=force) as tmp:
-        n = write_overlay(tmp / "overlay.jsonl", ov)
-        with atomic_write(tmp / "problems.jsonl") as fh:
-            for p in ov.problems:
-                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
-        man = manifest_header(step, 1)
-        man["overlay"] = name
-        man["inputs"] = {f"{folder}/{file}": input_entry(path)}
-        man["counts"] = {"rows": n, "changed_queries": changed, "problems": len(ov.problems)}
-        man["outputs"] = ["overlay.jsonl", "problems.jsonl"]
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    ov, counts = export_overlay(name, out, source=DataSource(data, verify=not no_verify),
+                                force=force)
+    n, changed = counts["rows"], counts["changed_queries"]
     for p in ov.problems[:MAX_PROBLEMS_SHOWN]:
         err_console.print(f"[yellow]warning\\[{p.kind}][/]: {p.record}: {p.detail}",
                           highlight=False, soft_wrap=True)

@@ -40,22 +40,12 @@ QueriesOption = Annotated[Path | None, typer.Option(
 
 def _run(importer: str, path: Path, out: Path, force: bool = False, **options: Any) -> Any:
     """Call the importer; ``force`` reaches it through :func:`forced` (any signature)."""
-    from tiap.importers import forced
+    from tiap.importers import check_import_folder, forced
 
     fn = get_importer(importer).load()
-    _check_out(out, force)
+    check_import_folder(out, force=force)
     with forced(force):
         return fn(path, out, **{k: v for k, v in options.items() if v is not None})
-
-
-def _check_out(out: Path, force: bool) -> None:
-    """Refuse a --out that is not an import's output before any input is read."""
-    from tiap.importers import IMPORT_KNOWN, is_import_step
-    from tiap.io import check_output_folder, output_step
-
-    found = output_step(out)
-    check_output_folder(out, found if is_import_step(found) else "import", force=force,
-                        known=IMPORT_KNOWN)
 
 
 def print_coverage(out: Path, title: str) -> None:
@@ -262,9 +252,9 @@ def mem0_cmd(
     mem0_report.json, lineage_coverage.json and a manifest. Without --dataset or --queries,
     the queries come from the fields of the results file."""
     from tiap.cli.mem0 import print_mem0_report
-    from tiap.importers.mem0 import import_mem0_results
+    from tiap.importers import check_import_folder, import_mem0_results
 
-    _check_out(out, force)
+    check_import_folder(out, force=force)
     q: Any = queries
     if dataset is not None:
         if queries is not None:

@@ -14,7 +14,7 @@ from tiap.cli.common import bounded, console, err_console
 from tiap.errors import TiapError
 
 if TYPE_CHECKING:
-    from tiap.llm.local import LocalServer
+    from tiap.llm import LocalServer
 
 app = typer.Typer(help="Real small LLMs served locally (llama.cpp on 127.0.0.1).",
                   no_args_is_help=True, rich_markup_mode="markdown")
@@ -29,7 +29,7 @@ def models_cmd(
                        ] = False,
 ) -> None:
     """The pinned local models: size, sha256, licence, whether installed, how to install."""
-    from tiap.llm.local import DEFAULT_MODEL, MODELS, installed
+    from tiap.llm import DEFAULT_MODEL, MODELS, installed
 
     rows = [{"name": m.name, "default": m.name == DEFAULT_MODEL, "title": m.title,
              "bytes": m.size, "sha256": m.sha256, "licence": m.licence,
@@ -76,7 +76,7 @@ def serve_cmd(
     `mem0-run`. The model file is checked against its pinned size and sha256 first (and
     assembled into the model cache when it ships in pieces).
     """
-    from tiap.llm.local import LocalServer
+    from tiap.llm import LocalServer
 
     srv = LocalServer(model, port=port, ctx=ctx, threads=threads, parallel=parallel,
                       log=lambda s: err_console.print(escape(s)))
@@ -99,8 +99,8 @@ def serve_cmd(
 
 
 def _check(srv: LocalServer) -> None:
-    """One question through TIAP's own client (:class:`tiap.llm.client.ChatClient`)."""
-    from tiap.llm.client import ChatClient
+    """One question through TIAP's own client (:class:`tiap.llm.ChatClient`)."""
+    from tiap.llm import ChatClient
 
     body = {"model": srv.model, "temperature": 0, "max_tokens": 32,
             "messages": [{"role": "user", "content": "Name the capital of France in one word."}]}

@@ -102,7 +102,7 @@ def _error(code: str, text: str) -> None:
     message) is redacted, as in everything TIAP writes."""
     from rich.markup import escape
 
-    from tiap.llm.client import redact
+    from tiap.llm import redact
 
     err_console.print(f"[bold red]error\\[{code}][/]: {escape(redact(text))}", highlight=False,
                       soft_wrap=True)
@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     from typer.exceptions import TyperException  # typer's parser errors (its own click) too
 
     args = sys.argv[1:] if argv is None else list(argv)
-    from tiap import provenance
+    import tiap.provenance
 
-    provenance.command_line = ["tiap", *args]
+    tiap.provenance.command_line = ["tiap", *args]
     terminated: list[int] = []
     restore = _unwind_on_sigterm(terminated)
     try:

@@ -19,8 +19,13 @@ def measures_cmd(
 ) -> None:
     """List the measure families, their spellings and cutoffs, and the headline rule
     (nDCG at its largest cutoff: the default measure of sensitivity, audit and report)."""
-    from tiap.scoring.families import family_rows
-    from tiap.scoring.measures import MAX_CUTOFF, parse_measure, parse_measures, primary_measure
+    from tiap.scoring import (
+        MAX_CUTOFF,
+        family_rows,
+        parse_measure,
+        parse_measures,
+        primary_measure,
+    )
 
     if spec is not None:
         got = parse_measures(spec)  # the whole list checked at once (every problem named)

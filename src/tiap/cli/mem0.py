@@ -85,10 +85,10 @@ def mem0_run_cmd(
     from tiap.config import command_options
     from tiap.datasets import DataSource, load
     from tiap.errors import TiapError
-    from tiap.importers.mem0_harness import Mem0RunConfig, run_mem0
+    from tiap.importers import Mem0RunConfig, run_mem0
 
     if local_model is not None:
-        from tiap.llm.local import local_endpoint
+        from tiap.llm import local_endpoint
 
         if not infer:
             raise TiapError("--local-model serves the LLM of --infer; add --infer",
@@ -112,7 +112,7 @@ def mem0_run_cmd(
         if local_model is not None:
             from rich.markup import escape
 
-            from tiap.llm.local import LocalServer
+            from tiap.llm import LocalServer
 
             served = stack.enter_context(LocalServer(
                 local_model, port=local_port, ctx=MEM0_CTX,

@@ -71,8 +71,7 @@ def print_flips(sdir: Path) -> None:
     from rich.table import Table
 
     from tiap.cli.common import console
-    from tiap.report.procedure import effect_pair
-    from tiap.sensitivity.flips import gap_text
+    from tiap.report import flip_cells, procedure_text
 
     path = sdir / "winner_flips.csv"
     if not path.exists():
@@ -84,29 +83,26 @@ def print_flips(sdir: Path) -> None:
         return
     import json
 
-    from tiap.report.procedure import after_correction, threshold_text
-    from tiap.report.render import p_cell
-
     opts = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"]
     res = opts.get("resamples")
     headline = flip_headline([r["measure"] for r in flips])
     rows = [r for r in flips if r["measure"] == headline]
     n_sig = sum(r.get("significant_flip") == "true" for r in rows)
     n_head = sum(r.get("headline") == "true" for r in rows)
+    how = procedure_text(opts)
     t = Table(title=f"winner flips on {headline} ({len(rows)}; {n_sig} significant "
-              f"{after_correction(opts)}, {n_head} of them headline: practical threshold "
-              f"{threshold_text(opts)}; {len(flips)} over all measures; gap = system_a - "
+              f"{how['after_correction']}, {n_head} of them headline: practical threshold "
+              f"{how['threshold']}; {len(flips)} over all measures; gap = system_a - "
               "system_b)", title_justify="left")
     for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
                 "p adj ", "d_z 1 / 2", "headline"):
         t.add_column(col, justify="right" if col.startswith(("gap", "p ", "d_z")) else "left")
     floor = False
     for r in rows[:20]:
-        p1, p2 = p_cell(r, "p_1_adjusted", res), p_cell(r, "p_2_adjusted", res)
-        p1, p2 = p1.replace("\u00a0", " "), p2.replace("\u00a0", " ")
-        floor |= "≤" in p1 + p2
-        t.add_row(r["system_a"], r["system_b"], r["target_1"], gap_text(r, 1), p1,
-                  r["target_2"], gap_text(r, 2), p2, effect_pair(r), _verdict(r))
+        c = flip_cells(r, res)
+        floor |= "≤" in c["p_1"] + c["p_2"]
+        t.add_row(r["system_a"], r["system_b"], r["target_1"], c["gap_1"], c["p_1"],
+                  r["target_2"], c["gap_2"], c["p_2"], c["effect"], _verdict(r))
     console.print(t)
     if len(rows) > 20:
         console.print(f"... and {len(rows) - 20} more")
@@ -118,10 +114,10 @@ def print_flips(sdir: Path) -> None:
 
 def flip_headline(measures: list[str]) -> str:
     """The measure whose flips are printed: the headline measure (nDCG at its largest
-    rank cutoff, :func:`tiap.scoring.measures.primary_measure`) among the flipped ones, as
+    rank cutoff, :func:`tiap.scoring.primary_measure`) among the flipped ones, as
     written in winner_flips.csv. A token budget (``nDCG@tok500``) is a measure like any
     other, never read as a rank cutoff."""
-    from tiap.scoring.measures import parse_measure, primary_measure
+    from tiap.scoring import parse_measure, primary_measure
 
     written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
     return written[str(primary_measure(list(dict.fromkeys(measures))))]

@@ -17,13 +17,12 @@ from tiap.cli.common import (
     err_console,
     one_of,
     print_warnings,
-    read_overlays,
     split_names,
 )
 from tiap.cli.targets import split_targets
 from tiap.errors import TiapError
 from tiap.io import split_named
-from tiap.scoring.measures import DEFAULT_K, default_measures
+from tiap.scoring import DEFAULT_K, default_measures
 
 
 def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
@@ -61,7 +60,7 @@ def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
 def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
     """``NAME=PATH`` (or a plain PATH, named by its file name) -> {name: Qrels}."""
     from tiap.runs import read_qrels, system_from_path
-    from tiap.targets.export import qrels_store
+    from tiap.targets import qrels_store
 
     out = {}
     for spec in specs:
@@ -161,8 +160,7 @@ def rescore_cmd(
     """Rescore fixed runs under Raw, Source, Canonical (and custom) targets, or under TREC
     qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv,
     target_sizes.csv, queries.csv and manifest.json."""
-    from tiap.io import check_output_folder
-    from tiap.scoring.folder import KNOWN_OUTPUTS, write_rescore
+    from tiap.scoring import check_rescore_folder, write_rescore
 
     if measures is not None and k is not None:
         raise TiapError(f"give --k or --measures, not both (--k {k} means --measures "
@@ -182,7 +180,7 @@ def rescore_cmd(
         if missing_opts:
             raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
                             "and a queries file (--items, --queries), or qrels files (--qrels)")
-    check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
+    check_rescore_folder(out, force=force)
     from tiap.engine import make_engine, use_engine
 
     overlay_report: dict[str, Any] = {}
@@ -198,6 +196,8 @@ def rescore_cmd(
                 judged.update(dict.fromkeys(result.query_ids[s]))
             query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
         else:
+            from tiap.targets import read_overlays
+
             overlays, overlay_files = read_overlays(overlay or [])
             names = tlist or ["raw", "source", "canonical"]
             if tlist is None:  # each target under each overlay too
@@ -284,7 +284,7 @@ def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> Non
 def _warnings_of(runs: Any) -> dict[str, Any]:
     """system -> the manifest entries of its run reader's warnings (notes left out)."""
     from tiap.runs import warnings_json
-    from tiap.scoring.rescore import NOTE_CODES
+    from tiap.scoring import NOTE_CODES
 
     return {r.system: warnings_json(w for w in r.warnings if w.code not in NOTE_CODES)
             for r in runs}
@@ -299,7 +299,7 @@ class _JudgedQuery:
 
 def _check_measures(measures: str) -> None:
     """``--measures`` parses: an error names the option (nothing is read before)."""
-    from tiap.scoring.measures import parse_measures
+    from tiap.scoring import parse_measures
 
     split_names(measures, "--measures", what="measures such as nDCG@60")
     try:
@@ -333,7 +333,7 @@ def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict
 def _rescore_lineage(  # type: ignore[no-untyped-def]
     run: list[str], items: list[str], queries: Path, targets: list[str], **opts
 ):
-    from tiap.scoring.rescore import rescore
+    from tiap import rescore
 
     stores: dict[str | None, Path] = {}
     inputs: dict[str, Path] = {"queries": queries}
@@ -357,7 +357,7 @@ def _rescore_lineage(  # type: ignore[no-untyped-def]
 def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
     from concurrent.futures import ThreadPoolExecutor
 
-    from tiap.scoring.rescore import rescore_qrels
+    from tiap.scoring import rescore_qrels
 
     dedup, order = opts.pop("dedup"), opts.pop("order")
     # the qrels files are read while the runs are (pyarrow parses without the GIL), unless

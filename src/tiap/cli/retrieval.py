@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from tiap.cli.common import bounded, err_console
-from tiap.scoring.measures import DEFAULT_K
+from tiap.scoring import DEFAULT_K
 
 
 def _system_name(value: str | None) -> str | None:

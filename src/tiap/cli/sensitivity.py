@@ -126,17 +126,8 @@ def sensitivity_cmd(
     err_console.print(f"wrote {out}")
 
 
-def ci_text(lo: float | None, hi: float | None) -> str:
-    """An interval in parentheses' inside: ``+0.042, +0.055`` (:mod:`tiap.numfmt`)."""
-    from tiap.numfmt import interval
-
-    return interval(lo, hi, open_ends=True, missing="-")[1:-1]
-
-
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
-    from tiap.report.procedure import threshold_text
-    from tiap.report.render import p_cell
-    from tiap.sensitivity.flips import gap_text
+    from tiap.report import flip_cells, procedure_text
 
     flips = [r for r in res.table("winner_flips") if r["flip"]]
     primary = res.options["primary"]
@@ -144,7 +135,7 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     rows = [r for r in on_primary if r["headline"]]
     o = res.options
     how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}; "
-           f"practical threshold: {threshold_text(o)}")
+           f"practical threshold: {procedure_text(o)['threshold']}")
     if not rows:
         console.print(f"no headline winner flip on the primary measure ({how}; "
                       f"{len(on_primary)} flips there not significant or below the practical "
@@ -158,13 +149,12 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
         t.add_column(c)
     floor = False
     for r in rows:
-        p1, p2 = (p_cell(r, f"p_{i}_adjusted", o["resamples"]).replace("\u00a0", " ")
-                  for i in (1, 2))
-        floor |= "≤" in p1 + p2
+        c = flip_cells(r, o["resamples"])
+        floor |= "≤" in c["p_1"] + c["p_2"]
         t.add_row(r["dataset"], r["measure"], f"{r['system_a']} vs {r['system_b']}",
                   f"{r['target_1']} -> {r['target_2']}", f"{r['n_shared']:,}",
-                  f"{gap_text(r, 1)} ({ci_text(r['ci_1_low'], r['ci_1_high'])})", p1,
-                  f"{gap_text(r, 2)} ({ci_text(r['ci_2_low'], r['ci_2_high'])})", p2)
+                  f"{c['gap_1']} ({c['ci_1']})", c["p_1"], f"{c['gap_2']} ({c['ci_2']})",
+                  c["p_2"])
     console.print(t)
     if floor:
         console.print(f"≤: the raw p-value is the floor of {o['resamples']:,} resamples, "

@@ -29,8 +29,7 @@ def split_targets(value: str, option: str = "--targets") -> list[str]:
     are errors (``invalid-value``) naming ``option``, with a did-you-mean."""
     from tiap.cli.common import split_names
     from tiap.errors import TiapError
-    from tiap.targets.granularity import parse_granularity
-    from tiap.targets.targets import DEFAULT_REGISTRY
+    from tiap.targets import DEFAULT_REGISTRY, parse_granularity
 
     sep = ";" if ";" in value or "{" in value else ","
     what = "target names or name=spec definitions"
@@ -70,21 +69,17 @@ def targets_cmd(
     """Write, per store, the groups per (query, target), target-mapping rows, TREC qrels per
     target (qrels/STORE.TARGET.qrels: score each run against its own store's qrels) and the
     coverage summary, with a manifest."""
-    from tiap.datasets.queryfile import read_queries
+    from tiap import read_queries, read_store
     from tiap.errors import Problem, TiapError
-    from tiap.io import check_output_folder
-    from tiap.memory.store import read_store
-    from tiap.targets.export import COMMAND, KNOWN_OUTPUTS, write_targets
+    from tiap.targets import check_targets_folder, read_overlays, write_targets
 
     tlist = split_targets(targets)
-    check_output_folder(out, COMMAND, force=force, known=KNOWN_OUTPUTS)
+    check_targets_folder(out, force=force)
     hints = [Problem("file not found; --items takes a path only (a store is named by its "
                      "rows' 'store' field, else its folder)", file=str(p))
              for p in items if "=" in str(p) and not p.exists()]
     if hints:
         raise TiapError(problems=hints)
-    from tiap.cli.common import read_overlays
-
     overlays, overlay_files = read_overlays(overlay or [])
     stores = [read_store(p) for p in items]
     res = write_targets(out, stores, read_queries(queries), tlist,

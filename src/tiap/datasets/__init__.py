@@ -6,6 +6,9 @@
 ('conv-26:D1:3',)
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from tiap.datasets.base import Bundle, Dataset, InlineDataset, SessionSlice, first_sessions
 from tiap.datasets.files import DataSource
 from tiap.datasets.records import (
@@ -20,7 +23,41 @@ from tiap.datasets.records import (
 from tiap.datasets.registry import dataset_ids, load
 
 __all__ = [
-    "Bundle", "Collection", "DataSource", "Dataset", "DatasetStats", "DerivedMemory",
-    "EvidenceProblem", "InlineDataset", "Query", "Session", "SessionSlice", "Turn",
-    "dataset_ids", "first_sessions", "load",
+    "Bundle",
+    "Collection",
+    "DataSource",
+    "Dataset",
+    "DatasetStats",
+    "DerivedMemory",
+    "EvidenceProblem",
+    "InlineDataset",
+    "Query",
+    "Session",
+    "SessionSlice",
+    "Turn",
+    "dataset_ids",
+    "export_dataset",
+    "export_overlay",
+    "first_sessions",
+    "load",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.datasets.export import export_dataset
+    from tiap.datasets.overlays import export_overlay
+
+#: name -> module, imported on first use (PEP 562): the writers are not needed to read
+_LAZY = {"export_dataset": "tiap.datasets.export", "export_overlay": "tiap.datasets.overlays"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiap.datasets' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

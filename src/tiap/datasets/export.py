@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tiap.datasets.base import Dataset
-from tiap.datasets.files import manifest
+from tiap.datasets.files import DataSource, manifest
 from tiap.errors import Problems
 from tiap.io import check_output_folder, output_folder, sha256_file, write_jsonl
 from tiap.provenance import manifest_header
@@ -53,10 +53,28 @@ COMMAND = "datasets export"
 OUTPUTS = ("turns.jsonl", "queries.jsonl", "memories.jsonl", "problems.jsonl")
 
 
-def export_dataset(ds: Dataset, out: str | Path, *, force: bool = False) -> dict[str, Any]:
-    """Export ``ds`` into ``out`` (module docstring); returns the counts. ``force``: replace
-    ``out`` even if it is not an earlier export (what it holds is deleted)."""
+def export_dataset(ds: Dataset | str, out: str | Path, *, force: bool = False,
+                   source: DataSource | None = None) -> dict[str, Any]:
+    """Export ``ds`` into ``out`` (module docstring); returns the counts. ``ds``: a dataset,
+    or a registered dataset's id, loaded from ``source`` after ``out`` is checked. ``force``:
+    replace ``out`` even if it is not an earlier export (what it holds is deleted).
+
+        >>> from tiap.datasets import Bundle, Collection, InlineDataset, Query, Session, Turn
+        >>> turns = (Turn("c1:D1:1", "c1", "session_1", 1, "Ann", "I moved to Oslo."),)
+        >>> queries = (Query("q1", "c1", "Where does Ann live?", "Oslo", "1", ("c1:D1:1",)),)
+        >>> ds = InlineDataset([Bundle(Collection("c1", 1, 1, ("Ann", "Bob")),
+        ...                            (Session("c1", "session_1", 1, "8 May, 2023"),),
+        ...                            turns, queries)])
+        >>> export_dataset(ds, "export")
+        {'turns': 1, 'queries': 1, 'memories': 0, 'problems': 0}
+        >>> Path("export/queries.jsonl").read_text().count("\\n")
+        1
+    """
     check_output_folder(out, COMMAND, force=force)  # before anything is read
+    if isinstance(ds, str):
+        from tiap.datasets.registry import load
+
+        ds = load(ds, source=source)
     ds.verify()  # every pinned file the dataset reads: present (or fetched) and checked
     counts = {"turns": 0, "queries": 0, "memories": 0, "problems": 0}
     pinned = manifest(ds.folder) if ds.folder else {}

@@ -176,3 +176,56 @@ def locomo_audit_overlay(errors_path: str | Path, conversations: Iterable[Any],
         notes[q.query_id] = str(item.get("error_type", ""))
     return EvidenceOverlay(MappingProxyType(evidence), MappingProxyType(notes),
                            tuple(problems), str(p))
+
+
+#: Evidence overlays TIAP can build from pinned files: name -> (data folder, file, dataset).
+OVERLAYS = {"locomo-audit": ("locomo-audit", "errors.json", "locomo")}
+OVERLAY_COMMAND = "datasets-overlay"  # the manifest's "command"
+
+
+def export_overlay(name: str, out: str | Path, *, source: Any = None, force: bool = False,
+                   ) -> tuple[EvidenceOverlay, dict[str, int]]:
+    """Build the evidence overlay ``name`` (one of :data:`OVERLAYS`) from its pinned file
+    and write it into the folder ``out``: ``overlay.jsonl``, ``problems.jsonl`` (every
+    audited id that could not be mapped to a query, every evidence id that could not be
+    resolved) and ``manifest.json``. ``source``: where the data is (a
+    :class:`tiap.datasets.DataSource`; default: the data folder). ``out`` is checked
+    before anything is read and replaced whole (:func:`tiap.io.output_folder`); ``force``
+    replaces a folder that is not an earlier overlay. Returns the overlay and its counts
+    (``rows``, ``changed_queries``: queries whose evidence it changes, ``problems``).
+
+        >>> sorted(OVERLAYS)
+        ['locomo-audit']
+        >>> export_overlay("corrected", "out")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: unknown overlay 'corrected'; known: locomo-audit
+    """
+    from tiap.datasets.files import DataSource
+    from tiap.datasets.registry import load
+    from tiap.io import check_output_folder, output_folder
+    from tiap.provenance import input_entry, manifest_header
+
+    if name not in OVERLAYS:
+        raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
+                        code="usage")
+    check_output_folder(out, OVERLAY_COMMAND, force=force)
+    folder, file, dataset = OVERLAYS[name]
+    source = source if source is not None else DataSource()
+    path = source.path(folder, file)
+    ds = load(dataset, source=source)
+    ov = locomo_audit_overlay(path, ds.bundles())
+    queries = {q.query_id: q for q in ds.queries_iter()}
+    changed = sum(1 for q, ev in ov.evidence.items() if set(ev) != set(queries[q].evidence))
+    with output_folder(out, OVERLAY_COMMAND, force=force) as tmp:
+        n = write_overlay(tmp / "overlay.jsonl", ov)
+        with atomic_write(tmp / "problems.jsonl") as fh:
+            for p in ov.problems:
+                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+        man = manifest_header(OVERLAY_COMMAND, 1)
+        man["overlay"] = name
+        man["inputs"] = {f"{folder}/{file}": input_entry(path)}
+        counts = {"rows": n, "changed_queries": changed, "problems": len(ov.problems)}
+        man["counts"] = counts
+        man["outputs"] = ["overlay.jsonl", "problems.jsonl"]
+        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+    return ov, counts

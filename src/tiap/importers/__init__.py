@@ -37,12 +37,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
-from tiap.io import atomic_write, output_folder, output_step
+from tiap.io import atomic_write, check_output_folder, output_folder, output_step
 from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import input_entry, manifest_header
 from tiap.runs import Run, warnings_json, write_jsonl_run
@@ -52,13 +52,38 @@ __all__ = [
     "IMPORTERS",
     "Importer",
     "LineageCoverage",
+    "Mem0RunConfig",
+    "check_import_folder",
     "coverage_of_folder",
     "forced",
     "get_importer",
+    "import_mem0_results",
     "importer_names",
     "lineage_coverage",
+    "run_mem0",
     "write_coverage",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.importers.mem0 import import_mem0_results
+    from tiap.importers.mem0_harness import Mem0RunConfig, run_mem0
+
+#: name -> module, imported on first use (PEP 562): the Mem0 importer and harness
+_LAZY = {"import_mem0_results": "tiap.importers.mem0",
+         "Mem0RunConfig": "tiap.importers.mem0_harness", "run_mem0": "tiap.importers.mem0_harness"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiap.importers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 SCHEMA_VERSION = 1
 COVERAGE_FILE = "lineage_coverage.json"
@@ -412,6 +437,24 @@ def forced(force: bool = True) -> Iterator[None]:
         yield
     finally:
         _FORCE.reset(token)
+
+
+def check_import_folder(out: str | Path, *, force: bool = False) -> Path:
+    """Check, before any input is read, that an import may write the folder ``out``: a
+    missing or empty folder, or an earlier output of any ``tiap import`` command (that
+    step's :func:`tiap.io.check_output_folder` policy); anything else is refused
+    (``error[stale-output]``) unless ``force``. Returns the folder.
+
+        >>> check_import_folder("imported")
+        PosixPath('imported')
+        >>> Path("notes").mkdir(); _ = Path("notes/mine.txt").write_text("x")
+        >>> check_import_folder("notes")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: notes: the output folder is not empty and holds no manifest ...
+    """
+    found = output_step(out)
+    return check_output_folder(out, found if is_import_step(found) else "import", force=force,
+                               known=IMPORT_KNOWN)
 
 
 def is_import_step(step: str | None) -> bool:

@@ -601,7 +601,22 @@ def import_mem0_results(
     keep: Sequence[str] = (),
 ) -> Mem0Import:
     """:func:`read_mem0_import`, then :func:`write_mem0_import` into ``out_dir`` (unless None;
-    ``force``, ``step`` and ``keep`` are its)."""
+    ``force``, ``step`` and ``keep`` are its).
+
+    One query, whose one result is a memory derived from turn ``c1:D1:1``::
+
+        >>> import json
+        >>> row = {"query_id": "q1", "collection": "c1", "question": "Where does Ann live?",
+        ...        "evidence": ["c1:D1:1"],
+        ...        "results": [{"id": "m1", "memory": "Ann lives in Oslo", "score": 0.9,
+        ...                     "metadata": {"source_ids": ["c1:D1:1"]}}]}
+        >>> _ = Path("results.jsonl").write_text(json.dumps(row) + "\\n")
+        >>> imp = import_mem0_results("results.jsonl", "imported")
+        >>> {k: imp.report.counts()[k] for k in ("queries", "items", "items_without_source")}
+        {'queries': 1, 'items': 1, 'items_without_source': 0}
+        >>> sorted(p.name for p in Path("imported").iterdir())  # doctest: +ELLIPSIS
+        ['items.jsonl', 'lineage_coverage.json', 'manifest.json', ..., 'run.jsonl']
+    """
     imp = read_mem0_import(path, memories=memories, queries=queries, units=units, system=system,
                            sources_key=sources_key, kind_key=kind_key, default_kind=default_kind,
                            window_key=window_key)

@@ -140,6 +140,12 @@ class Mem0RunConfig(Settings):
         max_sessions: feed only the first N sessions of each collection, and search only the
             queries whose evidence lies wholly in them (a slice, for quick runs and tests).
         system: the run's system name.
+
+        >>> Mem0RunConfig(limit=10).limit
+        10
+        >>> Mem0RunConfig(limit=0)
+        Traceback (most recent call last):
+        tiap.errors.TiapError: mem0 run: key limit: expected an integer from 1 to 1,000,000, got 0 ...
     """
 
     subject: ClassVar[str] = "mem0 run"
@@ -550,6 +556,17 @@ def run_mem0(
     Raises:
         TiapError: unknown collections; ``out`` holding finished collections made with other
             settings (use another ``out`` or ``fresh``); Mem0 failing on a turn or a query.
+
+    Every check is made before Mem0 is started (a real run needs the ``mem0`` extra)::
+
+        >>> from tiap.datasets import Bundle, Collection, InlineDataset, Session, Turn
+        >>> turns = (Turn("c1:D1:1", "c1", "session_1", 1, "Ann", "I moved to Oslo."),)
+        >>> ds = InlineDataset([Bundle(Collection("c1", 1, 1, ("Ann", "Bob")),
+        ...                            (Session("c1", "session_1", 1, "8 May, 2023"),),
+        ...                            turns, ())])
+        >>> run_mem0(ds, "mem0", collections=["c9"])
+        Traceback (most recent call last):
+        tiap.errors.TiapError: unknown collection(s) c9 in dataset inline
     """
     cfg = config or Mem0RunConfig()
     cfg.check()

@@ -8,5 +8,49 @@
   ``127.0.0.1`` (``tiap llm serve``; the server's child process is
   ``python -m tiap.llm.local``).
 
-The package itself imports nothing: import the module you need.
+The package imports nothing until a name is used (PEP 562): ``from tiap.llm import
+ChatClient`` loads the client only.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
+    "ChatClient",
+    "LocalServer",
+    "installed",
+    "local_endpoint",
+    "redact",
+]
+
+#: name -> the module that defines it
+_HOMES = {
+    "ChatClient": "tiap.llm.client",
+    "redact": "tiap.llm.client",
+    "DEFAULT_MODEL": "tiap.llm.local",
+    "MODELS": "tiap.llm.local",
+    "LocalServer": "tiap.llm.local",
+    "installed": "tiap.llm.local",
+    "local_endpoint": "tiap.llm.local",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.llm.client import ChatClient, redact
+    from tiap.llm.local import DEFAULT_MODEL, MODELS, LocalServer, installed, local_endpoint
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiap.llm' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

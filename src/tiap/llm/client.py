@@ -105,7 +105,13 @@ def secret_from_env(name: str | None) -> str | None:
 
 def redact(value: T) -> T:
     """``value`` with every secret replaced by ``[redacted]``: strings, and the strings
-    inside lists, tuples and dicts (keys too), at any depth; other values as they are."""
+    inside lists, tuples and dicts (keys too), at any depth; other values as they are.
+
+        >>> redact("sent Authorization: Bearer sk-abc123")
+        'sent Authorization: Bearer [redacted]'
+        >>> redact([1, "no secret here"])
+        [1, 'no secret here']
+    """
     if isinstance(value, str):
         return _redact_text(value)  # type: ignore[return-value]
     if isinstance(value, dict):
@@ -358,7 +364,14 @@ def _content(data: Any) -> str | None:
 
 
 class ChatClient:
-    """Posts chat-completion bodies to ``{base_url}/chat/completions`` with retries."""
+    """Posts chat-completion bodies to ``{base_url}/chat/completions`` with retries
+    (needs the ``llm`` extra: httpx).
+
+        >>> client = ChatClient("http://127.0.0.1:8089/v1", api_key_env=None, max_retries=0)
+        >>> client.url
+        'http://127.0.0.1:8089/v1/chat/completions'
+        >>> client.close()
+    """
 
     def __init__(
         self,

@@ -125,7 +125,14 @@ def local_endpoint(name: str, port: int = DEFAULT_PORT, *, base_url: str | None 
     """The endpoint and model name ``--local-model NAME`` serves on ``port``, for a command
     that also takes an endpoint of its own (``flags``: its two options). Both at once is a
     usage error (the run would not use the served model), and so is a model name other than
-    the one served; an unknown ``name`` is ``invalid-value``. Checked before any data."""
+    the one served; an unknown ``name`` is ``invalid-value``. Checked before any data.
+
+        >>> local_endpoint("smollm2-135m", 8089)
+        ('http://127.0.0.1:8089/v1', 'smollm2-135m')
+        >>> local_endpoint("smollm2-135m", base_url="http://example.org/v1")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: --local-model serves its own endpoint: give --base-url or --local-model, not both
+    """
     served = get_model(name).name
     if base_url is not None:
         raise TiapError(f"--local-model serves its own endpoint: give {flags[0]} or "
@@ -161,7 +168,13 @@ def _piece(model: LocalModel, package: str, rel: str) -> Path | None:
 
 
 def installed(model: LocalModel) -> bool:
-    """Whether every piece of ``model`` is installed (or the assembled file is cached)."""
+    """Whether every piece of ``model`` is installed (or the assembled file is cached).
+
+        >>> sorted(MODELS), DEFAULT_MODEL
+        (['qwen2.5-coder-1.5b', 'smollm2-135m'], 'qwen2.5-coder-1.5b')
+        >>> installed(MODELS["smollm2-135m"]) in (True, False)
+        True
+    """
     if model.assembled and (_cache_dir() / f"{model.name}.gguf").is_file():
         return True
     return all(_piece(model, pkg, rel) is not None for pkg, rel in model.parts)
@@ -348,6 +361,14 @@ class LocalServer:
         parallel: slots, requests served at once (each with ``ctx`` tokens).
         startup_timeout: seconds to wait for the server to answer.
         log_file: where the server's log goes (default a temporary file, kept).
+
+    The settings are checked when it is made, before anything starts::
+
+        >>> LocalServer("smollm2-135m").model
+        'smollm2-135m'
+        >>> LocalServer("smollm2-135m", ctx=16384)
+        Traceback (most recent call last):
+        tiap.errors.TiapError: --ctx 16,384 is more than smollm2-135m was trained for (8,192 tokens)
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, port: int = 0, ctx: int = 4096,

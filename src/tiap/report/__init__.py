@@ -7,5 +7,6 @@ Figures need the ``report`` extra (matplotlib). The public API is
 """
 
 from tiap.report.build import build_report
+from tiap.report.procedure import flip_cells, procedure_text
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "flip_cells", "procedure_text"]

@@ -192,3 +192,48 @@ def _dz(x: Any) -> str:
 def effect_pair(r: Mapping[str, Any]) -> str:
     """``+0.53 / -0.10``: the two gaps' d_z (``–`` where missing)."""
     return f"{_dz(r.get('effect_1'))} / {_dz(r.get('effect_2'))}"
+
+
+def procedure_text(opts: Mapping[str, Any]) -> dict[str, str]:
+    """How a sensitivity folder's winner flips were tested, in words, from its options (as
+    ``analyze`` returns them or its manifest holds them): ``threshold``, the practical
+    threshold a headline flip needs (:func:`threshold_text`), and ``after_correction``.
+
+        >>> procedure_text({"correction": "holm", "min_dz": 0.2, "min_effect": 0})
+        {'threshold': '|d_z| ≥ 0.2 on both gaps', 'after_correction': 'after Holm'}
+    """
+    return {"threshold": threshold_text(opts), "after_correction": after_correction(opts)}
+
+
+def flip_cells(row: Mapping[str, Any], resamples: object) -> dict[str, str]:
+    """The text of one winner flip (a row of ``winner_flips``, as ``analyze`` returns it or
+    as read back from ``winner_flips.csv``), as a table prints it: ``gap_1``, ``gap_2`` (a
+    value, or ``[lower, upper]`` where partial lineage only bounds it), ``ci_1``, ``ci_2``
+    (each gap's interval, without its brackets: open where too few queries bound a side),
+    ``p_1``, ``p_2`` (the adjusted p-values, ``≤ x`` where the raw one is the floor
+    ``1 / (resamples + 1)``) and ``effect`` (the two gaps' d_z).
+
+    A gap of +0.05 that turns into -0.02, each with its interval; the first p-value is the
+    floor of 999 resamples (raw 0.001)::
+
+        >>> row = {"gap_1": 0.05, "gap_2": -0.02, "ci_1_low": 0.031, "ci_1_high": 0.069,
+        ...        "ci_2_low": -0.04, "ci_2_high": None, "p_1": 0.001, "p_1_adjusted": 0.002,
+        ...        "p_2": 0.02, "p_2_adjusted": 0.02, "effect_1": 0.53, "effect_2": -0.1}
+        >>> cells = flip_cells(row, 999)
+        >>> cells["gap_1"], cells["gap_2"], cells["ci_1"], cells["ci_2"]
+        ('+0.0500', '-0.0200', '+0.031, +0.069', '-0.040, +∞')
+        >>> cells["p_1"], cells["p_2"], cells["effect"]
+        ('≤ 0.0020', '0.0200', '+0.53 / -0.10')
+    """
+    from tiap.numfmt import interval
+    from tiap.report.render import p_cell
+    from tiap.sensitivity.flips import gap_text
+
+    cells = {}
+    for i in (1, 2):
+        cells[f"gap_{i}"] = gap_text(row, i)
+        cells[f"ci_{i}"] = interval(row.get(f"ci_{i}_low"), row.get(f"ci_{i}_high"),
+                                    open_ends=True, missing="-")[1:-1]
+        cells[f"p_{i}"] = p_cell(row, f"p_{i}_adjusted", resamples).replace("\u00a0", " ")
+    cells["effect"] = effect_pair(row)
+    return cells

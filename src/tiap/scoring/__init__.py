@@ -8,28 +8,72 @@ array of per-query values per measure, NaN for zero-target queries. Credit modes
 formulas are documented on :func:`score`.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from tiap.scoring.encode import Encoded, encode
+from tiap.scoring.families import family_rows
 from tiap.scoring.kernels import CREDIT_MODES, Credit, RankingIndex, Targets, score, score_many
 from tiap.scoring.measures import (
+    DEFAULT_K,
     KNOWN_MEASURES,
+    MAX_CUTOFF,
     Measure,
     MeasureSpec,
+    default_measures,
     parse_measure,
     parse_measures,
+    primary_measure,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.scoring.folder import check_rescore_folder, write_rescore
+    from tiap.scoring.rescore import NOTE_CODES, rescore_qrels
 
 __all__ = [
     "CREDIT_MODES",
+    "DEFAULT_K",
     "KNOWN_MEASURES",
+    "MAX_CUTOFF",
+    "NOTE_CODES",
     "Credit",
     "Encoded",
     "Measure",
     "MeasureSpec",
     "RankingIndex",
     "Targets",
+    "check_rescore_folder",
+    "default_measures",
     "encode",
+    "family_rows",
     "parse_measure",
     "parse_measures",
+    "primary_measure",
+    "rescore_qrels",
     "score",
     "score_many",
+    "write_rescore",
 ]
+
+#: name -> module, imported on first use (PEP 562): rescoring loads the stores' and runs'
+#: readers, which ``import tiap.scoring`` does not need. (``rescore`` itself is the front
+#: door's, ``tiap.rescore``: here the name is its module, ``tiap.scoring.rescore``.)
+_LAZY = {
+    "NOTE_CODES": "tiap.scoring.rescore",
+    "rescore_qrels": "tiap.scoring.rescore",
+    "check_rescore_folder": "tiap.scoring.folder",
+    "write_rescore": "tiap.scoring.folder",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tiap.scoring' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -52,7 +52,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import TiapError, require
-from tiap.io import iter_csv, json_error, output_folder
+from tiap.io import check_output_folder, iter_csv, json_error, output_folder
 from tiap.provenance import input_entry, manifest_header
 from tiap.scoring import counts
 from tiap.scoring.measures import parse_measure
@@ -108,6 +108,20 @@ def queries_dataset(queries: Sequence[Any], inputs: Mapping[str, str | Path]) ->
     return None
 
 
+def check_rescore_folder(out: str | Path, *, force: bool = False) -> Path:
+    """Check, before any work, that :func:`write_rescore` may replace the folder ``out``
+    (:func:`tiap.io.check_output_folder`'s policy for the step ``rescore``); returns it.
+
+        >>> check_rescore_folder("scored")
+        PosixPath('scored')
+        >>> Path("notes").mkdir(); _ = Path("notes/mine.txt").write_text("x")
+        >>> check_rescore_folder("notes")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: notes: the output folder is not empty and holds no manifest ...
+    """
+    return check_output_folder(out, "rescore", force=force, known=KNOWN_OUTPUTS)
+
+
 def write_rescore(
     result: Scores,
     out: str | Path,
@@ -130,7 +144,19 @@ def write_rescore(
     is swapped for the new one, so no file of it (an old ``per_query/`` partition) survives; a
     folder that is not a rescoring's output is refused unless ``force``. With ``shared``
     (``summary.csv`` over the queries of every target's universe), a system with no such
-    query is an error before anything is written (:meth:`Scores.check_shared`)."""
+    query is an error before anything is written (:meth:`Scores.check_shared`).
+
+        >>> _ = Path("run.trec").write_text("q1 Q0 a 1 2.0 bm25\\nq1 Q0 b 2 1.0 bm25\\n")
+        >>> _ = Path("gold.qrels").write_text("q1 0 b 1\\n")
+        >>> from tiap.runs import read_qrels, read_run_columnar
+        >>> from tiap.scoring import rescore_qrels
+        >>> scores = rescore_qrels(read_run_columnar("run.trec"),
+        ...                        {"gold": read_qrels("gold.qrels")}, measures="RR@10")
+        >>> write_rescore(scores, "scored")["command"]
+        'rescore'
+        >>> Path("scored/summary.csv").read_text().splitlines()[1]
+        'bm25,gold,RR@10,1,1,0,0.5,0.5,0.5,0'
+    """
     if parquet:
         require("pyarrow", "parquet")
     if shared:

@@ -341,14 +341,24 @@ DEFAULT_K = 60
 
 
 def default_measures(k: int = DEFAULT_K) -> str:
-    """The measures ``tiap rescore`` computes unless ``--measures`` is given, at cutoff ``k``."""
+    """The measures ``tiap rescore`` computes unless ``--measures`` is given, at cutoff ``k``.
+
+        >>> default_measures(10)
+        'nDCG@10,R@10,RR@10,Success@10'
+    """
     return f"nDCG@{k},R@{k},RR@{k},Success@{k}"
 
 
 def primary_measure(measures: Sequence[Measure | str]) -> Measure:
     """The headline measure, the one default of every command that needs one measure
     (Stage III's headline, the audit's cases and graded credit, the report's primary): nDCG
-    at its largest cutoff (no cutoff counts as the largest), else the first measure."""
+    at its largest cutoff (no cutoff counts as the largest), else the first measure.
+
+        >>> primary_measure(["R@60", "nDCG@20", "nDCG@60"])
+        nDCG@60
+        >>> primary_measure(["Success@1", "R@10"])
+        Success@1
+    """
     parsed = [parse_measure(m) for m in measures]
     ndcg = [m for m in parsed if m.family == "nDCG" and m.param("discount") == "log2"
             and m.budget is None]

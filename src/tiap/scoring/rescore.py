@@ -1175,6 +1175,18 @@ def rescore_qrels(
     query that one qrels file does not judge, or judges only as non-relevant, is undefined
     (NaN) under that target, with its reason; trec_eval instead drops the first kind and
     scores the second 0.
+
+    A run ranking ``a`` then ``b`` for ``q1``, where only ``b`` is relevant: RR@10 = 1/2,
+    Success@1 = 0::
+
+        >>> from pathlib import Path
+        >>> _ = Path("run.trec").write_text("q1 Q0 a 1 2.0 bm25\\nq1 Q0 b 2 1.0 bm25\\n")
+        >>> _ = Path("gold.qrels").write_text("q1 0 b 1\\n")
+        >>> from tiap.runs import read_qrels, read_run_columnar
+        >>> scores = rescore_qrels(read_run_columnar("run.trec"),
+        ...                        {"gold": read_qrels("gold.qrels")}, measures="RR@10,Success@1")
+        >>> [(r["target"], r["measure"], r["mean"]) for r in scores.summary_rows()]
+        [('gold', 'RR@10', 0.5), ('gold', 'Success@1', 0.0)]
     """
     mode = check_credit(credit)
     ms = parse_measures(measures)

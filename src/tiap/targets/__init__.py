@@ -17,7 +17,14 @@ zero-target case with its reason; :func:`coverage` summarises them and
 """
 
 from tiap.targets.coverage import Coverage, TargetCoverage, coverage
-from tiap.targets.export import TargetsExport, qrels_store, write_targets
+from tiap.targets.export import (
+    TargetsExport,
+    check_targets_folder,
+    qrels_store,
+    read_overlays,
+    write_targets,
+)
+from tiap.targets.granularity import parse_granularity
 from tiap.targets.graph import (
     GRAPH_TARGETS,
     GraphEdge,
@@ -73,12 +80,15 @@ __all__ = [
     "ZeroTarget",
     "build_groups",
     "build_lineage",
+    "check_targets_folder",
     "coverage",
     "get_target",
     "graph_items",
     "list_targets",
+    "parse_granularity",
     "parse_target",
     "qrels_store",
+    "read_overlays",
     "resolve_targets",
     "write_targets",
 ]

@@ -77,6 +77,7 @@ from tiap.io import (
     output_folder,
     output_step,
     sha256_file,
+    split_named,
     write_jsonl,
 )
 from tiap.memory.store import Item, Store, check_store_name
@@ -85,7 +86,13 @@ from tiap.runs.qrels import qrels_line, write_qrels_lines
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, coverage
 from tiap.targets.groups import DEFAULT_TARGETS, QueryLike, TargetGroups, TargetSets, build_groups
 from tiap.targets.lineage import build_lineage
-from tiap.targets.targets import BUILTIN_TARGETS, Target, TargetRegistry, resolve_targets
+from tiap.targets.targets import (
+    BUILTIN_TARGETS,
+    TARGET_NAME_RE,
+    Target,
+    TargetRegistry,
+    resolve_targets,
+)
 
 __all__ = [
     "COMMAND",
@@ -462,6 +469,55 @@ def _earlier_files(out_dir: Path) -> set[str]:
         return set()
     return {p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*")
             if p.is_file() or p.is_symlink()}
+
+
+def check_targets_folder(out: str | Path, *, force: bool = False) -> Path:
+    """Check, before any input is read, that :func:`write_targets` may replace the folder
+    ``out`` (:func:`tiap.io.check_output_folder`'s policy for the step ``targets``);
+    returns it.
+
+        >>> check_targets_folder("targets")
+        PosixPath('targets')
+        >>> Path("notes").mkdir(); _ = Path("notes/mine.txt").write_text("x")
+        >>> check_targets_folder("notes")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: notes: the output folder is not empty and holds no manifest ...
+    """
+    return check_output_folder(out, COMMAND, force=force, known=KNOWN_OUTPUTS)
+
+
+def read_overlays(specs: Iterable[str], option: str = "--overlay",
+                  ) -> tuple[dict[str, Mapping[str, tuple[str, ...]]], dict[str, Path]]:
+    """Evidence overlays given as ``NAME=PATH`` (``option``'s values): each overlay's
+    evidence by query id, and its file. Targets ``T~NAME`` read them (:func:`write_targets`,
+    :func:`tiap.scoring.rescore`).
+
+    NAME is lower-case letters, digits, ``_`` and ``-``, starting with a letter, and given
+    once; anything else is an error naming ``option`` (``invalid-value``).
+
+        >>> _ = Path("overlay.jsonl").write_text('{"query_id": "q1", "evidence": ["D1:2"]}\\n')
+        >>> overlays, files = read_overlays(["fixed=overlay.jsonl"])
+        >>> dict(overlays["fixed"]), files
+        ({'q1': ('D1:2',)}, {'fixed': PosixPath('overlay.jsonl')})
+        >>> read_overlays(["Fixed=overlay.jsonl"])
+        Traceback (most recent call last):
+        tiap.errors.TiapError: --overlay 'Fixed=overlay.jsonl': give NAME=PATH, NAME lower-case ...
+    """
+    from tiap.datasets.overlays import read_overlay
+
+    overlays: dict[str, Mapping[str, tuple[str, ...]]] = {}
+    files: dict[str, Path] = {}
+    for spec in specs:
+        name, path = split_named(spec, option)
+        if not name or not TARGET_NAME_RE.match(f"t~{name}") or "~" in name:
+            raise TiapError(f"{option} {spec!r}: give NAME=PATH, NAME lower-case letters, "
+                            "digits, '_' and '-' starting with a letter (target T~NAME reads it)",
+                            code="invalid-value")
+        if name in overlays:
+            raise TiapError(f"{option}: {name!r} given twice", code="invalid-value")
+        overlays[name] = read_overlay(path).evidence
+        files[name] = path
+    return overlays, files
 
 
 def write_targets(

@@ -50,7 +50,14 @@ _GRAN_RE = re.compile(r"(session|window([1-9][0-9]{0,5}))\Z")
 
 
 def parse_granularity(text: str) -> str:
-    """``turn``, ``session`` or ``windowN`` (N from 1 to 999,999), checked."""
+    """``turn``, ``session`` or ``windowN`` (N from 1 to 999,999), checked.
+
+        >>> parse_granularity("window3")
+        'window3'
+        >>> parse_granularity("day")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: unknown granularity 'day': use session or windowN ...
+    """
     if text == TURN or _GRAN_RE.match(text):
         return text
     raise TiapError(f"unknown granularity {text!r}: use session or windowN (N turns, e.g. "
