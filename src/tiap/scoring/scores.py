@@ -4,7 +4,8 @@ One table of per-query values per (system, target, measure), aligned with each s
 scored queries, with the bounds partial lineage leaves, the zero-target reasons, the target
 sizes and what rescoring found per system (:class:`SystemReport`). Rescoring builds it
 (:func:`tiap.scoring.rescore.rescore`), :mod:`tiap.scoring.folder` writes it to a folder and
-reads it back, and Stage III pools it into datasets (:mod:`tiap.sensitivity.load`).
+reads it back, and Stage III pools the per-system views it gives (:class:`SystemScores`,
+:meth:`Scores.system`) into datasets (:mod:`tiap.sensitivity.load`).
 
 Two words are kept apart: a query is *in a target's universe* when the target is not proven
 empty for it (:meth:`Scores.in_universe`; its value may still be only bounded), and its value
@@ -137,6 +138,84 @@ class TargetLike(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
+class SystemScores:
+    """One system's per-query values over a query universe: the view of a :class:`Scores`
+    that Stage III works on (:meth:`Scores.system`), keyed by ``(target, measure)``.
+
+    Every array is aligned with the universe the view was taken over (its own queries, or
+    a dataset's pooled ones: :mod:`tiap.sensitivity.load`), NaN where the system did not
+    score a query or its value is undefined.
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1"]}}, [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]}],
+    ...                       targets=["raw"], measures="RR@5")
+    >>> view = scores.system("A", ["q0", "q1"])
+    >>> view.get("raw", scores.measures[0]).tolist()
+    [nan, 1.0]
+    >>> view.in_universe("raw", scores.measures).tolist()
+    [False, True]
+    """
+
+    name: str
+    source: Path
+    values: Mapping[tuple[str, Measure], NDArray[np.float64]]  # (target, measure) -> values
+    #: target -> (n_groups, n_members) per query (NaN where unknown); empty if not known
+    sizes: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(
+        default_factory=dict)
+    #: what rescoring found for this system (:meth:`SystemReport.to_json`: unknown ids,
+    #: missing queries, ...)
+    report: Mapping[str, Any] = field(default_factory=dict)
+    #: partial lineage: (target, measure) -> per-query bounds (equal to the value where it is
+    #: determined, NaN where undefined), for the keys with some value only bounded
+    lower: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    upper: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    #: (target 1, target 2, k) -> per query 0 or 1 where the items' shared lineage decides
+    #: whether exactly one target credits something in the top k though each target's
+    #: bounds leave it open (:meth:`Scores.flip_pair_rows`), -1 elsewhere
+    flip_pairs: Mapping[tuple[str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    #: target -> per query: does the value rest on lineage the import inferred; a target
+    #: absent here has none
+    inferred: Mapping[str, NDArray[np.bool_]] = field(default_factory=dict)
+
+    def inferred_mask(self, target: str) -> NDArray[np.bool_] | None:
+        """Queries whose value under ``target`` rests on inferred lineage (``None``: none)."""
+        return self.inferred.get(target)
+
+    def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
+        """Per-query values: NaN where undefined or only bounded (:meth:`interval`)."""
+        return self.values[(target, measure)]
+
+    def interval(self, target: str, measure: Measure,
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-query ``(lower, upper)``, NaN only where the query is undefined."""
+        key = (target, measure)
+        if key in self.lower:
+            return self.lower[key], self.upper[key]
+        return self.values[key], self.values[key]
+
+    def in_universe(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries in the universe of ``target`` (value determined or only bounded) for every
+        measure."""
+        mask = None
+        for m in measures:
+            ok = ~np.isnan(self.interval(target, m)[0])
+            mask = ok if mask is None else mask & ok
+        assert mask is not None
+        return mask
+
+    def determined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries whose value under ``target`` is determined (one number, not only bounded)
+        for every measure; a subset of :meth:`in_universe`."""
+        mask = None
+        for m in measures:
+            ok = ~np.isnan(self.values[(target, m)])
+            mask = ok if mask is None else mask & ok
+        assert mask is not None
+        return mask
+
+
+@dataclass(frozen=True, eq=False)
 class Scores:
     """Per-query values of every (system, target, measure), aligned with ``query_ids``."""
 
@@ -153,7 +232,8 @@ class Scores:
     zero_reasons: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     #: the same queries' reason codes: no_evidence, unknown_evidence or no_members
     zero_codes: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
-    #: (system, target) -> (G, size of the union of the groups) per scored query
+    #: (system, target) -> (G, size of the union of the groups) per scored query (-1: not
+    #: known; the queries of :attr:`undetermined` have none either)
     target_sizes: Mapping[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = field(
         default_factory=dict)
     #: partial lineage: (system, target, measure) -> lower and upper bounds per query, for
@@ -311,6 +391,83 @@ class Scores:
             mask &= self.in_universe(system, t)
         return mask
 
+    def system(self, name: str, universe: Sequence[str] | None = None, *,
+               targets: Sequence[str] | None = None, measures: Sequence[Measure] | None = None,
+               source: str | Path = "<scores>") -> SystemScores:
+        """The per-query values of system ``name`` as a :class:`SystemScores`, aligned with
+        ``universe`` (default: the system's own scored queries; a query of the system that
+        is not in it is an error), NaN where the system scored no query. ``targets`` and
+        ``measures`` (default: all) choose the keys; a key the rescoring holds no values for
+        is NaN throughout. ``source`` names where the scores came from (a rescore folder).
+
+        Bounds are kept for the keys with some value only bounded; target sizes are NaN
+        where the lineage does not determine them; the hit flips the items' shared lineage
+        decides are :meth:`flip_pair_rows`'s.
+
+        >>> import tiap
+        >>> scores = tiap.rescore({"A": {"q1": ["t1"]}},
+        ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+        ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]}],
+        ...                       targets=["raw"], measures="RR@5")
+        >>> view = scores.system("A")
+        >>> view.name, view.get("raw", scores.measures[0]).tolist()
+        ('A', [1.0])
+        >>> scores.system("A", ["q2"])
+        Traceback (most recent call last):
+        ...
+        ValueError: system 'A' scored queries not in the universe (e.g. q1)
+        """
+        local = self.query_ids[name]
+        order = tuple(local) if universe is None else tuple(universe)
+        index = {q: i for i, q in enumerate(order)}
+        missing = [q for q in local if q not in index]
+        if missing:
+            raise ValueError(f"system {name!r} scored queries not in the universe "
+                             f"(e.g. {', '.join(missing[:3])})")
+        pos = np.fromiter((index[q] for q in local), np.int64, len(local))
+        n = len(order)
+
+        def spread(arr: NDArray[Any], fill: Any = np.nan, dtype: Any = np.float64,
+                   ) -> NDArray[Any]:
+            out = np.full(n, fill, dtype)
+            out[pos] = arr
+            return out
+
+        ts = self.target_names if targets is None else tuple(targets)
+        ms = self.measures if measures is None else tuple(measures)
+        values: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+        lower: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+        upper: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+        for t in ts:
+            for m in ms:
+                v = self.values.get((name, t, m))
+                values[(t, m)] = np.full(n, np.nan) if v is None else spread(v)
+                lo = self.lower.get((name, t, m))
+                if v is not None and lo is not None and (np.isnan(v) & ~np.isnan(lo)).any():
+                    lower[(t, m)] = spread(lo)
+                    upper[(t, m)] = spread(self.upper[(name, t, m)])
+        sizes: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+        local_index = {q: i for i, q in enumerate(local)}
+        for t in ts:
+            got = self.target_sizes.get((name, t))
+            if got is None:
+                continue
+            g, mem = got
+            gf, mf = g.astype(np.float64), mem.astype(np.float64)
+            gf[g < 0] = np.nan  # not known (a folder's empty n_groups)
+            mf[mem < 0] = np.nan
+            rows = [local_index[q] for q in self.undetermined.get((name, t), {})]
+            gf[rows] = mf[rows] = np.nan
+            sizes[t] = (spread(gf), spread(mf))
+        pairs: dict[tuple[str, str, int], NDArray[np.int8]] = {}
+        for s, t1, t2, k, q, flip in self.flip_pair_rows():
+            if s == name and t1 in ts and t2 in ts:
+                pairs.setdefault((t1, t2, k), np.full(n, -1, np.int8))[index[q]] = flip
+        inferred = {t: spread(self.inferred_mask(name, t), False, bool) for t in ts
+                    if self.inferred.get((name, t))}
+        return SystemScores(name, Path(source), values, sizes, self.reports[name].to_json(),
+                            lower, upper, pairs, inferred)
+
     def zero_target_rows(self) -> Iterable[tuple[str, str, str, str, str]]:
         """``(system, target, query_id, reason, detail)`` for every undefined (query,
         target): ``reason`` is ``no_evidence``, ``unknown_evidence`` or ``no_members``,
@@ -341,7 +498,7 @@ class Scores:
                 g, mem = groups.tolist(), members.tolist()
                 und = self.undetermined.get((s, t), {})
                 for i, q in enumerate(self.query_ids[s]):
-                    if q in und:
+                    if q in und or g[i] < 0:  # not determined, or not known (read back)
                         yield s, t, q, None, None
                     else:
                         yield s, t, q, g[i], mem[i] if mem[i] >= 0 else None

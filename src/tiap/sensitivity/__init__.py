@@ -14,7 +14,7 @@ and answer-level alignment (docs/sensitivity.md).
 from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_sensitivity
 from tiap.sensitivity.design import parse_configs
 from tiap.sensitivity.flips import is_flip, is_flip_interval, winner_flips
-from tiap.sensitivity.load import Dataset, SystemScores, load_datasets
+from tiap.sensitivity.load import Dataset, load_datasets
 from tiap.sensitivity.stats import (
     CORRECTIONS,
     Gap,
@@ -32,7 +32,6 @@ __all__ = [
     "Gap",
     "GapResult",
     "SensitivityResult",
-    "SystemScores",
     "Table",
     "adjust",
     "analyze",

@@ -37,8 +37,8 @@ from numpy.typing import NDArray
 
 from tiap.scoring import counts
 from tiap.scoring.measures import Measure, primary_measure
-from tiap.scoring.scores import hit_cutoff, hit_measure, hit_test, top1_measure
-from tiap.sensitivity.load import Dataset, SystemScores
+from tiap.scoring.scores import SystemScores, hit_cutoff, hit_measure, hit_test, top1_measure
+from tiap.sensitivity.load import Dataset
 
 __all__ = [
     "CHANGED_EPS",
