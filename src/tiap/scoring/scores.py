@@ -31,9 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.scoring.kernels import Credit
     from tiap.targets import TargetSets
 
-CHANGED_EPS = 1e-12
 _SAME = 1e-12  # bounds this close are one value (float noise of the two walks)
-LARGE_DELTA = 0.1
 MAX_EXAMPLES = 20
 
 
@@ -611,38 +609,26 @@ class Scores:
                 k = hit_cutoff(m, self.measures)
                 fk = k if k is not None else self.whole_k  # the key of the hit's flips
                 for t1, t2 in combinations(self.target_names, 2):
-                    lo1, hi1 = self.interval(s, t1, m)
-                    lo2, hi2 = self.interval(s, t2, m)
-                    both = ~np.isnan(lo1) & ~np.isnan(lo2)
-                    a, b = self.values[(s, t1, m)], self.values[(s, t2, m)]
-                    exact = both & ~np.isnan(a) & ~np.isnan(b)
-                    d = b[exact] - a[exact]
-                    n = int(both.sum())
-                    n_und = n - int(exact.sum())
-                    l1, h1, l2, h2 = lo1[both], hi1[both], lo2[both], hi2[both]
-                    d_lo, d_hi = l2 - h1, h2 - l1
-                    hit = self.flip_state(s, t1, t2, fk)[both]
-                    joint = (hit if m.family == "Success" and m.cutoff == k and not m.params
-                             and (s, t1, t2, fk) in self.flip_pairs else None)
-                    changed = counts.count(joint if joint is not None else
-                                           counts.changed(l1, h1, l2, h2, CHANGED_EPS))
-                    large = counts.count(joint if joint is not None else counts.at_least(
-                        l1, h1, l2, h2, LARGE_DELTA - CHANGED_EPS))
-                    abs_lo, abs_hi = counts.abs_delta_bounds(l1, h1, l2, h2)
+                    (lo1, hi1), (lo2, hi2) = self.interval(s, t1, m), self.interval(s, t2, m)
+                    hits = self.flip_state(s, t1, t2, fk)
+                    # a hit measure changes exactly when its hit flips: where the items'
+                    # shared lineage decides the flip, it decides the change too
+                    binary = (m.family == "Success" and m.cutoff == k and not m.params
+                              and (s, t1, t2, fk) in self.flip_pairs)
+                    c = counts.change_counts(lo1, hi1, lo2, hi2, hits,
+                                             self.flip_state(s, t1, t2, 1), binary=binary)
+                    n = c["n_shared"]
                     row = {
                         "system": s, "measure": str(m), "target_1": t1, "target_2": t2,
-                        "n_shared": n, "n_undetermined": n_und,
-                        **counts.cells("changed", changed), "changed_max": changed.upper,
-                        **counts.rate_cells("changed_fraction", changed),
-                        "mean_delta": float(d.mean()) if n and not n_und else None,
-                        "mean_delta_lower": float(d_lo.mean()) if n else None,
-                        "mean_delta_upper": float(d_hi.mean()) if n else None,
-                        **counts.mean_cells("mean_abs_delta", abs_lo, abs_hi),
-                        **counts.cells("n_abs_delta_ge_0.1", large),
+                        "n_shared": n, "n_undetermined": c["n_undetermined"],
+                        **_pick(c, "changed"), "changed_max": c["changed_upper"],
+                        **_pick(c, "changed_fraction"),
+                        "mean_delta": c["mean_delta"],
+                        "mean_delta_lower": c["mean_delta_lower"],
+                        "mean_delta_upper": c["mean_delta_upper"],
+                        **_pick(c, "mean_abs_delta"), **_pick(c, "n_abs_delta_ge_0.1"),
                         "hit_k": k if k else "all",
-                        **counts.cells("hit_flips", counts.count(hit)),
-                        **counts.cells("top1_flips", counts.count(
-                            self.flip_state(s, t1, t2, 1)[both])),
+                        **_pick(c, "hit_flips"), **_pick(c, "top1_flips"),
                     }
                     rows.append(row)
         return rows
@@ -674,6 +660,11 @@ class Scores:
         l1, h1 = self.flip_interval(system, t1, k)
         l2, h2 = self.flip_interval(system, t2, k)
         return counts.differ(counts.truth(l1, h1, is_hit), counts.truth(l2, h2, is_hit))
+
+
+def _pick(cells: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A count's three cells (``name``, ``name_lower``, ``name_upper``) of ``cells``."""
+    return {k: cells[k] for k in (name, f"{name}_lower", f"{name}_upper")}
 
 
 def is_hit(v: NDArray[np.float64]) -> NDArray[np.bool_]:
