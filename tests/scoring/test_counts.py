@@ -16,15 +16,9 @@ from tiap.datasets.records import Query
 from tiap.memory.store import Item, Uncertainty
 from tiap.runs import Ranking, Run
 from tiap.scoring import counts
-from tiap.scoring.counts import EITHER
+from tiap.scoring.counts import CHANGED_EPS, EITHER, LARGE_DELTA
 from tiap.scoring.rescore import rescore
-from tiap.scoring.scores import (
-    CHANGED_EPS,
-    LARGE_DELTA,
-    PAIRWISE_BOUND_COLUMNS,
-    PAIRWISE_COLUMNS,
-    Scores,
-)
+from tiap.scoring.scores import PAIRWISE_BOUND_COLUMNS, PAIRWISE_COLUMNS, Scores
 
 TARGETS = ("raw", "source", "canonical")
 

@@ -12,8 +12,9 @@ import pytest
 from sensitivity_fixtures import write_rescore_dir
 
 from tiap.scoring.measures import parse_measure
+from tiap.scoring.scores import SystemScores
 from tiap.sensitivity import change
-from tiap.sensitivity.load import Dataset, SystemScores, load_datasets
+from tiap.sensitivity.load import Dataset, load_datasets
 from tiap.sensitivity.stability import (
     RANKING_COLUMNS,
     kendall_tau_b,

@@ -18,7 +18,8 @@ comparison the per-target bounds leave open, the caller passes the decided indic
 (rescoring does so for hit and top-1 flips: :func:`joint_flip`).
 
 One mechanism for every count: ``pairwise.csv`` of ``tiap rescore`` and ``change.csv`` of
-``tiap sensitivity`` both build their counts here, and write them with :func:`cells`: the
+``tiap sensitivity`` both take their change statistics from :func:`change_counts` (they
+differ only in where the hit flip states come from), and write them with :func:`cells`: the
 plain column holds the count where it is exact and is empty where it is not, and
 ``<column>_lower`` / ``<column>_upper`` always hold its bounds (as ``summary.csv`` gives
 ``mean``, ``lower``, ``upper``).
@@ -35,12 +36,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "CHANGED_EPS",
     "EITHER",
+    "LARGE_DELTA",
     "Count",
     "abs_delta_bounds",
     "at_least",
     "bound_columns",
     "cells",
+    "change_counts",
     "changed",
     "count",
     "differ",
@@ -180,6 +184,72 @@ def joint_flip(first: Iterable[tuple[int, int]], second: Iterable[tuple[int, int
     got = {(x or z) != (y or z)
            for x, y, z in product(values(only_a), values(only_b), values(both))}
     return int(got.pop()) if len(got) == 1 else EITHER
+
+
+# ------------------------------------------------------------------------------------------
+# the change between two targets
+
+#: ``|Δ|`` above this is a change (float noise below it is none).
+CHANGED_EPS = 1e-12
+#: ``|Δ|`` at least this is a large change (``n_abs_delta_ge_0.1``).
+LARGE_DELTA = 0.1
+
+
+def change_counts(
+    lo1: NDArray[np.float64], hi1: NDArray[np.float64],
+    lo2: NDArray[np.float64], hi2: NDArray[np.float64],
+    hits: NDArray[np.int8] | None = None,
+    tops: NDArray[np.int8] | None = None,
+    *, binary: bool = False,
+) -> dict[str, Any]:
+    """The change statistics of ``v2 - v1`` over the queries in both universes (not NaN),
+    from the per-query bounds (``lo == hi`` where a value is determined): ``n_shared``,
+    ``n_undetermined`` (queries with a value only bounded), and the cells (:func:`cells`,
+    :func:`rate_cells`, :func:`mean_cells`) of ``changed`` (``|Δ| > CHANGED_EPS``),
+    ``changed_fraction``, ``mean_delta``, ``mean_abs_delta``, ``n_abs_delta_ge_0.1`` and
+    ``share_abs_delta_ge_0.1`` (``|Δ| >= LARGE_DELTA``), ``hit_flips`` and ``top1_flips``.
+    ``hits`` and ``tops``: the hit and top-1 flip states per query (0, 1 or
+    :data:`EITHER`; ``None``: not known, the cells are empty); with ``binary`` the measure
+    is the hit itself (``Success@k``), so a query changed exactly when its hit flipped.
+
+    The one computation of ``pairwise.csv`` (``tiap rescore``) and ``change.csv`` (``tiap
+    sensitivity``); they differ in where the flip states come from.
+
+    >>> import numpy as np
+    >>> v1, v2 = np.array([0.5, 1.0, np.nan]), np.array([0.5, 0.0, 1.0])
+    >>> c = change_counts(v1, v1, v2, v2)
+    >>> c["n_shared"], c["changed"], c["mean_delta"], c["n_abs_delta_ge_0.1"]
+    (2, 1, -0.5, 1)
+    >>> lo2, hi2 = np.array([0.5, 0.0, 1.0]), np.array([0.6, 0.0, 1.0])
+    >>> c = change_counts(v1, v1, lo2, hi2)
+    >>> c["n_undetermined"], c["changed"], c["changed_lower"], c["changed_upper"]
+    (1, None, 1, 2)
+    """
+    both = ~np.isnan(lo1) & ~np.isnan(lo2)
+    l1, h1, l2, h2 = lo1[both], hi1[both], lo2[both], hi2[both]
+    n = int(both.sum())
+    if binary and hits is not None:
+        moved = large = count(hits[both])
+    else:
+        moved = count(changed(l1, h1, l2, h2, CHANGED_EPS))
+        large = count(at_least(l1, h1, l2, h2, LARGE_DELTA - CHANGED_EPS))
+    abs_lo, abs_hi = abs_delta_bounds(l1, h1, l2, h2)
+    out: dict[str, Any] = {
+        "n_shared": n,
+        "n_undetermined": int(((l1 != h1) | (l2 != h2)).sum()),
+        **cells("changed", moved),
+        **rate_cells("changed_fraction", moved),
+        **mean_cells("mean_delta", l2 - h1, h2 - l1),
+        **mean_cells("mean_abs_delta", abs_lo, abs_hi),
+        **cells("n_abs_delta_ge_0.1", large),
+        **rate_cells("share_abs_delta_ge_0.1", large),
+    }
+    for name, state in (("hit_flips", hits), ("top1_flips", tops)):
+        if state is None:
+            out.update({name: None, f"{name}_lower": None, f"{name}_upper": None})
+        else:
+            out.update(cells(name, count(state[both])))
+    return out
 
 
 # ------------------------------------------------------------------------------------------

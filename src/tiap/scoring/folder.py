@@ -44,7 +44,7 @@ import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -355,26 +355,26 @@ def read_summary(folder: str | Path) -> Summary:
 
 @dataclass(frozen=True, eq=False)
 class RescoreFolder:
-    """One rescore folder read back (:func:`read_folder`): values keyed by system, target and
-    measure name, each system's queries in the order of its rows."""
+    """One rescore folder read back (:func:`read_folder`), or a :class:`Scores` held in
+    memory taken as one (:func:`folder_of`): its :class:`Scores` with what Stage III reads
+    besides them (the manifest, the queries' categories, ``cost.csv``'s rows as written)."""
 
     path: Path
     name: str
     manifest: Mapping[str, Any]
-    query_ids: tuple[str, ...]
-    per_system: dict[str, dict[str, int]]  # system -> {query_id: local index}
-    values: dict[tuple[str, str, str], NDArray[np.float64]]  # (system, target, measure)
-    #: (system, target, measure) -> (lower, upper), for keys with some value only bounded
-    bounds: dict[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
-    sizes: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
+    scores: Scores
     categories: dict[str, str]
     category_source: str
-    #: (system, target 1, target 2, k) -> per local query 0, 1 or -1 (flip_pairs.csv)
-    flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = field(default_factory=dict)
-    #: (system, target) -> per local query: inferred (inferred.csv)
-    inferred: dict[tuple[str, str], NDArray[np.bool_]] = field(default_factory=dict)
     #: ``cost.csv``'s rows as written (:data:`tiap.scoring.cost.COST_COLUMNS`; none: no cost)
     cost: tuple[dict[str, str], ...] = ()
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        """The union of the systems' scored queries, in order of first appearance."""
+        universe: dict[str, None] = {}
+        for s in self.scores.systems:
+            universe.update(dict.fromkeys(self.scores.query_ids[s]))
+        return tuple(universe)
 
 
 
@@ -582,11 +582,11 @@ def per_query_of(result: Any) -> PerQuery:
 
 def folder_of(scores: Scores, name: str | None = None, *,
               path: str | Path = "<scores>") -> RescoreFolder:
-    """A :class:`Scores` held in memory as the :class:`RescoreFolder` that :func:`read_folder`
-    reads from the folder :func:`write_rescore` writes for it (the same values, bounds,
-    sizes, hit flips and inferred queries), so Stage III takes either. ``path`` names it in
-    notes and errors; nothing is read from it. The categories are the rescored queries'
-    (none for a rescoring of qrels files)."""
+    """A :class:`Scores` held in memory as a :class:`RescoreFolder`: the manifest, categories
+    and cost rows :func:`read_folder` reads from the folder :func:`write_rescore` writes for
+    it, so Stage III takes either. ``path`` names it in notes and errors; nothing is read
+    from it. The categories are the rescored queries' (none for a rescoring of qrels
+    files)."""
     man: dict[str, Any] = {
         "command": "rescore",
         "options": {"credit": scores.credit,
@@ -595,42 +595,19 @@ def folder_of(scores: Scores, name: str | None = None, *,
         "systems": {s: scores.reports[s].to_json() for s in scores.systems},
         "inputs": {},
     }
-    pq = per_query_of(scores)
-    bounds = {}
-    for (s, t, m), lo in scores.lower.items():
-        if (np.isnan(scores.values[(s, t, m)]) & ~np.isnan(lo)).any():  # some value open
-            bounds[(s, t, str(m))] = (lo, scores.upper[(s, t, m)])
-    sizes = {}
-    for (s, t), (g, mem) in scores.target_sizes.items():
-        gf, mf = g.astype(np.float64), mem.astype(np.float64)
-        mf[mem < 0] = np.nan
-        und = scores.undetermined.get((s, t), {})
-        if und:
-            rows = [pq.order[s][q] for q in und]
-            gf[rows] = mf[rows] = np.nan
-        sizes[(s, t)] = (gf, mf)
-    flip_pairs: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
-    for s, t1, t2, k, q, flip in scores.flip_pair_rows():
-        arr = flip_pairs.setdefault((s, t1, t2, k), np.full(len(pq.order[s]), -1, np.int8))
-        arr[pq.order[s][q]] = flip
-    inferred = {(s, t): scores.inferred_mask(s, t) for (s, t), why in scores.inferred.items()
-                if why}
-    universe: dict[str, None] = {}
-    for s in scores.systems:
-        universe.update(dict.fromkeys(scores.query_ids[s]))
     cats = {q.query_id: getattr(q, "category", "") or "" for q in scores.queries}
     source = ("the queries rescored" if cats else
               "none (no categories: the rescoring holds no queries)")
     from tiap.scoring.cost import COST_COLUMNS
 
     cost = tuple({c: str(_fmt(r[c])) for c in COST_COLUMNS} for r in scores.cost)
-    return RescoreFolder(Path(path), name or "scores", man, tuple(universe), pq.order,
-                         pq.values, bounds, sizes, cats, source, flip_pairs, inferred, cost)
+    return RescoreFolder(Path(path), name or "scores", man, scores, cats, source, cost)
 
 
 def read_folder(path: str | Path, name: str | None = None, *,
                 per_query: PerQuery | None = None) -> RescoreFolder:
-    """Read one rescore folder (the values stay keyed by system, target and measure).
+    """Read one rescore folder: its :class:`Scores` (:func:`read_scores`) with its manifest,
+    categories and cost rows, every file checked.
 
     ``per_query``: the folder's ``per_query.csv`` as the caller that wrote it holds it
     (:func:`per_query_of`), instead of reading the file again."""
@@ -685,21 +662,27 @@ def read_folder(path: str | Path, name: str | None = None, *,
             if not np.isnan(sizes[(s, t)][0][i]):
                 raise TiapError(f"the sizes of ({s}, {t}, {q}) occur twice", file=ts,
                                 line=lineno, query_id=q, code="duplicate")
-            sizes[(s, t)][0][i] = _float(g, ts, lineno, lo=0.0, what="n_groups",
-                                          query_id=q)
-            sizes[(s, t)][1][i] = _float(mem, ts, lineno, lo=0.0, what="n_members",
-                                          query_id=q)
+            sizes[(s, t)][0][i] = _whole(g, ts, lineno, "n_groups", q)
+            sizes[(s, t)][1][i] = _whole(mem, ts, lineno, "n_members", q)
     targets = {str(t.get("name")) for t in folder_targets(man) if isinstance(t, Mapping)} or {
         k[1] for k in values}
     flip_pairs = _read_flip_pairs(path / "flip_pairs.csv", order, targets)
     inferred = _read_inferred(path / "inferred.csv", order, targets)
     categories, source = _categories(path, man)
-    universe: dict[str, None] = {}
-    for qs in order.values():
-        universe.update(dict.fromkeys(qs))
-    return RescoreFolder(path, name or folder_dataset(man) or path.name, man, tuple(universe),
-                         order, values, bounds, sizes, categories, source, flip_pairs, inferred,
-                         _cost(path / "cost.csv"))
+    cost = _cost(path / "cost.csv")
+    scores = _scores(path, man, order, values, bounds, sizes, flip_pairs, inferred, cost)
+    return RescoreFolder(path, name or folder_dataset(man) or path.name, man, scores,
+                         categories, source, cost)
+
+
+def _whole(text: str, path: Path, line: int, what: str, query_id: str) -> float:
+    """A target size of ``target_sizes.csv``: empty (not known: NaN) or a whole number >= 0
+    (code ``invalid-value``)."""
+    v = _float(text, path, line, lo=0.0, what=what, query_id=query_id)
+    if not math.isnan(v) and not v.is_integer():
+        raise TiapError(f"{what} must be a whole number, got {text!r}", file=path, line=line,
+                        query_id=query_id, code="invalid-value")
+    return v
 
 
 def _cost(path: Path) -> tuple[dict[str, str], ...]:
@@ -755,20 +738,20 @@ def _read_flip_pairs(path: Path, order: Mapping[str, Mapping[str, int]], targets
 
 
 def _read_inferred(path: Path, order: Mapping[str, Mapping[str, int]], targets: set[str],
-                   ) -> dict[tuple[str, str], NDArray[np.bool_]]:
-    """``inferred.csv`` (absent: none): per (system, target), the inferred queries."""
-    out: dict[tuple[str, str], NDArray[np.bool_]] = {}
+                   ) -> dict[tuple[str, str], dict[str, str]]:
+    """``inferred.csv`` (absent: none): per (system, target), the inferred queries and why."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
     if not path.exists():
         return out
-    rows = iter_csv(path, ("system", "target", "query_id", "reason"))
+    rows = iter_csv(path, INFERRED_COLUMNS)
     next(rows)
-    for lineno, (s, t, q, _) in rows:
-        i = _per_query_row(path, lineno, s, q, targets, (t,), order)
-        arr = out.setdefault((s, t), np.zeros(len(order[s]), bool))
-        if arr[i]:
+    for lineno, (s, t, q, reason) in rows:
+        _per_query_row(path, lineno, s, q, targets, (t,), order)
+        why = out.setdefault((s, t), {})
+        if q in why:
             raise TiapError(f"({s}, {t}, {q}) occurs twice", file=path, line=lineno,
                             query_id=q, code="duplicate")
-        arr[i] = True
+        why[q] = reason
     return out
 
 
@@ -841,7 +824,8 @@ class SavedReport:
 
 def read_scores(path: str | Path) -> Scores:
     """The :class:`~tiap.scoring.scores.Scores` a rescore folder holds, every file checked
-    as :func:`read_folder` checks it (what :meth:`Scores.from_folder` returns).
+    (what :meth:`Scores.from_folder` returns; :func:`read_folder` has it with the folder's
+    manifest).
 
     The folder holds each per-query table, so the values, bounds, target sizes, zero-target
     and undetermined reasons, inferred queries and the manifest's reports come back as
@@ -851,28 +835,38 @@ def read_scores(path: str | Path) -> Scores:
     credited), so :meth:`~Scores.pairwise_rows` needs such a measure at each ``hit_k``
     and at rank 1 (the default measures have them); without one its hit counts are empty.
     """
-    path = Path(path)
-    f = read_folder(path)
-    man = f.manifest
+    return read_folder(path).scores
+
+
+def _scores(path: Path, man: Mapping[str, Any], order: dict[str, dict[str, int]],
+            raw_values: Mapping[tuple[str, str, str], NDArray[np.float64]],
+            bounds: Mapping[tuple[str, str, str], tuple[NDArray[np.float64],
+                                                       NDArray[np.float64]]],
+            raw_sizes: Mapping[tuple[str, str], tuple[NDArray[np.float64],
+                                                      NDArray[np.float64]]],
+            decided_pairs: Mapping[tuple[str, str, str, int], NDArray[np.int8]],
+            inferred: dict[tuple[str, str], dict[str, str]],
+            cost: tuple[dict[str, str], ...]) -> Scores:
+    """The :class:`Scores` of a rescore folder from its files as :func:`read_folder` read
+    them (and ``zero_targets.csv``, ``undetermined.csv``, ``queries.csv``, read here)."""
     opts = man.get("options") or {}
     targets = tuple(SavedTarget(str(t.get("name")), t) for t in folder_targets(man))
-    names = [t.name for t in targets] or list(dict.fromkeys(k[1] for k in f.values))
+    names = [t.name for t in targets] or list(dict.fromkeys(k[1] for k in raw_values))
     if not targets:
         targets = tuple(SavedTarget(n, {"name": n}) for n in names)
     measure_names = [str(m) for m in opts.get("measures") or ()] or sorted(
-        {k[2] for k in f.values})
+        {k[2] for k in raw_values})
     measures = tuple(parse_measure(m) for m in measure_names)
-    systems = tuple(f.per_system)
-    query_ids = {s: tuple(f.per_system[s]) for s in systems}
-    values = {(s, t, m): f.values[(s, t, str(m))] for s in systems for t in names
-              for m in measures if (s, t, str(m)) in f.values}
-    lower = {(s, t, parse_measure(m)): lo for (s, t, m), (lo, _) in f.bounds.items()}
-    upper = {(s, t, parse_measure(m)): hi for (s, t, m), (_, hi) in f.bounds.items()}
+    systems = tuple(order)
+    query_ids = {s: tuple(order[s]) for s in systems}
+    values = {(s, t, m): raw_values[(s, t, str(m))] for s in systems for t in names
+              for m in measures if (s, t, str(m)) in raw_values}
+    lower = {(s, t, parse_measure(m)): lo for (s, t, m), (lo, _) in bounds.items()}
+    upper = {(s, t, parse_measure(m)): hi for (s, t, m), (_, hi) in bounds.items()}
     sizes = {}
-    for key, (g, mem) in f.sizes.items():
-        sizes[key] = (np.where(np.isnan(g), 0, g).astype(np.int64),
+    for key, (g, mem) in raw_sizes.items():  # not known (NaN): -1
+        sizes[key] = (np.where(np.isnan(g), -1, g).astype(np.int64),
                       np.where(np.isnan(mem), -1, mem).astype(np.int64))
-    order = f.per_system
     zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
     zero_codes: dict[tuple[str, str], dict[str, str]] = {}
     zpath = path / "zero_targets.csv"
@@ -897,17 +891,9 @@ def read_scores(path: str | Path) -> Scores:
             undetermined.setdefault((s, t), {})[q] = reason
             possibly_empty.setdefault((s, t), np.zeros(len(order[s]), bool))[i] = (
                 empty == "true")
-    inferred: dict[tuple[str, str], dict[str, str]] = {}
-    ipath = path / "inferred.csv"
-    if ipath.exists():
-        rows = iter_csv(ipath, INFERRED_COLUMNS)
-        next(rows)
-        for lineno, (s, t, q, reason) in rows:
-            _per_query_row(ipath, lineno, s, q, set(names), (t,), order)
-            inferred.setdefault((s, t), {})[q] = reason
     # the hits of the pairwise table, read from the measures (see the docstring)
     cuts = {k for k in (hit_cutoff(m, measures) for m in measures) if k is not None}
-    whole_k = next((k for (_, _, _, k) in f.flip_pairs if k not in cuts and k != 1), 0)
+    whole_k = next((k for (_, _, _, k) in decided_pairs if k not in cuts and k != 1), 0)
     wanted = {1: top1_measure(measures), **{k: hit_measure(k, measures) for k in cuts}}
     if any(hit_cutoff(m, measures) is None for m in measures):
         wanted[whole_k] = hit_measure(None, measures)
@@ -938,7 +924,7 @@ def read_scores(path: str | Path) -> Scores:
                  for s in systems},
         zero_reasons=zero_reasons, zero_codes=zero_codes, target_sizes=sizes,
         lower=lower, upper=upper, possibly_empty=possibly_empty, undetermined=undetermined,
-        cost=tuple(_csv_dicts(path / "cost.csv")),
+        cost=cost,
         tokenizer=dict(((opts.get("cost") or {}).get("tokenizer")) or {}),
         cost_note=str((opts.get("cost") or {}).get("note") or ""),
         integrity=tuple(man.get("integrity") or ()),
@@ -946,7 +932,9 @@ def read_scores(path: str | Path) -> Scores:
         queries=tuple(_SavedQuery(q, c, col, ab) for q, c, col, ab in _queries(path)),
     )
     joint: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
-    for (s, t1, t2, k), decided in f.flip_pairs.items():  # the rows flip_pairs.csv decides
+    for (s, t1, t2, k), decided in decided_pairs.items():  # the rows flip_pairs.csv decides
+        if (s, t1, k) not in flips or (s, t2, k) not in flips:
+            continue  # no measure reads the hit at k: nothing to decide
         l1, h1 = scores.flip_interval(s, t1, k)
         l2, h2 = scores.flip_interval(s, t2, k)
         state = counts.differ(counts.truth(l1, h1, _is_hit), counts.truth(l2, h2, _is_hit))
@@ -978,11 +966,3 @@ def _queries(path: Path) -> list[tuple[str, str, str, bool]]:
     rows = iter_csv(qpath, ("query_id", "category", "collection", "abstention"))
     next(rows)
     return [(q, c, col, ab == "true") for _, (q, c, col, ab) in rows]
-
-
-def _csv_dicts(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    rows = iter_csv(path)
-    _, head = next(rows)
-    return [dict(zip(head, r, strict=True)) for _, r in rows]

@@ -4,7 +4,8 @@ One table of per-query values per (system, target, measure), aligned with each s
 scored queries, with the bounds partial lineage leaves, the zero-target reasons, the target
 sizes and what rescoring found per system (:class:`SystemReport`). Rescoring builds it
 (:func:`tiap.scoring.rescore.rescore`), :mod:`tiap.scoring.folder` writes it to a folder and
-reads it back, and Stage III pools it into datasets (:mod:`tiap.sensitivity.load`).
+reads it back, and Stage III pools the per-system views it gives (:class:`SystemScores`,
+:meth:`Scores.system`) into datasets (:mod:`tiap.sensitivity.load`).
 
 Two words are kept apart: a query is *in a target's universe* when the target is not proven
 empty for it (:meth:`Scores.in_universe`; its value may still be only bounded), and its value
@@ -30,9 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.scoring.kernels import Credit
     from tiap.targets import TargetSets
 
-CHANGED_EPS = 1e-12
 _SAME = 1e-12  # bounds this close are one value (float noise of the two walks)
-LARGE_DELTA = 0.1
 MAX_EXAMPLES = 20
 
 
@@ -137,6 +136,84 @@ class TargetLike(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
+class SystemScores:
+    """One system's per-query values over a query universe: the view of a :class:`Scores`
+    that Stage III works on (:meth:`Scores.system`), keyed by ``(target, measure)``.
+
+    Every array is aligned with the universe the view was taken over (its own queries, or
+    a dataset's pooled ones: :mod:`tiap.sensitivity.load`), NaN where the system did not
+    score a query or its value is undefined.
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1"]}}, [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]}],
+    ...                       targets=["raw"], measures="RR@5")
+    >>> view = scores.system("A", ["q0", "q1"])
+    >>> view.get("raw", scores.measures[0]).tolist()
+    [nan, 1.0]
+    >>> view.in_universe("raw", scores.measures).tolist()
+    [False, True]
+    """
+
+    name: str
+    source: Path
+    values: Mapping[tuple[str, Measure], NDArray[np.float64]]  # (target, measure) -> values
+    #: target -> (n_groups, n_members) per query (NaN where unknown); empty if not known
+    sizes: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(
+        default_factory=dict)
+    #: what rescoring found for this system (:meth:`SystemReport.to_json`: unknown ids,
+    #: missing queries, ...)
+    report: Mapping[str, Any] = field(default_factory=dict)
+    #: partial lineage: (target, measure) -> per-query bounds (equal to the value where it is
+    #: determined, NaN where undefined), for the keys with some value only bounded
+    lower: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    upper: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
+    #: (target 1, target 2, k) -> per query 0 or 1 where the items' shared lineage decides
+    #: whether exactly one target credits something in the top k though each target's
+    #: bounds leave it open (:meth:`Scores.flip_pair_rows`), -1 elsewhere
+    flip_pairs: Mapping[tuple[str, str, int], NDArray[np.int8]] = field(default_factory=dict)
+    #: target -> per query: does the value rest on lineage the import inferred; a target
+    #: absent here has none
+    inferred: Mapping[str, NDArray[np.bool_]] = field(default_factory=dict)
+
+    def inferred_mask(self, target: str) -> NDArray[np.bool_] | None:
+        """Queries whose value under ``target`` rests on inferred lineage (``None``: none)."""
+        return self.inferred.get(target)
+
+    def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
+        """Per-query values: NaN where undefined or only bounded (:meth:`interval`)."""
+        return self.values[(target, measure)]
+
+    def interval(self, target: str, measure: Measure,
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per-query ``(lower, upper)``, NaN only where the query is undefined."""
+        key = (target, measure)
+        if key in self.lower:
+            return self.lower[key], self.upper[key]
+        return self.values[key], self.values[key]
+
+    def in_universe(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries in the universe of ``target`` (value determined or only bounded) for every
+        measure."""
+        mask = None
+        for m in measures:
+            ok = ~np.isnan(self.interval(target, m)[0])
+            mask = ok if mask is None else mask & ok
+        assert mask is not None
+        return mask
+
+    def determined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
+        """Queries whose value under ``target`` is determined (one number, not only bounded)
+        for every measure; a subset of :meth:`in_universe`."""
+        mask = None
+        for m in measures:
+            ok = ~np.isnan(self.values[(target, m)])
+            mask = ok if mask is None else mask & ok
+        assert mask is not None
+        return mask
+
+
+@dataclass(frozen=True, eq=False)
 class Scores:
     """Per-query values of every (system, target, measure), aligned with ``query_ids``."""
 
@@ -153,7 +230,8 @@ class Scores:
     zero_reasons: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     #: the same queries' reason codes: no_evidence, unknown_evidence or no_members
     zero_codes: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
-    #: (system, target) -> (G, size of the union of the groups) per scored query
+    #: (system, target) -> (G, size of the union of the groups) per scored query (-1: not
+    #: known; the queries of :attr:`undetermined` have none either)
     target_sizes: Mapping[tuple[str, str], tuple[NDArray[np.int64], NDArray[np.int64]]] = field(
         default_factory=dict)
     #: partial lineage: (system, target, measure) -> lower and upper bounds per query, for
@@ -311,6 +389,83 @@ class Scores:
             mask &= self.in_universe(system, t)
         return mask
 
+    def system(self, name: str, universe: Sequence[str] | None = None, *,
+               targets: Sequence[str] | None = None, measures: Sequence[Measure] | None = None,
+               source: str | Path = "<scores>") -> SystemScores:
+        """The per-query values of system ``name`` as a :class:`SystemScores`, aligned with
+        ``universe`` (default: the system's own scored queries; a query of the system that
+        is not in it is an error), NaN where the system scored no query. ``targets`` and
+        ``measures`` (default: all) choose the keys; a key the rescoring holds no values for
+        is NaN throughout. ``source`` names where the scores came from (a rescore folder).
+
+        Bounds are kept for the keys with some value only bounded; target sizes are NaN
+        where the lineage does not determine them; the hit flips the items' shared lineage
+        decides are :meth:`flip_pair_rows`'s.
+
+        >>> import tiap
+        >>> scores = tiap.rescore({"A": {"q1": ["t1"]}},
+        ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+        ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]}],
+        ...                       targets=["raw"], measures="RR@5")
+        >>> view = scores.system("A")
+        >>> view.name, view.get("raw", scores.measures[0]).tolist()
+        ('A', [1.0])
+        >>> scores.system("A", ["q2"])
+        Traceback (most recent call last):
+        ...
+        ValueError: system 'A' scored queries not in the universe (e.g. q1)
+        """
+        local = self.query_ids[name]
+        order = tuple(local) if universe is None else tuple(universe)
+        index = {q: i for i, q in enumerate(order)}
+        missing = [q for q in local if q not in index]
+        if missing:
+            raise ValueError(f"system {name!r} scored queries not in the universe "
+                             f"(e.g. {', '.join(missing[:3])})")
+        pos = np.fromiter((index[q] for q in local), np.int64, len(local))
+        n = len(order)
+
+        def spread(arr: NDArray[Any], fill: Any = np.nan, dtype: Any = np.float64,
+                   ) -> NDArray[Any]:
+            out = np.full(n, fill, dtype)
+            out[pos] = arr
+            return out
+
+        ts = self.target_names if targets is None else tuple(targets)
+        ms = self.measures if measures is None else tuple(measures)
+        values: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+        lower: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+        upper: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+        for t in ts:
+            for m in ms:
+                v = self.values.get((name, t, m))
+                values[(t, m)] = np.full(n, np.nan) if v is None else spread(v)
+                lo = self.lower.get((name, t, m))
+                if v is not None and lo is not None and (np.isnan(v) & ~np.isnan(lo)).any():
+                    lower[(t, m)] = spread(lo)
+                    upper[(t, m)] = spread(self.upper[(name, t, m)])
+        sizes: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+        local_index = {q: i for i, q in enumerate(local)}
+        for t in ts:
+            got = self.target_sizes.get((name, t))
+            if got is None:
+                continue
+            g, mem = got
+            gf, mf = g.astype(np.float64), mem.astype(np.float64)
+            gf[g < 0] = np.nan  # not known (a folder's empty n_groups)
+            mf[mem < 0] = np.nan
+            rows = [local_index[q] for q in self.undetermined.get((name, t), {})]
+            gf[rows] = mf[rows] = np.nan
+            sizes[t] = (spread(gf), spread(mf))
+        pairs: dict[tuple[str, str, int], NDArray[np.int8]] = {}
+        for s, t1, t2, k, q, flip in self.flip_pair_rows():
+            if s == name and t1 in ts and t2 in ts:
+                pairs.setdefault((t1, t2, k), np.full(n, -1, np.int8))[index[q]] = flip
+        inferred = {t: spread(self.inferred_mask(name, t), False, bool) for t in ts
+                    if self.inferred.get((name, t))}
+        return SystemScores(name, Path(source), values, sizes, self.reports[name].to_json(),
+                            lower, upper, pairs, inferred)
+
     def zero_target_rows(self) -> Iterable[tuple[str, str, str, str, str]]:
         """``(system, target, query_id, reason, detail)`` for every undefined (query,
         target): ``reason`` is ``no_evidence``, ``unknown_evidence`` or ``no_members``,
@@ -341,7 +496,7 @@ class Scores:
                 g, mem = groups.tolist(), members.tolist()
                 und = self.undetermined.get((s, t), {})
                 for i, q in enumerate(self.query_ids[s]):
-                    if q in und:
+                    if q in und or g[i] < 0:  # not determined, or not known (read back)
                         yield s, t, q, None, None
                     else:
                         yield s, t, q, g[i], mem[i] if mem[i] >= 0 else None
@@ -454,38 +609,26 @@ class Scores:
                 k = hit_cutoff(m, self.measures)
                 fk = k if k is not None else self.whole_k  # the key of the hit's flips
                 for t1, t2 in combinations(self.target_names, 2):
-                    lo1, hi1 = self.interval(s, t1, m)
-                    lo2, hi2 = self.interval(s, t2, m)
-                    both = ~np.isnan(lo1) & ~np.isnan(lo2)
-                    a, b = self.values[(s, t1, m)], self.values[(s, t2, m)]
-                    exact = both & ~np.isnan(a) & ~np.isnan(b)
-                    d = b[exact] - a[exact]
-                    n = int(both.sum())
-                    n_und = n - int(exact.sum())
-                    l1, h1, l2, h2 = lo1[both], hi1[both], lo2[both], hi2[both]
-                    d_lo, d_hi = l2 - h1, h2 - l1
-                    hit = self.flip_state(s, t1, t2, fk)[both]
-                    joint = (hit if m.family == "Success" and m.cutoff == k and not m.params
-                             and (s, t1, t2, fk) in self.flip_pairs else None)
-                    changed = counts.count(joint if joint is not None else
-                                           counts.changed(l1, h1, l2, h2, CHANGED_EPS))
-                    large = counts.count(joint if joint is not None else counts.at_least(
-                        l1, h1, l2, h2, LARGE_DELTA - CHANGED_EPS))
-                    abs_lo, abs_hi = counts.abs_delta_bounds(l1, h1, l2, h2)
+                    (lo1, hi1), (lo2, hi2) = self.interval(s, t1, m), self.interval(s, t2, m)
+                    hits = self.flip_state(s, t1, t2, fk)
+                    # a hit measure changes exactly when its hit flips: where the items'
+                    # shared lineage decides the flip, it decides the change too
+                    binary = (m.family == "Success" and m.cutoff == k and not m.params
+                              and (s, t1, t2, fk) in self.flip_pairs)
+                    c = counts.change_counts(lo1, hi1, lo2, hi2, hits,
+                                             self.flip_state(s, t1, t2, 1), binary=binary)
+                    n = c["n_shared"]
                     row = {
                         "system": s, "measure": str(m), "target_1": t1, "target_2": t2,
-                        "n_shared": n, "n_undetermined": n_und,
-                        **counts.cells("changed", changed), "changed_max": changed.upper,
-                        **counts.rate_cells("changed_fraction", changed),
-                        "mean_delta": float(d.mean()) if n and not n_und else None,
-                        "mean_delta_lower": float(d_lo.mean()) if n else None,
-                        "mean_delta_upper": float(d_hi.mean()) if n else None,
-                        **counts.mean_cells("mean_abs_delta", abs_lo, abs_hi),
-                        **counts.cells("n_abs_delta_ge_0.1", large),
+                        "n_shared": n, "n_undetermined": c["n_undetermined"],
+                        **_pick(c, "changed"), "changed_max": c["changed_upper"],
+                        **_pick(c, "changed_fraction"),
+                        "mean_delta": c["mean_delta"],
+                        "mean_delta_lower": c["mean_delta_lower"],
+                        "mean_delta_upper": c["mean_delta_upper"],
+                        **_pick(c, "mean_abs_delta"), **_pick(c, "n_abs_delta_ge_0.1"),
                         "hit_k": k if k else "all",
-                        **counts.cells("hit_flips", counts.count(hit)),
-                        **counts.cells("top1_flips", counts.count(
-                            self.flip_state(s, t1, t2, 1)[both])),
+                        **_pick(c, "hit_flips"), **_pick(c, "top1_flips"),
                     }
                     rows.append(row)
         return rows
@@ -517,6 +660,11 @@ class Scores:
         l1, h1 = self.flip_interval(system, t1, k)
         l2, h2 = self.flip_interval(system, t2, k)
         return counts.differ(counts.truth(l1, h1, is_hit), counts.truth(l2, h2, is_hit))
+
+
+def _pick(cells: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A count's three cells (``name``, ``name_lower``, ``name_upper``) of ``cells``."""
+    return {k: cells[k] for k in (name, f"{name}_lower", f"{name}_upper")}
 
 
 def is_hit(v: NDArray[np.float64]) -> NDArray[np.bool_]:

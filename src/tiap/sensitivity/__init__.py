@@ -15,7 +15,6 @@ from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_se
 from tiap.sensitivity.compare import Comparison, compare
 from tiap.sensitivity.design import parse_configs
 from tiap.sensitivity.flips import is_flip, is_flip_interval
-from tiap.sensitivity.load import SystemScores
 from tiap.sensitivity.stats import CORRECTIONS, Gap, GapResult, adjust, evaluate_gaps
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "Gap",
     "GapResult",
     "SensitivityResult",
-    "SystemScores",
     "Table",
     "adjust",
     "analyze",

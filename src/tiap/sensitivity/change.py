@@ -36,16 +36,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.scoring import counts
+from tiap.scoring.counts import CHANGED_EPS, change_counts
 from tiap.scoring.measures import Measure, primary_measure
-from tiap.scoring.scores import hit_cutoff, hit_measure, hit_test, top1_measure
-from tiap.sensitivity.load import Dataset, SystemScores
+from tiap.scoring.scores import SystemScores, hit_cutoff, hit_measure, hit_test, top1_measure
+from tiap.sensitivity.load import Dataset
 
 __all__ = [
-    "CHANGED_EPS",
     "CHANGE_BOUND_COLUMNS",
     "CHANGE_COLUMNS",
     "HIST_EDGES",
-    "LARGE_DELTA",
     "change_rows",
     "change_stats",
     "delta_rows",
@@ -58,8 +57,6 @@ __all__ = [
     "top1_vector",
 ]
 
-CHANGED_EPS = 1e-12
-LARGE_DELTA = 0.1
 #: Bins of the Δ histogram (Figure 3): width 0.1 from -1 to 1, with Δ = 0 in a bin of its own.
 HIST_EDGES = tuple(round(-1 + 0.1 * i, 10) for i in range(21))
 
@@ -146,46 +143,6 @@ def _decided(sc: SystemScores, t1: str, t2: str, k: int) -> NDArray[np.int8] | N
     return got if got is not None else sc.flip_pairs.get((t2, t1, k))
 
 
-def change_counts(
-    lo1: NDArray[np.float64], hi1: NDArray[np.float64],
-    lo2: NDArray[np.float64], hi2: NDArray[np.float64],
-    hits: NDArray[np.int8] | None = None,
-    tops: NDArray[np.int8] | None = None,
-    *, binary: bool = False,
-) -> dict[str, Any]:
-    """The change statistics of ``v2 - v1`` over the queries in both universes, from the
-    per-query bounds (``lo == hi`` where a value is determined): every column of
-    :data:`CHANGE_COLUMNS` from ``n_shared`` on but ``hit_k``, and of
-    :data:`CHANGE_BOUND_COLUMNS` (:mod:`tiap.scoring.counts`). ``hits`` and ``tops``: the
-    hit and top-1 flip states per query (:func:`flip_state`); with ``binary`` the measure
-    is the hit itself (``Success@k``), so a query changed exactly when its hit flipped."""
-    both = ~np.isnan(lo1) & ~np.isnan(lo2)
-    l1, h1, l2, h2 = lo1[both], hi1[both], lo2[both], hi2[both]
-    n = int(both.sum())
-    if binary and hits is not None:
-        changed = large = counts.count(hits[both])
-    else:
-        changed = counts.count(counts.changed(l1, h1, l2, h2, CHANGED_EPS))
-        large = counts.count(counts.at_least(l1, h1, l2, h2, LARGE_DELTA - CHANGED_EPS))
-    abs_lo, abs_hi = counts.abs_delta_bounds(l1, h1, l2, h2)
-    out: dict[str, Any] = {
-        "n_shared": n,
-        "n_undetermined": int(((l1 != h1) | (l2 != h2)).sum()),
-        **counts.cells("changed", changed),
-        **counts.rate_cells("changed_fraction", changed),
-        **counts.mean_cells("mean_delta", l2 - h1, h2 - l1),
-        **counts.mean_cells("mean_abs_delta", abs_lo, abs_hi),
-        **counts.cells("n_abs_delta_ge_0.1", large),
-        **counts.rate_cells("share_abs_delta_ge_0.1", large),
-    }
-    for name, state in (("hit_flips", hits), ("top1_flips", tops)):
-        if state is None:
-            out.update({name: None, f"{name}_lower": None, f"{name}_upper": None})
-        else:
-            out.update(counts.cells(name, counts.count(state[both])))
-    return out
-
-
 def change_stats(
     v1: NDArray[np.float64],
     v2: NDArray[np.float64],
@@ -195,7 +152,8 @@ def change_stats(
     top2: NDArray[np.float64] | None = None,
 ) -> dict[str, Any]:
     """The change statistics of ``v2 - v1`` over the queries where both are defined, for
-    determined values (hits 1.0 / 0.0): :func:`change_counts` with no value bounded."""
+    determined values (hits 1.0 / 0.0): :func:`~tiap.scoring.counts.change_counts` with
+    no value bounded."""
 
     def state(h: NDArray[np.float64] | None) -> NDArray[np.int8] | None:
         return None if h is None else counts.known(np.nan_to_num(h) > 0.5)
@@ -212,7 +170,8 @@ def change_stats(
 def change_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                 extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Per system, measure and pair of targets, the change statistics (restricted to
-    ``mask`` when given, e.g. one category): :func:`change_counts` on the bounds."""
+    ``mask`` when given, e.g. one category): :func:`~tiap.scoring.counts.change_counts`
+    on the bounds."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         for m in ds.measures:

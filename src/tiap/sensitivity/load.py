@@ -8,12 +8,15 @@ the dataset's *query universe* (the union of the scored queries, in order of fir
 appearance), with NaN where the value is undefined (a zero-target case) or the system did
 not score the query.
 
-Partial lineage: a value the lineage only bounds is NaN in ``values`` (it is not known)
-and its ``[lower, upper]`` (``intervals.csv``) is kept in :attr:`SystemScores.lower` /
-:attr:`SystemScores.upper`, so that the analyses that need a point value use the queries
-whose values are determined, and the winner flips decide on the bounds. ``flip_pairs.csv``
-(hit flips the items' shared lineage decides) is kept in :attr:`SystemScores.flip_pairs`,
-``inferred.csv`` (values that rest on inferred lineage) in :attr:`SystemScores.inferred`.
+Each system of a dataset is the view of its :class:`~tiap.scoring.scores.Scores` over the
+universe (:meth:`Scores.system <tiap.scoring.scores.Scores.system>`, a
+:class:`~tiap.scoring.scores.SystemScores`), whether the scores were read from a folder or
+held in memory. Partial lineage: a value the lineage only bounds is NaN in ``values`` (it
+is not known) and its ``[lower, upper]`` (``intervals.csv``) is kept in the view's
+``lower`` / ``upper``, so that the analyses that need a point value use the queries whose
+values are determined, and the winner flips decide on the bounds. The hit flips the items'
+shared lineage decides (``flip_pairs.csv``) are in its ``flip_pairs``, the values that rest
+on inferred lineage (``inferred.csv``) in its ``inferred``.
 """
 
 from __future__ import annotations
@@ -37,70 +40,9 @@ from tiap.scoring.folder import (
     read_folder,
 )
 from tiap.scoring.measures import Measure, parse_measure
-from tiap.scoring.scores import Scores
+from tiap.scoring.scores import Scores, SystemScores
 
-__all__ = ["Dataset", "SystemScores", "load_datasets"]
-
-
-@dataclass(frozen=True, eq=False)
-class SystemScores:
-    """One system's per-query values over its dataset's query universe."""
-
-    name: str
-    source: Path
-    values: Mapping[tuple[str, Measure], NDArray[np.float64]]  # (target, measure) -> values
-    #: target -> (n_groups, n_members) per query (NaN where unknown); empty if not written
-    sizes: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(
-        default_factory=dict)
-    #: the rescore manifest's report on this system (unknown ids, missing queries, ...)
-    report: Mapping[str, Any] = field(default_factory=dict)
-    #: partial lineage: (target, measure) -> per-query bounds (equal to the value where it is
-    #: determined, NaN where undefined), for the keys with some value only bounded
-    lower: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
-    upper: Mapping[tuple[str, Measure], NDArray[np.float64]] = field(default_factory=dict)
-    #: (target 1, target 2, k) -> per query 0 or 1 where the items' shared lineage decides
-    #: whether exactly one target credits something in the top k though each target's
-    #: bounds leave it open (``flip_pairs.csv``), -1 elsewhere
-    flip_pairs: Mapping[tuple[str, str, int], NDArray[np.int8]] = field(default_factory=dict)
-    #: target -> per query: does the value rest on lineage the import inferred
-    #: (``inferred.csv``); a target absent here has none
-    inferred: Mapping[str, NDArray[np.bool_]] = field(default_factory=dict)
-
-    def inferred_mask(self, target: str) -> NDArray[np.bool_] | None:
-        """Queries whose value under ``target`` rests on inferred lineage (``None``: none)."""
-        return self.inferred.get(target)
-
-    def get(self, target: str, measure: Measure) -> NDArray[np.float64]:
-        """Per-query values: NaN where undefined or only bounded (:meth:`interval`)."""
-        return self.values[(target, measure)]
-
-    def interval(self, target: str, measure: Measure,
-                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Per-query ``(lower, upper)``, NaN only where the query is undefined."""
-        key = (target, measure)
-        if key in self.lower:
-            return self.lower[key], self.upper[key]
-        return self.values[key], self.values[key]
-
-    def in_universe(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
-        """Queries in the universe of ``target`` (value determined or only bounded) for every
-        measure."""
-        mask = None
-        for m in measures:
-            ok = ~np.isnan(self.interval(target, m)[0])
-            mask = ok if mask is None else mask & ok
-        assert mask is not None
-        return mask
-
-    def determined(self, target: str, measures: Sequence[Measure]) -> NDArray[np.bool_]:
-        """Queries whose value under ``target`` is determined (one number, not only bounded)
-        for every measure; a subset of :meth:`in_universe`."""
-        mask = None
-        for m in measures:
-            ok = ~np.isnan(self.values[(target, m)])
-            mask = ok if mask is None else mask & ok
-        assert mask is not None
-        return mask
+__all__ = ["Dataset", "load_datasets"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,7 +209,7 @@ def _pool(folders: list[RescoreFolder]) -> Dataset:
         target_order = names if target_order is None else [t for t in target_order if t in names]
         ms = list((f.manifest.get("options") or {}).get("measures") or [])
         if not ms:
-            ms = sorted({k[2] for k in f.values})
+            ms = [str(m) for m in f.scores.measures]
         measure_order = ms if measure_order is None else [m for m in measure_order if m in ms]
     if problems:
         raise TiapError(problems=problems)
@@ -282,67 +224,35 @@ def _pool(folders: list[RescoreFolder]) -> Dataset:
     for f in folders:
         for q in f.query_ids:
             universe.setdefault(q, len(universe))
-    n = len(universe)
+    query_ids = tuple(universe)
     systems: dict[str, SystemScores] = {}
     inputs: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     noted: set[tuple[str, str]] = set()
     for f in folders:
         man_inputs = f.manifest.get("inputs") or {}
-        for s, local in f.per_system.items():
+        for s in f.scores.systems:
             if s in systems:
                 raise TiapError(f"system {s!r} occurs in two pooled rescore folders "
                                 f"({systems[s].source} and {f.path}); rescore it once",
                                 file=str(f.path))
-            pos = np.fromiter((universe[q] for q in local), np.int64, len(local))
-            vals: dict[tuple[str, Measure], NDArray[np.float64]] = {}
-            lows: dict[tuple[str, Measure], NDArray[np.float64]] = {}
-            highs: dict[tuple[str, Measure], NDArray[np.float64]] = {}
+            view = f.scores.system(s, query_ids, targets=target_order, measures=measures,
+                                   source=f.path)
             for t in target_order:
                 for m, mt in zip(measure_order, measures, strict=True):
-                    arr = np.full(n, np.nan)
-                    got = f.values.get((s, t, m))
-                    if got is None:
+                    if (s, t, mt) not in f.scores.values:
                         notes.append(f"{f.path}: no values for {s}/{t}/{m}")
-                    else:
-                        arr[pos] = got
-                    vals[(t, mt)] = arr
-                    b = f.bounds.get((s, t, m))
-                    if b is not None:
-                        lo, hi = np.full(n, np.nan), np.full(n, np.nan)
-                        lo[pos], hi[pos] = b
-                        lows[(t, mt)], highs[(t, mt)] = lo, hi
-                        n_b = int((np.isnan(arr) & ~np.isnan(lo)).sum())
-                        if (s, t) not in noted:
-                            noted.add((s, t))
-                            notes.append(
-                                f"{f.path}: {s}/{t}: {n_b:,} queries' {m} only bounded by "
-                                "partial lineage; the winner flips, system means and change "
-                                "tables use the bounds, every other table leaves those "
-                                "queries out")
-            sz: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
-            for t in target_order:
-                got_sz = f.sizes.get((s, t))
-                if got_sz is not None:
-                    g, mem = np.full(n, np.nan), np.full(n, np.nan)
-                    g[pos], mem[pos] = got_sz
-                    sz[t] = (g, mem)
-            pairs: dict[tuple[str, str, int], NDArray[np.int8]] = {}
-            for (s2, t1, t2, k), got_p in f.flip_pairs.items():
-                if s2 == s and t1 in target_order and t2 in target_order:
-                    arr_p = np.full(n, -1, np.int8)
-                    arr_p[pos] = got_p
-                    pairs[(t1, t2, k)] = arr_p
-            inferred: dict[str, NDArray[np.bool_]] = {}
-            for t in target_order:
-                got_i = f.inferred.get((s, t))
-                if got_i is not None:
-                    arr_i = np.zeros(n, bool)
-                    arr_i[pos] = got_i
-                    inferred[t] = arr_i
-            report = (f.manifest.get("systems") or {}).get(s, {})
-            systems[s] = SystemScores(s, f.path, vals, sz, report, lows, highs, pairs,
-                                      inferred)
+                    if (t, mt) in view.lower and (s, t) not in noted:
+                        noted.add((s, t))
+                        n_b = int((np.isnan(view.values[(t, mt)])
+                                   & ~np.isnan(view.lower[(t, mt)])).sum())
+                        notes.append(
+                            f"{f.path}: {s}/{t}: {n_b:,} queries' {m} only bounded by "
+                            "partial lineage; the winner flips, system means and change "
+                            "tables use the bounds, every other table leaves those "
+                            "queries out")
+            systems[s] = view
+            report = view.report
             store = report.get("store", s)
             entry: dict[str, Any] = {}
             for key in (f"items:{store}", f"items:{s}", "items"):
@@ -353,7 +263,6 @@ def _pool(folders: list[RescoreFolder]) -> Dataset:
                 entry["run"], entry["run_key"] = man_inputs[f"run:{s}"], f"run:{s}"
             entry["run_name"] = s
             inputs[s] = entry
-    query_ids = tuple(universe)
     cats: dict[str, str] = {}
     sources: list[str] = []
     for f in folders:
