@@ -215,7 +215,23 @@ class SystemScores:
 
 @dataclass(frozen=True, eq=False)
 class Scores:
-    """Per-query values of every (system, target, measure), aligned with ``query_ids``."""
+    """Per-query values of every (system, target, measure), aligned with ``query_ids``.
+
+    What :func:`tiap.rescore` returns. Under Raw only the turn ``t1`` earns credit, so ``A``
+    (``t1`` first) scores 1 and ``B`` (``t1`` second) 1/2; Canonical credits the fact
+    ``m1`` instead, and the two systems swap:
+
+    >>> import tiap
+    >>> scores = tiap.rescore({"A": {"q1": ["t1", "m1"]}, "B": {"q1": ["m1", "t1"]}},
+    ...                       [{"query_id": "q1", "evidence": ["d1:1"]}],
+    ...                       [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+    ...                        {"item_id": "m1", "kind": "fact", "sources": ["d1:1"]}],
+    ...                       measures=["RR@2"])
+    >>> scores.systems, scores.target_names
+    (('A', 'B'), ('raw', 'source', 'canonical'))
+    >>> [float(scores.value(s, t, "RR@2")[0]) for t in ("raw", "canonical") for s in ("A", "B")]
+    [1.0, 0.5, 0.5, 1.0]
+    """
 
     systems: tuple[str, ...]
     targets: tuple[TargetLike, ...]
