@@ -142,7 +142,7 @@ def overlay_cmd(
     from tiap.datasets.overlays import locomo_audit_overlay, write_overlay
     from tiap.errors import TiapError
     from tiap.io import atomic_write, check_output_folder, output_folder
-    from tiap.provenance import input_entry, manifest_header
+    from tiap.provenance import Manifest, input_entry
 
     if name not in OVERLAYS:
         raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
@@ -161,12 +161,11 @@ def overlay_cmd(
         with atomic_write(tmp / "problems.jsonl") as fh:
             for p in ov.problems:
                 fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
-        man = manifest_header(step, 1)
-        man["overlay"] = name
-        man["inputs"] = {f"{folder}/{file}": input_entry(path)}
-        man["counts"] = {"rows": n, "changed_queries": changed, "problems": len(ov.problems)}
-        man["outputs"] = ["overlay.jsonl", "problems.jsonl"]
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+        Manifest.new(step, inputs={f"{folder}/{file}": input_entry(path)},
+                     outputs=["overlay.jsonl", "problems.jsonl"],
+                     extra={"overlay": name, "counts": {"rows": n, "changed_queries": changed,
+                                                        "problems": len(ov.problems)}},
+                     ).write(tmp / "manifest.json")
     for p in ov.problems[:MAX_PROBLEMS_SHOWN]:
         err_console.print(f"[yellow]warning\\[{p.kind}][/]: {p.record}: {p.detail}",
                           highlight=False, soft_wrap=True)

@@ -18,7 +18,6 @@ zero-target case with its reason; :func:`coverage` summarises them and
 
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, TargetCoverage, coverage
 from tiap.targets.export import (
-    SCHEMA_VERSION,
     TargetsExport,
     groups_rows,
     mapping_rows,
@@ -81,7 +80,6 @@ __all__ = [
     "QueryGroups",
     "QueryLike",
     "RAW",
-    "SCHEMA_VERSION",
     "SOURCE",
     "Target",
     "TargetCoverage",
