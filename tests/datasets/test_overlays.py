@@ -171,3 +171,24 @@ def test_the_overlay_step_writes_the_overlay_its_problems_and_a_manifest(
     assert list(man["inputs"]) == ["locomo-audit/errors.json"]
     assert man["counts"] == {"rows": 156, "changed_queries": 94, "problems": 0}
     assert man["outputs"] == ["overlay.jsonl", "problems.jsonl"]
+
+
+def test_the_overlay_step_is_the_api_the_cli_calls(data_dir: Path, tmp_path: Path) -> None:
+    """:func:`export_overlay` writes what the command writes (the same rows and counts) and
+    checks what the command checks: an unknown overlay, a folder of the user's."""
+    from tiap.datasets import DataSource
+    from tiap.datasets.overlays import export_overlay
+
+    got = export_overlay("locomo-audit", tmp_path / "ov", source=DataSource(data_dir))
+    assert (got.rows, got.changed, got.overlay.problems) == (156, 94, ())
+    man = json.loads((tmp_path / "ov" / "manifest.json").read_text())
+    assert man["counts"] == {"rows": 156, "changed_queries": 94, "problems": 0}
+    with pytest.raises(TiapError) as err:
+        export_overlay("nope", tmp_path / "ov2", source=DataSource(data_dir))
+    assert err.value.code == "usage" and "unknown overlay 'nope'" in str(err.value)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("x")
+    with pytest.raises(TiapError) as err:
+        export_overlay("locomo-audit", mine, source=DataSource(data_dir))
+    assert err.value.code == "stale-output" and (mine / "notes.txt").read_text() == "x"

@@ -121,10 +121,6 @@ def export_cmd(
     )
 
 
-#: Evidence overlays TIAP can build from pinned files: name -> (data folder, file, dataset).
-OVERLAYS = {"locomo-audit": ("locomo-audit", "errors.json", "locomo")}
-
-
 @app.command("overlay")
 def overlay_cmd(
     name: Annotated[str, typer.Argument(
@@ -139,33 +135,10 @@ def overlay_cmd(
     is in docs/datasets.md), problems.jsonl (every audited id that could not be mapped to a
     query, every evidence id that could not be resolved) and a manifest. Rescore under it
     with `tiap rescore ... --overlay NAME=OUT/overlay.jsonl`."""
-    from tiap.datasets.overlays import locomo_audit_overlay, write_overlay
-    from tiap.errors import TiapError
-    from tiap.io import atomic_write, check_output_folder, output_folder
-    from tiap.provenance import Manifest, input_entry
+    from tiap.datasets.overlays import export_overlay
 
-    if name not in OVERLAYS:
-        raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
-                        code="usage")
-    step = "datasets-overlay"
-    check_output_folder(out, step, force=force)
-    folder, file, dataset = OVERLAYS[name]
-    source = DataSource(data, verify=not no_verify)
-    path = source.path(folder, file)
-    ds = load(dataset, source=source)
-    ov = locomo_audit_overlay(path, ds.bundles())
-    queries = {q.query_id: q for q in ds.queries_iter()}
-    changed = sum(1 for q, ev in ov.evidence.items() if set(ev) != set(queries[q].evidence))
-    with output_folder(out, step, force=force) as tmp:
-        n = write_overlay(tmp / "overlay.jsonl", ov)
-        with atomic_write(tmp / "problems.jsonl") as fh:
-            for p in ov.problems:
-                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
-        Manifest.new(step, inputs={f"{folder}/{file}": input_entry(path)},
-                     outputs=["overlay.jsonl", "problems.jsonl"],
-                     extra={"overlay": name, "counts": {"rows": n, "changed_queries": changed,
-                                                        "problems": len(ov.problems)}},
-                     ).write(tmp / "manifest.json")
+    res = export_overlay(name, out, source=DataSource(data, verify=not no_verify), force=force)
+    ov, n, changed = res.overlay, res.rows, res.changed
     for p in ov.problems[:MAX_PROBLEMS_SHOWN]:
         err_console.print(f"[yellow]warning\\[{p.kind}][/]: {p.record}: {p.detail}",
                           highlight=False, soft_wrap=True)
