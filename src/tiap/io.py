@@ -571,6 +571,34 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
 MANIFEST_FILE = "manifest.json"
 
 
+def read_manifest_json(path: str | Path) -> dict[str, Any]:
+    """The JSON object of the manifest file ``path``: the one reading of every manifest
+    (:func:`tiap.provenance.read_manifest` types it). A missing or unreadable file (code
+    ``io``), bytes that are not UTF-8 or JSON (located) or JSON that is not an object (code
+    ``input``) is an error."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise TiapError(f"cannot read the manifest: {exc.strerror or exc}", file=p,
+                        code="io") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise utf8_error(p, raw, exc) from None
+    obj = _loads(text, p, None)
+    if not isinstance(obj, dict):
+        raise TiapError("a manifest must be a JSON object", file=p, code="input")
+    return obj
+
+
+def _manifest_or_none(folder: Path) -> dict[str, Any] | None:
+    try:
+        return read_manifest_json(folder / MANIFEST_FILE)
+    except TiapError:
+        return None
+
+
 def output_step(path: str | Path) -> str | None:
     """The step (the manifest's ``command``) that wrote the folder ``path``, else ``None``.
 
@@ -579,21 +607,15 @@ def output_step(path: str | Path) -> str | None:
         >>> output_step("scored"), output_step("nowhere")
         ('rescore', None)
     """
-    try:
-        man = json.loads((Path(path) / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    command = man.get("command") if isinstance(man, dict) else None
+    man = _manifest_or_none(Path(path))
+    command = man.get("command") if man is not None else None
     return command if isinstance(command, str) else None
 
 
 def _listed(path: Path) -> set[str] | None:
     """The relative paths the folder's manifest lists as outputs (``None``: no list)."""
-    try:
-        man = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    outputs = man.get("outputs") if isinstance(man, dict) else None
+    man = _manifest_or_none(path)
+    outputs = man.get("outputs") if man is not None else None
     if not isinstance(outputs, list | dict):
         return None
     return {rel.replace("\\", "/").strip("/") for rel in outputs if isinstance(rel, str)}

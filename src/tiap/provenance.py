@@ -5,16 +5,18 @@ still have the sha256 that step's manifest records (:func:`verify_input`)."""
 from __future__ import annotations
 
 import functools
+import json
 import platform
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from tiap.errors import Problems, TiapError
-from tiap.io import sha256_file
+from tiap.io import MANIFEST_FILE, atomic_write, read_manifest_json, sha256_file
 
 __all__ = ["command_line", "manifest_warnings"]
 
@@ -67,16 +69,223 @@ def input_entry(path: str | Path) -> dict[str, Any]:
     return {"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
 
 
-def manifest_header(command: str, schema_version: int) -> dict[str, Any]:
-    out = {
-        "schema_version": schema_version,
-        "command": command,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "versions": versions(),
-    }
-    if command_line is not None:
-        out["command_line"] = list(command_line)
-    return out
+# ------------------------------------------------------------------------------------------
+# the manifest every step writes
+
+
+@dataclass(frozen=True)
+class StepSchema:
+    """How one step's ``manifest.json`` is written: its schema ``version`` (raised when the
+    step's output files change form), the ``layout`` (the keys after the header, in the
+    order written), whether it records when it was made (``timestamp``) and whether non-ASCII
+    text is escaped (``ascii``)."""
+
+    version: int
+    layout: tuple[str, ...]
+    timestamp: bool = True
+    ascii: bool = True
+
+
+_IMPORT = StepSchema(1, ("system", "store", "format", "inputs", "counts", "warnings",
+                         "outputs"))
+_MEM0 = StepSchema(1, ("system", "store", "inputs", "counts", "warnings", "outputs"),
+                   ascii=False)
+
+#: step (the manifest's ``command``) -> how its manifest is written: the one home of every
+#: step's schema version. An ``import FORMAT`` step not named here is ``"import"``.
+STEPS: dict[str, StepSchema] = {
+    "datasets export": StepSchema(1, ("dataset", "inputs", "pinned_not_read", "verified",
+                                      "counts", "outputs")),
+    "datasets-overlay": StepSchema(1, ("overlay", "inputs", "counts", "outputs")),
+    "build-store": StepSchema(1, ("dataset", "parser", "seed", "item_ids", "counts",
+                                  "parser_stats", "warnings", "outputs", "store",
+                                  "local_model", "elapsed_seconds"), ascii=False),
+    "import": _IMPORT,
+    "import mem0": _MEM0,
+    "mem0-run": _MEM0,
+    # 2: per-store qrels names, rows and coverage name their store
+    "targets": StepSchema(2, ("stores", "targets", "mapping_targets", "inputs", "outputs"),
+                          ascii=False),
+    "rescore": StepSchema(1, ("inputs", "dataset", "options", "integrity", "systems",
+                              "outputs")),
+    # no timestamp: reruns with the same seed write byte-identical folders
+    "sensitivity": StepSchema(1, ("inputs", "options", "datasets", "answers", "notes",
+                                  "outputs"), timestamp=False, ascii=False),
+    "report": StepSchema(1, ("inputs", "outputs", "notes", "latex_width_pt")),
+    # 2: every case names its store
+    "audit cases": StepSchema(2, ("inputs", "options", "stores", "counts")),
+    # 2: label rows name the item's store and the verdict's request_key
+    "audit judge": StepSchema(2, ("inputs", "options", "judges", "counts", "outputs")),
+    "audit agreement": StepSchema(1, ("inputs", "options", "warnings", "outputs")),
+    # 2: qrels per store, manifest stores/systems, outputs with sha256; 3: composed support
+    "audit graded": StepSchema(3, ("inputs", "options", "stores", "systems", "warnings",
+                                   "outputs")),
+    "audit import-paper": StepSchema(1, ("inputs",)),
+}
+
+
+def step_schema(step: str) -> StepSchema:
+    """The :class:`StepSchema` of ``step`` (:data:`STEPS`; ``import FORMAT`` falls back to
+    ``import``); a step not declared there is a ``KeyError`` (a programming error)."""
+    if step in STEPS:
+        return STEPS[step]
+    if step.startswith("import "):
+        return STEPS["import"]
+    raise KeyError(f"no manifest schema declared for step {step!r} (tiap.provenance.STEPS)")
+
+
+#: The keys every manifest starts with, in this order (``created`` and ``command_line``
+#: only when recorded).
+HEADER = ("schema_version", "command", "created", "versions", "command_line")
+
+
+@dataclass(frozen=True, eq=False)
+class Manifest(Mapping[str, Any]):
+    """The ``manifest.json`` of one step: the header every step writes (schema version,
+    ``command``, ``created``, ``versions``, ``command_line``), the fields most steps have
+    (``inputs``, ``options``, ``warnings``, ``outputs``; ``None``: not written) and the
+    step's own keys (``extra``). :meth:`new` makes one for a step running now,
+    :meth:`write` writes it, :func:`read_manifest` reads one back.
+
+    It reads as the mapping of its JSON (``man["options"]``, ``man.get("warnings")``), the
+    keys in the order written: the step's layout in :data:`STEPS`, then keys it does not
+    name in the order given.
+    """
+
+    command: str | None
+    schema_version: int | None
+    created: str | None = None
+    versions: Mapping[str, str] | None = None
+    command_line: Sequence[str] | None = None
+    inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+    options: Mapping[str, Any] | None = None
+    warnings: Mapping[str, Any] | None = None
+    outputs: Sequence[str] | Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, step: str, *, inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
+            = None, options: Mapping[str, Any] | None = None,
+            warnings: Mapping[str, Any] | None = None,
+            outputs: Sequence[str] | Mapping[str, Any] | None = None,
+            extra: Mapping[str, Any] | None = None,
+            more_versions: Mapping[str, str] | None = None) -> Manifest:
+        """The manifest of ``step`` running now: its schema version from :data:`STEPS`, the
+        time (unless the step records none), :func:`versions` (and ``more_versions``: a
+        parser's) and the command line."""
+        schema = step_schema(step)
+        return cls(step, schema.version,
+                   created=(datetime.now(UTC).isoformat(timespec="seconds")
+                            if schema.timestamp else None),
+                   versions={**versions(), **(more_versions or {})},
+                   command_line=list(command_line) if command_line is not None else None,
+                   inputs=inputs, options=options, warnings=warnings, outputs=outputs,
+                   extra=dict(extra or {}))
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest as the JSON object written, keys in order."""
+        out: dict[str, Any] = {}
+        for key, value in (("schema_version", self.schema_version), ("command", self.command),
+                           ("created", self.created), ("versions", self.versions),
+                           ("command_line", self.command_line)):
+            if value is not None:
+                out[key] = (dict(value) if isinstance(value, Mapping)
+                            else list(value) if isinstance(value, list | tuple) else value)
+        body = {k: v for k, v in (("inputs", self.inputs), ("options", self.options),
+                                  ("warnings", self.warnings), ("outputs", self.outputs))
+                if v is not None}
+        clash = sorted({*HEADER, "inputs", "options", "warnings", "outputs"} & set(self.extra))
+        if clash:
+            raise ValueError(f"extra keys {clash} are fields of the manifest")
+        body.update(self.extra)
+        for key in self._layout():
+            if key in body:
+                out[key] = body.pop(key)
+        out.update(body)
+        return out
+
+    def _schema(self) -> StepSchema | None:
+        try:
+            return step_schema(self.command) if self.command is not None else None
+        except KeyError:  # read back from a step this version does not know
+            return None
+
+    def _layout(self) -> tuple[str, ...]:
+        schema = self._schema()
+        return schema.layout if schema is not None else ()
+
+    def text(self) -> str:
+        """The bytes :meth:`write` writes, as text: indented JSON and a newline."""
+        schema = self._schema()
+        return json.dumps(self.to_json(), indent=2,
+                          ensure_ascii=schema.ascii if schema is not None else True) + "\n"
+
+    def write(self, path: str | Path) -> Path:
+        """Write the manifest to the file ``path`` (a step's ``OUT/manifest.json``, or a
+        sidecar ``FILE.manifest.json``), replaced in one step; returns ``path``."""
+        with atomic_write(path) as fh:
+            fh.write(self.text())
+        return Path(path)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Manifest:
+        """A manifest read back from its JSON object, every key as written (no value is
+        checked here: a reader checks what it uses); its mapping is that object."""
+        body = {k: v for k, v in obj.items() if k not in HEADER}
+        return cls(obj.get("command"), obj.get("schema_version"), created=obj.get("created"),
+                   versions=obj.get("versions"), command_line=obj.get("command_line"),
+                   inputs=body.pop("inputs", None), options=body.pop("options", None),
+                   warnings=body.pop("warnings", None), outputs=body.pop("outputs", None),
+                   extra=body)
+
+    # the mapping of the JSON written
+    @functools.cached_property
+    def _view(self) -> dict[str, Any]:
+        return self.to_json()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._view[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view)
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+
+#: What to run on a folder another step wrote than the one expected: (expected, found) ->
+#: hint.
+_WRONG_STEP_HINTS = {
+    ("rescore", "sensitivity"): " (run 'tiap report' on the output of 'tiap sensitivity')",
+    ("sensitivity", "rescore"): " (run 'tiap sensitivity' on it first)",
+}
+
+
+def read_manifest(path: str | Path, *, step: str | None = None) -> Manifest:
+    """The manifest of the output folder ``path`` (its ``manifest.json``; a path ending in
+    ``.json`` is the manifest file itself), read with :func:`tiap.io.read_manifest_json`.
+
+    With ``step``, the manifest must be that step's: a folder without a manifest or one
+    another step wrote is an error naming the step expected and the one found."""
+    p = Path(path)
+    mf = p if p.suffix == ".json" and not p.is_dir() else p / MANIFEST_FILE
+    if step is not None and not mf.exists():
+        raise TiapError(f"not an output folder of 'tiap {step}' (no {MANIFEST_FILE})", file=p)
+    obj = read_manifest_json(mf)
+    found = obj.get("command")
+    if step is not None and found != step:
+        raise TiapError(f"expected the output of 'tiap {step}', found {found!r}"
+                        f"{_WRONG_STEP_HINTS.get((step, found), '')}", file=mf)
+    return Manifest.from_json(obj)
+
+
+def peek_manifest(path: str | Path) -> Manifest | None:
+    """:func:`read_manifest` of ``path``, or ``None`` where there is no readable manifest
+    (missing, not UTF-8, not JSON, not an object)."""
+    try:
+        return read_manifest(path)
+    except TiapError:
+        return None
 
 
 def manifest_warnings(warnings: Any, manifest: str | Path, *, who: str = ""

@@ -149,3 +149,46 @@ def test_targets_exports_qrels_under_the_overlay(tmp_path: Path) -> None:
     assert (tmp_path / "t" / "qrels" / "s.raw~fix.qrels").read_text() == "q1 0 t2 1\n"
     man = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert "overlay:fix" in man["inputs"]
+
+
+def test_the_overlay_step_writes_the_overlay_its_problems_and_a_manifest(
+        data_dir: Path, tmp_path: Path) -> None:
+    """``tiap datasets overlay locomo-audit``: the 156 audited items, 94 of them with other
+    evidence than the dataset's and no problem (counted in
+    test_locomo_audit_maps_every_item); the manifest says so, in the step's key order."""
+    out = tmp_path / "ov"
+    assert main(["datasets", "overlay", "locomo-audit", "--out", str(out),
+                 "--data", str(data_dir)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "overlay.jsonl",
+                                                     "problems.jsonl"]
+    assert len(read_overlay(out / "overlay.jsonl").evidence) == 156
+    assert (out / "problems.jsonl").read_text() == ""
+    man = json.loads((out / "manifest.json").read_text())
+    assert list(man) == ["schema_version", "command", "created", "versions", "command_line",
+                         "overlay", "inputs", "counts", "outputs"]
+    assert (man["schema_version"], man["command"], man["overlay"]) == (
+        1, "datasets-overlay", "locomo-audit")
+    assert list(man["inputs"]) == ["locomo-audit/errors.json"]
+    assert man["counts"] == {"rows": 156, "changed_queries": 94, "problems": 0}
+    assert man["outputs"] == ["overlay.jsonl", "problems.jsonl"]
+
+
+def test_the_overlay_step_is_the_api_the_cli_calls(data_dir: Path, tmp_path: Path) -> None:
+    """:func:`export_overlay` writes what the command writes (the same rows and counts) and
+    checks what the command checks: an unknown overlay, a folder of the user's."""
+    from tiap.datasets import DataSource
+    from tiap.datasets.overlays import export_overlay
+
+    got = export_overlay("locomo-audit", tmp_path / "ov", source=DataSource(data_dir))
+    assert (got.rows, got.changed, got.overlay.problems) == (156, 94, ())
+    man = json.loads((tmp_path / "ov" / "manifest.json").read_text())
+    assert man["counts"] == {"rows": 156, "changed_queries": 94, "problems": 0}
+    with pytest.raises(TiapError) as err:
+        export_overlay("nope", tmp_path / "ov2", source=DataSource(data_dir))
+    assert err.value.code == "usage" and "unknown overlay 'nope'" in str(err.value)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("x")
+    with pytest.raises(TiapError) as err:
+        export_overlay("locomo-audit", mine, source=DataSource(data_dir))
+    assert err.value.code == "stale-output" and (mine / "notes.txt").read_text() == "x"

@@ -661,7 +661,7 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
     earlier run with human labels survives; a folder that is not an earlier agreement's
     output is refused (``error[stale-output]``) unless ``force``."""
     from tiap.io import output_folder
-    from tiap.provenance import input_entry, manifest_header
+    from tiap.provenance import Manifest, input_entry
 
     with output_folder(out, AGREEMENT_COMMAND, force=force) as tmp:
         (tmp / "agreement.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
@@ -682,11 +682,10 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
             _write_csv(tmp / "confusion.csv", report.confusion,
                        ("human", "rater", "human_label", "rater_label", "count"))
             outputs += ["human.csv", "confusion.csv"]
-        man = manifest_header(AGREEMENT_COMMAND, 1)
-        man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
-        man["options"] = {"tie_rule": report.tie_rule, "raters": list(report.raters)}
-        if report.warnings:
-            man["warnings"] = dict(report.warnings)
-        man["outputs"] = outputs
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return man
+        man = Manifest.new(AGREEMENT_COMMAND,
+                           inputs={k: input_entry(p) for k, p in inputs.items()},
+                           options={"tie_rule": report.tie_rule, "raters": list(report.raters)},
+                           warnings=dict(report.warnings) if report.warnings else None,
+                           outputs=outputs)
+        man.write(tmp / "manifest.json")
+    return man.to_json()

@@ -42,10 +42,10 @@ from typing import Any, Literal
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, split_named, write_jsonl
-from tiap.scoring.folder import read_manifest, read_per_query
+from tiap.provenance import read_manifest
+from tiap.scoring.folder import read_per_query
 
 __all__ = [
-    "CASES_SCHEMA_VERSION",
     "RANK_BUCKETS",
     "Case",
     "ContestedItem",
@@ -56,7 +56,6 @@ __all__ = [
     "write_cases",
 ]
 
-CASES_SCHEMA_VERSION = 2  # 2: every case names its store
 RANK_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1-5", 1, 5), ("6-20", 6, 20), ("21-60", 21, 60), ("61+", 61, None),
 )
@@ -577,7 +576,7 @@ class RescoreDir:
         if not (p / "manifest.json").exists() or not (p / "per_query.csv").exists():
             raise TiapError("not a `tiap rescore` output folder (manifest.json and "
                             "per_query.csv expected)", file=p)
-        return cls(p, read_manifest(p))
+        return cls(p, read_manifest(p, step="rescore"))
 
     @property
     def options(self) -> Mapping[str, Any]:

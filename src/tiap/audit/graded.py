@@ -66,7 +66,6 @@ zero-target case under ``T`` has no value; one whose groups partial lineage leav
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -614,8 +613,6 @@ SUPPORT_GRADES: Mapping[str, float] = {lab: g / 2 for lab, g in GRADES.items()}
 
 
 GRADED_COMMAND = "audit graded"
-# 2: qrels per store, manifest stores/systems, outputs with sha256; 3: composed support
-GRADED_SCHEMA_VERSION = 3
 
 
 def write_graded(result: GradedResult, out: str | Path, *,
@@ -636,7 +633,7 @@ def write_graded(result: GradedResult, out: str | Path, *,
     that output's manifest does not list (a file of yours), is refused
     (``error[stale-output]``) unless ``force``."""
     from tiap.io import output_folder, sha256_file
-    from tiap.provenance import input_entry, manifest_header
+    from tiap.provenance import Manifest, input_entry
 
     def fmt(v: Any) -> Any:
         if isinstance(v, bool):
@@ -671,24 +668,24 @@ def write_graded(result: GradedResult, out: str | Path, *,
                     "sha256": sha256_file(tmp / rel_path), "lines": len(lines),
                     "store": store, "target": t,
                     "systems": sorted(s for s, n in result.systems.items() if n == store)}
-        man = manifest_header(GRADED_COMMAND, GRADED_SCHEMA_VERSION)
-        man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
-        man["options"] = {**options, "k": result.k, "unjudged": result.unjudged,
-                          "grades": dict(GRADES), "credit": "set",
-                          "unjudged_given": result.unjudged_given,
-                          "support_unjudged": result.support_unjudged,
-                          "support_grades": {"raw_member": 1.0, **SUPPORT_GRADES,
-                                             "unjudged": SUPPORT_UNJUDGED[
-                                                 result.support_unjudged]},
-                          "support_measures": [f"{m}@{result.k}" for m in SUPPORT_MEASURES]}
-        man["stores"] = {
-            store: {"systems": sorted(s for s, n in result.systems.items() if n == store),
-                    "qrels": files.get(store, {})}
-            for store in sorted(set(result.systems.values()))}
-        man["systems"] = {s: {"store": n, "qrels": files.get(n, {})}
-                          for s, n in result.systems.items()}
-        if result.warnings:
-            man["warnings"] = dict(result.warnings)
-        man["outputs"] = outputs
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return man
+        man = Manifest.new(
+            GRADED_COMMAND, inputs={k: input_entry(p) for k, p in inputs.items()},
+            options={**options, "k": result.k, "unjudged": result.unjudged,
+                     "grades": dict(GRADES), "credit": "set",
+                     "unjudged_given": result.unjudged_given,
+                     "support_unjudged": result.support_unjudged,
+                     "support_grades": {"raw_member": 1.0, **SUPPORT_GRADES,
+                                        "unjudged": SUPPORT_UNJUDGED[result.support_unjudged]},
+                     "support_measures": [f"{m}@{result.k}" for m in SUPPORT_MEASURES]},
+            extra={
+                "stores": {
+                    store: {"systems": sorted(s for s, n in result.systems.items()
+                                              if n == store),
+                            "qrels": files.get(store, {})}
+                    for store in sorted(set(result.systems.values()))},
+                "systems": {s: {"store": n, "qrels": files.get(n, {})}
+                            for s, n in result.systems.items()}},
+            warnings=dict(result.warnings) if result.warnings else None,
+            outputs=outputs)
+        man.write(tmp / "manifest.json")
+    return man.to_json()

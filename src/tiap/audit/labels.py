@@ -40,7 +40,6 @@ __all__ = [
     "BINARY_LABELS",
     "DOES_NOT_SUPPORT",
     "GRADES",
-    "LABELS_SCHEMA_VERSION",
     "PARTIAL",
     "SEMANTIC_LABELS",
     "SERVING_LABELS",
@@ -55,8 +54,6 @@ __all__ = [
     "select_judges",
     "write_labels",
 ]
-
-LABELS_SCHEMA_VERSION = 2  # 2: rows name the item's store and the verdict's request_key
 
 SUPPORTS = "supports"
 PARTIAL = "partial"

@@ -24,16 +24,14 @@ The lower-level pieces they combine (:func:`~tiap.audit.cases.contested_cases`,
 from __future__ import annotations
 
 import contextlib
-import json
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tiap.audit.agreement import AGREEMENT_COMMAND, AgreementReport, agreement, write_agreement
 from tiap.audit.cases import (
-    CASES_SCHEMA_VERSION,
     Case,
     RescoreDir,
     contested_cases,
@@ -54,12 +52,12 @@ from tiap.audit.graded import (
 )
 from tiap.audit.human import read_human_labels
 from tiap.audit.judges import make_judge, parse_judge_spec
-from tiap.audit.labels import LABELS_SCHEMA_VERSION, LabelRecord, read_labels, write_labels
+from tiap.audit.labels import LabelRecord, read_labels, write_labels
 from tiap.audit.paper import read_paper_cases, read_paper_labels
 from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
 from tiap.errors import TiapError
-from tiap.io import atomic_write, check_output_folder, output_folder, split_named
-from tiap.provenance import input_entry, manifest_header
+from tiap.io import check_output_folder, output_folder, split_named
+from tiap.provenance import Manifest, input_entry
 
 #: The manifest ``command`` of :func:`judge_cases` (``tiap audit judge``).
 JUDGE_COMMAND = "audit judge"
@@ -74,12 +72,9 @@ Progress = Callable[[str, int, int], None]
 Log = Callable[[str], None]
 
 
-def _write_sidecar(path: Path, man: Mapping[str, Any]) -> Path:
+def _write_sidecar(path: Path, man: Manifest) -> Path:
     """``PATH.manifest.json`` beside an output file."""
-    side = path.with_name(path.name + ".manifest.json")
-    with atomic_write(side) as fh:
-        fh.write(json.dumps(man, indent=2) + "\n")
-    return side
+    return man.write(path.with_name(path.name + ".manifest.json"))
 
 
 def _option_measure(option: str, measure: str) -> Any:
@@ -204,18 +199,19 @@ def find_cases(
     chosen = sample_cases(found, sample, per_stratum=per_stratum, seed=seed)  # type: ignore[arg-type]
     n = write_cases(out, chosen)
     strata = strata_counts(chosen)
-    man = manifest_header(CASES_COMMAND, CASES_SCHEMA_VERSION)
-    man["inputs"] = {"rescore_manifest": input_entry(rd.path / "manifest.json"),
-                     "per_query": input_entry(rd.path / "per_query.csv"),
-                     **{k2: input_entry(p) for k2, p in inputs.items()}}
-    man["options"] = {"targets": tlist, "raw": raw, "measure": m, "k": cut,
-                      "credit": rd.credit, "each": each,
-                      "sample": sample, "per_stratum": per_stratum if sample != "all" else None,
-                      "seed": seed if sample != "all" else None}
-    man["stores"] = {s: name for s, (name, _) in store_lineages(loaded, stores).items()}
-    man["counts"] = {"contested": len(found), "written": n, "strata": strata}
+    man = Manifest.new(
+        CASES_COMMAND,
+        inputs={"rescore_manifest": input_entry(rd.path / "manifest.json"),
+                "per_query": input_entry(rd.path / "per_query.csv"),
+                **{k2: input_entry(p) for k2, p in inputs.items()}},
+        options={"targets": tlist, "raw": raw, "measure": m, "k": cut,
+                 "credit": rd.credit, "each": each,
+                 "sample": sample, "per_stratum": per_stratum if sample != "all" else None,
+                 "seed": seed if sample != "all" else None},
+        extra={"stores": {s: name for s, (name, _) in store_lineages(loaded, stores).items()},
+               "counts": {"contested": len(found), "written": n, "strata": strata}})
     _write_sidecar(out, man)
-    return CasesResult(out, len(found), n, strata, man)
+    return CasesResult(out, len(found), n, strata, man.to_json())
 
 
 # ------------------------------------------------------------------------------------------
@@ -494,17 +490,17 @@ def judge_cases(
                    response_format=response_format, local_model=local_model,
                    local_port=local_port, cache=cache_path, retry_unscored=retry_unscored,
                    limit=limit, engine=engine, progress=progress, log=log)
-    man = manifest_header(JUDGE_COMMAND, LABELS_SCHEMA_VERSION)
-    man["inputs"] = {"cases": input_entry(cases)}
-    man["options"] = {"limit": limit, "retry_unscored": retry_unscored,
-                      "cache": str(cache_path), "local_model": labels.local_model}
-    man["judges"] = list(labels.judges)
-    man["counts"] = [s.to_json() for s in labels.stats]
-    man["outputs"] = ["labels.jsonl"]
+    man = Manifest.new(JUDGE_COMMAND, inputs={"cases": input_entry(cases)},
+                       options={"limit": limit, "retry_unscored": retry_unscored,
+                                "cache": str(cache_path), "local_model": labels.local_model},
+                       extra={"judges": list(labels.judges),
+                              "counts": [s.to_json() for s in labels.stats]},
+                       outputs=["labels.jsonl"])
     with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
         write_labels(tmp / "labels.jsonl", labels.records)
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return JudgeResult(out, labels.n_cases, list(labels.records), list(labels.stats), man)
+        man.write(tmp / "manifest.json")
+    return JudgeResult(out, labels.n_cases, list(labels.records), list(labels.stats),
+                       man.to_json())
 
 
 def _judge_run(all_cases: list[Case], specs: Sequence[str], defaults: dict[str, Any],
@@ -755,15 +751,13 @@ def import_paper(csv_path: str | Path, *, out: str | Path | None = None,
     if cases_out is not None:
         cases_out = Path(cases_out)
         n = write_cases(cases_out, read_paper_cases(csv_path))
-        man = manifest_header(IMPORT_PAPER_COMMAND, 1)
-        man["inputs"] = {"csv": input_entry(csv_path)}
-        _write_sidecar(cases_out, man)
+        _write_sidecar(cases_out, Manifest.new(IMPORT_PAPER_COMMAND,
+                                               inputs={"csv": input_entry(csv_path)}))
     labs: list[LabelRecord] | None = None
     if out is not None:
         out = Path(out)
         labs = list(read_paper_labels(csv_path))
         write_labels(out, labs)
-        man = manifest_header(IMPORT_PAPER_COMMAND, 1)
-        man["inputs"] = {"csv": input_entry(csv_path)}
-        _write_sidecar(out, man)
+        _write_sidecar(out, Manifest.new(IMPORT_PAPER_COMMAND,
+                                         inputs={"csv": input_entry(csv_path)}))
     return PaperImport(cases_out, n, out, labs)

@@ -133,9 +133,8 @@ def overlay_cmd(
     with `tiap rescore ... --overlay NAME=OUT/overlay.jsonl`."""
     from tiap.datasets import export_overlay
 
-    ov, counts = export_overlay(name, out, source=DataSource(data, verify=not no_verify),
-                                force=force)
-    n, changed = counts["rows"], counts["changed_queries"]
+    res = export_overlay(name, out, source=DataSource(data, verify=not no_verify), force=force)
+    ov, n, changed = res.overlay, res.rows, res.changed
     for p in ov.problems[:MAX_PROBLEMS_SHOWN]:
         err_console.print(f"[yellow]warning\\[{p.kind}][/]: {p.record}: {p.detail}",
                           highlight=False, soft_wrap=True)

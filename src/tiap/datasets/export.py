@@ -17,7 +17,6 @@ before anything is read (``error[stale-output]``) unless ``force``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,9 +25,7 @@ from tiap.datasets.base import Dataset
 from tiap.datasets.files import DataSource, manifest
 from tiap.errors import Problems
 from tiap.io import check_output_folder, output_folder, sha256_file, write_jsonl
-from tiap.provenance import manifest_header
-
-SCHEMA_VERSION = 1
+from tiap.provenance import Manifest
 
 T = TypeVar("T")
 
@@ -100,8 +97,6 @@ def export_dataset(ds: Dataset | str, out: str | Path, *, force: bool = False,
         problems.raise_if_any()  # inside the temporary folder: nothing is moved into place
         counts["problems"] = write_jsonl(tmp / "problems.jsonl",
                                          (p.to_json() for p in ds.problems()))
-        man = manifest_header(COMMAND, SCHEMA_VERSION)
-        man["dataset"] = ds.dataset_id
         inputs = []
         for p in ds.file_paths():
             actual = sha256_file(ds.path(p))
@@ -110,12 +105,13 @@ def export_dataset(ds: Dataset | str, out: str | Path, *, force: bool = False,
                 row["pinned_sha256"] = pinned[p].stored_sha256
                 row["matches_pin"] = actual in (pinned[p].stored_sha256, pinned[p].source_sha256)
             inputs.append(row)
-        man["inputs"] = inputs
-        man["pinned_not_read"] = [{"path": f"{ds.folder}/{p}", "reason": why}
-                                  for p, why in ds.unread_files().items()]
-        man["verified"] = (bool(getattr(ds.source, "check", True)) and bool(inputs)
-                           and all(row.get("matches_pin") is True for row in inputs))
-        man["counts"] = counts
-        man["outputs"] = list(OUTPUTS)
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+        verified = (bool(getattr(ds.source, "check", True)) and bool(inputs)
+                    and all(row.get("matches_pin") is True for row in inputs))
+        Manifest.new(COMMAND, inputs=inputs, outputs=list(OUTPUTS), extra={
+            "dataset": ds.dataset_id,
+            "pinned_not_read": [{"path": f"{ds.folder}/{p}", "reason": why}
+                                for p, why in ds.unread_files().items()],
+            "verified": verified,
+            "counts": counts,
+        }).write(tmp / "manifest.json")
     return counts

@@ -32,13 +32,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_write, iter_jsonl
 
-__all__ = ["EvidenceOverlay", "OverlayProblem", "locomo_audit_overlay", "read_overlay",
-           "write_overlay"]
+__all__ = ["OVERLAYS", "EvidenceOverlay", "OverlayExport", "OverlayProblem", "export_overlay",
+           "locomo_audit_overlay", "read_overlay", "write_overlay"]
+
+if TYPE_CHECKING:
+    from tiap.datasets.files import DataSource
 
 _AUDIT_ID = re.compile(r"locomo_([0-9]+)_qa([0-9]+)\Z")
 #: The warning code of each evidence problem of :func:`tiap.datasets.locomo.parse_dia_ids`
@@ -113,6 +116,67 @@ def write_overlay(path: str | Path, overlay: EvidenceOverlay) -> int:
     return n
 
 
+#: Evidence overlays TIAP can build from pinned files: name -> (data folder, file, dataset).
+OVERLAYS = {"locomo-audit": ("locomo-audit", "errors.json", "locomo")}
+
+#: The step (the manifest's ``command``) of :func:`export_overlay`.
+OVERLAY_STEP = "datasets-overlay"
+
+
+@dataclass(frozen=True)
+class OverlayExport:
+    """What :func:`export_overlay` wrote: the overlay, its ``rows`` in ``overlay.jsonl`` and
+    how many queries it gives other evidence than the dataset's (``changed``)."""
+
+    out: Path
+    overlay: EvidenceOverlay
+    rows: int
+    changed: int
+
+
+def export_overlay(name: str, out: str | Path, *, source: DataSource | None = None,
+                   force: bool = False) -> OverlayExport:
+    """Build the overlay ``name`` (:data:`OVERLAYS`) from its pinned file and write
+    ``overlay.jsonl``, ``problems.jsonl`` (every id or evidence it could not use) and
+    ``manifest.json`` into ``out``, replaced whole (a folder that is not an earlier
+    overlay's output is refused, ``error[stale-output]``, unless ``force``).
+
+        >>> sorted(OVERLAYS)
+        ['locomo-audit']
+        >>> export_overlay("corrected", "out")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: unknown overlay 'corrected'; known: locomo-audit
+    """
+    from tiap.datasets.registry import load
+    from tiap.io import check_output_folder, output_folder
+    from tiap.provenance import Manifest, input_entry
+
+    if name not in OVERLAYS:
+        raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
+                        code="usage")
+    check_output_folder(out, OVERLAY_STEP, force=force)  # before anything is read
+    folder, file, dataset = OVERLAYS[name]
+    if source is None:
+        from tiap.datasets.files import DataSource
+        source = DataSource()
+    path = source.path(folder, file)
+    ds = load(dataset, source=source)
+    ov = locomo_audit_overlay(path, ds.bundles())
+    queries = {q.query_id: q for q in ds.queries_iter()}
+    changed = sum(1 for q, ev in ov.evidence.items() if set(ev) != set(queries[q].evidence))
+    with output_folder(out, OVERLAY_STEP, force=force) as tmp:
+        n = write_overlay(tmp / "overlay.jsonl", ov)
+        with atomic_write(tmp / "problems.jsonl") as fh:
+            for p in ov.problems:
+                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+        Manifest.new(OVERLAY_STEP, inputs={f"{folder}/{file}": input_entry(path)},
+                     outputs=["overlay.jsonl", "problems.jsonl"],
+                     extra={"overlay": name, "counts": {"rows": n, "changed_queries": changed,
+                                                        "problems": len(ov.problems)}},
+                     ).write(tmp / "manifest.json")
+    return OverlayExport(Path(out), ov, n, changed)
+
+
 def locomo_audit_overlay(errors_path: str | Path, conversations: Iterable[Any],
                          ) -> EvidenceOverlay:
     """The corrected evidence of dial481/locomo-audit's ``errors.json`` as an overlay over
@@ -176,56 +240,3 @@ def locomo_audit_overlay(errors_path: str | Path, conversations: Iterable[Any],
         notes[q.query_id] = str(item.get("error_type", ""))
     return EvidenceOverlay(MappingProxyType(evidence), MappingProxyType(notes),
                            tuple(problems), str(p))
-
-
-#: Evidence overlays TIAP can build from pinned files: name -> (data folder, file, dataset).
-OVERLAYS = {"locomo-audit": ("locomo-audit", "errors.json", "locomo")}
-OVERLAY_COMMAND = "datasets-overlay"  # the manifest's "command"
-
-
-def export_overlay(name: str, out: str | Path, *, source: Any = None, force: bool = False,
-                   ) -> tuple[EvidenceOverlay, dict[str, int]]:
-    """Build the evidence overlay ``name`` (one of :data:`OVERLAYS`) from its pinned file
-    and write it into the folder ``out``: ``overlay.jsonl``, ``problems.jsonl`` (every
-    audited id that could not be mapped to a query, every evidence id that could not be
-    resolved) and ``manifest.json``. ``source``: where the data is (a
-    :class:`tiap.datasets.DataSource`; default: the data folder). ``out`` is checked
-    before anything is read and replaced whole (:func:`tiap.io.output_folder`); ``force``
-    replaces a folder that is not an earlier overlay. Returns the overlay and its counts
-    (``rows``, ``changed_queries``: queries whose evidence it changes, ``problems``).
-
-        >>> sorted(OVERLAYS)
-        ['locomo-audit']
-        >>> export_overlay("corrected", "out")
-        Traceback (most recent call last):
-        tiap.errors.TiapError: unknown overlay 'corrected'; known: locomo-audit
-    """
-    from tiap.datasets.files import DataSource
-    from tiap.datasets.registry import load
-    from tiap.io import check_output_folder, output_folder
-    from tiap.provenance import input_entry, manifest_header
-
-    if name not in OVERLAYS:
-        raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
-                        code="usage")
-    check_output_folder(out, OVERLAY_COMMAND, force=force)
-    folder, file, dataset = OVERLAYS[name]
-    source = source if source is not None else DataSource()
-    path = source.path(folder, file)
-    ds = load(dataset, source=source)
-    ov = locomo_audit_overlay(path, ds.bundles())
-    queries = {q.query_id: q for q in ds.queries_iter()}
-    changed = sum(1 for q, ev in ov.evidence.items() if set(ev) != set(queries[q].evidence))
-    with output_folder(out, OVERLAY_COMMAND, force=force) as tmp:
-        n = write_overlay(tmp / "overlay.jsonl", ov)
-        with atomic_write(tmp / "problems.jsonl") as fh:
-            for p in ov.problems:
-                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
-        man = manifest_header(OVERLAY_COMMAND, 1)
-        man["overlay"] = name
-        man["inputs"] = {f"{folder}/{file}": input_entry(path)}
-        counts = {"rows": n, "changed_queries": changed, "problems": len(ov.problems)}
-        man["counts"] = counts
-        man["outputs"] = ["overlay.jsonl", "problems.jsonl"]
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return ov, counts

@@ -44,7 +44,7 @@ from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_write, check_output_folder, output_folder, output_step
 from tiap.memory.store import Item, stamp_store, write_items
-from tiap.provenance import input_entry, manifest_header
+from tiap.provenance import Manifest, input_entry
 from tiap.runs import Run, warnings_json, write_jsonl_run
 
 __all__ = [
@@ -85,7 +85,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
-SCHEMA_VERSION = 1
 COVERAGE_FILE = "lineage_coverage.json"
 _LISTED = 1000  # ids listed per category in lineage_coverage.json (all are counted)
 
@@ -491,15 +490,13 @@ def write_import(result: ImportResult, out: str | Path, *,
             "rankings": write_jsonl_run(tmp / "run.jsonl", result.run),
         }
         write_coverage(tmp / COVERAGE_FILE, cov)
-        man = manifest_header(f"import {result.format}", SCHEMA_VERSION)
-        man["system"] = result.system
-        man["store"] = result.system
-        man["format"] = result.format
-        man["inputs"] = [input_entry(p) for p in result.inputs]
-        man["counts"] = counts
-        man["warnings"] = warnings_json(result.run.warnings)
-        man["outputs"] = ["items.jsonl", "queries.jsonl", "run.jsonl", COVERAGE_FILE]
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+        Manifest.new(f"import {result.format}",
+                     inputs=[input_entry(p) for p in result.inputs],
+                     warnings=warnings_json(result.run.warnings),
+                     outputs=["items.jsonl", "queries.jsonl", "run.jsonl", COVERAGE_FILE],
+                     extra={"system": result.system, "store": result.system,
+                            "format": result.format, "counts": counts},
+                     ).write(tmp / "manifest.json")
     return cov
 
 

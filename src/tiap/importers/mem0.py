@@ -73,7 +73,7 @@ from tiap.importers import (
 )
 from tiap.io import iter_jsonl, open_text, output_folder, read_json
 from tiap.memory.store import RAW_KIND, Item, Uncertainty, stamp_store, write_items
-from tiap.provenance import input_entry, manifest_header
+from tiap.provenance import Manifest, input_entry
 from tiap.runs import Ranking, Run, warnings_json, write_jsonl_run
 from tiap.runs.formats import RunWarnings, dedup_ranking
 
@@ -82,7 +82,6 @@ __all__ = [
     "DEFAULT_KIND_KEY",
     "DEFAULT_SOURCES_KEY",
     "DEFAULT_WINDOW_KEY",
-    "SCHEMA_VERSION",
     "Mem0Import",
     "Mem0Report",
     "import_mem0_results",
@@ -91,7 +90,6 @@ __all__ = [
     "write_mem0_import",
 ]
 
-SCHEMA_VERSION = 1
 DEFAULT_SOURCES_KEY = "source_ids"
 DEFAULT_WINDOW_KEY = "source_window"
 DEFAULT_KIND_KEY = "tiap_kind"
@@ -565,21 +563,17 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
             json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         cov = lineage_coverage(imp.items, imp.queries, [imp.run], rep.counts())
         (tmp / COVERAGE_FILE).write_text(coverage_json(cov), encoding="utf-8")
-        man = manifest_header(step or IMPORT_STEP, SCHEMA_VERSION)
-        man["system"] = rep.system
-        man["store"] = rep.system
         inputs = [input_entry(rep.results_file)]
         if rep.memories_file is not None:
             inputs.append(input_entry(rep.memories_file))
-        man["inputs"] = inputs
-        man["counts"] = {**counts, "report": rep.counts()}
-        man["warnings"] = warnings_json(imp.run.warnings)
-        man["outputs"] = ["items.jsonl", "queries.jsonl", "run.jsonl", "mem0_report.json",
-                          COVERAGE_FILE, *keep]
-        if manifest_extra:
-            man.update(manifest_extra)
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        Manifest.new(step or IMPORT_STEP, inputs=inputs,
+                     warnings=warnings_json(imp.run.warnings),
+                     outputs=["items.jsonl", "queries.jsonl", "run.jsonl", "mem0_report.json",
+                              COVERAGE_FILE, *keep],
+                     extra={"system": rep.system, "store": rep.system,
+                            "counts": {**counts, "report": rep.counts()},
+                            **(manifest_extra or {})},
+                     ).write(tmp / "manifest.json")
     return counts
 
 

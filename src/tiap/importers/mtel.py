@@ -110,7 +110,7 @@ from tiap.memory.store import (
     stamp_store,
     write_items,
 )
-from tiap.provenance import input_entry, manifest_header
+from tiap.provenance import Manifest, input_entry
 from tiap.runs import Ranking, Run, warnings_json, write_jsonl_run
 from tiap.runs.formats import RunWarnings, dedup_ranking
 
@@ -131,7 +131,6 @@ __all__ = [
     "write_mtel_import",
 ]
 
-SCHEMA_VERSION = 1
 
 FORMAT_KIND_FLAG = "kind-flag"
 FORMAT_IDS_ONLY = "ids-only"
@@ -1428,16 +1427,15 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
         (tmp / "mtel_report.json").write_text(
             json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-        man = manifest_header("import mtel-trace", SCHEMA_VERSION)
-        man["system"] = report.system
-        man["store"] = report.system
-        man["format"] = report.format
-        man["inputs"] = [input_entry(report.trace), input_entry(report.locomo)]
-        man["counts"] = {**counts, "report": report.counts()}
-        man["warnings"] = warnings_json(imp.run.warnings)
-        man["outputs"] = [*(extra_files or {}), "items.jsonl", "queries.jsonl", "run.jsonl",
-                          "mtel_report.json"]
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
+        Manifest.new("import mtel-trace",
+                     inputs=[input_entry(report.trace), input_entry(report.locomo)],
+                     warnings=warnings_json(imp.run.warnings),
+                     outputs=[*(extra_files or {}), "items.jsonl", "queries.jsonl", "run.jsonl",
+                              "mtel_report.json"],
+                     extra={"system": report.system, "store": report.system,
+                            "format": report.format,
+                            "counts": {**counts, "report": report.counts()}},
+                     ).write(tmp / "manifest.json")
     return counts
 
 

@@ -59,15 +59,14 @@ from typing import Any
 from tiap.datasets.base import Bundle, Dataset, SessionSlice
 from tiap.datasets.records import Turn
 from tiap.errors import Problem, TiapError
-from tiap.io import atomic_write, check_output_folder, output_folder, sha256_file
+from tiap.io import check_output_folder, output_folder, sha256_file
 from tiap.memory.parsers import Parser, make_parser, parser_factory
 from tiap.memory.store import RAW_KIND, Item, check_store_name
-from tiap.provenance import manifest_header
+from tiap.provenance import Manifest
 
-__all__ = ["DEFAULT_SEED", "ITEMS_FILE", "MANIFEST_FILE", "PARALLEL_FROM", "SCHEMA_VERSION",
+__all__ = ["DEFAULT_SEED", "ITEMS_FILE", "MANIFEST_FILE", "PARALLEL_FROM",
            "BuildResult", "build_store", "raw_item"]
 
-SCHEMA_VERSION = 1
 DEFAULT_SEED = 1337
 ITEMS_FILE = "items.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -354,15 +353,12 @@ def build_store(
             counts, digest, size = _write_items(dataset, parser, tmp / ITEMS_FILE, wanted,
                                                 workers, progress, name)
             parser.finish()
-            man = _manifest(dataset, parser, seed, wanted, counts, digest, size, command)
-            man["store"] = name
-            if served is not None:
-                man["local_model"] = served
-            man["elapsed_seconds"] = round(time.monotonic() - started, 3)
-            text = json.dumps(man, ensure_ascii=False, indent=2) + "\n"
-            man = json.loads(text)  # the result holds exactly what the file says
-            with atomic_write(tmp / MANIFEST_FILE) as fh:
-                fh.write(text)
+            manifest = _manifest(dataset, parser, seed, wanted, counts, digest, size, command,
+                                 {"store": name,
+                                  **({"local_model": served} if served is not None else {}),
+                                  "elapsed_seconds": round(time.monotonic() - started, 3)})
+            manifest.write(tmp / MANIFEST_FILE)
+            man = json.loads(manifest.text())  # the result holds exactly what the file says
     finally:
         parser.close()
     return BuildResult(Path(out), counts, man)
@@ -587,23 +583,26 @@ def _manifest(
     digest: str,
     size: int,
     command: str,
-) -> dict[str, Any]:
-    man = manifest_header(command, SCHEMA_VERSION)
-    man["versions"].update(parser.versions())
-    man["dataset"] = {
-        "id": dataset.dataset_id,
-        "description": dataset.description,
-        "collections": wanted,  # null: all
-        "sessions": dataset.n if isinstance(dataset, SessionSlice) else None,  # first N
-        "files": _dataset_inputs(dataset),
-    }
-    man["parser"] = parser.spec.to_json()
-    man["seed"] = seed
-    man["item_ids"] = ID_SCHEME
-    man["counts"] = counts
-    man["parser_stats"] = parser.stats()
+    more: dict[str, Any],
+) -> Manifest:
     warnings = getattr(parser, "warnings", None)  # the llm parser's invalid replies
-    if callable(warnings) and warnings():
-        man["warnings"] = warnings()
-    man["outputs"] = {ITEMS_FILE: {"sha256": digest, "bytes": size, "rows": counts["items"]}}
-    return man
+    return Manifest.new(
+        command,
+        more_versions=parser.versions(),
+        warnings=warnings() if callable(warnings) and warnings() else None,
+        outputs={ITEMS_FILE: {"sha256": digest, "bytes": size, "rows": counts["items"]}},
+        extra={
+            "dataset": {
+                "id": dataset.dataset_id,
+                "description": dataset.description,
+                "collections": wanted,  # null: all
+                "sessions": dataset.n if isinstance(dataset, SessionSlice) else None,  # first N
+                "files": _dataset_inputs(dataset),
+            },
+            "parser": parser.spec.to_json(),
+            "seed": seed,
+            "item_ids": ID_SCHEME,
+            "counts": counts,
+            "parser_stats": parser.stats(),
+            **more,
+        })

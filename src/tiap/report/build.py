@@ -17,9 +17,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tiap.errors import TiapError
 from tiap.io import check_output_folder, output_folder
-from tiap.provenance import input_entry, manifest_header
+from tiap.provenance import Manifest, input_entry, read_manifest
 from tiap.report import plots
 from tiap.report.card import card_json, card_markdown
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
@@ -55,7 +54,6 @@ from tiap.sensitivity.flips import gap_text
 
 __all__ = ["build_report"]
 
-SCHEMA_VERSION = 1
 #: The options that decide what the statistics mean (compared across folders).
 _STAT_KEYS = ("resamples", "seed", "alpha", "correction", "min_effect", "min_dz")
 HTML_LIMIT = 60
@@ -217,17 +215,16 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
         (tmp / "target_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False)
                                               + "\n", encoding="utf-8")
         (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
-        man = manifest_header("report", SCHEMA_VERSION)
-        man["inputs"] = {**{f"{sd.path.name}/manifest.json": input_entry(sd.path /
-                                                                          "manifest.json")
-                            for sd in sds}, **audit_inputs}
-        man["outputs"] = ["index.html", "tables.md", "tables.tex", "target_card.md",
-                          "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
-                                                 for x in ("md", "tex")]
-        man["notes"] = notes
-        man["latex_width_pt"] = latex_width
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return man
+        man = Manifest.new(
+            "report",
+            inputs={**{f"{sd.path.name}/manifest.json": input_entry(sd.path / "manifest.json")
+                       for sd in sds}, **audit_inputs},
+            outputs=["index.html", "tables.md", "tables.tex", "target_card.md",
+                     "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
+                                            for x in ("md", "tex")],
+            extra={"notes": notes, "latex_width_pt": latex_width})
+        man.write(tmp / "manifest.json")
+    return man.to_json()
 
 
 # ------------------------------------------------------------------------------------------
@@ -793,15 +790,7 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
     manifest's entry for the report's provenance."""
     from tiap.io import iter_csv
 
-    man_path = gdir / "manifest.json"
-    try:
-        man = json.loads(man_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise TiapError(f"not a `tiap audit graded` folder ({exc})", file=man_path,
-                        code="io") from None
-    if man.get("command") != "audit graded":
-        raise TiapError("not a `tiap audit graded` folder (its manifest names command "
-                        f"{man.get('command')!r})", file=man_path, code="input")
+    man = read_manifest(gdir, step="audit graded")
 
     def rows(name: str) -> list[dict[str, str]]:
         it = iter_csv(gdir / name)
@@ -814,7 +803,7 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
     for key, entry in man.get("inputs", {}).items():
         lman = Path(entry["path"]).parent / "manifest.json" if key.startswith("labels") else None
         if lman is not None and lman.is_file():
-            for j in json.loads(lman.read_text(encoding="utf-8")).get("judges", []):
+            for j in read_manifest(lman).get("judges", []):
                 what = j.get("statistic") or j.get("model") or j.get("factory")
                 judges.append(f"{j.get('name')} ({what})")
     who = "; ".join(judges) or "the judges of its labels"
@@ -864,7 +853,7 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
                                                        "Sufficient")),
                ms.get("Coverage", first)["n_exact"]])
     page.table(t)
-    return input_entry(man_path)
+    return input_entry(gdir / "manifest.json")
 
 
 def _cost_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,

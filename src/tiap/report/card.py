@@ -13,12 +13,11 @@ family it runs over, the practical threshold, the interval, and what *significan
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tiap.provenance import source_commit, versions
+from tiap.provenance import peek_manifest, source_commit, versions
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.report.procedure import (
     DZ_REASON,
@@ -127,14 +126,6 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
     }
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        got = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return got if isinstance(got, dict) else None
-
-
 def _made_by(man: Mapping[str, Any]) -> dict[str, Any]:
     v = man.get("versions") or {}
     return {"command": man.get("command"), "command_line": man.get("command_line"),
@@ -158,7 +149,7 @@ def provenance(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
             if not (key.endswith("rescore/manifest.json") or key.endswith(":manifest.json")):
                 continue
             rpath = Path(entry["path"])
-            rman = _read_json(rpath)
+            rman = peek_manifest(rpath)
             if rman is None:
                 src["rescorings"].append({"manifest": str(rpath), "note": "not readable"})
                 continue
@@ -168,7 +159,7 @@ def provenance(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
             for k, e in inputs.items():
                 if not k.startswith("items") or not e["path"]:
                     continue
-                sman = _read_json(Path(e["path"]).parent / "manifest.json") or {}
+                sman = peek_manifest(Path(e["path"]).parent) or {}
                 ds = sman.get("dataset") or {}
                 for f in ds.get("files") or []:
                     datasets.setdefault(f"{ds.get('id')}:{f.get('path')}",

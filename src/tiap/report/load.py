@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import TiapError
-from tiap.io import json_error, sha256_file, utf8_error
+from tiap.io import MANIFEST_FILE, sha256_file
+from tiap.provenance import Manifest, read_manifest
 
 __all__ = ["SensitivityDir", "load_sensitivity_dirs", "num", "truth"]
 
@@ -165,26 +165,10 @@ def load_sensitivity_dirs(paths: Sequence[str | Path]) -> list[SensitivityDir]:
     as a prefix in the report. Every table the manifest lists must be there and whole."""
     if not paths:
         raise TiapError("no sensitivity folder given")
-    loaded: list[tuple[Path, dict[str, Any], dict[str, list[dict[str, str]]]]] = []
+    loaded: list[tuple[Path, Manifest, dict[str, list[dict[str, str]]]]] = []
     for p in map(Path, paths):
-        mf = p / "manifest.json"
-        if not mf.exists():
-            raise TiapError("not an output folder of 'tiap sensitivity' (no manifest.json)",
-                            file=p)
-        raw = mf.read_bytes()
-        try:
-            man = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise utf8_error(mf, raw, exc) from None
-        except json.JSONDecodeError as exc:
-            raise TiapError(json_error(exc), file=mf, line=exc.lineno) from None
-        if not isinstance(man, dict):
-            raise TiapError("a manifest must be a JSON object", file=mf)
-        if man.get("command") != "sensitivity":
-            hint = (" (run 'tiap sensitivity' on it first)" if man.get("command") == "rescore"
-                    else "")
-            raise TiapError(f"expected the output of 'tiap sensitivity', found "
-                            f"{man.get('command')!r}{hint}", file=mf)
+        mf = p / MANIFEST_FILE
+        man = read_manifest(p, step="sensitivity")
         datasets = man.get("datasets") or []
         if not isinstance(datasets, list) or not all(
                 isinstance(d, Mapping) and isinstance(d.get("name"), str) for d in datasets):

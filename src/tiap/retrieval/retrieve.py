@@ -37,7 +37,7 @@ import io
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,8 +47,9 @@ import numpy as np
 from tiap.datasets.queryfile import read_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problem, Problems, TiapError
-from tiap.io import atomic_write, iter_jsonl, read_json, sha256_file
+from tiap.io import atomic_write, iter_jsonl, sha256_file
 from tiap.memory.store import Item, default_store_name, read_items, store_name
+from tiap.provenance import Manifest, peek_manifest, read_manifest
 from tiap.provenance import versions as base_versions
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.kernels import top_k
@@ -83,7 +84,7 @@ class Store:
     items_path: Path
     items: tuple[Item, ...]
     items_sha256: str
-    manifest: dict[str, Any] | None = None
+    manifest: Mapping[str, Any] | None = None
     manifest_sha256: str | None = None
 
     @property
@@ -123,13 +124,10 @@ def open_store(path: str | Path) -> Store:
     else:
         items_path, folder = p, p.parent
     manifest_path = folder / MANIFEST_FILE
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     manifest_sha: str | None = None
     if manifest_path.exists():
-        obj = read_json(manifest_path)
-        if not isinstance(obj, dict):
-            raise TiapError("a store manifest must be a JSON object", file=manifest_path)
-        manifest, manifest_sha = obj, sha256_file(manifest_path)
+        manifest, manifest_sha = read_manifest(manifest_path), sha256_file(manifest_path)
     return Store(
         path=folder,
         items_path=items_path,
@@ -142,14 +140,8 @@ def open_store(path: str | Path) -> Store:
 
 def _sibling_dataset(path: Path) -> str | None:
     """The dataset named by the ``manifest.json`` next to a queries file, if any."""
-    m = path.parent / MANIFEST_FILE
-    if not m.exists():
-        return None
-    try:
-        obj = json.loads(m.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return _dataset_id(obj.get("dataset")) if isinstance(obj, dict) else None
+    man = peek_manifest(path.parent / MANIFEST_FILE)
+    return _dataset_id(man.get("dataset")) if man is not None else None
 
 
 @dataclass(frozen=True)

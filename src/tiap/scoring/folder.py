@@ -41,7 +41,6 @@ every file checked for what a cut or edited file shows (:func:`read_per_query`).
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,13 +51,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import TiapError, require
-from tiap.io import check_output_folder, iter_csv, json_error, output_folder
-from tiap.provenance import input_entry, manifest_header
+from tiap.io import check_output_folder, iter_csv, output_folder
+from tiap.provenance import Manifest, input_entry, peek_manifest, read_manifest
 from tiap.scoring import counts
 from tiap.scoring.measures import parse_measure
 from tiap.scoring.scores import Scores, hit_cutoff, hit_measure, hit_test, top1_measure
 
-SCHEMA_VERSION = 1
 PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
 SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_empty", "mean",
                    "lower", "upper", "n_inferred")
@@ -90,12 +88,8 @@ def queries_dataset(queries: Sequence[Any], inputs: Mapping[str, str | Path]) ->
             return name
     qpath = inputs.get("queries")
     if qpath is not None:
-        sibling = Path(qpath).parent / "manifest.json"
-        try:
-            obj = json.loads(sibling.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            obj = None
-        value = obj.get("dataset") if isinstance(obj, dict) else None
+        sibling = peek_manifest(Path(qpath).parent)
+        value = sibling.get("dataset") if sibling is not None else None
         if isinstance(value, dict):
             value = value.get("id")
         if isinstance(value, str) and value.strip():
@@ -212,27 +206,31 @@ def write_rescore(
         parts: list[str] = []
         if parquet:
             parts = _write_parquet(tmp / "per_query", result)
-        man = manifest_header("rescore", SCHEMA_VERSION)
-        man["inputs"] = {k: input_entry(p) for k, p in inputs.items()}
-        man["dataset"] = dataset if dataset is not None else queries_dataset(queries, inputs)
-        man["options"] = {
-            **options,
-            "credit": result.credit,
-            "targets": [t.to_json() for t in result.targets],
-            "measures": [str(m) for m in result.measures],
-            "shared": shared,
-            "cost": ({"tokenizer": dict(result.tokenizer)} if result.cost
-                     else {"note": result.cost_note or "not computed"}),
-        }
-        man["integrity"] = [dict(r) for r in result.integrity]
-        man["systems"] = {s: result.reports[s].to_json() for s in result.systems}
-        man["outputs"] = ["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
-                          "target_sizes.csv", "intervals.csv", "undetermined.csv",
-                          "queries.csv"] + extra + (["cost.csv"] if result.cost else []) + (
-            ["integrity.csv"] if result.integrity else []) + (
-            [f"per_query/{p}" for p in parts])
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2) + "\n", encoding="utf-8")
-    return man
+        man = Manifest.new(
+            "rescore",
+            inputs={k: input_entry(p) for k, p in inputs.items()},
+            options={
+                **options,
+                "credit": result.credit,
+                "targets": [t.to_json() for t in result.targets],
+                "measures": [str(m) for m in result.measures],
+                "shared": shared,
+                "cost": ({"tokenizer": dict(result.tokenizer)} if result.cost
+                         else {"note": result.cost_note or "not computed"}),
+            },
+            outputs=["per_query.csv", "summary.csv", "pairwise.csv", "zero_targets.csv",
+                     "target_sizes.csv", "intervals.csv", "undetermined.csv",
+                     "queries.csv"] + extra + (["cost.csv"] if result.cost else []) + (
+                ["integrity.csv"] if result.integrity else []) + (
+                [f"per_query/{p}" for p in parts]),
+            extra={
+                "dataset": (dataset if dataset is not None
+                            else queries_dataset(queries, inputs)),
+                "integrity": [dict(r) for r in result.integrity],
+                "systems": {s: result.reports[s].to_json() for s in result.systems},
+            })
+        man.write(tmp / "manifest.json")
+    return man.to_json()
 
 
 def _csv_field(text: str) -> str:
@@ -345,8 +343,7 @@ def read_summary(folder: str | Path) -> Summary:
                                                         "n_inferred")},
                          **{k: float(r[k]) if r[k] != "" else None
                             for k in ("mean", "lower", "upper")}})
-    man = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    return Summary(rows, man["options"]["credit"])
+    return Summary(rows, read_manifest(folder, step="rescore")["options"]["credit"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -377,27 +374,6 @@ class RescoreFolder:
         return tuple(universe)
 
 
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The ``manifest.json`` of the rescore folder ``path``: a JSON object written by
-    ``tiap rescore`` (else a located error)."""
-    path = Path(path)
-    mf = path / "manifest.json"
-    if not mf.exists():
-        raise TiapError("not an output folder of 'tiap rescore' (no manifest.json)", file=path)
-    try:
-        man = json.loads(mf.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TiapError(json_error(exc), file=mf, line=exc.lineno) from exc
-    if not isinstance(man, dict):
-        raise TiapError("a manifest must be a JSON object", file=mf, code="input")
-    if man.get("command") != "rescore":
-        what = man.get("command")
-        hint = (" (run 'tiap report' on the output of 'tiap sensitivity')"
-                if what == "sensitivity" else "")
-        raise TiapError(f"expected the output of 'tiap rescore', found {what!r}{hint}", file=mf)
-    return man
 
 
 def _float(text: str, file: Path, line: int, *, lo: float | None = None,
@@ -614,7 +590,7 @@ def read_folder(path: str | Path, name: str | None = None, *,
     path = Path(path)
     if not path.is_dir():
         raise TiapError("no such folder", file=path)
-    man = read_manifest(path)
+    man = read_manifest(path, step="rescore")
     pq = path / "per_query.csv"
     if not pq.exists():
         raise TiapError("per_query.csv is missing", file=path)

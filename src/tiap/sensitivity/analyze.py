@@ -11,7 +11,6 @@ alignment. :func:`write_sensitivity` writes the tables as CSV and a manifest.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,7 @@ import numpy as np
 
 from tiap.errors import Problem, TiapError
 from tiap.io import output_folder, sha256_file
-from tiap.provenance import input_entry, manifest_header
+from tiap.provenance import Manifest, input_entry
 from tiap.scoring.cost import COST_COLUMNS
 from tiap.scoring.measures import Measure, parse_measure
 from tiap.scoring.scores import Scores
@@ -43,9 +42,8 @@ from tiap.sensitivity.stats import (
     DEFAULT_RESAMPLES,
 )
 
-__all__ = ["SCHEMA_VERSION", "SensitivityResult", "Table", "analyze", "write_sensitivity"]
+__all__ = ["SensitivityResult", "Table", "analyze", "write_sensitivity"]
 
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -482,20 +480,16 @@ def write_sensitivity(result: SensitivityResult, out: str | Path, *,
             # rows and sha256: a reader can tell a table cut at a line end, or edited
             outputs[f"{t.name}.csv"] = {"rows": len(t.rows),
                                         "sha256": sha256_file(tmp / f"{t.name}.csv")}
-        man = manifest_header("sensitivity", SCHEMA_VERSION)
-        man.pop("created", None)
         inputs: dict[str, Any] = {}
         for ds in result.datasets:
             for d in ds.dirs:
                 for f in ("manifest.json", "per_query.csv", "target_sizes.csv", "queries.csv"):
                     if (d / f).exists():
                         inputs[f"{ds.name}:{d.name}/{f}"] = input_entry(d / f)
-        man["inputs"] = inputs
-        man["options"] = dict(result.options)
-        man["datasets"] = result.info.get("datasets", [])
-        man["answers"] = result.info.get("answers", {})
-        man["notes"] = list(result.notes)
-        man["outputs"] = outputs
-        (tmp / "manifest.json").write_text(json.dumps(man, indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
-    return man
+        man = Manifest.new("sensitivity", inputs=inputs, options=dict(result.options),
+                           extra={"datasets": result.info.get("datasets", []),
+                                  "answers": result.info.get("answers", {}),
+                                  "notes": list(result.notes)},
+                           outputs=outputs)
+        man.write(tmp / "manifest.json")
+    return man.to_json()

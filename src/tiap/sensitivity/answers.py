@@ -201,8 +201,7 @@ def _verified(ds: Dataset, system: str | None, what: str, given: Any, option: st
     A file ``given`` with ``option`` must hold the same bytes: the alignment reads the
     rescored values, so another file would mix two inputs. :class:`_Gone` when the recorded
     file is gone and none was given."""
-    from tiap.io import read_json
-    from tiap.provenance import verify_input
+    from tiap.provenance import read_manifest, verify_input
 
     folder = ds.dirs[0] if system is None else ds.systems[system].source
     key = "queries" if system is None else ds.inputs.get(system, {}).get(f"{what}_key")
@@ -210,7 +209,7 @@ def _verified(ds: Dataset, system: str | None, what: str, given: Any, option: st
     if mpath not in manifests:
         if not mpath.is_file():  # a Scores held in memory (tiap.scoring.folder.folder_of)
             raise _Gone(f"{folder} is held in memory and records no input files")
-        manifests[mpath] = read_json(mpath)
+        manifests[mpath] = read_manifest(mpath)
     if key is None:
         if given is None:
             raise _Gone(f"{mpath} records no {what} of {system}")

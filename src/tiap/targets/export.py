@@ -46,7 +46,7 @@ side:
 - ``coverage.json`` (``{"stores": [{"store", "items_sha256", "coverage"}]}``, the
   coverage of :class:`~tiap.targets.coverage.Coverage` per store) and ``coverage.csv``
   (one row per (store, target));
-- ``manifest.json`` (:func:`tiap.provenance.manifest_header`): schema version, package
+- ``manifest.json`` (:class:`tiap.provenance.Manifest`): schema version, package
   versions, the targets' specs, the stores (name; the items' record count and sha256 as
   TIAP writes ``items.jsonl``, and the path, sha256 and size of the items file read), the
   queries (record count, sha256) and any other input files, and every file written with
@@ -81,7 +81,7 @@ from tiap.io import (
     write_jsonl,
 )
 from tiap.memory.store import Item, Store, check_store_name
-from tiap.provenance import input_entry, manifest_header
+from tiap.provenance import Manifest, input_entry, peek_manifest
 from tiap.runs.qrels import qrels_line, write_qrels_lines
 from tiap.targets.coverage import COVERAGE_CSV_COLUMNS, Coverage, coverage
 from tiap.targets.groups import DEFAULT_TARGETS, QueryLike, TargetGroups, TargetSets, build_groups
@@ -98,7 +98,6 @@ __all__ = [
     "COMMAND",
     "MANIFEST_FILE",
     "QRELS_DIR",
-    "SCHEMA_VERSION",
     "TargetsExport",
     "groups_rows",
     "mapping_rows",
@@ -113,7 +112,6 @@ __all__ = [
     "write_targets",
 ]
 
-SCHEMA_VERSION = 2  # 2: per-store qrels names, rows and coverage name their store
 COMMAND = "targets"  # the manifest's "command"
 UNDETERMINED_FILE = "undetermined.csv"
 MANIFEST_FILE = "manifest.json"
@@ -451,17 +449,6 @@ def _items_entry(st: Store) -> dict[str, Any]:
     return entry
 
 
-def _read_manifest(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``, or ``None`` if there is none (missing, unreadable, not
-    JSON, not an object)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        doc = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def _earlier_files(out_dir: Path) -> set[str]:
     """The files (relative paths) of an earlier ``tiap targets`` run in ``out_dir``: what the
     swap of the new folder removes unless the new run writes it again."""
@@ -654,15 +641,11 @@ def write_targets(
         for (s, n), rel in qrels.items():
             outputs[rel].update(store=s, target=n)
             outputs[subtopic_qrels_name(s, n)].update(store=s, target=n, subtopics=True)
-        manifest = manifest_header(COMMAND, SCHEMA_VERSION)
-        manifest["stores"] = [{"name": name, "items": e} for name, e in items_entries.items()]
-        manifest["targets"] = [t.to_json() for t in requested]
-        manifest["mapping_targets"] = [b.to_json() for b in BUILTIN_TARGETS]
-        manifest["inputs"] = inputs
-        manifest["outputs"] = outputs
-        with atomic_write(tmp / MANIFEST_FILE) as fh:
-            json.dump(manifest, fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
+        Manifest.new(COMMAND, inputs=inputs, outputs=outputs, extra={
+            "stores": [{"name": name, "items": e} for name, e in items_entries.items()],
+            "targets": [t.to_json() for t in requested],
+            "mapping_targets": [b.to_json() for b in BUILTIN_TARGETS],
+        }).write(tmp / MANIFEST_FILE)
     removed = sorted(earlier - {*written, MANIFEST_FILE})
     return TargetsExport(
         out_dir=Path(out_dir),
@@ -709,7 +692,7 @@ def qrels_store(path: str | Path) -> str | None:
     real = p.resolve()
     if real.parent.name != QRELS_DIR:
         return None
-    man = _read_manifest(real.parent.parent / MANIFEST_FILE)
+    man = peek_manifest(real.parent.parent / MANIFEST_FILE)
     if man is None or man.get("command") != COMMAND:
         return None
     outputs = man.get("outputs")
