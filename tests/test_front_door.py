@@ -18,7 +18,7 @@ def test_import_tiap_loads_no_stage() -> None:
     code = "import sys, tiap; print(sorted(m for m in sys.modules if m.startswith('tiap')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.strip() == "['tiap', 'tiap.errors']"
+    assert out.strip() == "['tiap', 'tiap.errors', 'tiap.lazy']"
 
 
 def test_a_front_door_name_loads_its_stage_on_first_use() -> None:

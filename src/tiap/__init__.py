@@ -32,10 +32,10 @@ Each name is imported on first use (PEP 562), so ``import tiap`` loads none of t
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tiap.errors import TiapError  # a tiny module, no heavy imports
+from tiap.lazy import lazy_exports
 
 __all__ = [
     "PUBLIC_MODULES",
@@ -97,14 +97,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.sensitivity.compare import compare
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'tiap' has no attribute {name!r}")
-    value = getattr(import_module(home[0]), home[1])
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -6,8 +6,7 @@
 ('conv-26:D1:3',)
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tiap.datasets.base import Bundle, Dataset, InlineDataset, SessionSlice, first_sessions
 from tiap.datasets.files import DataSource
@@ -21,6 +20,7 @@ from tiap.datasets.records import (
     Turn,
 )
 from tiap.datasets.registry import dataset_ids, load
+from tiap.lazy import lazy_exports
 
 __all__ = [
     "Bundle",
@@ -50,14 +50,4 @@ if TYPE_CHECKING:  # pragma: no cover
 _LAZY = {"export_dataset": "tiap.datasets.export", "export_overlay": "tiap.datasets.overlays"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tiap.datasets' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -43,6 +43,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_write, check_output_folder, output_folder, output_step
+from tiap.lazy import lazy_exports
 from tiap.memory.store import Item, stamp_store, write_items
 from tiap.provenance import Manifest, input_entry
 from tiap.runs import Run, warnings_json, write_jsonl_run
@@ -73,17 +74,7 @@ _LAZY = {"import_mem0_results": "tiap.importers.mem0",
          "Mem0RunConfig": "tiap.importers.mem0_harness", "run_mem0": "tiap.importers.mem0_harness"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tiap.importers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 COVERAGE_FILE = "lineage_coverage.json"
 _LISTED = 1000  # ids listed per category in lineage_coverage.json (all are counted)

@@ -14,8 +14,9 @@ ChatClient`` loads the client only.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tiap.lazy import lazy_exports
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -43,14 +44,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from tiap.llm.local import DEFAULT_MODEL, MODELS, LocalServer, installed, local_endpoint
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tiap.llm' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

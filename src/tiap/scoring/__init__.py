@@ -8,9 +8,9 @@ array of per-query values per measure, NaN for zero-target queries. Credit modes
 formulas are documented on :func:`score`.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tiap.lazy import lazy_exports
 from tiap.scoring.encode import Encoded, encode
 from tiap.scoring.families import family_rows
 from tiap.scoring.kernels import CREDIT_MODES, Credit, RankingIndex, Targets, score, score_many
@@ -66,14 +66,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tiap.scoring' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
