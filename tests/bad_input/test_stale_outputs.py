@@ -222,7 +222,7 @@ def test_targets_refuses_a_folder_of_the_users(inputs, tmp_path: Path, capsys) -
 
 def test_targets_failure_mid_write_keeps_the_previous_output(
         inputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tiap.targets import export
+    from tiap.targets import folder as export
 
     out = tmp_path / "t"
     assert _targets(inputs, out, "raw,source") == 0

@@ -24,7 +24,7 @@ from tiap.retrieval import make_retriever, retrieve
 from tiap.runs import read_run
 from tiap.scoring.kernels import Targets, score
 from tiap.scoring.rescore import rescore
-from tiap.targets.export import write_targets
+from tiap.targets.folder import write_targets
 
 LOG3 = math.log2(3)
 

@@ -16,7 +16,7 @@ from tiap.datasets.queryfile import write_queries
 from tiap.memory import build_store
 from tiap.memory.store import read_store
 from tiap.retrieval import make_retriever, retrieve
-from tiap.targets.export import write_targets
+from tiap.targets.folder import write_targets
 
 STORES = {"f1": 1, "f5": 5}  # store -> max_facts
 SYSTEMS = {f"{s}-bm25": s for s in STORES}  # run -> the store it ranks

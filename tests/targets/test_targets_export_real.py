@@ -14,7 +14,7 @@ from tiap.datasets.queryfile import read_queries
 from tiap.memory.store import read_store
 from tiap.runs import read_run
 from tiap.scoring.rescore import rescore
-from tiap.targets.export import qrels_name, qrels_store
+from tiap.targets.folder import qrels_name, qrels_store
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -9,7 +9,7 @@ non-relevant); an id judged twice for one query is an error.
   clean (:func:`tiap.runs.columnar.fast_qrels`); otherwise the plain reader here reads it and
   reports every problem with its file, line and query.
 - :func:`qrels_line` and :func:`write_qrels_lines`: the line TIAP writes
-  (``tiap targets``, :func:`tiap.targets.export.write_qrels`) and its atomic writer.
+  (``tiap targets``, :func:`tiap.targets.folder.write_qrels`) and its atomic writer.
 """
 
 from __future__ import annotations

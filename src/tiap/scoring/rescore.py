@@ -1132,7 +1132,7 @@ def check_qrels_stores(runs: Sequence[ColumnarRun], qrels: Mapping[str, Qrels]) 
     (a TIAP trace's header; qrels written by ``tiap targets``): item ids are only unique
     within a store. Runs and qrels read from no file say nothing."""
     from tiap.runs.formats import trace_store
-    from tiap.targets.export import qrels_store
+    from tiap.targets.folder import qrels_store
 
     named = [(q.source, qrels_store(q.source)) for q in qrels.values() if q.source is not None]
     problems = []

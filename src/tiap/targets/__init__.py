@@ -17,7 +17,7 @@ zero-target case with its reason; :func:`coverage` summarises them and
 """
 
 from tiap.targets.coverage import Coverage, TargetCoverage, coverage
-from tiap.targets.export import (
+from tiap.targets.folder import (
     TargetsExport,
     check_targets_folder,
     qrels_store,

@@ -1,4 +1,4 @@
-"""Writers for Stage I outputs (docs/targets-and-scoring.md: the targets it writes).
+"""The targets folder of ``tiap targets``, written only here (docs/targets-and-scoring.md).
 
 Targets are a property of a store: an item is ``(store, item_id)``, and two stores built
 from one dataset reuse item ids for different items, so the Source and Canonical relevant

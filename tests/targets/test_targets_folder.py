@@ -16,8 +16,9 @@ from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.io import sha256_file
 from tiap.memory.store import Store, read_store, write_items
-from tiap.targets import build_groups, export
-from tiap.targets.export import qrels_name, qrels_store, write_qrels, write_targets
+from tiap.targets import build_groups
+from tiap.targets import folder as export
+from tiap.targets.folder import qrels_name, qrels_store, write_qrels, write_targets
 
 
 def read_jsonl(path: Path) -> list[dict]:  # type: ignore[type-arg]
