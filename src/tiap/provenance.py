@@ -18,7 +18,7 @@ from typing import Any
 from tiap.errors import Problems, TiapError
 from tiap.io import MANIFEST_FILE, atomic_write, read_manifest_json, sha256_file
 
-__all__ = ["command_line", "manifest_warnings"]
+__all__ = ["command_line", "manifest_warnings", "peek_manifest", "read_manifest"]
 
 _PACKAGES = ("numpy", "scipy", "statsmodels", "pandas", "pyarrow", "bm25s", "sentence-transformers")
 
@@ -266,7 +266,19 @@ def read_manifest(path: str | Path, *, step: str | None = None) -> Manifest:
     ``.json`` is the manifest file itself), read with :func:`tiap.io.read_manifest_json`.
 
     With ``step``, the manifest must be that step's: a folder without a manifest or one
-    another step wrote is an error naming the step expected and the one found."""
+    another step wrote is an error naming the step expected and the one found.
+
+    >>> from pathlib import Path
+    >>> Path("out").mkdir()
+    >>> _ = Path("out/manifest.json").write_text(
+    ...     '{"command": "rescore", "schema_version": 1, "options": {"k": 5}}')
+    >>> man = read_manifest("out")
+    >>> man["command"], man["options"]
+    ('rescore', {'k': 5})
+    >>> read_manifest("out", step="sensitivity")
+    Traceback (most recent call last):
+    tiap.errors.TiapError: out/manifest.json: expected the output of 'tiap sensitivity', found 'rescore' (run 'tiap sensitivity' on it first)
+    """
     p = Path(path)
     mf = p if p.suffix == ".json" and not p.is_dir() else p / MANIFEST_FILE
     if step is not None and not mf.exists():
@@ -281,7 +293,14 @@ def read_manifest(path: str | Path, *, step: str | None = None) -> Manifest:
 
 def peek_manifest(path: str | Path) -> Manifest | None:
     """:func:`read_manifest` of ``path``, or ``None`` where there is no readable manifest
-    (missing, not UTF-8, not JSON, not an object)."""
+    (missing, not UTF-8, not JSON, not an object).
+
+    >>> from pathlib import Path
+    >>> Path("half").mkdir()
+    >>> _ = Path("half/manifest.json").write_text('{"command": "resc')  # cut short
+    >>> peek_manifest("half") is None, peek_manifest("nowhere") is None
+    (True, True)
+    """
     try:
         return read_manifest(path)
     except TiapError:

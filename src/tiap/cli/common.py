@@ -133,14 +133,10 @@ def print_warnings(warnings: Any, manifest: Path, *, who: str = "") -> int:
 def print_manifest_warnings(folder: Path) -> int:
     """:func:`print_warnings` of the ``warnings`` in ``folder/manifest.json`` (none printed
     when the manifest cannot be read)."""
-    import json
+    from tiap.provenance import peek_manifest
 
-    manifest = folder / "manifest.json"
-    try:
-        man = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return 0
-    return print_warnings(man.get("warnings") if isinstance(man, dict) else None, manifest)
+    man = peek_manifest(folder)
+    return 0 if man is None else print_warnings(man.get("warnings"), folder / "manifest.json")
 
 
 K_HELP = ("Cutoff: the headline measure is nDCG@K (default: the rescoring's headline "

@@ -81,9 +81,9 @@ def print_flips(sdir: Path) -> None:
     if not flips:
         console.print("no winner flip between targets")
         return
-    import json
+    from tiap.provenance import read_manifest
 
-    opts = json.loads((sdir / "manifest.json").read_text(encoding="utf-8"))["options"]
+    opts = read_manifest(sdir, step="sensitivity")["options"]
     res = opts.get("resamples")
     headline = flip_headline([r["measure"] for r in flips])
     rows = [r for r in flips if r["measure"] == headline]
