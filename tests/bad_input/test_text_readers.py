@@ -110,12 +110,17 @@ def test_iter_jsonl_reads_like_the_reference_or_raises(tmp_path_factory, data: b
 
 @SETTINGS
 @given(data=DATA)
-def test_read_json_reads_like_json_loads_or_raises(tmp_path_factory, data: bytes) -> None:
+@example(data=b'{"a": 1, "a": 2}')  # a key twice: refused
+@example(data=b'[1, NaN]')  # not JSON: refused
+@example(data=b'["\\ud800"]')  # a lone surrogate: refused
+def test_read_json_reads_like_strict_json_loads_or_raises(tmp_path_factory, data: bytes,
+                                                          ) -> None:
+    """One document under the JSON Lines policy (:func:`_strict_loads`)."""
     if data.startswith(b"\x1f\x8b"):
         return
     path = _write(tmp_path_factory.mktemp("j"), data)
     try:
-        expected = json.loads(data.decode("utf-8"))
+        expected = _strict_loads(data.decode("utf-8"))
         ok = True
     except (ValueError, RecursionError):
         ok = False
