@@ -41,7 +41,7 @@ def test_bad_query_and_item_records_are_located_by_their_place() -> None:
         as_queries([QUERIES[0], {"evidence": ["d1:2"]}, {"query_id": 3.5}])
     assert [p.line for p in err.value.problems] == [2, 3]
     with pytest.raises(TiapError) as err:
-        as_stores([ITEMS[0], {"kind": "raw"}])
+        as_stores([ITEMS[0], {"kind": "raw", "sources": []}])
     assert [p.line for p in err.value.problems] == [2]
 
 

@@ -173,12 +173,13 @@ def test_items_and_queries_files_follow_the_same_rules(tmp_path: Path) -> None:
     items = write(tmp_path / "items.jsonl", [
         {"item_id": "t1", "kind": "raw", "sorces": ["u1"]},
         {"item_id": "t\t2", "kind": "raw", "sources": ["u2"]},
-        {"item_id": "t3", "kind": "raw", "serving": 1},
+        {"item_id": "t3", "kind": "raw", "sources": ["u3"], "serving": 1},
     ])
     with pytest.raises(TiapError) as info:
         read_items(items)
     assert [(p.line, p.message) for p in info.value.problems] == [
         (1, f"unknown key 'sorces' in an item record; did you mean 'sources'? {NEAR}"),
+        (1, "item has no 'sources' (the units it derives from; [] for none)"),
         (2, ("item id 't\\t2' holds a tab (U+0009) at character 2; ids may hold no whitespace "
             "and no control character (TREC files split on whitespace)")),
         (3, "field 'serving' must be true or false"),

@@ -26,8 +26,8 @@ from tiap.runs import Ranking, Run, write_jsonl_run
      "field 'inferred' has unknown key(s) 'sources'; expected possible_sources, kind")])
 def test_a_bad_inferred_field_is_located(field: object, why: str) -> None:
     with pytest.raises(TiapError) as exc:
-        item_from_json({"item_id": "f1", "kind": "fact", "inferred": field}, file="i.jsonl",
-                       line=3)
+        item_from_json({"item_id": "f1", "kind": "fact", "sources": [], "inferred": field},
+                       file="i.jsonl", line=3)
     assert str(exc.value.problems[0]) == f"i.jsonl:3, record f1: {why}"
 
 

@@ -101,11 +101,14 @@ def test_any_bytes_read_or_raise_tiap_error(tmp_path_factory, data: bytes) -> No
 
 
 @pytest.mark.parametrize(("row", "message"), [
-    ({"item_id": "t1", "kind": "raw", "text": 3}, "field 'text' must be a string, got the "
+    ({"item_id": "t1", "kind": "raw", "sources": [], "text": 3}, "field 'text' must be a string, got the "
                                                   "number 3"),
-    ({"item_id": "t1", "kind": ["raw"]}, "field 'kind' must be a string, got a list"),
-    ({"item_id": ["t1"], "kind": "raw"}, "field 'item_id' must be a string, got a list"),
+    ({"item_id": "t1", "kind": ["raw"], "sources": []}, "field 'kind' must be a string, got a list"),
+    ({"item_id": ["t1"], "kind": "raw", "sources": []}, "field 'item_id' must be a string, got a list"),
     ({"item_id": "t1", "kind": "raw", "sources": [True]}, "field 'sources' must be a list"),
+    # no 'sources': the lineage is not taken to be empty (it was: the item never credited)
+    ({"item_id": "t1", "kind": "raw"}, "item has no 'sources'"),
+    ({"item_id": "f1", "kind": "fact", "parents": ["t1"]}, "item has no 'sources'"),
 ])
 def test_no_value_is_turned_into_text(tmp_path: Path, row: dict, message: str) -> None:  # type: ignore[type-arg]
     path = tmp_path / "items.jsonl"
@@ -118,7 +121,8 @@ def test_no_value_is_turned_into_text(tmp_path: Path, row: dict, message: str) -
 
 def test_duplicates_and_empty_files(tmp_path: Path) -> None:
     path = tmp_path / "items.jsonl"
-    path.write_text('{"item_id": "t1", "kind": "raw"}\n\n{"item_id": "t1", "kind": "fact"}\n')
+    path.write_text('{"item_id": "t1", "kind": "raw", "sources": []}\n\n'
+                    '{"item_id": "t1", "kind": "fact", "sources": []}\n')
     with pytest.raises(TiapError) as info:
         read_items(path)
     (p,) = info.value.problems

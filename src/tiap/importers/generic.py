@@ -158,7 +158,7 @@ def read_generic(
         body = {k: v for k, v in obj.items() if k != "type"}
         if kind == "item":
             try:
-                it = item_from_json(body, file=path, line=line)
+                it = item_from_json(body, file=path, line=line, require_sources=False)
             except TiapError as exc:
                 probs.extend(exc)
                 if isinstance(body.get("item_id"), (str, int)):

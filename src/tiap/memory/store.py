@@ -262,11 +262,14 @@ _UNCERTAIN_KEYS = ("possible_sources", "excluded_sources", "requires", "max_sour
 _PLACEHOLDER_KEYS = ("existence", "count")
 
 
-def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None = None) -> Item:
+def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None = None,
+                   require_sources: bool = True) -> Item:
     """One ``items.jsonl`` row (module docstring); every problem of the row is raised
     together, each naming the file, line and item. Extra keys are kept as metadata
     (:attr:`Item.meta`), except a near miss of a known key (``"sorces"``), which is an error
-    suggesting the key (:mod:`tiap.fields`)."""
+    suggesting the key (:mod:`tiap.fields`). A row without ``sources`` is an error: its
+    lineage is never taken to be empty by default (``require_sources=False``: a format whose
+    items may state their lineage by ``parents`` or ``uncertain`` alone, the generic import)."""
     if not isinstance(obj, dict):
         raise TiapError("an item must be a JSON object", file=file, line=line)
     rec = _Record(file, line)
@@ -299,6 +302,8 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
     if store is not None and (not isinstance(store, str) or not _STORE_NAME.fullmatch(store)):
         rec.bad(f"field 'store' must be a store name (letters, digits, '_', '.', '-'), "
                 f"got {store!r}")
+    if require_sources and "sources" not in obj:
+        rec.bad("item has no 'sources' (the units it derives from; [] for none)")
     sources = _str_list(obj.get("sources"), "sources", rec)
     parents = _str_list(obj.get("parents"), "parents", rec)
     uncertain = _uncertainty(obj.get("uncertain"), sources, rec)
