@@ -199,10 +199,10 @@ def work_tiap(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tiap.cli.rescore import CONCURRENT_READ_BYTES
     from tiap.ids import IdIndex
     from tiap.runs import read_qrels, read_run_columnar
     from tiap.scoring import RankingIndex, parse_measures
+    from tiap.scoring.files import CONCURRENT_READ_BYTES
     from tiap.scoring.rescore import qrels_targets
 
     pc.dictionary_encode(pa.array(["x"]))  # pyarrow.compute's one-time set-up (~0.2 s)

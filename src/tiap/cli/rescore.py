@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from tiap.cli.common import (
@@ -20,65 +19,7 @@ from tiap.cli.common import (
     split_names,
 )
 from tiap.cli.targets import split_targets
-from tiap.errors import TiapError
-from tiap.io import split_named
-from tiap.scoring import DEFAULT_K, default_measures
-
-
-def load_runs(specs: list[str], dedup: str, *, columnar: bool = False,
-              order: str = "rank") -> list[Any]:
-    """The runs of ``[NAME=]PATH`` specs: a NAME renames a file's only system, or picks one
-    of several. ``columnar`` reads them column-wise (the qrels path); ``order`` is the
-    readers' (rank, or score as trec_eval orders)."""
-    from tiap.runs import read_run, read_run_columnar
-
-    def renamed(run: Any, name: str) -> Any:
-        if columnar:
-            return dataclasses.replace(run, system=name)
-        return dataclasses.replace(run, system=name, rankings=tuple(
-            dataclasses.replace(r, system=name) for r in run.rankings))
-
-    read = read_run_columnar if columnar else read_run
-    runs = []
-    for spec in specs:
-        name, path = split_named(spec, "--run")
-        got = read(path, dedup=dedup, order=order)  # type: ignore[arg-type]
-        if name is None:
-            runs.extend(got)
-        elif len(got) == 1:
-            runs.append(renamed(got[0], name))
-        else:
-            chosen = [r for r in got if r.system == name]
-            if not chosen:
-                raise TiapError(f"{name}=: the file holds {len(got)} systems "
-                                f"({', '.join(r.system for r in got)}); name one of them",
-                                file=path)
-            runs.extend(chosen)
-    return runs
-
-
-def load_qrels(specs: list[str]) -> dict:  # type: ignore[type-arg]
-    """``NAME=PATH`` (or a plain PATH, named by its file name) -> {name: Qrels}."""
-    from tiap.runs import read_qrels, system_from_path
-    from tiap.targets import qrels_store
-
-    out = {}
-    for spec in specs:
-        name, path = split_named(spec, "--qrels")
-        if name is None:
-            name = system_from_path(path)
-            store = qrels_store(path) if path.exists() else None
-            if store is not None:  # TIAP's qrels/<store>.<target>.qrels: named by the target
-                name = name.removeprefix(f"{store}.")
-        if name in out:
-            raise TiapError(f"two qrels files are named {name!r}; name them with NAME=PATH",
-                            file=path)
-        out[name] = read_qrels(path)
-    return out
-
-
-#: Runs up to this size are read while the qrels files are read in a second thread.
-CONCURRENT_READ_BYTES = 512 * 2**20
+from tiap.scoring import DEFAULT_K
 
 QRELS_HELP = (
     "A TREC qrels file as a target: NAME=PATH ('qid iter docid rel', gzip ok). Repeatable: "
@@ -160,61 +101,26 @@ def rescore_cmd(
     """Rescore fixed runs under Raw, Source, Canonical (and custom) targets, or under TREC
     qrels files (--qrels): writes per_query.csv, summary.csv, pairwise.csv, zero_targets.csv,
     target_sizes.csv, queries.csv and manifest.json."""
-    from tiap.scoring import check_rescore_folder, write_rescore
+    from tiap.config import command_options
+    from tiap.scoring import rescore_files
 
-    if measures is not None and k is not None:
-        raise TiapError(f"give --k or --measures, not both (--k {k} means --measures "
-                        f"{default_measures(k)})", code="invalid-value")
-    measures = measures if measures is not None else default_measures(k or DEFAULT_K)
-    _check_measures(measures)
+    if measures is not None:  # the option's list syntax; rescore_files checks the measures
+        split_names(measures, "--measures", what="measures such as nDCG@60")
     tlist = split_targets(targets) if targets is not None else None
-    if qrels:
-        given = [o for o, v in (("--items", items), ("--queries", queries),
-                                ("--targets", targets), ("--overlay", overlay),
-                                ("--tokenizer", tokenizer)) if v]
-        if given:
-            raise TiapError(f"--qrels replaces {', '.join(given)}: give one or the other "
-                            "(each qrels file is a target)")
-    else:
-        missing_opts = [o for o, v in (("--items", items), ("--queries", queries)) if not v]
-        if missing_opts:
-            raise TiapError(f"missing {' and '.join(missing_opts)}: rescoring needs a store "
-                            "and a queries file (--items, --queries), or qrels files (--qrels)")
-    check_rescore_folder(out, force=force)
-    from tiap.engine import make_engine, use_engine
-
-    overlay_report: dict[str, Any] = {}
-    eng = make_engine(engine, query_shard=query_shard)
-    with contextlib.closing(eng), use_engine(eng):
-        if qrels:
-            result, inputs, run_warnings = _rescore_qrels(run, qrels, measures=measures,
-                                                          credit=credit, missing=missing,
-                                                          dedup=dedup, order=order,
-                                                          depth=depth)
-            judged: dict[str, None] = {}
-            for s in result.systems:
-                judged.update(dict.fromkeys(result.query_ids[s]))
-            query_rows: list = [_JudgedQuery(q) for q in judged]  # type: ignore[type-arg]
-        else:
-            from tiap.targets import read_overlays
-
-            overlays, overlay_files = read_overlays(overlay or [])
-            names = tlist or ["raw", "source", "canonical"]
-            if tlist is None:  # each target under each overlay too
-                names = [*names, *(f"{t}~{o}" for o in overlays for t in names)]
-            result, inputs, query_rows, run_warnings = _rescore_lineage(
-                run, items or [], queries,  # type: ignore[arg-type]
-                names, measures=measures, credit=credit, missing=missing, dedup=dedup,
-                order=order, depth=depth, overlays=overlays, tokenizer=tokenizer)
-            inputs.update({f"overlay:{o}": p for o, p in overlay_files.items()})
-            overlay_report = _overlay_findings(overlays, query_rows, out)
-    opts: dict[str, Any] = {"missing": missing, "dedup": dedup, "order": order,
-                            "depth": depth}
-    if not qrels and overlay_report:
-        opts["overlays"] = overlay_report
-    write_rescore(result, out, queries=query_rows, inputs=inputs, shared=shared, parquet=parquet,
-                  options=opts, force=force)
-    _print_findings(result, run_warnings, out)
+    with command_options({"runs": "--run", "items": "--items", "queries": "--queries",
+                          "qrels": "--qrels", "targets": "--targets", "overlays": "--overlay",
+                          "tokenizer": "--tokenizer", "k": "--k", "measures": "--measures"}):
+        done = rescore_files(run, out, items=items or [], queries=queries, qrels=qrels or [],
+                             targets=tlist, overlays=overlay or [], engine=engine,
+                             query_shard=query_shard, tokenizer=tokenizer, k=k,
+                             measures=measures, credit=credit, shared=shared, missing=missing,
+                             dedup=dedup, order=order, depth=depth, parquet=parquet,
+                             force=force)
+    for code, text in done.overlay_findings():
+        err_console.print(f"[yellow]warning\\[{code}][/]: {escape(text)}", highlight=False,
+                          soft_wrap=True)
+    result = done.scores
+    _print_findings(result, done.run_warnings, out)
     print_summary(result, shared)
     if getattr(result, "cost", ()):
         _print_cost(result)
@@ -268,8 +174,6 @@ def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> Non
     ``warning[code]: SYSTEM: ...`` lines (:func:`tiap.cli.common.print_warnings`; they are in
     the manifest's ``systems.SYSTEM.run_warnings``), then the rescoring's own findings and
     the readers' notes."""
-    from rich.markup import escape
-
     manifest = out / "manifest.json"
     for rep in result.reports.values():
         print_warnings(run_warnings.get(rep.system), manifest, who=rep.system)
@@ -279,105 +183,6 @@ def _print_findings(result: Any, run_warnings: dict[str, Any], out: Path) -> Non
                               soft_wrap=True)
         for n in rep.run_notes:
             err_console.print(f"note: {rep.system}: {n}", highlight=False, soft_wrap=True)
-
-
-def _warnings_of(runs: Any) -> dict[str, Any]:
-    """system -> the manifest entries of its run reader's warnings (notes left out)."""
-    from tiap.runs import warnings_json
-    from tiap.scoring import NOTE_CODES
-
-    return {r.system: warnings_json(w for w in r.warnings if w.code not in NOTE_CODES)
-            for r in runs}
-
-
-@dataclasses.dataclass(frozen=True)
-class _JudgedQuery:
-    """A query of the qrels path in ``queries.csv`` (no category or collection is known)."""
-
-    query_id: str
-
-
-def _check_measures(measures: str) -> None:
-    """``--measures`` parses: an error names the option (nothing is read before)."""
-    from tiap.scoring import parse_measures
-
-    split_names(measures, "--measures", what="measures such as nDCG@60")
-    try:
-        parse_measures(measures)
-    except TiapError as exc:
-        raise TiapError(problems=[dataclasses.replace(p, message=f"--measures: {p.message}",
-                                                      code="invalid-value")
-                                  for p in exc.problems], code="invalid-value") from exc
-
-
-def _overlay_findings(overlays: dict[str, Any], queries: Any, out: Path) -> dict[str, Any]:
-    """Per overlay, for the manifest: its rows, the queries whose evidence it changes, and
-    its rows for queries the queries file does not hold, which change nothing: counted and
-    named (``warning[overlay_unknown_query]``), never dropped in silence."""
-    own = {q.query_id: tuple(dict.fromkeys(q.evidence)) for q in queries}
-    report: dict[str, Any] = {}
-    for name, ev in overlays.items():
-        stray = [q for q in ev if q not in own]
-        changed = [q for q, e in ev.items() if q in own and set(e) != set(own[q])]
-        report[name] = {"rows": len(ev), "changed_queries": len(changed),
-                        "not_in_queries_file": len(stray), "examples": stray[:5]}
-        if stray:
-            err_console.print(f"[yellow]warning\\[overlay_unknown_query][/]: overlay {name}: "
-                              f"{len(stray):,} of its {len(ev):,} queries are not in the "
-                              f"queries file and change nothing (e.g. {', '.join(stray[:3])}; "
-                              f"counted in {out / 'manifest.json'})",
-                              highlight=False, soft_wrap=True)
-    return report
-
-
-def _rescore_lineage(  # type: ignore[no-untyped-def]
-    run: list[str], items: list[str], queries: Path, targets: list[str], **opts
-):
-    from tiap import rescore
-
-    stores: dict[str | None, Path] = {}
-    inputs: dict[str, Path] = {"queries": queries}
-    for spec in items:
-        name, path = split_named(spec, "--items")
-        if name in stores:
-            raise TiapError(f"two stores given for {name or 'every run'}", file=path)
-        stores[name] = path
-        inputs[f"items:{name}" if name else "items"] = path
-    dedup, order = opts.pop("dedup"), opts.pop("order")
-    runs = []
-    for spec in run:  # recorded under each system's name, so later steps find its run
-        got = load_runs([spec], dedup, order=order)
-        runs.extend(got)
-        for r in got:
-            inputs[f"run:{r.system}"] = split_named(spec, "--run")[1]
-    result = rescore(runs, queries, stores, targets=targets, **opts)
-    return result, inputs, list(result.queries), _warnings_of(runs)
-
-
-def _rescore_qrels(run: list[str], qrels: list[str], **opts):  # type: ignore[no-untyped-def]
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tiap.scoring import rescore_qrels
-
-    dedup, order = opts.pop("dedup"), opts.pop("order")
-    # the qrels files are read while the runs are (pyarrow parses without the GIL), unless
-    # the runs are large: then one file at a time keeps the peak memory down
-    run_bytes = sum(p.stat().st_size for p in (split_named(r, "--run")[1] for r in run) if p.is_file())
-    if run_bytes <= CONCURRENT_READ_BYTES:
-        with ThreadPoolExecutor(1) as pool:
-            pending = pool.submit(load_qrels, qrels)
-            runs = load_runs(run, dedup, columnar=True, order=order)
-            judgments = pending.result()
-    else:
-        runs = load_runs(run, dedup, columnar=True, order=order)
-        judgments = load_qrels(qrels)
-    inputs: dict[str, Path] = {}
-    for spec, name in zip(qrels, judgments, strict=True):
-        inputs[f"qrels:{name}"] = split_named(spec, "--qrels")[1]
-    for spec in run:
-        name, path = split_named(spec, "--run")
-        inputs[f"run:{name or path.name}"] = path
-    return rescore_qrels(runs, judgments, **opts), inputs, _warnings_of(runs)
 
 
 def print_summary(result, shared: bool) -> None:  # type: ignore[no-untyped-def]

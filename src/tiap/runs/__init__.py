@@ -5,6 +5,8 @@
   content, and the atomic writers;
 - :mod:`.columnar`: the same files read straight into integer arrays for large runs
   (:func:`read_run_columnar`), by the same rules (internal fast path: pyarrow when present);
+- :mod:`.named`: runs given as ``[NAME=]PATH`` specs (:func:`read_named_run`: a NAME
+  renames a file's only system or picks one of several);
 - :mod:`.qrels`: TREC qrels, read (:func:`read_qrels`) and written (the writer
   ``tiap targets`` uses).
 
@@ -24,6 +26,7 @@ from tiap.runs.formats import (
     write_jsonl_run,
     write_trec_run,
 )
+from tiap.runs.named import read_named_run
 from tiap.runs.qrels import Qrels, read_qrels
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "Run",
     "RunWarning",
     "detect_run_format",
+    "read_named_run",
     "read_qrels",
     "read_run",
     "read_run_columnar",

@@ -5,7 +5,8 @@ Measures are values parsed from names (:func:`parse_measures`: ``nDCG@60``, ``R@
 (:func:`encode` turns Python lists of string ids into them); :func:`score` returns one
 array of per-query values per measure, NaN for zero-target queries. Credit modes
 (``group``, the paper's scorer and the default; ``set``, trec_eval semantics) and their
-formulas are documented on :func:`score`.
+formulas are documented on :func:`score`. :func:`rescore_files` is ``tiap rescore``: run
+files (with stores and a queries file, or qrels files) in, the rescore folder out.
 """
 
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from tiap.scoring.measures import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tiap.scoring.files import RescoredFolder, rescore_files
     from tiap.scoring.folder import check_rescore_folder, write_rescore
     from tiap.scoring.rescore import NOTE_CODES, rescore_qrels
 
@@ -41,6 +43,7 @@ __all__ = [
     "Measure",
     "MeasureSpec",
     "RankingIndex",
+    "RescoredFolder",
     "Targets",
     "check_rescore_folder",
     "default_measures",
@@ -49,6 +52,7 @@ __all__ = [
     "parse_measure",
     "parse_measures",
     "primary_measure",
+    "rescore_files",
     "rescore_qrels",
     "score",
     "score_many",
@@ -63,6 +67,8 @@ _LAZY = {
     "rescore_qrels": "tiap.scoring.rescore",
     "check_rescore_folder": "tiap.scoring.folder",
     "write_rescore": "tiap.scoring.folder",
+    "rescore_files": "tiap.scoring.files",
+    "RescoredFolder": "tiap.scoring.files",
 }
 
 
