@@ -23,7 +23,7 @@ from tiap.cli.common import (
     print_manifest_warnings,
 )
 from tiap.errors import TiapError
-from tiap.importers import COVERAGE_FILE, IMPORTERS, get_importer
+from tiap.importers import COVERAGE_FILE, IMPORTERS, run_import
 
 app = typer.Typer(help="Import traces of other systems with their lineage.", no_args_is_help=True,
                   rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
@@ -38,30 +38,11 @@ QueriesOption = Annotated[Path | None, typer.Option(
     "--queries", help="A queries.jsonl to score against instead of --dataset.")]
 
 
-def _run(importer: str, path: Path, out: Path, force: bool = False, **options: Any) -> Any:
-    """Call the importer; ``force`` reaches it through :func:`forced` (any signature)."""
-    from tiap.importers import check_import_folder, forced
-
-    fn = get_importer(importer).load()
-    check_import_folder(out, force=force)
-    with forced(force):
-        return fn(path, out, **{k: v for k, v in options.items() if v is not None})
-
-
-def print_coverage(out: Path, title: str) -> None:
-    """Print the lineage coverage an import wrote (computing it if the importer did not), and
-    where it wrote."""
-    import json
-
-    from tiap.importers import coverage_of_folder, write_coverage
-
+def print_coverage(done: Any, title: str) -> None:
+    """Print the lineage coverage of an import (:class:`tiap.importers.Imported`), its
+    manifest's warnings, and where it wrote."""
+    c, out = done.coverage, done.out
     file = out / COVERAGE_FILE
-    if file.exists():
-        c = json.loads(file.read_text(encoding="utf-8"))
-    else:  # an importer that writes its own folder: add the report
-        cov = coverage_of_folder(out)
-        write_coverage(file, cov)
-        c = cov.to_json()
     t = Table(title=title, title_justify="left", show_header=False)
     t.add_row("queries", f"{c['queries']:,} ({c['queries_all_evidence_reached']:,} with all "
               "evidence reached by some item)")
@@ -109,8 +90,8 @@ def mtel_trace_cmd(
 
     Writes items.jsonl, queries.jsonl, run.jsonl, mtel_report.json, lineage_coverage.json and
     a manifest, and says what lineage the trace does not reveal."""
-    imp = _run("mtel-trace", path, out, force, locomo_path=locomo, system=system,
-               infer_from_text=infer_from_text)
+    imp = run_import("mtel-trace", path, out, force=force, locomo_path=locomo, system=system,
+                     infer_from_text=infer_from_text).result
     c = imp.report.counts()
     t = Table(title=f"imported {path.name} as {imp.run.system}", title_justify="left",
               show_header=False)
@@ -153,9 +134,9 @@ def generic_cmd(
     force: ForceOption = False,
 ) -> None:
     """TIAP's generic export: ranked ids per query plus item lineage."""
-    res = _run("generic", path, out, force, system=system, dataset=dataset, queries=queries,
-               data_dir=data)
-    print_coverage(out, f"imported {path.name} as {res.system}")
+    done = run_import("generic", path, out, force=force, system=system, dataset=dataset,
+                      queries=queries, data_dir=data)
+    print_coverage(done, f"imported {path.name} as {done.result.system}")
 
 
 @app.command("memoryos")
@@ -174,9 +155,9 @@ def memoryos_cmd(
     Pages (QA pairs) are matched to their turns by text and session date; what the text does
     not decide, and knowledge (no recorded source), is partial lineage that rescoring
     bounds."""
-    res = _run("memoryos", path, out, force, system=system, dataset=dataset, queries=queries,
-               data_dir=data)
-    print_coverage(out, f"imported {path.name} as {res.system}")
+    done = run_import("memoryos", path, out, force=force, system=system, dataset=dataset,
+                      queries=queries, data_dir=data)
+    print_coverage(done, f"imported {path.name} as {done.result.system}")
 
 
 @app.command("graphiti")
@@ -196,9 +177,9 @@ def graphiti_cmd(
     force: ForceOption = False,
 ) -> None:
     """Graphiti / Zep: edges -> their episodes -> turns; nodes -> their edges (graph targets)."""
-    res = _run("graphiti", path, out, force, graph=graph, level=level, system=system,
-               dataset=dataset, queries=queries, data_dir=data)
-    print_coverage(out, f"imported {path.name} as {res.system} ({level} level)")
+    done = run_import("graphiti", path, out, force=force, graph=graph, level=level,
+                      system=system, dataset=dataset, queries=queries, data_dir=data)
+    print_coverage(done, f"imported {path.name} as {done.result.system} ({level} level)")
 
 
 def _plain_command(name: str, help_text: str) -> None:
@@ -215,8 +196,8 @@ def _plain_command(name: str, help_text: str) -> None:
             if not sep or not key.strip():
                 raise TiapError(f"--option {o!r}: expected KEY=VALUE")
             opts[key.strip().replace("-", "_")] = value
-        _run(name, path, out, force, **opts)
-        print_coverage(out, f"imported {path.name} ({name})")
+        print_coverage(run_import(name, path, out, force=force, **opts),
+                       f"imported {path.name} ({name})")
 
     cmd.__doc__ = help_text
     app.command(name)(cmd)
@@ -252,21 +233,13 @@ def mem0_cmd(
     mem0_report.json, lineage_coverage.json and a manifest. Without --dataset or --queries,
     the queries come from the fields of the results file."""
     from tiap.cli.mem0 import print_mem0_report
-    from tiap.importers import check_import_folder, import_mem0_results
 
-    check_import_folder(out, force=force)
-    q: Any = queries
-    if dataset is not None:
-        if queries is not None:
-            raise TiapError("give the queries one way: --dataset or --queries, not both")
-        from tiap.datasets import DataSource, load
-
-        q = load(dataset, source=DataSource(data, verify=not no_verify))
-    imp = import_mem0_results(path, out, memories=memories, queries=q, system=system,
-                              sources_key=sources_key, kind_key=kind_key,
-                              window_key=window_key, default_kind=default_kind, force=force)
-    print_mem0_report(imp.report.counts(), out)
-    print_coverage(out, "lineage coverage")
+    done = run_import("mem0", path, out, force=force, memories=memories, queries=queries,
+                      dataset=dataset, data_dir=data, verify=not no_verify, system=system,
+                      sources_key=sources_key, kind_key=kind_key, window_key=window_key,
+                      default_kind=default_kind)
+    print_mem0_report(done.result.report.counts(), out)
+    print_coverage(done, "lineage coverage")
 
 
 _DEDICATED = {"mtel-trace", "generic", "memoryos", "graphiti", "mem0"}

@@ -1,7 +1,7 @@
 """Importers: other systems' saved outputs turned into TIAP records, with their lineage.
 
-``tiap import SYSTEM PATH --out DIR`` looks ``SYSTEM`` up in :data:`IMPORTERS` and calls
-``function(PATH, DIR, **options)``. Every importer writes, into ``DIR`` (built aside and moved
+``tiap import SYSTEM PATH --out DIR`` is :func:`run_import`: it looks ``SYSTEM`` up in
+:data:`IMPORTERS` and calls ``function(PATH, DIR, **options)``. Every importer writes, into ``DIR`` (built aside and moved
 into place only when complete):
 
 - ``items.jsonl``: the stored items, each with the lineage the system keeps
@@ -51,6 +51,7 @@ from tiap.runs import Run, warnings_json, write_jsonl_run
 __all__ = [
     "COVERAGE_FILE",
     "IMPORTERS",
+    "Imported",
     "Importer",
     "LineageCoverage",
     "Mem0RunConfig",
@@ -61,6 +62,7 @@ __all__ = [
     "import_mem0_results",
     "importer_names",
     "lineage_coverage",
+    "run_import",
     "run_mem0",
     "write_coverage",
 ]
@@ -513,6 +515,66 @@ def coverage_of_folder(out: str | Path) -> LineageCoverage:
     queries = read_queries(out / "queries.jsonl") if (out / "queries.jsonl").exists() else []
     runs = read_run(out / "run.jsonl") if (out / "run.jsonl").exists() else []
     return lineage_coverage(read_items(out / "items.jsonl"), queries, runs)
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What :func:`run_import` did: ``result``, the importer's return value; ``out``, the
+    folder it wrote; ``coverage``, the folder's ``lineage_coverage.json``
+    (:meth:`LineageCoverage.to_json`).
+
+    >>> rows = [{"type": "item", "item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]},
+    ...         {"type": "query", "query_id": "q1", "question": "?", "evidence": ["c1:D1:1"]},
+    ...         {"type": "ranking", "query_id": "q1", "ranked": ["t1"]}]
+    >>> _ = Path("export.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> done = run_import("generic", "export.jsonl", "imported")
+    >>> done.result.system, done.out, done.coverage["items_with_no_source"]
+    ('export', PosixPath('imported'), 0)
+    """
+
+    result: Any
+    out: Path
+    coverage: Mapping[str, Any]
+
+
+def run_import(name: str, path: str | Path, out: str | Path, *, force: bool = False,
+               **options: Any) -> Imported:
+    """Import ``path`` into the folder ``out`` with the importer registered as ``name``, as
+    ``tiap import NAME`` does: the folder is checked before anything is read
+    (:func:`check_import_folder`), the importer is called as ``fn(path, out, **options)``
+    (an option given as ``None`` is left out: the importer's default), with ``force``
+    reaching it whatever its signature (:func:`forced`), and the folder holds
+    ``lineage_coverage.json`` afterwards, computed here (:func:`coverage_of_folder`) for an
+    importer that does not write one.
+
+    Returns an :class:`Imported`: the importer's result and the coverage.
+
+        >>> rows = [{"type": "item", "item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"]},
+        ...         {"type": "item", "item_id": "m9", "kind": "fact", "sources": []},
+        ...         {"type": "query", "query_id": "q1", "question": "?",
+        ...          "evidence": ["c1:D1:1"]},
+        ...         {"type": "ranking", "query_id": "q1", "ranked": ["m9", "t1"]}]
+        >>> _ = Path("export.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+        >>> done = run_import("generic", "export.jsonl", "imported", system="mine", queries=None)
+        >>> done.result.system, done.coverage["items_with_no_source"]
+        ('mine', 1)
+        >>> Path("notes").mkdir(); _ = Path("notes/mine.txt").write_text("x")
+        >>> run_import("generic", "export.jsonl", "notes")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: notes: the output folder is not empty and holds no manifest ...
+    """
+    fn = get_importer(name).load()
+    check_import_folder(out, force=force)
+    with forced(force):
+        result = fn(path, out, **{k: v for k, v in options.items() if v is not None})
+    file = Path(out) / COVERAGE_FILE
+    if file.exists():
+        coverage = json.loads(file.read_text(encoding="utf-8"))
+    else:  # an importer that writes its own folder: add the report
+        cov = coverage_of_folder(out)
+        write_coverage(file, cov)
+        coverage = cov.to_json()
+    return Imported(result=result, out=Path(out), coverage=coverage)
 
 
 # --------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from typing import Any
 from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
-from tiap.errors import Problems
+from tiap.errors import Problems, TiapError
 from tiap.importers import (
     COVERAGE_FILE,
     IMPORT_KNOWN,
@@ -593,9 +593,15 @@ def import_mem0_results(
     force: bool | None = None,
     step: str | None = None,
     keep: Sequence[str] = (),
+    dataset: str | None = None,
+    data_dir: str | Path | None = None,
+    verify: bool = True,
 ) -> Mem0Import:
     """:func:`read_mem0_import`, then :func:`write_mem0_import` into ``out_dir`` (unless None;
     ``force``, ``step`` and ``keep`` are its).
+
+    ``dataset``: a registered dataset whose queries are used (instead of ``queries``, not
+    with it), read from ``data_dir`` (``verify``: check the files' pinned sha256).
 
     One query, whose one result is a memory derived from turn ``c1:D1:1``::
 
@@ -611,6 +617,12 @@ def import_mem0_results(
         >>> sorted(p.name for p in Path("imported").iterdir())  # doctest: +ELLIPSIS
         ['items.jsonl', 'lineage_coverage.json', 'manifest.json', ..., 'run.jsonl']
     """
+    if dataset is not None:
+        if queries is not None:
+            raise TiapError("give the queries one way: --dataset or --queries, not both")
+        from tiap.datasets import DataSource, load
+
+        queries = load(dataset, source=DataSource(data_dir, verify=verify))
     imp = read_mem0_import(path, memories=memories, queries=queries, units=units, system=system,
                            sources_key=sources_key, kind_key=kind_key, default_kind=default_kind,
                            window_key=window_key)
