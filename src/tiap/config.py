@@ -306,6 +306,19 @@ def active_options() -> dict[str, str]:
     return dict(_OPTIONS.get() or {})
 
 
+def option_name(key: str) -> str:
+    """How the caller spells the argument ``key``: its command option inside
+    :func:`command_options`, else ``key`` itself (a Python caller's keyword).
+
+        >>> option_name("measures")
+        'measures'
+        >>> with command_options({"measures": "--measures"}):
+        ...     option_name("measures")
+        '--measures'
+    """
+    return (_OPTIONS.get() or {}).get(key, key)
+
+
 class Settings(Schema):
     """A settings object built from keyword arguments: ``Timeouts(timeout="60")`` raises ONE
     :class:`~tiap.errors.TiapError` (code ``config``, one problem per key, prefixed by

@@ -69,23 +69,12 @@ def targets_cmd(
     """Write, per store, the groups per (query, target), target-mapping rows, TREC qrels per
     target (qrels/STORE.TARGET.qrels: score each run against its own store's qrels) and the
     coverage summary, with a manifest."""
-    from tiap import read_queries, read_store
-    from tiap.errors import Problem, TiapError
-    from tiap.targets import check_targets_folder, read_overlays, write_targets
+    from tiap.config import command_options
+    from tiap.targets import targets_files
 
     tlist = split_targets(targets)
-    check_targets_folder(out, force=force)
-    hints = [Problem("file not found; --items takes a path only (a store is named by its "
-                     "rows' 'store' field, else its folder)", file=str(p))
-             for p in items if "=" in str(p) and not p.exists()]
-    if hints:
-        raise TiapError(problems=hints)
-    overlays, overlay_files = read_overlays(overlay or [])
-    stores = [read_store(p) for p in items]
-    res = write_targets(out, stores, read_queries(queries), tlist,
-                        input_files={"queries": queries, **{f"overlay:{o}": p for o, p in
-                                                            overlay_files.items()}},
-                        force=force, overlays=overlays)
+    with command_options({"items": "--items", "overlays": "--overlay"}):
+        res = targets_files(items, queries, out, tlist, overlays=overlay or [], force=force)
     several = len(res.stores) > 1
     first = res.coverage[res.stores[0]]
     title = (f"coverage ({first.queries:,} queries; "

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiap.config import active_options
+from tiap.config import option_name as _opt
 from tiap.errors import TiapError
 from tiap.io import split_named
 from tiap.scoring.measures import DEFAULT_K, default_measures, parse_measures
@@ -30,11 +30,6 @@ __all__ = ["CONCURRENT_READ_BYTES", "RescoredFolder", "rescore_files"]
 
 #: Runs up to this size are read while the qrels files are read in a second thread.
 CONCURRENT_READ_BYTES = 512 * 2**20
-
-
-def _opt(key: str) -> str:
-    """How the caller spells the parameter ``key``: its command option, else ``key``."""
-    return active_options().get(key, key)
 
 
 @dataclasses.dataclass(frozen=True)

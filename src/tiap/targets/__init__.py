@@ -7,7 +7,8 @@ items whose lineage reaches it. A :class:`Target` (built-ins ``raw``, ``source``
 family; :func:`build_groups` gives, per (query, target), one group per evidence unit, or a
 zero-target case with its reason; :func:`coverage` summarises them and
 :func:`write_targets` writes, per store, groups JSONL, target-mapping rows, TREC qrels
-(``qrels/<store>.<target>.qrels``) and coverage.
+(``qrels/<store>.<target>.qrels``) and coverage; :func:`targets_files` is ``tiap targets``
+(store and queries files in, the folder out).
 
 >>> from tiap.targets import build_groups, write_targets      # doctest: +SKIP
 >>> sets = build_groups(items, queries, ["raw", "source", "canonical",
@@ -17,6 +18,7 @@ zero-target case with its reason; :func:`coverage` summarises them and
 """
 
 from tiap.targets.coverage import Coverage, TargetCoverage, coverage
+from tiap.targets.files import targets_files
 from tiap.targets.folder import (
     TargetsExport,
     check_targets_folder,
@@ -90,5 +92,6 @@ __all__ = [
     "qrels_store",
     "read_overlays",
     "resolve_targets",
+    "targets_files",
     "write_targets",
 ]

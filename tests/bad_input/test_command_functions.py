@@ -1,0 +1,73 @@
+"""Commands that are one API call (issue 34, "the CLI is a shell"): the function a command
+calls writes the folder the command writes and makes the same checks, an error naming the
+Python parameter (the command's names the option). Every input is built here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tiap.cli.main import main
+from tiap.errors import TiapError
+from tiap.targets import targets_files
+
+ITEMS = [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+         {"item_id": "t2", "kind": "raw", "sources": ["d1:2"]},
+         {"item_id": "m1", "kind": "fact", "sources": ["d1:1", "d1:2"]}]
+QUERIES = [{"query_id": "q1", "evidence": ["d1:1", "d1:2"]},
+           {"query_id": "q2", "evidence": ["d1:2"]}]
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:  # type: ignore[type-arg]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` but the manifest (which holds times and paths)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "manifest.json"}
+
+
+@pytest.fixture()
+def f(tmp_path: Path) -> dict[str, Path]:
+    return {"items": _jsonl(tmp_path / "f5" / "items.jsonl", ITEMS),
+            "queries": _jsonl(tmp_path / "queries.jsonl", QUERIES),
+            "overlay": _jsonl(tmp_path / "overlay.jsonl",
+                              [{"query_id": "q2", "evidence": ["d1:1"]}])}
+
+
+def test_targets_files_writes_what_tiap_targets_writes(f, tmp_path, capsys) -> None:
+    res = targets_files([f["items"]], f["queries"], tmp_path / "py",
+                        ["raw", "canonical", "raw~fix"], overlays=[f"fix={f['overlay']}"])
+    assert main(["targets", "--items", str(f["items"]), "--queries", str(f["queries"]),
+                 "--targets", "raw,canonical,raw~fix", "--overlay", f"fix={f['overlay']}",
+                 "--out", str(tmp_path / "cli")]) == 0
+    assert _tree(tmp_path / "py") == _tree(tmp_path / "cli")
+    # the store is named by its folder (f5); Raw: each evidence turn is a group (q1: t1, t2;
+    # q2: t2); Canonical: the fact m1 derives from both turns; raw~fix: q2's evidence is
+    # d1:1 under the overlay, so its raw group is t1
+    qrels = tmp_path / "py" / "qrels"
+    assert (qrels / "f5.raw.qrels").read_text() == "q1 0 t1 1\nq1 0 t2 1\nq2 0 t2 1\n"
+    assert (qrels / "f5.canonical.qrels").read_text() == "q1 0 m1 1\nq2 0 m1 1\n"
+    assert (qrels / "f5.raw~fix.qrels").read_text() == "q1 0 t1 1\nq1 0 t2 1\nq2 0 t1 1\n"
+    man = json.loads((tmp_path / "py" / "manifest.json").read_text())
+    assert {"queries", "overlay:fix"} <= set(man["inputs"])
+    assert res.stores == ("f5",)
+
+
+def test_targets_files_checks_name_the_parameter(f, tmp_path, capsys) -> None:
+    named = f"f5={f['items']}"  # a store is named by its rows or folder, never NAME=PATH
+    with pytest.raises(TiapError, match="file not found; items takes a path only"):
+        targets_files([named], f["queries"], tmp_path / "py")
+    assert main(["targets", "--items", named, "--queries", str(f["queries"]),
+                 "--out", str(tmp_path / "cli")]) == 2
+    assert "file not found; --items takes a path only" in capsys.readouterr().err
+    with pytest.raises(TiapError, match="overlays 'fix': give NAME=PATH"):
+        targets_files([f["items"]], f["queries"], tmp_path / "py", overlays=["fix"])
+    assert not (tmp_path / "py").exists() and not (tmp_path / "cli").exists()
+
