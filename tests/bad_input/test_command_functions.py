@@ -71,3 +71,51 @@ def test_targets_files_checks_name_the_parameter(f, tmp_path, capsys) -> None:
         targets_files([f["items"]], f["queries"], tmp_path / "py", overlays=["fix"])
     assert not (tmp_path / "py").exists() and not (tmp_path / "cli").exists()
 
+
+RUNS = [{"query_id": "q1", "system": "A", "ranking": ["m1", "t1"]},
+        {"query_id": "q2", "system": "A", "ranking": ["t2"]},
+        {"query_id": "q1", "system": "B", "ranking": ["t2", "t1"]},
+        {"query_id": "q2", "system": "B", "ranking": ["m1", "t2"]}]
+
+
+@pytest.fixture()
+def rescored(f, tmp_path) -> Path:
+    from tiap.scoring import rescore_files
+
+    run = _jsonl(tmp_path / "runs.jsonl", RUNS)
+    return rescore_files([run], tmp_path / "rescored", items=[f["items"]],
+                         queries=f["queries"], measures="RR@2").out
+
+
+def test_sensitivity_files_writes_what_tiap_sensitivity_writes(rescored, tmp_path,
+                                                                capsys) -> None:
+    from tiap.sensitivity import sensitivity_files
+
+    res = sensitivity_files([str(rescored)], tmp_path / "py", resamples=50, seed=3,
+                            configs=["pair=A,B"], pairs=["raw:canonical"])
+    assert main(["sensitivity", str(rescored), "--out", str(tmp_path / "cli"),
+                 "--resamples", "50", "--seed", "3", "--configs", "pair=A,B",
+                 "--pairs", "raw:canonical"]) == 0
+    # both folders hold the same tables (the manifest, without times, too)
+    assert _tree(tmp_path / "py") == _tree(tmp_path / "cli")
+    assert json.loads((tmp_path / "py" / "manifest.json").read_text())["options"] == \
+        json.loads((tmp_path / "cli" / "manifest.json").read_text())["options"]
+    # RR@2 under Raw: A ranks t1 second for q1 (1/2) and t2 first for q2 (1): mean 0.75
+    means = {(r["system"], r["target"]): r["mean"] for r in res.table("system_means")}
+    assert means["A", "raw"] == 0.75
+
+
+def test_sensitivity_files_checks_name_the_parameter(rescored, tmp_path, capsys) -> None:
+    from tiap.sensitivity import sensitivity_files
+
+    with pytest.raises(TiapError, match="^items '=x': no such file, and not NAME=PATH"):
+        sensitivity_files([str(rescored)], tmp_path / "py", items=["=x"])
+    assert main(["sensitivity", str(rescored), "--out", str(tmp_path / "cli"),
+                 "--items", "=x"]) == 2
+    assert "--items '=x': no such file, and not NAME=PATH" in capsys.readouterr().err
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    with pytest.raises(TiapError) as exc:  # the folder is checked before anything is read
+        sensitivity_files([str(tmp_path / "absent")], tmp_path / "mine")
+    assert exc.value.code == "stale-output"
+    assert not (tmp_path / "py").exists() and not (tmp_path / "cli").exists()

@@ -89,37 +89,26 @@ def sensitivity_cmd(
     intervals and effect sizes), design recommendations, ranking stability, categories,
     cardinality, depth, aggregation and answer alignment: CSVs and a manifest in --out
     (docs/sensitivity.md)."""
-    from tiap.io import check_output_folder, split_named
-    from tiap.sensitivity import analyze, parse_configs, write_sensitivity
+    from tiap.config import command_options
+    from tiap.sensitivity import sensitivity_files
 
     primary = headline_option(measure, k)
-    check_output_folder(out, "sensitivity", force=force, known=("*.csv",))
-
-    overrides: dict[str, object] = {}
-    if queries:
-        overrides["queries"] = queries
-    for key, specs in (("items", items), ("runs", run)):
-        if specs:
-            option = "--items" if key == "items" else "--run"
-            overrides[key] = dict(split_named(spec, option) for spec in specs)
-    from tiap.engine import make_engine, use_engine
-
-    eng = make_engine(engine)
-    with progress_bar() as bar, use_engine(eng):
+    pair_list = (split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
+                 if pairs is not None else ())
+    with progress_bar() as bar, command_options({"items": "--items", "runs": "--run"}):
         task = bar.add_task("sensitivity", total=None)
 
         def progress(description: str, done: int, total: int) -> None:
             bar.update(task, description=description, completed=done, total=total)
 
-        res = analyze(dirs, seed=seed, resamples=resamples, alpha=alpha,
-                      configs=parse_configs(configs or []), primary=primary, answers=answers,
-                      answer_inputs=overrides, answer_depth=answer_depth,
-                      by_category_tests=not no_category_tests, correction=correction.lower(),
-                      min_effect=min_effect, min_dz=min_dz, progress=progress,
-                      pairs=split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
-                      if pairs is not None else ())
-    eng.close()
-    write_sensitivity(res, out, force=force)
+        res = sensitivity_files(dirs, out, primary=primary, queries=queries, items=items or [],
+                                runs=run or [], configs=configs or [], pairs=pair_list,
+                                engine=engine, progress=progress, force=force, seed=seed,
+                                resamples=resamples, alpha=alpha, answers=answers,
+                                answer_depth=answer_depth,
+                                by_category_tests=not no_category_tests,
+                                correction=correction.lower(), min_effect=min_effect,
+                                min_dz=min_dz)
     for n in res.notes:
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
     _print_flips(res)

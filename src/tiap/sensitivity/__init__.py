@@ -14,6 +14,7 @@ and answer-level alignment (docs/sensitivity.md).
 from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_sensitivity
 from tiap.sensitivity.compare import Comparison, compare
 from tiap.sensitivity.design import parse_configs
+from tiap.sensitivity.files import sensitivity_files
 from tiap.sensitivity.flips import is_flip, is_flip_interval
 from tiap.sensitivity.stats import CORRECTIONS, Gap, GapResult, adjust, evaluate_gaps
 
@@ -31,5 +32,6 @@ __all__ = [
     "is_flip",
     "is_flip_interval",
     "parse_configs",
+    "sensitivity_files",
     "write_sensitivity",
 ]
