@@ -119,3 +119,30 @@ def test_sensitivity_files_checks_name_the_parameter(rescored, tmp_path, capsys)
         sensitivity_files([str(tmp_path / "absent")], tmp_path / "mine")
     assert exc.value.code == "stale-output"
     assert not (tmp_path / "py").exists() and not (tmp_path / "cli").exists()
+
+
+def test_retrieve_files_writes_what_tiap_retrieve_writes(tmp_path, capsys) -> None:
+    from tiap.retrieval import retrieve_files
+
+    items = _jsonl(tmp_path / "store" / "items.jsonl", [
+        {"item_id": "t1", "kind": "raw", "sources": ["c1:D1:1"], "text": "I adopted a cat",
+         "collection": "c1"},
+        {"item_id": "t2", "kind": "raw", "sources": ["c1:D1:2"], "text": "the dog barks",
+         "collection": "c1"}])
+    queries = _jsonl(tmp_path / "queries.jsonl", [
+        {"query_id": "q1", "question": "who has a cat?", "evidence": ["c1:D1:1"],
+         "collection": "c1"}])
+    done = retrieve_files(items.parent, queries, "bm25", tmp_path / "py" / "bm25.jsonl",
+                          depth=5, system="lex")
+    assert main(["retrieve", "--store", str(items.parent), "--queries", str(queries),
+                 "--retriever", "bm25", "--k", "5", "--system", "lex", "--out",
+                 str(tmp_path / "cli" / "bm25.jsonl")]) == 0
+    assert (tmp_path / "py" / "bm25.trec").read_bytes() == \
+        (tmp_path / "cli" / "bm25.trec").read_bytes()
+    # only t1 shares a term ("cat") with the question: one ranked item, BM25 scores none else
+    assert done.result.run.ranking("q1").item_ids == ("t1",)
+    assert (done.encoded, done.shard_differing) == (None, 0)
+    with pytest.raises(TiapError, match="^cache_dir and use_cache=False exclude each other"):
+        retrieve_files(items.parent, queries, "dense", tmp_path / "x.jsonl", cache_dir="c",
+                       use_cache=False)
+    assert not (tmp_path / "x.jsonl").exists()

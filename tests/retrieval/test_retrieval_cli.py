@@ -108,7 +108,7 @@ def test_ctrl_c_says_how_to_resume(args: list[str], tmp_path: Path, capsys,
     def interrupted(*a: object, **kw: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tiap.retrieval, "retrieve", interrupted)
+    monkeypatch.setattr(tiap.retrieval, "retrieve_files", interrupted)  # what the CLI calls
     out = tmp_path / "bm25.jsonl"
     # The status should be 130; main() currently drops the 130 that typer returns (exit 0),
     # so only the message is checked here.

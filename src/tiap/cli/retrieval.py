@@ -67,33 +67,25 @@ def retrieve_cmd(
 ) -> None:
     """Rank each query's collection with BM25, dense embeddings or their RRF fusion; write a
     trace (header line + one ranking a line) and a TREC run. Reruns resume."""
-    from tiap.errors import TiapError
-    from tiap.retrieval import default_work_dir, make_retriever
-
-    if cache_dir is not None and no_cache:
-        raise TiapError("--cache-dir and --no-cache exclude each other")
     from tiap.config import command_options
-
-    with command_options({"model": "--model", "ollama_url": "--ollama-url",
-                          "batch_size": "--batch-size", "cache_dir": "--cache-dir",
-                          "use_cache": "--no-cache", "rrf_k": "--rrf-k", "k1": "--bm25-k1",
-                          "b": "--bm25-b", "name": "--retriever"}):
-        ret = make_retriever(retriever, model=model, ollama_url=ollama_url,
-                             batch_size=batch_size, cache_dir=cache_dir, use_cache=not no_cache,
-                             rrf_k=rrf_k, k1=bm25_k1, b=bm25_b)
-    from tiap.engine import make_engine, use_engine
+    from tiap.retrieval import default_work_dir
 
     start = time.perf_counter()
-    eng = make_engine(engine)
     try:
-        with use_engine(eng):
-            result = _run_with_progress(ret, store, queries, out, k, system, work)
+        with command_options({"model": "--model", "ollama_url": "--ollama-url",
+                              "batch_size": "--batch-size", "cache_dir": "--cache-dir",
+                              "use_cache": "--no-cache", "rrf_k": "--rrf-k", "k1": "--bm25-k1",
+                              "b": "--bm25-b", "name": "--retriever"}):
+            done = _run_with_progress(store, queries, retriever, out, depth=k, system=system,
+                                      work_dir=work, engine=engine, model=model,
+                                      ollama_url=ollama_url, batch_size=batch_size,
+                                      cache_dir=cache_dir, use_cache=not no_cache,
+                                      rrf_k=rrf_k, k1=bm25_k1, b=bm25_b)
     except KeyboardInterrupt:
         err_console.print(f"finished collections are kept in {work or default_work_dir(out)}; "
                           "rerun the same command to resume", highlight=False)
         raise
-    finally:
-        eng.close()
+    result = done.result
     seconds = time.perf_counter() - start
     n = len(result.run.rankings)
     note = f" ({result.resumed} resumed from the work folder)" if result.resumed else ""
@@ -104,14 +96,13 @@ def retrieve_cmd(
     if result.discarded:
         err_console.print(f"[yellow]note[/]: discarded {result.discarded} partial results of "
                           "another configuration", highlight=False)
-    encoded = _encoded(ret)
+    encoded = done.encoded
     if encoded:
         err_console.print(f"encoded {encoded:,} texts (the rest came from the embedding cache)",
                           highlight=False)
     elif encoded is not None:
         err_console.print("every vector came from the embedding cache", highlight=False)
-    differing = sum(getattr(p, "shard_differing", 0)
-                    for p in (ret, *getattr(ret, "components", ())))
+    differing = done.shard_differing
     if differing:
         err_console.print(f"[yellow]warning[/]: {differing:,} vectors an interrupted run's "
                           "workers left in shards differ from the embedding cache's; the "
@@ -127,9 +118,8 @@ def retrieve_cmd(
     err_console.print(f"wrote {result.trace_path} and {result.trec_path}", highlight=False)
 
 
-def _run_with_progress(ret: Any, store: Path, queries: Path, out: Path, k: int,
-                       system: str | None, work: Path | None) -> Any:
-    """retrieve() with progress bars (collections, encoding) on stderr."""
+def _run_with_progress(*args: Any, **kwargs: Any) -> Any:
+    """retrieve_files() with progress bars (collections, encoding) on stderr."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -139,7 +129,7 @@ def _run_with_progress(ret: Any, store: Path, queries: Path, out: Path, k: int,
         TimeRemainingColumn,
     )
 
-    from tiap.retrieval import retrieve
+    from tiap.retrieval import retrieve_files
 
     with Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -151,17 +141,4 @@ def _run_with_progress(ret: Any, store: Path, queries: Path, out: Path, k: int,
         transient=True,
         disable=not err_console.is_terminal,
     ) as progress:
-        return retrieve(store, queries, ret, out, depth=k, system=system, work_dir=work,
-                        progress=progress)
-
-
-def _encoded(retriever: object) -> int | None:
-    from tiap.retrieval import DenseRetriever, HybridRetriever
-
-    if isinstance(retriever, DenseRetriever):
-        return retriever.encoded
-    if isinstance(retriever, HybridRetriever):
-        counts = [_encoded(c) for c in retriever.components]
-        found = [c for c in counts if c is not None]
-        return sum(found) if found else None
-    return None
+        return retrieve_files(*args, progress=progress, **kwargs)

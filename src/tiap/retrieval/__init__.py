@@ -21,6 +21,7 @@ from tiap.retrieval.encoders import (
     make_encoder,
 )
 from tiap.retrieval.factory import RETRIEVERS, make_retriever
+from tiap.retrieval.files import Retrieved, retrieve_files
 from tiap.retrieval.hybrid import HybridRetriever
 from tiap.retrieval.retrieve import (
     RetrievalResult,
@@ -38,6 +39,7 @@ __all__ = [
     "HybridRetriever",
     "OllamaEncoder",
     "RetrievalResult",
+    "Retrieved",
     "Retriever",
     "SentenceTransformerEncoder",
     "default_work_dir",
@@ -45,4 +47,5 @@ __all__ = [
     "make_retriever",
     "rank_collection",
     "retrieve",
+    "retrieve_files",
 ]
