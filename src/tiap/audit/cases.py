@@ -32,7 +32,6 @@ sorted order, cases in ``case_id`` order before drawing), so a rerun draws the s
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -671,7 +670,7 @@ def load_rescore_inputs(
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
     from tiap.provenance import recorded_inputs, verify_input
-    from tiap.runs import read_run
+    from tiap.runs import read_named_run
 
     rescore_dir.target_defs  # noqa: B018 - a rescoring of qrels files has no lineage to audit
     man_path = rescore_dir.path / "manifest.json"
@@ -707,19 +706,10 @@ def load_rescore_inputs(
     for name, path in run_specs:
         if not given_runs:
             check(f"run:{name}", None, "--run")
-        got = read_run(path, dedup="first", order=rescore_dir.options.get("order") or "rank")
         inputs[f"run:{name or path.name}"] = path
-        if name is None or name == path.name:
-            chosen = got
-        elif any(r.system == name for r in got):
-            chosen = [r for r in got if r.system == name]
-        elif len(got) == 1:
-            r = got[0]
-            chosen = [dataclasses.replace(r, system=name, rankings=tuple(
-                dataclasses.replace(x, system=name) for x in r.rankings))]
-        else:
-            raise TiapError(f"{name}=: the file holds {len(got)} systems; name one of them",
-                            file=path)
+        # a plain PATH (recorded under the file's name) is every system of the file
+        chosen = read_named_run((None if name == path.name else name, path), dedup="first",
+                                order=rescore_dir.options.get("order") or "rank")
         if given_runs:
             for r in chosen:
                 if f"run:{r.system}" not in recorded:

@@ -14,9 +14,11 @@ from tiap.runs.formats import Dedup, Order, read_run
 __all__ = ["read_named_run"]
 
 
-def read_named_run(spec: str | Path, *, dedup: Dedup = "error", order: Order = "rank",
-                   columnar: bool = False, option: str = "run") -> list[Any]:
-    """The runs of one ``[NAME=]PATH`` spec (:func:`tiap.io.split_named`).
+def read_named_run(spec: str | Path | tuple[str | None, str | Path], *, dedup: Dedup = "error",
+                   order: Order = "rank", columnar: bool = False, option: str = "run",
+                   ) -> list[Any]:
+    """The runs of one ``[NAME=]PATH`` spec (:func:`tiap.io.split_named`), or of a
+    ``(NAME, PATH)`` pair already split (NAME ``None``: a plain PATH).
 
     A plain ``PATH`` gives every system of the file (:func:`~tiap.runs.formats.read_run`).
     ``NAME=PATH`` renames the file's only system to ``NAME``, or, when the file holds
@@ -33,11 +35,16 @@ def read_named_run(spec: str | Path, *, dedup: Dedup = "error", order: Order = "
         >>> _ = Path("one.trec").write_text("q1 Q0 a 1 2.0 run1\\n")
         >>> [(r.system, r.rankings[0].system) for r in read_named_run("bm25=one.trec")]
         [('bm25', 'bm25')]
+        >>> [r.system for r in read_named_run(("bm25", "two.trec"))]
+        ['bm25']
         >>> read_named_run("splade=two.trec")
         Traceback (most recent call last):
         tiap.errors.TiapError: two.trec: splade=: the file holds 2 systems (bm25, dense); ...
     """
-    name, path = split_named(spec, option)
+    if isinstance(spec, tuple):
+        name, path = spec[0], Path(spec[1])
+    else:
+        name, path = split_named(spec, option)
     read = read_run_columnar if columnar else read_run
     got: list[Any] = list(read(path, dedup=dedup, order=order))
     if name is None:
