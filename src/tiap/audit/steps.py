@@ -55,9 +55,11 @@ from tiap.audit.judges import make_judge, parse_judge_spec
 from tiap.audit.labels import LabelRecord, read_labels, write_labels
 from tiap.audit.paper import read_paper_cases, read_paper_labels
 from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
+from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
 from tiap.io import check_output_folder, output_folder, split_named
 from tiap.provenance import Manifest, input_entry
+from tiap.scoring.measures import parse_measure
 
 #: The manifest ``command`` of :func:`judge_cases` (``tiap audit judge``).
 JUDGE_COMMAND = "audit judge"
@@ -79,7 +81,6 @@ def _write_sidecar(path: Path, man: Manifest) -> Path:
 
 def _option_measure(option: str, measure: str) -> Any:
     """The measure an option gives; a bad one is an error naming the option."""
-    from tiap.scoring.measures import parse_measure
 
     try:
         return parse_measure(measure)
@@ -410,7 +411,6 @@ def judge(
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
                 "backoff": backoff, "max_invalid": max_invalid,
                 "response_format": response_format}
-    from tiap.engine import make_engine, use_engine
 
     with stack:
         if cache is None:  # a verdict cache for this run only
