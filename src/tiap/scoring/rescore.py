@@ -30,6 +30,7 @@ one ``int32`` matrix. The query universe is then the queries the qrels files jud
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,14 +45,22 @@ from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
 from tiap.runs import Run
+from tiap.runs.formats import trace_store
 from tiap.scoring import counts
-from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
+from tiap.scoring.cost import (
+    DEFAULT_TOKENIZER,
+    budget_cutoffs,
+    cost_rows,
+    get_tokenizer,
+    token_counts,
+)
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.inputs import as_queries, as_runs, as_stores
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, check_credit, known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.scoring.scores import MAX_EXAMPLES, Scores, SystemReport, TargetLike, hit_cutoff, is_hit
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
+from tiap.targets.folder import qrels_store
 from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
 from tiap.targets.groups import QueryLike
 
@@ -830,9 +839,6 @@ def _store_facts(lineage: Lineage) -> tuple[dict[str | None, int], dict[str, str
 
 def _tokenizer(name: str | None, budgeted: Sequence[Measure]) -> tuple[Any, str]:
     """The tokenizer of the cost table and budget measures, or ``None`` with why."""
-    import importlib.util
-
-    from tiap.scoring.cost import DEFAULT_TOKENIZER, get_tokenizer
 
     if name == "none":
         if budgeted:
@@ -1131,8 +1137,6 @@ def check_qrels_stores(runs: Sequence[ColumnarRun], qrels: Mapping[str, Qrels]) 
     """Refuse to score a run against another store's qrels when both files say their store
     (a TIAP trace's header; qrels written by ``tiap targets``): item ids are only unique
     within a store. Runs and qrels read from no file say nothing."""
-    from tiap.runs.formats import trace_store
-    from tiap.targets.folder import qrels_store
 
     named = [(q.source, qrels_store(q.source)) for q in qrels.values() if q.source is not None]
     problems = []
