@@ -21,6 +21,7 @@ import numpy as np
 
 from tiap.errors import Problem, TiapError
 from tiap.io import output_folder, sha256_file
+from tiap.limits import check
 from tiap.provenance import Manifest, input_entry
 from tiap.scoring.cost import COST_COLUMNS
 from tiap.scoring.measures import Measure, parse_measure
@@ -194,7 +195,6 @@ def analyze(
     if correction not in CORRECTIONS:
         raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
                         f"{correction!r}")
-    from tiap.limits import check
 
     # the declared ranges of the options (tiap.limits), checked before anything is read
     check("min_effect", min_effect, "min_effect (--min-effect)")
