@@ -58,6 +58,7 @@ from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
 from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
 from tiap.io import check_output_folder, output_folder, split_named
+from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
 from tiap.provenance import Manifest, input_entry
 from tiap.scoring.measures import parse_measure
 
@@ -383,8 +384,6 @@ def judge(
     stack = contextlib.ExitStack()
     local: dict[str, Any] | None = None
     if local_model is not None:
-        from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
-
         _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
         if not any(parse_judge_spec(j)[0] == "openai" for j in specs):
             raise TiapError("--local-model is for openai judges; none of the --judge "
