@@ -132,7 +132,7 @@ from typing import Annotated, Any
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 import tiap
-from tiap import __version__
+from tiap import __version__, provenance
 from tiap.config import (
     Invalid,
     Schema,
@@ -145,9 +145,11 @@ from tiap.config import (
     validate,
 )
 from tiap.config import validate_value as check_type
+from tiap.engine import make_engine, use_engine
 from tiap.errors import MissingExtraError, TiapError
 from tiap.io import atomic_write, sha256_file
 from tiap.llm.local import CLIENT_DEFAULTS, DEFAULT_PORT, MODELS, LocalServer, local_base_url
+from tiap.provenance import manifest_warnings
 
 __all__ = ["load_config", "run_pipeline"]
 
@@ -701,7 +703,6 @@ def run_pipeline(
         >>> res.rescore_dir                               # doctest: +SKIP
         PosixPath('out/demo/rescore')
     """
-    from tiap.engine import make_engine
 
     engines: list[Any] = []
 
@@ -724,7 +725,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.datasets import DataSource, load
     from tiap.datasets.files import manifest
     from tiap.datasets.queryfile import read_queries, write_queries
-    from tiap.engine import use_engine
     from tiap.memory import build_store
     from tiap.memory.build import cache_entries
     from tiap.memory.store import read_store
@@ -966,7 +966,6 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
     (each manifest records the command that makes it), and the warnings they would print are
     logged, each prefixed by its step."""
     from tiap.audit.steps import find_cases, graded_audit, judge_cases
-    from tiap.provenance import manifest_warnings
 
     cases, judged, graded = adir / "cases.jsonl", adir / "judged", adir / "graded"
     cache = adir / VERDICT_CACHE
@@ -994,7 +993,6 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
 def _as_command(argv: list[str]) -> typing.Iterator[None]:
     """Inside the block, manifests record ``tiap ARGV`` as their command line: the command
     that makes the same output."""
-    from tiap import provenance
 
     saved = provenance.command_line
     provenance.command_line = ["tiap", *argv]
