@@ -39,6 +39,7 @@ from tiap.datasets.locomo import parse_dia_ids
 from tiap.datasets.registry import load
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_write, check_output_folder, iter_jsonl, output_folder
+from tiap.provenance import Manifest, input_entry
 
 __all__ = ["OVERLAYS", "EvidenceOverlay", "OverlayExport", "OverlayProblem", "export_overlay",
            "locomo_audit_overlay", "read_overlay", "write_overlay"]
@@ -147,7 +148,6 @@ def export_overlay(name: str, out: str | Path, *, source: DataSource | None = No
         Traceback (most recent call last):
         tiap.errors.TiapError: unknown overlay 'corrected'; known: locomo-audit
     """
-    from tiap.provenance import Manifest, input_entry
 
     if name not in OVERLAYS:
         raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
