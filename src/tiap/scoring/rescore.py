@@ -41,12 +41,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.engine import current_engine
 from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
 from tiap.runs import Run
 from tiap.runs.formats import trace_store
 from tiap.scoring import counts
+from tiap.scoring.bounds import bounds_index, exact_problem, group_bounds, query_problem
+from tiap.scoring.bounds import set_bounds as set_b
 from tiap.scoring.cost import (
     DEFAULT_TOKENIZER,
     budget_cutoffs,
@@ -250,8 +253,6 @@ def rescore(
         if r.system not in stores and None not in stores:
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH or a "
                             "plain --items PATH for every run")
-
-    from tiap.engine import current_engine
 
     engine = current_engine()
     qlist = list(queries)
@@ -703,7 +704,6 @@ def _joint_flips(lineage: Lineage, o: _Options, system: str, queries: Sequence[Q
     each target's bounds where they decide it, else on the items' shared lineage
     (:func:`tiap.scoring.counts.joint_flip`): an item both targets may credit is credited
     under both or under neither (where both read the same evidence)."""
-    from tiap.scoring.bounds import bounds_index, query_problem
 
     turn = [t for t in o.targets if t.granularity == TURN]
     indexes: dict[str, Any] = {}
@@ -952,8 +952,6 @@ def _bound_pass(
     """Replace, in ``got``, every value the partial lineage does not determine by NaN, and
     return its bounds (module :mod:`tiap.scoring.bounds`). Where the bounds agree (within
     float noise), the value and both bounds are the lower one."""
-    from tiap.scoring.bounds import bounds_index, exact_problem, group_bounds, query_problem
-    from tiap.scoring.bounds import set_bounds as set_b
 
     index = bounds_index(lineage, target)
     n = len(scored)
@@ -1210,8 +1208,6 @@ def rescore_qrels(
     if graded and mode == "group":
         raise TiapError(f"qrels {', '.join(map(repr, graded))} grade relevance above 1: "
                         "graded gains are only defined for set credit (--credit set)")
-
-    from tiap.engine import current_engine
 
     engine = current_engine()
     judged = IdIndex.union(q.query_ids for q in qrels.values())
