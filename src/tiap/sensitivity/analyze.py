@@ -35,6 +35,7 @@ from tiap.sensitivity import (
     flips,
     stability,
 )
+from tiap.sensitivity import answers as ans
 from tiap.sensitivity.load import Dataset, load_datasets
 from tiap.sensitivity.stats import (
     CORRECTIONS,
@@ -292,8 +293,6 @@ def analyze(
 
     answer_info: dict[str, Any] = {}
     if answers is not False:
-        from tiap.sensitivity import answers as ans
-
         step("answer alignment")
         per_q, align, a_notes, answer_info = ans.answer_tables(
             datasets, overrides=answer_inputs or {}, depth=answer_depth, preloaded=preloaded,

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.engine import current_engine
 from tiap.errors import TiapError
 from tiap.limits import available_memory, check, number
 
@@ -544,8 +545,6 @@ def evaluate_gaps(
     _check_memory(jobs, dataset)
     # the jobs are independent (each subset its own sign vectors, from the seed and the
     # subset alone): the engine may run them anywhere, in any order (tiap.engine)
-    from tiap.engine import current_engine
-
     for test, where in zip(current_engine().map(_test_subset, jobs), placed, strict=True):
         for i, (lc, hc) in where.items():
             tests[i] = (test, lc, hc)
