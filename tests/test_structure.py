@@ -10,6 +10,10 @@
   import buys laziness only when its module (TIAP's or another) is not loaded when the
   importing module is (its module-level imports, transitively, with each module's packages
   and the homes of their PEP 562 names). Such an import belongs at the top.
+- Outside what ``tiap --help`` loads, no import inside a function defers just one light TIAP
+  module (one whose own imports are loaded already or the standard library's). The imports
+  that stay inside functions keep ``import tiap`` and ``tiap --help`` light, defer a stage
+  (a package, numpy, pydantic), wait for an optional extra, or close a listed circle.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import graphlib
 import importlib
 import importlib.util
 import inspect
+import sys
 from pathlib import Path
 
 import tiap
@@ -387,7 +392,11 @@ def test_the_late_import_check_sees_what_it_checks() -> None:
                       "    from concurrent import futures\n"
                       "    import tiap.s.d\n    import gzip\n    from json import decoder\n"
                       "    from tiap.scoring import write_rescore\n"
-                      "    import csv, gzip\n")),
+                      "    import csv, gzip\n    import tiap.s.e\n    import tiap.s.f\n")),
+        "tiap.s.d": ("s/d.py", "import json\n"),
+        "tiap.s.e": ("s/e.py", "import numpy\n"),
+        "tiap.s.f": ("s/f.py", "import tiap.s.g\n"),
+        "tiap.s.g": ("s/g.py", ""),
     }
     scan = {}
     for module, (path, source) in sources.items():
@@ -400,3 +409,40 @@ def test_the_late_import_check_sees_what_it_checks() -> None:
         "from concurrent.futures import Future", "from concurrent import futures"]
     # a name a package exports on first use loads its home (tiap.lazy)
     assert ("tiap.scoring.folder",) in [late[2] for late in scan["tiap.s.c"].late]
+    # tiap.s.d would add itself and json (loaded): one light module; tiap.s.e adds numpy,
+    # tiap.s.f adds tiap.s.g too
+    assert _one_light_module("tiap.s.c", scan) == ["import tiap.s.d"]
+
+
+#: What ``tiap --help`` loads (the CLI's entry module, by the scan): a function-level import
+#: in these keeps the help light, whatever it loads.
+HELP = _loaded("tiap.cli.main", SCAN)[0]
+
+
+def _one_light_module(module: str, scan: dict[str, _Imports] = SCAN) -> list[str]:
+    """The function-level imports of TIAP modules of ``module`` that, were they at its top,
+    would load one module more and nothing outside TIAP and the standard library: the module
+    itself, whose own imports are loaded already (its text)."""
+    ours, others = _loaded(module, scan)
+    out = []
+    for _, kind, must, _, text in scan[module].late:
+        if kind != "tiap" or set(must) <= ours:
+            continue
+        new = [_loaded(t, scan) for t in must]
+        added = set().union(*(a for a, _ in new)) - ours
+        foreign = {o.split(".")[0] for _, b in new for o in b - others} - sys.stdlib_module_names
+        if len(added) == 1 and not foreign and (module, *added) not in ALLOWED_BACK_EDGES:
+            out.append(text)
+    return out
+
+
+#: One-module imports left in a module another change of issue 34 rewrites.
+PENDING_LIGHT = ["tiap.scoring.folder: from tiap.scoring.cost import COST_COLUMNS"] * 3
+
+
+def test_no_function_level_import_defers_one_light_module() -> None:
+    # outside what ``tiap --help`` loads, an import inside a function that would load only its
+    # own module (whose imports are loaded already or the standard library's) defers next to
+    # nothing: it belongs at the top
+    found = sorted(f"{m}: {text}" for m in SCAN if m not in HELP for text in _one_light_module(m))
+    assert found == PENDING_LIGHT
