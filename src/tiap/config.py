@@ -50,6 +50,8 @@ from pydantic import (
 )
 
 from tiap.errors import Problem, TiapError
+from tiap.io import utf8_error
+from tiap.limits import LIMITS
 
 __all__ = ["Invalid", "Schema", "Seq", "Settings", "command_options", "ranged", "read_toml",
            "toml_value", "validate"]
@@ -94,8 +96,6 @@ class _InRange:
     """The check of one declared range (:data:`tiap.limits.LIMITS`); ``limit`` names it."""
 
     def __init__(self, limit: str) -> None:
-        from tiap.limits import LIMITS
-
         self.limit = limit
         self.range = LIMITS[limit]
 
@@ -204,8 +204,6 @@ def read_toml(path: str | Path, what: str = "config") -> tuple[dict[str, Any], s
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        from tiap.io import utf8_error
-
         raise utf8_error(p, data, exc) from None
     try:
         table = tomllib.loads(text)

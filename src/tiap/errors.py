@@ -9,6 +9,7 @@ them all, and a test keeps the two in step.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,7 +275,6 @@ def install_hint(extra: str) -> str:
 
 def require(module: str, extra: str):  # type: ignore[no-untyped-def]
     """Import an optional module or raise :class:`MissingExtraError` naming the extra."""
-    import importlib
 
     try:
         return importlib.import_module(module)

@@ -131,6 +131,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+import tiap
+from tiap import __version__, provenance
 from tiap.config import (
     Invalid,
     Schema,
@@ -143,9 +145,11 @@ from tiap.config import (
     validate,
 )
 from tiap.config import validate_value as check_type
-from tiap.errors import TiapError
-from tiap.io import atomic_write
-from tiap.llm.local import DEFAULT_PORT
+from tiap.engine import make_engine, use_engine
+from tiap.errors import MissingExtraError, TiapError
+from tiap.io import atomic_write, sha256_file
+from tiap.llm.local import CLIENT_DEFAULTS, DEFAULT_PORT, MODELS, LocalServer, local_base_url
+from tiap.provenance import manifest_warnings
 
 __all__ = ["load_config", "run_pipeline"]
 
@@ -401,7 +405,6 @@ class PipelineConfig(Schema):
         arguments are checked."""
         if not isinstance(data, dict) or not isinstance(data.get("local_model"), str):
             return data
-        from tiap.llm.local import CLIENT_DEFAULTS, local_base_url
 
         port = data.get("local_port", DEFAULT_PORT)
         if not isinstance(port, int) or isinstance(port, bool):
@@ -425,8 +428,6 @@ class PipelineConfig(Schema):
     @field_validator("local_model")
     @classmethod
     def _local_model(cls, v: str | None) -> str | None:
-        from tiap.llm.local import MODELS
-
         if v is not None and v not in MODELS:
             raise Invalid(f"unknown local model {v!r}{did_you_mean(v, list(MODELS))}; known: "
                           f"{', '.join(MODELS)} (see `tiap llm models`)")
@@ -444,8 +445,6 @@ class PipelineConfig(Schema):
 
         problems: list[tuple[tuple[str | int, ...], str]] = []
         if self.local_model is not None:
-            from tiap.llm.local import local_base_url
-
             mine = {"base_url": local_base_url(self.local_port), "model": self.local_model}
             for i, s in enumerate(self.stores):
                 if s.parser != "llm":
@@ -550,7 +549,6 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
 def _code_identity() -> str:
     """The sha256 of TIAP's own source files: a step run by changed code is run again (a
     version number does not change while one develops a parser)."""
-    import tiap
 
     root = Path(tiap.__file__).parent
     h = hashlib.sha256()
@@ -603,8 +601,6 @@ class _Steps:
     def check(self, step: str, spec: dict[str, Any]) -> str | None:
         """``None`` when ``step`` is up to date, else why it is not (``""``: it never
         finished here)."""
-        from tiap import __version__
-        from tiap.io import sha256_file
 
         f = self.dir / f"{step}.json"
         if not f.exists():
@@ -645,9 +641,6 @@ class _Steps:
 
     def mark(self, step: str, spec: dict[str, Any], outputs: Sequence[Path],
              exclude: Sequence[Path], seconds: float) -> None:
-        from tiap import __version__
-        from tiap.io import sha256_file
-
         written = {self._rel(f): sha256_file(f) for f in _files(outputs, exclude)}
         self.written[step] = written
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -710,7 +703,6 @@ def run_pipeline(
         >>> res.rescore_dir                               # doctest: +SKIP
         PosixPath('out/demo/rescore')
     """
-    from tiap.engine import make_engine
 
     engines: list[Any] = []
 
@@ -733,7 +725,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.datasets import DataSource, load
     from tiap.datasets.files import manifest
     from tiap.datasets.queryfile import read_queries, write_queries
-    from tiap.engine import use_engine
     from tiap.memory import build_store
     from tiap.memory.build import cache_entries
     from tiap.memory.store import read_store
@@ -819,7 +810,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         def serve() -> None:
             if cfg.local_model is None or local:
                 return
-            from tiap.llm.local import LocalServer
 
             local.append(server.enter_context(LocalServer(
                 cfg.local_model, port=cfg.local_port, threads=cfg.local_threads, log=log)))
@@ -925,7 +915,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         # 6. Stage III and the report (plots need the `report` extra)
         sdir, report_dir = root / "sensitivity", root / "report"
         if cfg.sensitivity:
-            from tiap.errors import MissingExtraError
             from tiap.scoring.folder import per_query_of
             from tiap.sensitivity import analyze, write_sensitivity
 
@@ -977,7 +966,6 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
     (each manifest records the command that makes it), and the warnings they would print are
     logged, each prefixed by its step."""
     from tiap.audit.steps import find_cases, graded_audit, judge_cases
-    from tiap.provenance import manifest_warnings
 
     cases, judged, graded = adir / "cases.jsonl", adir / "judged", adir / "graded"
     cache = adir / VERDICT_CACHE
@@ -1005,7 +993,6 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
 def _as_command(argv: list[str]) -> typing.Iterator[None]:
     """Inside the block, manifests record ``tiap ARGV`` as their command line: the command
     that makes the same output."""
-    from tiap import provenance
 
     saved = provenance.command_line
     provenance.command_line = ["tiap", *argv]

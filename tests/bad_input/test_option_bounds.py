@@ -201,7 +201,6 @@ def test_a_config_key_past_its_range_is_a_config_error(tmp_path: Path, capsys) -
 
 
 def test_resamples_that_do_not_fit_the_memory_are_refused_before_any_test(monkeypatch) -> None:
-    from tiap import limits
     from tiap.sensitivity import stats
 
     rng = np.random.default_rng(0)
@@ -209,7 +208,7 @@ def test_resamples_that_do_not_fit_the_memory_are_refused_before_any_test(monkey
     # 40 queries, 1 gap, B resamples: 3*40*B (signs) + 33*B + 19*1*B (the interval ends of
     # one column, width = min(1, 2^20 // B) = 1) + 4*8*2^20 = 172*B + 33,554,432 bytes
     assert stats.subset_test_bytes(40, 100_000, 1) == 172 * 100_000 + 33_554_432
-    monkeypatch.setattr(limits, "available_memory", lambda: 172 * 50_000 + 33_554_432)
+    monkeypatch.setattr(stats, "available_memory", lambda: 172 * 50_000 + 33_554_432)
     called = []
     monkeypatch.setattr(stats, "_test_subset", lambda job: called.append(job))
     with pytest.raises(TiapError) as err:
@@ -223,7 +222,7 @@ def test_resamples_that_do_not_fit_the_memory_are_refused_before_any_test(monkey
         "available; give at most --resamples 50,000")
     # what fits runs (the memory the system reports unknown: no check)
     monkeypatch.undo()
-    monkeypatch.setattr(limits, "available_memory", lambda: None)
+    monkeypatch.setattr(stats, "available_memory", lambda: None)
     (res,) = stats.evaluate_gaps(gaps, seed=0, dataset="d", resamples=50)
     assert res.n == 40
 

@@ -338,7 +338,13 @@ def _fake_dataset() -> Any:
 
 def _with_dataset(fn: Callable[[], Any]) -> tuple[bool, Any]:
     ds = _fake_dataset()
-    with mock.patch("tiap.datasets.load", lambda *a, **k: ds):
+
+    def load(*a: Any, **k: Any) -> Any:
+        return ds
+
+    # ``load`` where each importer took it (``from tiap.datasets import load``)
+    with (mock.patch("tiap.importers.load", load), mock.patch("tiap.importers.graphiti.load", load),
+          mock.patch("tiap.importers.memoryos.load", load)):
         return _loads_or_tiap_error(fn)
 
 

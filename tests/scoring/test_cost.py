@@ -67,7 +67,7 @@ STORE = [Item("a", "raw", ("u1",), text="one two three"),       # 3 tokens
 
 def _values(monkeypatch: pytest.MonkeyPatch, ranking: list[str], measures: str,
             store: list[Item] = STORE) -> dict[str, float]:
-    monkeypatch.setattr("tiap.scoring.cost.get_tokenizer", lambda name="": _Sized())
+    monkeypatch.setattr("tiap.scoring.rescore.get_tokenizer", lambda name="": _Sized())
     q = type("Q", (), {"query_id": "q", "evidence": ("u1", "u2"), "abstention": False,
                        "collection_id": None})()
     run = Run("s", (Ranking("q", "s", tuple(ranking)),))
@@ -112,7 +112,7 @@ def test_cost_csv_and_latency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                    '{"query_id": "q2", "system": "s", "ranking": ["x", "c"], "latency_ms": 30}\n')
     [r] = read_run(run)
     assert [x.latency_ms for x in r.rankings] == [10.0, 30.0]
-    monkeypatch.setattr("tiap.scoring.cost.get_tokenizer", lambda name="": _Sized())
+    monkeypatch.setattr("tiap.scoring.rescore.get_tokenizer", lambda name="": _Sized())
     assert main(["rescore", "--items", str(items), "--queries", str(queries), "--run", str(run),
                  "--measures", "nDCG@1,nDCG@2", "--out", str(tmp_path / "r")]) == 0
     rows = (tmp_path / "r" / "cost.csv").read_text().splitlines()

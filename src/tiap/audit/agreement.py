@@ -63,6 +63,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from tiap.audit.labels import BINARY_LABELS, SEMANTIC_LABELS, LabelRecord, select_judges
 from tiap.errors import Problem, TiapError
+from tiap.io import output_folder
+from tiap.provenance import Manifest, input_entry
 
 __all__ = [
     "TIE_RULES",
@@ -660,8 +662,6 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
     ``out`` is replaced whole (:func:`tiap.io.output_folder`): no ``human.csv`` of an
     earlier run with human labels survives; a folder that is not an earlier agreement's
     output is refused (``error[stale-output]``) unless ``force``."""
-    from tiap.io import output_folder
-    from tiap.provenance import Manifest, input_entry
 
     with output_folder(out, AGREEMENT_COMMAND, force=force) as tmp:
         (tmp / "agreement.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",

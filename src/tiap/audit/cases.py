@@ -38,11 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, split_named, write_jsonl
-from tiap.provenance import read_manifest
+from tiap.provenance import read_manifest, recorded_inputs, verify_input
 from tiap.scoring.folder import read_per_query
+from tiap.scoring.measures import parse_measure, primary_measure
 
 __all__ = [
     "RANK_BUCKETS",
@@ -530,7 +533,6 @@ def sample_cases(cases: Sequence[Case], how: Sampling = "all", *, per_stratum: i
         raise TiapError(f"sampling must be 'all' or 'stratified', got {how!r}")
     if isinstance(per_stratum, bool) or not isinstance(per_stratum, int) or per_stratum < 1:
         raise TiapError(f"per_stratum must be a positive integer, got {per_stratum!r}")
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     strata: dict[tuple[str, ...], list[Case]] = {}
@@ -620,7 +622,6 @@ class RescoreDir:
     def default_measure(self) -> str:
         """The headline measure (:func:`tiap.scoring.measures.primary_measure`: nDCG at its
         largest cutoff), as Stage III and the report use it."""
-        from tiap.scoring.measures import primary_measure
 
         if not any(m.startswith("nDCG") for m in self.measures):
             raise TiapError("the rescoring has no nDCG measure; pass --measure",
@@ -644,8 +645,6 @@ class RescoreDir:
 
 
 def measure_cutoff(measure: str) -> int | None:
-    from tiap.scoring.measures import parse_measure
-
     return parse_measure(measure).cutoff
 
 
@@ -669,7 +668,6 @@ def load_rescore_inputs(
     A run of a system the rescoring did not score is code ``invalid-value``."""
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
-    from tiap.provenance import recorded_inputs, verify_input
     from tiap.runs import read_named_run
 
     rescore_dir.target_defs  # noqa: B018 - a rescoring of qrels files has no lineage to audit

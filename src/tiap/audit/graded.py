@@ -77,6 +77,12 @@ import numpy as np
 from tiap.audit.agreement import TieRule, majority_vote
 from tiap.audit.labels import GRADES, SEMANTIC_LABELS, LabelRecord, select_judges
 from tiap.errors import Problem, Problems, TiapError
+from tiap.ids import Vocabulary
+from tiap.io import output_folder, sha256_file
+from tiap.provenance import Manifest, input_entry
+from tiap.scoring import RankingIndex
+from tiap.scoring.encode import encode_rankings, encode_targets
+from tiap.scoring.measures import parse_measures
 
 __all__ = [
     "SUPPORT_MEASURES",
@@ -367,10 +373,6 @@ def graded_rescore(
     >>> [(s["target"], round(s["binary"], 4), s["retained"]) for s in result.summary]
     [('source', 0.8066, 0.5), ('canonical', 1.0, 0.5)]
     """
-    from tiap.ids import Vocabulary
-    from tiap.scoring import RankingIndex
-    from tiap.scoring.encode import encode_rankings, encode_targets
-    from tiap.scoring.measures import parse_measures
     from tiap.scoring.rescore import store_lineages
     from tiap.targets import build_groups
 
@@ -632,8 +634,6 @@ def write_graded(result: GradedResult, out: str | Path, *,
     that is not an earlier ``audit graded`` output, or that holds a file (in ``qrels/`` too)
     that output's manifest does not list (a file of yours), is refused
     (``error[stale-output]``) unless ``force``."""
-    from tiap.io import output_folder, sha256_file
-    from tiap.provenance import Manifest, input_entry
 
     def fmt(v: Any) -> Any:
         if isinstance(v, bool):

@@ -58,11 +58,13 @@ import hashlib
 import importlib
 import inspect
 import math
+import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from tiap.audit.labels import (
@@ -81,7 +83,7 @@ from tiap.config import (
     did_you_mean,
     ranged,
 )
-from tiap.errors import TiapError
+from tiap.errors import TiapError, require
 from tiap.llm.client import MAX_INVALID, StructuredOutput
 
 Request = dict[str, Any]
@@ -540,8 +542,6 @@ class EmbeddingJudge(Judge):
         return self.ask_many([request])[0]
 
     def ask_many(self, requests: Sequence[Request]) -> list[Verdict]:
-        import numpy as np
-
         out: list[Verdict | None] = [None] * len(requests)
         todo = []
         for i, r in enumerate(requests):
@@ -574,10 +574,6 @@ class EmbeddingJudge(Judge):
 
 def _load_sentence_transformer(model: str) -> Any:
     """A sentence-transformers model: the bundled all-MiniLM-L6-v2 offline, or a local path."""
-    import os
-
-    from tiap.errors import require
-
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     st = require("sentence_transformers", "dense")

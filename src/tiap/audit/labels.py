@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tiap.config import did_you_mean
 from tiap.errors import Problem, TiapError
 from tiap.ids import ItemKey
 from tiap.io import iter_jsonl, write_jsonl
@@ -413,7 +414,6 @@ def select_judges(labels: Iterable[LabelRecord], judges: Sequence[str] | None = 
             problems.append(Problem(f"{who} {j!r} is asked for twice (items {first[j]} and "
                                     f"{i})", file=one_file, code="invalid-value"))
         first.setdefault(j, i)
-    from tiap.config import did_you_mean
 
     for j in first:
         if j not in known:

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.audit.cases import Case
-from tiap.audit.judges import Judge, Request, request_key
+from tiap.audit.judges import Judge, Request, make_judge, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
 from tiap.cache import KeyedCache, Table
 from tiap.engine import current_engine, endpoint_tasks
@@ -507,7 +507,6 @@ def _worker_judge(judge: Any) -> Judge:
     """The judge of a task, built once per worker process from its spec."""
     if isinstance(judge, Judge):
         return judge
-    from tiap.audit.judges import make_judge
 
     key = json.dumps(judge, sort_keys=True, default=str)
     if key not in _WORKER_JUDGES:

@@ -55,9 +55,12 @@ from tiap.audit.judges import make_judge, parse_judge_spec
 from tiap.audit.labels import LabelRecord, read_labels, write_labels
 from tiap.audit.paper import read_paper_cases, read_paper_labels
 from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
+from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
 from tiap.io import check_output_folder, output_folder, split_named
+from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
 from tiap.provenance import Manifest, input_entry
+from tiap.scoring.measures import parse_measure
 
 #: The manifest ``command`` of :func:`judge_cases` (``tiap audit judge``).
 JUDGE_COMMAND = "audit judge"
@@ -79,7 +82,6 @@ def _write_sidecar(path: Path, man: Manifest) -> Path:
 
 def _option_measure(option: str, measure: str) -> Any:
     """The measure an option gives; a bad one is an error naming the option."""
-    from tiap.scoring.measures import parse_measure
 
     try:
         return parse_measure(measure)
@@ -382,8 +384,6 @@ def judge(
     stack = contextlib.ExitStack()
     local: dict[str, Any] | None = None
     if local_model is not None:
-        from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
-
         _, served = local_endpoint(local_model, local_port, base_url=base_url, model=model)
         if not any(parse_judge_spec(j)[0] == "openai" for j in specs):
             raise TiapError("--local-model is for openai judges; none of the --judge "
@@ -410,7 +410,6 @@ def judge(
                 "concurrency": concurrency, "max_retries": max_retries, "timeout": timeout,
                 "backoff": backoff, "max_invalid": max_invalid,
                 "response_format": response_format}
-    from tiap.engine import make_engine, use_engine
 
     with stack:
         if cache is None:  # a verdict cache for this run only

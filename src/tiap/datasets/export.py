@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from tiap.datasets.base import Dataset
 from tiap.datasets.files import DataSource, manifest
+from tiap.datasets.registry import load
 from tiap.errors import Problems
 from tiap.io import check_output_folder, output_folder, sha256_file, write_jsonl
 from tiap.provenance import Manifest
@@ -69,8 +70,6 @@ def export_dataset(ds: Dataset | str, out: str | Path, *, force: bool = False,
     """
     check_output_folder(out, COMMAND, force=force)  # before anything is read
     if isinstance(ds, str):
-        from tiap.datasets.registry import load
-
         ds = load(ds, source=source)
     ds.verify()  # every pinned file the dataset reads: present (or fetched) and checked
     counts = {"turns": 0, "queries": 0, "memories": 0, "problems": 0}

@@ -32,16 +32,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tiap.datasets.files import DataSource
+from tiap.datasets.locomo import parse_dia_ids
+from tiap.datasets.registry import load
 from tiap.errors import Problems, TiapError
-from tiap.io import atomic_write, iter_jsonl
+from tiap.io import atomic_write, check_output_folder, iter_jsonl, output_folder
+from tiap.provenance import Manifest, input_entry
 
 __all__ = ["OVERLAYS", "EvidenceOverlay", "OverlayExport", "OverlayProblem", "export_overlay",
            "locomo_audit_overlay", "read_overlay", "write_overlay"]
-
-if TYPE_CHECKING:
-    from tiap.datasets.files import DataSource
 
 _AUDIT_ID = re.compile(r"locomo_([0-9]+)_qa([0-9]+)\Z")
 #: The warning code of each evidence problem of :func:`tiap.datasets.locomo.parse_dia_ids`
@@ -147,9 +148,6 @@ def export_overlay(name: str, out: str | Path, *, source: DataSource | None = No
         Traceback (most recent call last):
         tiap.errors.TiapError: unknown overlay 'corrected'; known: locomo-audit
     """
-    from tiap.datasets.registry import load
-    from tiap.io import check_output_folder, output_folder
-    from tiap.provenance import Manifest, input_entry
 
     if name not in OVERLAYS:
         raise TiapError(f"unknown overlay {name!r}; known: {', '.join(OVERLAYS)}",
@@ -157,7 +155,6 @@ def export_overlay(name: str, out: str | Path, *, source: DataSource | None = No
     check_output_folder(out, OVERLAY_STEP, force=force)  # before anything is read
     folder, file, dataset = OVERLAYS[name]
     if source is None:
-        from tiap.datasets.files import DataSource
         source = DataSource()
     path = source.path(folder, file)
     ds = load(dataset, source=source)
@@ -188,7 +185,6 @@ def locomo_audit_overlay(errors_path: str | Path, conversations: Iterable[Any],
     left with none keeps an empty evidence, as the audit says). Every other item is a
     reported problem, never dropped in silence.
     """
-    from tiap.datasets.locomo import parse_dia_ids
 
     p = Path(errors_path)
     try:

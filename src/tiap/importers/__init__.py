@@ -39,14 +39,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tiap.datasets.queryfile import write_queries
+from tiap.datasets import load
+from tiap.datasets.queryfile import read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.io import atomic_write, check_output_folder, output_folder, output_step
 from tiap.lazy import lazy_exports
-from tiap.memory.store import Item, stamp_store, write_items
+from tiap.memory.store import Item, read_items, stamp_store, write_items
 from tiap.provenance import Manifest, input_entry
-from tiap.runs import Run, warnings_json, write_jsonl_run
+from tiap.runs import Run, read_run, warnings_json, write_jsonl_run
 
 __all__ = [
     "COVERAGE_FILE",
@@ -507,9 +508,6 @@ def coverage_of_folder(out: str | Path) -> LineageCoverage:
     >>> cov.items, cov.no_source, cov.ranked_no_source, cov.unreached_evidence
     (2, ('m9',), 1, ('c1:D1:2',))
     """
-    from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_items
-    from tiap.runs import read_run
 
     out = Path(out)
     queries = read_queries(out / "queries.jsonl") if (out / "queries.jsonl").exists() else []
@@ -648,12 +646,9 @@ def external_queries(
     if dataset is not None and queries_path is not None:
         raise TiapError("give the queries one way: --dataset or --queries, not both")
     if queries_path is not None:
-        from tiap.datasets.queryfile import read_queries
-
         return {q.query_id: q for q in read_queries(queries_path)}, Path(queries_path)
     if dataset is None:
         raise TiapError("no queries: give --dataset ID (e.g. locomo) or --queries queries.jsonl")
-    from tiap.datasets import load
 
     return {q.query_id: q for q in load(dataset, data_dir).queries_iter()}, None
 
@@ -663,6 +658,5 @@ def dataset_units(dataset: str | None, data_dir: str | Path | None = None) -> se
     sources are checked against (:func:`check_units`)."""
     if dataset is None:
         return None
-    from tiap.datasets import load
 
     return {t.unit_id for t in load(dataset, data_dir).turns_iter()}

@@ -51,6 +51,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from tiap.datasets import load
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.importers import (
@@ -273,8 +274,6 @@ def read_graphiti(
                                     data_dir)
     units: set[str] | None = None
     if dataset is not None:
-        from tiap.datasets import load
-
         units = {t.unit_id for t in load(dataset, data_dir).turns_iter()}
     g = _Graph(units)
     probs = Problems()

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.datasets.base import Dataset
-from tiap.datasets.queryfile import read_queries, write_queries
+from tiap.datasets.queryfile import query_from_json, read_queries, write_queries
 from tiap.datasets.records import Query
 from tiap.errors import Problems, TiapError
 from tiap.importers import (
@@ -412,8 +412,6 @@ def _read_memories(path: Path, reader: _Reader) -> set[str]:
 
 
 def _queries_from_rows(path: Path, rows: list[_QueryRow]) -> dict[str, Query]:
-    from tiap.datasets.queryfile import query_from_json
-
     out: dict[str, Query] = {}
     for r in rows:
         obj = {k: v for k, v in r.obj.items() if k not in ("results",)}

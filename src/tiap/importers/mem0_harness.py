@@ -63,16 +63,18 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
 from tiap.config import Invalid, Settings, ranged, validate
-from tiap.datasets.base import Bundle, Dataset
+from tiap.datasets.base import Bundle, Dataset, first_sessions
 from tiap.datasets.records import Query, Turn
 from tiap.errors import TiapError, require
 from tiap.importers import IMPORT_KNOWN
@@ -322,7 +324,6 @@ def _slice(bundle: Bundle, max_sessions: int | None
     """The turns to feed and the queries to search (all, or a session slice), and how many
     queries are not searched: ``outside_slice`` (evidence beyond the first sessions) and
     ``blank`` (no question text, nothing to search with)."""
-    from tiap.datasets.base import first_sessions
 
     b = bundle if max_sessions is None else first_sessions(bundle, max_sessions)
     queries = [q for q in b.queries if q.question.strip()]
@@ -360,7 +361,6 @@ def _copy_state(src: Path, dst: Path) -> None:
     """Copy Mem0's on-disk state (the Qdrant folder and ``history.db``) from ``src`` into
     ``dst``. SQLite files are copied through SQLite's backup API, so the copy is a consistent
     database even while Mem0 holds the original open."""
-    import sqlite3
 
     for name in STATE:
         top = src / name
@@ -681,8 +681,6 @@ def _concat(path: Path, parts: Sequence[Path]) -> None:
 
 
 def _version(dist: str) -> str:
-    from importlib import metadata
-
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:

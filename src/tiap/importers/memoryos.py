@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiap.datasets import load
 from tiap.datasets.records import Query, Turn
 from tiap.errors import Problems, TiapError
 from tiap.importers import (
@@ -426,8 +427,6 @@ def read_memoryos(
                                     data_dir)
     indexes: dict[str, TurnIndex] = {}
     if dataset is not None:
-        from tiap.datasets import load
-
         for bundle in load(dataset, data_dir).bundles():
             indexes[bundle.collection.collection_id] = TurnIndex(
                 bundle.turns, {s.session_id: s.date for s in bundle.sessions})

@@ -53,6 +53,7 @@ from typing import Any
 from tiap.cache import cache_dir
 from tiap.errors import TiapError, install_hint
 from tiap.io import atomic_write
+from tiap.limits import check
 
 __all__ = ["CLIENT_DEFAULTS", "DEFAULT_MODEL", "DEFAULT_PORT", "MODELS", "LocalModel",
            "LocalServer", "local_base_url", "local_endpoint", "model_file", "read_gguf_meta"]
@@ -376,7 +377,6 @@ class LocalServer:
                  log_file: str | Path | None = None,
                  log: Callable[[str], None] = lambda s: None) -> None:
         self.spec = get_model(model)
-        from tiap.limits import check
 
         for what, v, limit in (("port", port, "serve_port"), ("ctx", ctx, "ctx"),
                                ("threads", threads, "threads"),

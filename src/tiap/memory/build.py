@@ -41,6 +41,7 @@ single-process build because collections are written back in the dataset's order
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import itertools
@@ -56,7 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tiap.datasets import DataSource, load
 from tiap.datasets.base import Bundle, Dataset, SessionSlice
+from tiap.datasets.files import FOLDERS, manifest
 from tiap.datasets.records import Turn
 from tiap.errors import Problem, TiapError
 from tiap.io import check_output_folder, output_folder, sha256_file
@@ -250,7 +253,6 @@ def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int,
 def _dataset_inputs(ds: Dataset) -> list[dict[str, Any]]:
     """Every file of the dataset with its sha256: the pinned checksum when the file was
     verified against it, else the checksum of the file as read."""
-    from tiap.datasets.files import FOLDERS, manifest
 
     pinned = manifest(ds.folder) if ds.folder in FOLDERS else {}
     verified = bool(getattr(ds.source, "check", True))
@@ -421,9 +423,6 @@ def build_dataset_store(
     tiap.errors.TiapError: options for --parser llm only: --model
     --max-facts does not apply to --parser native (it stores the memories the dataset ships)
     """
-    import contextlib
-
-    from tiap.datasets import DataSource, load
 
     pname = parser.strip().lower()
     llm_opts: dict[str, Any] = {

@@ -98,6 +98,7 @@ from pydantic import field_validator, model_validator
 from tiap.cache import KeyedCache, Table, cache_dir
 from tiap.config import Invalid, Settings, ranged
 from tiap.datasets.base import Bundle
+from tiap.engine import current_engine, endpoint_tasks
 from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
 from tiap.llm.client import (
@@ -532,8 +533,6 @@ class LlmParser(Parser):
 
     # -- one collection -------------------------------------------------------------------
     def derive(self, bundle: Bundle) -> Iterator[Item]:
-        from tiap.engine import current_engine
-
         self._open()
         assert self._cache is not None
         ctxs = list(turn_contexts(bundle, self.context_turns))
@@ -635,7 +634,6 @@ class LlmParser(Parser):
                          ) -> Iterator[tuple[int, str, str, _TurnResult]]:
         """The turns of ``todo`` asked by the engine's workers (module docstring); each
         finished task's replies, then its shard removed."""
-        from tiap.engine import endpoint_tasks
 
         window = max(1, self.concurrency)
         groups = endpoint_tasks(todo, window)

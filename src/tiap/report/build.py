@@ -17,10 +17,12 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tiap.io import check_output_folder, output_folder
+from tiap.errors import MissingExtraError
+from tiap.io import check_output_folder, iter_csv, output_folder
+from tiap.limits import check
 from tiap.provenance import Manifest, input_entry, read_manifest
 from tiap.report import plots
-from tiap.report.card import card_json, card_markdown
+from tiap.report.card import card_json, card_markdown, provenance_md
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
     after_correction,
@@ -128,7 +130,6 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
     try:
         return fn()
     except Exception as exc:  # a figure must never take the report down
-        from tiap.errors import MissingExtraError
 
         if isinstance(exc, MissingExtraError):
             raise
@@ -177,7 +178,6 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     >>> "raw → canonical" in Path("report/target_card.md").read_text()  # the flip, in the card
     True
     """
-    from tiap.limits import check
 
     check("latex_width", latex_width, "--latex-width (the text width in points; a "
           "one-column article: 345, a two-column paper's column: about 240)")
@@ -281,7 +281,6 @@ def _provenance_html(prov: dict[str, Any] | None) -> str:
     lists: the lines of its Markdown, nested by their indentation."""
     if not prov:
         return ""
-    from tiap.report.card import provenance_md
 
     out, depth = ['<h3 id="provenance">Provenance</h3>'], 0
     for line in provenance_md(prov)[2:]:
@@ -788,7 +787,6 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
     """What survives semantic checking, from a ``tiap audit graded`` folder: graded nDCG
     and composed support (Coverage, GradedCoverage, Sufficient) per system and target; its
     manifest's entry for the report's provenance."""
-    from tiap.io import iter_csv
 
     man = read_manifest(gdir, step="audit graded")
 

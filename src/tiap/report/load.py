@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import TiapError
-from tiap.io import MANIFEST_FILE, sha256_file
+from tiap.io import MANIFEST_FILE, iter_csv, sha256_file
 from tiap.provenance import Manifest, read_manifest
 
 __all__ = ["SensitivityDir", "load_sensitivity_dirs", "num", "truth"]
@@ -100,7 +100,6 @@ def _read_csv(path: Path, rule: _Rule | None = None,
     """A table of a sensitivity folder, checked: the form of the file
     (:func:`tiap.io.iter_csv`: cut last line, field counts, header), the rows
     the manifest announces (when it records them), and the table's :data:`TABLE_RULES`."""
-    from tiap.io import iter_csv
 
     rule = rule or _Rule(key=())
     rows = iter_csv(path, required=(*rule.key, *rule.required))

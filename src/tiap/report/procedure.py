@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tiap.numfmt import signed
+from tiap.numfmt import interval, signed
 from tiap.report.load import num, truth
+from tiap.report.render import p_cell
+from tiap.sensitivity.flips import gap_text
 
 __all__ = ["CORRECTION_NAMES", "DZ_REASON", "after_correction", "correction_name", "effect_pair",
            "flip_status", "intro_text", "is_legacy", "level_text", "number", "statistics",
@@ -225,9 +227,6 @@ def flip_cells(row: Mapping[str, Any], resamples: object) -> dict[str, str]:
         >>> cells["p_1"], cells["p_2"], cells["effect"]
         ('≤ 0.0020', '0.0200', '+0.53 / -0.10')
     """
-    from tiap.numfmt import interval
-    from tiap.report.render import p_cell
-    from tiap.sensitivity.flips import gap_text
 
     cells = {}
     for i in (1, 2):

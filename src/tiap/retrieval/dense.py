@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tiap.engine import current_engine
 from tiap.io import shard_path
 from tiap.retrieval.base import Retriever
 from tiap.retrieval.cache import DB_NAME, EmbeddingCache, text_key
@@ -131,7 +132,6 @@ class DenseRetriever(Retriever):
                  ) -> Iterator[tuple[list[str], np.ndarray]]:
         """Each batch (keys) with its vectors, as it is encoded: here, or by the engine's
         workers (module docstring), a finished task's batches at a time."""
-        from tiap.engine import current_engine
 
         engine = current_engine()
         if engine.name == "local":

@@ -7,9 +7,15 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from tiap.cache import cache_dir as tiap_cache_dir
 from tiap.config import Invalid, Settings, did_you_mean, ranged, validate
 from tiap.llm.client import BaseUrl
 from tiap.retrieval.base import Retriever
+from tiap.retrieval.bm25 import BM25Retriever
+from tiap.retrieval.cache import EmbeddingCache
+from tiap.retrieval.dense import DenseRetriever
+from tiap.retrieval.encoders import make_encoder
+from tiap.retrieval.hybrid import HybridRetriever
 from tiap.retrieval.kernels import DEFAULT_RRF_K
 
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -127,15 +133,8 @@ def make_retriever(
     key, model, ollama_url, batch_size = s.name, s.model, s.ollama_url, s.batch_size
     rrf_k, fusion_depth, k1, b = s.rrf_k, s.fusion_depth, s.k1, s.b
 
-    from tiap.retrieval.bm25 import BM25Retriever
-
     if key == "bm25":
         return BM25Retriever(k1=k1, b=b)
-
-    from tiap.cache import cache_dir as tiap_cache_dir
-    from tiap.retrieval.cache import EmbeddingCache
-    from tiap.retrieval.dense import DenseRetriever
-    from tiap.retrieval.encoders import make_encoder
 
     encoder = make_encoder(model, ollama_url=ollama_url, batch_size=batch_size)
     cache = EmbeddingCache(
@@ -145,7 +144,6 @@ def make_retriever(
     dense = DenseRetriever(encoder, cache)
     if key == "dense":
         return dense
-    from tiap.retrieval.hybrid import HybridRetriever
 
     return HybridRetriever([BM25Retriever(k1=k1, b=b), dense], rrf_k=rrf_k,
                            fusion_depth=fusion_depth)

@@ -46,6 +46,7 @@ import numpy as np
 
 from tiap.datasets.queryfile import read_queries
 from tiap.datasets.records import Query
+from tiap.engine import current_engine
 from tiap.errors import Problem, Problems, TiapError
 from tiap.io import atomic_write, iter_jsonl, sha256_file
 from tiap.memory.store import Item, default_store_name, read_items, store_name
@@ -294,7 +295,6 @@ def _ranked(retriever: Retriever, todo: Sequence[CollectionPlan], depth: int,
             system: str) -> Iterator[tuple[CollectionPlan, list[dict[str, Any]]]]:
     """Each collection of ``todo`` with its ranking rows, as each is finished: on the engine
     in use when the retriever is portable, else here, in order."""
-    from tiap.engine import current_engine
 
     engine = current_engine()
     if engine.name != "local" and retriever.portable:

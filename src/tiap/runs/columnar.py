@@ -51,6 +51,7 @@ when pyarrow is there and the file is clean; otherwise the plain reader of
 
 from __future__ import annotations
 
+import gzip
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -285,7 +286,6 @@ def _text_chunks(path: Path) -> Iterator[memoryview]:
 
     One buffer is reused: each piece is only valid until the next one is asked for.
     """
-    import gzip
 
     gz = is_gzip(path)
     opener: Any = gzip.open if gz else open
@@ -320,7 +320,6 @@ def _batches(
     parsing and encoding (pyarrow, which releases the GIL) overlap with the caller's work on
     the previous chunk."""
     import queue
-    import threading
 
     done = object()
     box: queue.Queue[Any] = queue.Queue(maxsize=1)

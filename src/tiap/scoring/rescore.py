@@ -30,6 +30,7 @@ one ``int32`` matrix. The query universe is then the queries the qrels files jud
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,18 +41,29 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.engine import current_engine
 from tiap.errors import Problem, TiapError
 from tiap.ids import IdIndex
 from tiap.memory.store import Item, Store, store_name
 from tiap.runs import Run
+from tiap.runs.formats import trace_store
 from tiap.scoring import counts
-from tiap.scoring.cost import budget_cutoffs, cost_rows, token_counts
+from tiap.scoring.bounds import bounds_index, exact_problem, group_bounds, query_problem
+from tiap.scoring.bounds import set_bounds as set_b
+from tiap.scoring.cost import (
+    DEFAULT_TOKENIZER,
+    budget_cutoffs,
+    cost_rows,
+    get_tokenizer,
+    token_counts,
+)
 from tiap.scoring.encode import Vocabulary, encode_rankings, encode_targets
 from tiap.scoring.inputs import as_queries, as_runs, as_stores
 from tiap.scoring.kernels import Credit, RankingIndex, Targets, check_credit, known_distinct
 from tiap.scoring.measures import Measure, parse_measures
 from tiap.scoring.scores import MAX_EXAMPLES, Scores, SystemReport, TargetLike, hit_cutoff, is_hit
 from tiap.targets import Lineage, Target, TargetSets, build_groups, build_lineage, resolve_targets
+from tiap.targets.folder import qrels_store
 from tiap.targets.granularity import TURN, Blocks, effective_cutoffs
 from tiap.targets.groups import QueryLike
 
@@ -241,8 +253,6 @@ def rescore(
         if r.system not in stores and None not in stores:
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH or a "
                             "plain --items PATH for every run")
-
-    from tiap.engine import current_engine
 
     engine = current_engine()
     qlist = list(queries)
@@ -694,7 +704,6 @@ def _joint_flips(lineage: Lineage, o: _Options, system: str, queries: Sequence[Q
     each target's bounds where they decide it, else on the items' shared lineage
     (:func:`tiap.scoring.counts.joint_flip`): an item both targets may credit is credited
     under both or under neither (where both read the same evidence)."""
-    from tiap.scoring.bounds import bounds_index, query_problem
 
     turn = [t for t in o.targets if t.granularity == TURN]
     indexes: dict[str, Any] = {}
@@ -830,9 +839,6 @@ def _store_facts(lineage: Lineage) -> tuple[dict[str | None, int], dict[str, str
 
 def _tokenizer(name: str | None, budgeted: Sequence[Measure]) -> tuple[Any, str]:
     """The tokenizer of the cost table and budget measures, or ``None`` with why."""
-    import importlib.util
-
-    from tiap.scoring.cost import DEFAULT_TOKENIZER, get_tokenizer
 
     if name == "none":
         if budgeted:
@@ -946,8 +952,6 @@ def _bound_pass(
     """Replace, in ``got``, every value the partial lineage does not determine by NaN, and
     return its bounds (module :mod:`tiap.scoring.bounds`). Where the bounds agree (within
     float noise), the value and both bounds are the lower one."""
-    from tiap.scoring.bounds import bounds_index, exact_problem, group_bounds, query_problem
-    from tiap.scoring.bounds import set_bounds as set_b
 
     index = bounds_index(lineage, target)
     n = len(scored)
@@ -1131,8 +1135,6 @@ def check_qrels_stores(runs: Sequence[ColumnarRun], qrels: Mapping[str, Qrels]) 
     """Refuse to score a run against another store's qrels when both files say their store
     (a TIAP trace's header; qrels written by ``tiap targets``): item ids are only unique
     within a store. Runs and qrels read from no file say nothing."""
-    from tiap.runs.formats import trace_store
-    from tiap.targets.folder import qrels_store
 
     named = [(q.source, qrels_store(q.source)) for q in qrels.values() if q.source is not None]
     problems = []
@@ -1206,8 +1208,6 @@ def rescore_qrels(
     if graded and mode == "group":
         raise TiapError(f"qrels {', '.join(map(repr, graded))} grade relevance above 1: "
                         "graded gains are only defined for set credit (--credit set)")
-
-    from tiap.engine import current_engine
 
     engine = current_engine()
     judged = IdIndex.union(q.query_ids for q in qrels.values())

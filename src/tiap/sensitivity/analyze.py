@@ -21,6 +21,7 @@ import numpy as np
 
 from tiap.errors import Problem, TiapError
 from tiap.io import output_folder, sha256_file
+from tiap.limits import check
 from tiap.provenance import Manifest, input_entry
 from tiap.scoring.cost import COST_COLUMNS
 from tiap.scoring.measures import Measure, parse_measure
@@ -34,6 +35,7 @@ from tiap.sensitivity import (
     flips,
     stability,
 )
+from tiap.sensitivity import answers as ans
 from tiap.sensitivity.load import Dataset, load_datasets
 from tiap.sensitivity.stats import (
     CORRECTIONS,
@@ -194,7 +196,6 @@ def analyze(
     if correction not in CORRECTIONS:
         raise TiapError(f"--correction must be one of {', '.join(CORRECTIONS)}, got "
                         f"{correction!r}")
-    from tiap.limits import check
 
     # the declared ranges of the options (tiap.limits), checked before anything is read
     check("min_effect", min_effect, "min_effect (--min-effect)")
@@ -292,8 +293,6 @@ def analyze(
 
     answer_info: dict[str, Any] = {}
     if answers is not False:
-        from tiap.sensitivity import answers as ans
-
         step("answer alignment")
         per_q, align, a_notes, answer_info = ans.answer_tables(
             datasets, overrides=answer_inputs or {}, depth=answer_depth, preloaded=preloaded,

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from tiap.errors import TiapError
+from tiap.provenance import read_manifest, verify_input
 from tiap.sensitivity.load import Dataset
 
 __all__ = [
@@ -201,7 +202,6 @@ def _verified(ds: Dataset, system: str | None, what: str, given: Any, option: st
     A file ``given`` with ``option`` must hold the same bytes: the alignment reads the
     rescored values, so another file would mix two inputs. :class:`_Gone` when the recorded
     file is gone and none was given."""
-    from tiap.provenance import read_manifest, verify_input
 
     folder = ds.dirs[0] if system is None else ds.systems[system].source
     key = "queries" if system is None else ds.inputs.get(system, {}).get(f"{what}_key")

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from tiap import numfmt
-from tiap.errors import TiapError
+from tiap.errors import TiapError, require
+from tiap.limits import check
 from tiap.scoring.measures import Measure, parse_measure, primary_measure
 from tiap.scoring.scores import Scores
 from tiap.sensitivity import flips
@@ -122,7 +123,6 @@ class Comparison:
         >>> frame[["target", "mean_a", "mean_b", "winner"]].values.tolist()
         [['raw', 1.0, 0.0, 'A'], ['canonical', 0.0, 1.0, 'B']]
         """
-        from tiap.errors import require
 
         pd = require("pandas", "frames")
         return pd.DataFrame(list(self.rows), columns=list(COMPARE_COLUMNS))
@@ -278,7 +278,6 @@ def compare(
     if correction not in CORRECTIONS:
         raise TiapError(f"correction must be one of {', '.join(CORRECTIONS)}, got "
                         f"{correction!r}", code="invalid-value")
-    from tiap.limits import check
 
     check("min_effect", min_effect, "min_effect")
     check("min_dz", min_dz, "min_dz")

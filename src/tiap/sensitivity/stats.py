@@ -56,7 +56,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.engine import current_engine
 from tiap.errors import TiapError
+from tiap.limits import available_memory, check, number
 
 __all__ = [
     "CORRECTIONS",
@@ -101,7 +103,6 @@ def comparison_rng(seed: int, *key: str) -> np.random.Generator:
 def _check_resamples(resamples: int) -> None:
     """The declared range of ``resamples`` (:data:`tiap.limits.LIMITS`, the one
     ``--resamples`` and the config key take)."""
-    from tiap.limits import check
 
     check("resamples", resamples, "resamples (--resamples)")
 
@@ -126,7 +127,6 @@ def _check_memory(jobs: Sequence[_SubsetJob], dataset: str) -> None:
     """Refuse ``resamples`` whose tests do not fit the memory this machine has available
     (:func:`tiap.limits.available_memory`), naming the largest value that fits, before
     any test runs. The jobs run one at a time per worker; the largest one decides."""
-    from tiap.limits import available_memory, number
 
     if not jobs:
         return
@@ -545,8 +545,6 @@ def evaluate_gaps(
     _check_memory(jobs, dataset)
     # the jobs are independent (each subset its own sign vectors, from the seed and the
     # subset alone): the engine may run them anywhere, in any order (tiap.engine)
-    from tiap.engine import current_engine
-
     for test, where in zip(current_engine().map(_test_subset, jobs), placed, strict=True):
         for i, (lc, hc) in where.items():
             tests[i] = (test, lc, hc)

@@ -70,6 +70,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from tiap.datasets.overlays import read_overlay
 from tiap.errors import Problem, TiapError
 from tiap.io import (
     atomic_write,
@@ -490,7 +491,6 @@ def read_overlays(specs: Iterable[str], option: str = "--overlay",
         Traceback (most recent call last):
         tiap.errors.TiapError: --overlay 'Fixed=overlay.jsonl': give NAME=PATH, NAME lower-case ...
     """
-    from tiap.datasets.overlays import read_overlay
 
     overlays: dict[str, Mapping[str, tuple[str, ...]]] = {}
     files: dict[str, Path] = {}

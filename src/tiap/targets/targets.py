@@ -51,7 +51,7 @@ from typing import Any
 
 from tiap.errors import Problem, TiapError
 from tiap.memory.store import RAW_KIND, Item
-from tiap.targets.granularity import split_name
+from tiap.targets.granularity import TURN, parse_granularity, split_name
 
 __all__ = [
     "BUILTIN_TARGETS",
@@ -508,7 +508,6 @@ class Target:
 
     def at(self, granularity: str) -> Target:
         """This target rolled up to ``granularity`` (``turn``: the target itself)."""
-        from tiap.targets.granularity import TURN, parse_granularity
 
         g = parse_granularity(granularity)
         name = self.base if g == TURN else f"{self.base}@{g}"
