@@ -16,12 +16,11 @@ Steps:
   a second thread), ``no-prefetch`` (pieces parsed on the caller's thread, not one ahead),
   ``no-jemalloc`` (pyarrow's default pool while reading), ``one-encoder`` (a piece's id
   columns hashed one after another, not in three threads), ``no-runs`` (query ids hashed
-  row by row, not once per run of equal ids), ``index-1-thread`` (the index built on one
-  thread, not two), ``ids-7-32`` (ids of 8-12 bytes keyed like those of 13-32 bytes, not
-  from their string-view records), ``ids-words`` (every id of up to 32 bytes keyed by its
-  bytes as 8-byte words), ``ids-strings`` (ids hashed as strings), ``reference`` (the
-  record readers, ``read_run`` and the plain qrels reader, then coded). The same scores
-  every time: the worker checks them against the first variant's digest.
+  row by row, not once per run of equal ids), ``ids-strings`` (ids hashed as strings, not
+  as integer keys), ``reference`` (the record readers, ``read_run`` and the plain qrels
+  reader, then coded). The same scores every time: the driver checks the digests.
+  Mechanisms removed since are listed in benchmarks/README.md with the figures measured
+  before their removal.
 - ``demo-read``: the demo's four TREC runs (LoCoMo, 1,986 queries x 60) read with
   ``read_run`` (``record``, as ``tiap rescore --run`` without ``--qrels`` reads them), with
   ``read_run_columnar`` and turned into the same records (``columnar``), and the JSONL
@@ -29,8 +28,7 @@ Steps:
   step reads).
 - ``sens-demo``: the demo's sensitivity step, ``analyze`` on its rescoring (10,000 sign
   vectors, Holm, answer alignment). Variants: ``all``, ``blas-threads`` (OpenBLAS's own
-  two threads in the randomization products, not one), ``no-answer-cache`` (answer
-  extraction and token lists computed on every call, not once per text).
+  two threads in the randomization products, not one).
 """
 
 from __future__ import annotations
@@ -57,9 +55,9 @@ sys.path.insert(0, str(HERE))
 from machine import machine_facts
 
 E2E = ("all", "sequential", "no-prefetch", "no-jemalloc", "one-encoder", "no-runs",
-       "index-1-thread", "ids-7-32", "ids-words", "ids-strings", "reference")
+       "ids-strings", "reference")
 DEMO = ("record", "columnar", "jsonl")
-SENS = ("all", "blas-threads", "no-answer-cache")
+SENS = ("all", "blas-threads")
 MEASURES = "nDCG@60,R@60,RR@60,Success@60"
 
 
@@ -69,10 +67,9 @@ MEASURES = "nDCG@60,R@60,RR@60,Success@60"
 
 def switch_off(variant: str) -> dict[str, Any]:
     """Patch the reader for ``variant``; returns options for the worker."""
-    from tiap import ids
     from tiap.runs import columnar
 
-    options: dict[str, Any] = {"concurrent": True, "index_threads": None, "reference": False}
+    options: dict[str, Any] = {"concurrent": True, "reference": False}
     if variant == "sequential":
         options["concurrent"] = False
     elif variant == "no-prefetch":
@@ -85,12 +82,6 @@ def switch_off(variant: str) -> dict[str, Any]:
     elif variant == "no-runs":
         encoded = columnar._encoded
         columnar._encoded = lambda column, grouped=False: encoded(column)  # type: ignore[assignment]
-    elif variant == "index-1-thread":
-        options["index_threads"] = 1
-    elif variant == "ids-7-32":
-        ids.INLINE_BYTES = ids.EXACT_BYTES  # type: ignore[misc]
-    elif variant == "ids-words":
-        ids.INLINE_BYTES = 0  # type: ignore[misc]
     elif variant == "ids-strings":
         columnar.keys_of = lambda strings, fold=False: None  # type: ignore[assignment]
     elif variant == "reference":
@@ -139,7 +130,7 @@ def work_e2e(data: Path, variant: str) -> dict[str, Any]:
         run = read_one_run()
         qrels = read_all_qrels()
     read = time.perf_counter() - start
-    index = RankingIndex(run.rankings, threads=options["index_threads"])
+    index = RankingIndex(run.rankings)
     queries = IdIndex(run.query_ids)
     targets = [qrels_targets(q, queries, run.items)[0] for q in qrels]
     values = [index.score(t, measures, "set") for t in targets]
@@ -187,13 +178,10 @@ def work_demo(demo: Path, variant: str, repeats: int = 5) -> dict[str, Any]:
 def work_sens(demo: Path, variant: str) -> dict[str, Any]:
     """The demo's sensitivity step (``analyze`` on its rescoring, as `tiap audit-run` runs
     it: 10,000 sign vectors, Holm, answer alignment), its tables digested."""
-    from tiap.sensitivity import analyze, answers, stats
+    from tiap.sensitivity import analyze, stats
 
     if variant == "blas-threads":  # OpenBLAS's own threads (two here), not one
         stats.one_blas_thread = contextlib.nullcontext  # type: ignore[assignment]
-    elif variant == "no-answer-cache":
-        for name in ("_tokens", "_sentences", "_extract"):
-            setattr(answers, name, getattr(answers, name).__wrapped__)
     elif variant != "all":
         raise SystemExit(f"unknown variant {variant!r}")
     start, cpu = time.perf_counter(), time.process_time()
@@ -252,11 +240,9 @@ def main() -> None:
                                "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                                "rounds": args.rounds, "steps": {}}
     jobs: list[tuple[str, str, Path]] = []
-    # medium ids (12 bytes) are the ones `ids-7-32` changes; long ids (16 and 22 bytes)
-    # are word-keyed by every variant but `ids-strings`
-    styles = {"short": [v for v in args.variants.split(",") if v and v != "ids-7-32"],
-              "medium": ["all", "ids-7-32", "ids-strings"],
-              "long": ["all", "ids-strings"]}
+    # ids of 8-12 bytes (medium) are folded, those of 16-22 bytes (long) hashed as strings
+    styles = {"short": [v for v in args.variants.split(",") if v],
+              "medium": ["all", "ids-strings"]}
     if args.only:
         styles = {style: variants.split(",") for style, variants in
                   (part.split(":") for part in args.only.split(";"))}
