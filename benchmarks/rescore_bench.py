@@ -231,12 +231,11 @@ def work_tiap(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
     values = [index.score(t, measures, "set") for t in targets]
     e2e = time.perf_counter() - start
 
-    def score_all(threads: int | None = None) -> None:
+    def score_all() -> None:
         for t in targets:
-            index.score(t, measures, "set", threads=threads)
+            index.score(t, measures, "set")
 
-    warm = _best(score_all, repeats)  # one thread, the default
-    warm_2 = _best(lambda: score_all(2), repeats)
+    warm = _best(score_all, repeats)
     out = np.empty((N_TARGETS, len(measures), run.n_queries))
     order = np.asarray([query_number(q, STYLE) for q in run.query_ids])  # file order -> 0, 1, ..
     for t in range(N_TARGETS):
@@ -244,8 +243,7 @@ def work_tiap(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
         values[t] = {}
         for j, m in enumerate(measures):
             out[t, j, order] = got.pop(m)
-    return {"startup": startup, "e2e": e2e, "warm": warm, "warm_2_threads": warm_2,
-            "baseline_mb": base, "values": out}
+    return {"startup": startup, "e2e": e2e, "warm": warm, "baseline_mb": base, "values": out}
 
 
 def work_pytrec_eval(paths: dict[str, Path], repeats: int) -> dict[str, Any]:
@@ -500,9 +498,6 @@ def main() -> None:
             print(f"  {tool:12s} e2e {fmt_s(got['e2e']):>7s} s  warm {fmt_s(got['warm']):>7s} s "
                   f" start-up {fmt_s(got['startup'])} s  peak {got['peak_mb']:,.0f} MB  "
                   f"(load {got['load_avg']:.1f})", flush=True)
-            if "warm_2_threads" in got:
-                print(f"  {'':12s} warm with two threads {fmt_s(got['warm_2_threads'])} s "
-                      f"({fmt_rate(N_TARGETS * size / got['warm_2_threads'])})")
         # agreement with TIAP and with pytrec_eval
         for anchor in ("tiap", "pytrec_eval"):
             if anchor not in values:

@@ -18,7 +18,7 @@ scoring kernels share it without importing each other:
 Integer keys
 ------------
 pyarrow hashes a uint64 about twice as fast as a short string. The columnar readers key
-every id of at most 32 bytes (:func:`keys_of`), dictionary-encode the keys
+every id of at most 12 bytes (:func:`keys_of`), dictionary-encode the keys
 (:func:`encode_keys`), merge pieces and look ids up by key (:func:`comparable`,
 :func:`joined`), and make strings once, for the distinct ids (:meth:`Keys.strings`). The
 codes are always exact: a key either is the string (ids of at most 7 bytes) or is a fold
@@ -255,22 +255,19 @@ class IdIndex:
 
     def _inline_codes(self, values: pa.Array) -> NDArray[np.int64] | None:
         """:meth:`codes` by integer keys (:class:`Keys`), when the ids on both sides are
-        at most 32 bytes; ``None`` when they are not, or when two folds collide."""
+        at most 12 bytes; ``None`` when they are not, or when two folds collide."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         mine, theirs = self._keys, keys_of(values)
         if mine is None or theirs is None:
             return None
-        common = comparable([mine, theirs])
-        if common is None:
-            return None
-        mine, theirs = common
+        mine, theirs = comparable([mine, theirs])
         found = pc.index_in(pa.array(theirs.keys), value_set=pa.array(mine.keys))
         codes = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
         if mine.records is not None and theirs.records is not None:
-            hit = np.flatnonzero(codes >= 0)  # equal folds: equal ids iff the heads agree
-            if not np.array_equal(mine.records[codes[hit], :-1], theirs.records[hit, :-1]):
+            hit = np.flatnonzero(codes >= 0)  # equal folds: equal ids iff the first words agree
+            if not np.array_equal(mine.records[codes[hit], 0], theirs.records[hit, 0]):
                 return None  # equal folds of different ids: compare the strings instead
         return codes
 
@@ -305,44 +302,35 @@ class IdIndex:
 INLINE_BYTES = 12
 #: Strings of at most this many bytes, with their length, fit one uint64 exactly.
 EXACT_BYTES = 7
-#: Longer strings, up to this many bytes, are keyed by their bytes read as 8-byte words.
-WORD_BYTES = 32
-#: Odd multipliers: the first column of a record, the middle ones, the last one.
+#: Odd multipliers: the first column of a record, the last one.
 FOLD = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
-MIDDLE = np.uint64(0xFF51AFD7ED558CCD)
 #: The inverse of ``FOLD[1]`` modulo 2**64 (reads a record's last column back from a fold).
 UNFOLD = np.uint64(pow(int(FOLD[1]), -1, 2**64))
-#: ``BYTE_MASKS[k]`` keeps the low ``k`` bytes of a little-endian word.
-BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], np.uint64)
 
 
 @dataclass
 class Keys:
     """One uint64 per string, so that hashing integers (about twice as fast as strings) can
-    stand in for hashing strings of up to 32 bytes. Three kinds:
+    stand in for hashing strings of up to 12 bytes. Two kinds:
 
     - ``exact`` (strings of at most 7 bytes): bytes and length make the key; ``records`` is
       ``None``.
     - ``view`` (at most 12 bytes): a string's 16-byte Arrow string-view record is its
       length followed by its bytes, zero-padded (the Arrow format's rule), so two records
-      are equal exactly when the strings are. ``records`` is ``[n, 2]``.
-    - ``words`` (13-32 bytes): the record is the length, then the bytes as little-endian
-      8-byte words, zero-padded: ``[n, 1 + K]``.
-
-    ``view`` and ``words`` keys are folds of their records (:func:`folded`), and ``records``
-    keeps the records, so that strings whose folds agree can be told apart.
+      are equal exactly when the strings are. ``records`` is ``[n, 2]``; the keys are
+      folds of the records (:func:`folded`), and ``records`` keeps them, so that strings
+      whose folds agree can be told apart.
     """
 
     keys: NDArray[np.uint64]
     records: NDArray[np.uint64] | None
-    words: bool = False
 
     def __len__(self) -> int:
         return len(self.keys)
 
     @property
     def kind(self) -> str:
-        return "exact" if self.records is None else "words" if self.words else "view"
+        return "exact" if self.records is None else "view"
 
     def view_records(self) -> NDArray[np.uint64]:
         """``[n, 2]`` string-view records (rebuilt from exact keys)."""
@@ -358,83 +346,36 @@ class Keys:
         """The strings, as a pyarrow string array."""
         import pyarrow as pa
 
-        if self.words:
-            records = np.ascontiguousarray(self.records)
-            n, width = len(records), 8 * (records.shape[1] - 1)
-            lengths = records[:, 0].astype(np.int64)
-            raw = records[:, 1:].view(np.uint8).reshape(n, width)
-            data = raw[np.arange(width) < lengths[:, None]]  # row by row: the bytes in order
-            wide = data.size >= 2**31  # past int32 offsets
-            offsets = np.zeros(n + 1, np.int64 if wide else np.int32)
-            np.cumsum(lengths, out=offsets[1:])
-            return pa.Array.from_buffers(pa.large_string() if wide else pa.string(), n,
-                                         [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         records = np.ascontiguousarray(self.view_records())
         views = pa.Array.from_buffers(pa.string_view(), len(records),
                                       [None, pa.py_buffer(records)])
         return views.cast(pa.string())
 
 
-def fold_head(records: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """A record's columns but the last, mixed into one uint64."""
-    head = records[:, 0] * FOLD[0]
-    for j in range(1, records.shape[1] - 1):
-        head ^= records[:, j] * MIDDLE
-        head = (head << np.uint64(29)) | (head >> np.uint64(35))
-    return head
-
-
-def folded(records: NDArray[np.uint64], *, words: bool) -> Keys:
-    """Keys folded from records: ``head ^ last * F1``. For a given head (the other columns)
-    the fold is one-to-one in the last column (``F1`` is odd), so two records with the same
-    fold are the same record exactly when their other columns agree."""
-    keys = fold_head(records)
-    keys ^= records[:, -1] * FOLD[1]
-    return Keys(keys, records, words)
-
-
-def word_records(strings: Any, lengths: NDArray[np.integer],
-                  offsets: NDArray[np.integer]) -> NDArray[np.uint64]:
-    """``[n, 1 + K]`` records: each string's length, then its bytes as K little-endian
-    8-byte words, zero-padded (K words hold the longest string)."""
-    n = len(strings)
-    start, stop = int(offsets[0]), int(offsets[-1])
-    n_words = (int(lengths.max()) + 7) // 8
-    data = np.frombuffer(strings.buffers()[2], np.uint8, count=stop - start, offset=start)
-    padded = np.zeros(stop - start + 8 * n_words + 8, np.uint8)
-    padded[: stop - start] = data
-    # every byte offset as the start of an (unaligned) 8-byte word
-    word_at = np.ndarray((len(padded) - 7,), np.uint64, buffer=padded, strides=(1,))
-    records = np.empty((n, 1 + n_words), np.uint64)
-    records[:, 0] = lengths
-    at = (offsets[:-1] - start).astype(np.intp)
-    for k in range(n_words):
-        word = word_at[at]
-        word &= BYTE_MASKS[np.clip(lengths - 8 * k, 0, 8)]
-        records[:, 1 + k] = word
-        at += 8
-    return records
+def folded(records: NDArray[np.uint64]) -> Keys:
+    """Keys folded from ``[n, 2]`` records: ``w0 * F0 ^ w1 * F1``. For a given first word
+    the fold is one-to-one in the second (``F1`` is odd), so two records with the same fold
+    are the same record exactly when their first words agree."""
+    keys = records[:, 0] * FOLD[0]
+    keys ^= records[:, 1] * FOLD[1]
+    return Keys(keys, records)
 
 
 def keys_of(strings: Any, *, fold: bool = False) -> Keys | None:
-    """The :class:`Keys` of a string array, or ``None`` when a string is longer than 32
-    bytes (or null, or the machine is big-endian). ``fold`` gives strings of at most 7
-    bytes ``view`` keys, not ``exact`` ones."""
+    """The :class:`Keys` of a string array, or ``None`` when a string is longer than 12
+    bytes (or null, or the machine is big-endian): such ids are hashed as strings. ``fold``
+    gives strings of at most 7 bytes ``view`` keys, not ``exact`` ones."""
     import pyarrow as pa
 
     n = len(strings)
     if strings.null_count or n == 0 or sys.byteorder != "little":
         return None
-    if strings.type in (pa.string(), pa.large_string()):
+    if strings.type in (pa.string(), pa.large_string()):  # too long: known from the offsets
         wide = strings.type == pa.large_string()
         offsets = np.frombuffer(strings.buffers()[1], np.int64 if wide else np.int32,
                                 count=n + 1, offset=(8 if wide else 4) * strings.offset)
-        lengths = np.diff(offsets)
-        longest = int(lengths.max())
-        if longest > WORD_BYTES:
+        if int(np.diff(offsets).max()) > INLINE_BYTES:
             return None
-        if longest > INLINE_BYTES:
-            return folded(word_records(strings, lengths, offsets), words=True)
     views = strings if strings.type == pa.string_view() else strings.cast(pa.string_view())
     buffer = views.buffers()[1]
     view_lengths = np.frombuffer(buffer, np.uint32, count=4 * n, offset=16 * views.offset)[::4]
@@ -444,7 +385,7 @@ def keys_of(strings: Any, *, fold: bool = False) -> Keys | None:
     records = np.frombuffer(buffer, np.uint64, count=2 * n, offset=16 * views.offset)
     records = records.reshape(n, 2)
     if longest > EXACT_BYTES or fold:
-        return folded(records, words=False)
+        return folded(records)
     # bytes 0-3 sit in the top half of the first word, bytes 4-6 at the bottom of the
     # second; byte 7 is padding (zero), so the length takes the top byte
     keys = records[:, 0] >> np.uint64(32)
@@ -453,44 +394,28 @@ def keys_of(strings: Any, *, fold: bool = False) -> Keys | None:
     return Keys(keys, None)
 
 
-def comparable(parts: list[Keys]) -> list[Keys] | None:
-    """``parts`` as keys of one kind (and one record width), so that equal strings have
-    equal keys across them; ``None`` when some are ``words`` and some are not."""
-    kinds = {p.kind for p in parts}
-    if kinds == {"exact"} or kinds == {"view"}:
+def comparable(parts: list[Keys]) -> list[Keys]:
+    """``parts`` as keys of one kind, so that equal strings have equal keys across them."""
+    if len({p.kind for p in parts}) == 1:
         return parts
-    if kinds == {"exact", "view"}:
-        return [p if p.kind == "view" else folded(p.view_records(), words=False) for p in parts]
-    if kinds == {"words"}:
-        width = max(p.records.shape[1] for p in parts)  # type: ignore[union-attr]
-        out = []
-        for p in parts:
-            records = p.records
-            assert records is not None
-            if records.shape[1] < width:  # zero words past the end: the same rule
-                records = np.concatenate(
-                    [records, np.zeros((len(records), width - records.shape[1]), np.uint64)],
-                    axis=1)
-                p = folded(records, words=True)
-            out.append(p)
-        return out
-    return None
+    return [p if p.kind == "view" else folded(p.view_records()) for p in parts]
 
 
 def joined(parts: list[Keys]) -> Keys:
     """Comparable keys, concatenated."""
     records = None if parts[0].records is None else np.concatenate([p.records for p in parts])
-    return Keys(np.concatenate([p.keys for p in parts]), records, parts[0].words)
+    return Keys(np.concatenate([p.keys for p in parts]), records)
 
 
 def encode_keys(keyed: Keys) -> tuple[Any, Keys] | None:
     """``(indices, distinct keys)`` of keyed strings; ``None`` when two different strings
     share a fold.
 
-    Exact keys need no check. For folds, each record column but the last is checked row by
-    row against its code's (see :func:`folded`: with those equal, equal folds mean equal
-    records), except a column that holds one value throughout (ids of one length, or one
-    prefix, such as ``doc-00212336``). Each code's last column is read back from its fold.
+    Exact keys need no check. For folds, the records' first words are checked row by row
+    against their code's (see :func:`folded`: with those equal, equal folds mean equal
+    records), unless the first word holds one value throughout (ids of one length and one
+    4-byte prefix, such as ``doc-00212336``). Each code's second word is read back from its
+    fold.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -499,18 +424,14 @@ def encode_keys(keyed: Keys) -> tuple[Any, Keys] | None:
     distinct = encoded.dictionary.to_numpy()
     if keyed.records is None:
         return encoded.indices, Keys(distinct, None)
-    records = keyed.records
-    kept = np.empty((len(distinct), records.shape[1]), np.uint64)
-    codes = None
-    for j in range(records.shape[1] - 1):
-        column = np.ascontiguousarray(records[:, j])
-        if (column == column[0]).all():
-            kept[:, j] = column[0]
-            continue
-        if codes is None:
-            codes = encoded.indices.to_numpy().astype(np.intp)
-        kept[codes, j] = column
-        if not np.array_equal(kept[:, j].take(codes), column):
+    first = np.ascontiguousarray(keyed.records[:, 0])
+    kept = np.empty((len(distinct), 2), np.uint64)
+    if (first == first[0]).all():
+        kept[:, 0] = first[0]
+    else:
+        codes = encoded.indices.to_numpy().astype(np.intp)
+        kept[codes, 0] = first
+        if not np.array_equal(kept[:, 0].take(codes), first):
             return None  # a collision: the caller hashes the strings instead
-    kept[:, -1] = (distinct ^ fold_head(kept)) * UNFOLD
-    return encoded.indices, Keys(distinct, kept, keyed.words)
+    kept[:, 1] = (distinct ^ (kept[:, 0] * FOLD[0])) * UNFOLD
+    return encoded.indices, Keys(distinct, kept)

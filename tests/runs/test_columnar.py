@@ -187,7 +187,7 @@ def test_dictionary_encode_matches_pyarrow(short_only: bool) -> None:
         assert got.indices.to_pylist() == want.indices.to_pylist()
         assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
         assert got.dictionary.type == pa.string()
-    assert tiap_ids.keys_of(strings).kind == ("view" if short_only else "words")
+    assert (tiap_ids.keys_of(strings) is None) is not short_only
 
 
 def test_folds_that_collide_fall_back_to_strings(monkeypatch) -> None:
@@ -258,10 +258,10 @@ def test_exact_keys_of_ids_up_to_7_bytes() -> None:
     assert encoded.indices.to_pylist() == list(range(len(ids))) * 3
 
 
-def test_word_keys_of_ids_of_13_to_32_bytes(monkeypatch) -> None:
-    """Ids of 13-32 bytes are keyed by length and 8-byte words: the keys give the strings
-    back, codes equal pyarrow's (slices too), ids over 32 bytes are hashed as strings, and
-    pieces of different widths merge."""
+def test_ids_over_12_bytes_are_hashed_as_strings() -> None:
+    """Ids of more than 12 bytes get no integer keys (the string, large-string and
+    string-view layouts alike); their codes are pyarrow's, slices too, and pieces of short
+    and long ids merge by the strings."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -269,34 +269,19 @@ def test_word_keys_of_ids_of_13_to_32_bytes(monkeypatch) -> None:
     ids = [f"conv-{rng.randint(0, 99)}:D{rng.randint(1, 30)}:{rng.randint(1, 40)}"
            f"#f{rng.randint(0, 9)}" for _ in range(4000)] + ["é" * 16, "x" * 32, "y" * 13]
     strings = pa.array(ids, pa.string())
-    keyed = tiap_ids.keys_of(strings)
-    assert keyed.kind == "words" and keyed.records.shape[1] == 1 + 4
-    assert keyed.strings().to_pylist() == ids
+    for layout in (pa.string(), pa.large_string(), pa.string_view()):
+        assert tiap_ids.keys_of(strings.cast(layout)) is None
+    assert tiap_ids.keys_of(pa.array(["x" * 12, "y" * 13])) is None
     for arr in (strings, strings.slice(5, 3000), strings.cast(pa.large_string())):
         got, want = columnar._dictionary_encode(arr), pc.dictionary_encode(arr)
         assert got.indices.to_pylist() == want.indices.to_pylist()
         assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
-    assert tiap_ids.keys_of(pa.array(ids + ["z" * 33], pa.string())) is None
-    # two pieces, 2 and 3 words wide, merged by key; then one of view keys: by strings
     merged = columnar._Dictionaries()
-    a, b = ["abcdefghijklm", "abcdefghijklmn"], ["abcdefghijklm", "q" * 20]
-    for piece in (a, b):
+    for piece in (["abcdefghijklm", "d1"], ["short", "abcdefghijklm"], ["d1", "q" * 20]):
         merged.add(columnar._dictionary_encode(pa.array(piece)).values)
-    merged.add(columnar._dictionary_encode(pa.array(["short", "q" * 20])).values)
     unified, code_map = merged.finish()
-    assert unified.to_pylist() == ["abcdefghijklm", "abcdefghijklmn", "q" * 20, "short"]
-    assert code_map.tolist() == [0, 1, 0, 2, 3, 2, -1]
-    # collisions: a fold that ignores all but the last word; the heads tell them apart
-    monkeypatch.setattr(tiap_ids, "FOLD", (np.uint64(0), np.uint64(1)))
-    monkeypatch.setattr(tiap_ids, "MIDDLE", np.uint64(0))
-    monkeypatch.setattr(tiap_ids, "UNFOLD", np.uint64(1))
-    clash = pa.array(["aaaaaaaa-bbbbbbb-0001", "cccccccc-bbbbbbb-0001"] * 2)
-    assert len(set(tiap_ids.keys_of(clash).keys.tolist())) == 1
-    assert tiap_ids.encode_keys(tiap_ids.keys_of(clash)) is None
-    assert columnar._dictionary_encode(clash).indices.to_pylist() == [0, 1, 0, 1]
-    index = IdIndex(["cccccccc-bbbbbbb-0001", "aaaaaaaa-bbbbbbb-0001"])
-    assert index._inline_codes(clash) is None
-    assert index.codes(clash).tolist() == [1, 0, 1, 0]
+    assert unified.to_pylist() == ["abcdefghijklm", "d1", "short", "q" * 20]
+    assert code_map.tolist() == [0, 1, 2, 0, 1, 3, -1]
 
 
 def test_id_index_codes_short_and_long_ids() -> None:

@@ -96,15 +96,6 @@ def test_query_blocks_match_reference(credit: Credit, monkeypatch) -> None:
     monkeypatch.setattr(kernels, "_SCORE_BLOCK", 16)
     rankings, rows, groups = _random_case(11, 40, 12, 30, 5)
     _check_against_reference(rankings, rows, groups, credit)
-    # the result does not depend on the number of threads
-    targets = Targets.from_groups(groups)
-    index = RankingIndex(rankings)
-    one = index.score(targets, MEASURES, credit, threads=1)
-    three = index.score(targets, MEASURES, credit, threads=3)
-    for m in MEASURES:
-        np.testing.assert_array_equal(one[m], three[m])
-    with pytest.raises(TiapError, match="threads"):
-        index.score(targets, MEASURES, credit, threads=0)
 
 
 def _brute_positions(rankings: np.ndarray, targets: Targets) -> np.ndarray:
@@ -140,19 +131,14 @@ def test_index_built_in_row_blocks() -> None:
     items = rng.integers(0, 200, int(sizes.sum()))
     targets = Targets(np.arange(n_queries + 1), np.concatenate([[0], np.cumsum(sizes)]), items)
     rankings.setflags(write=False)
-    for threads in (1, 2, 3):  # blocks built on several threads write disjoint slices
-        index = RankingIndex(rankings, threads=threads)
-        assert index.rankings is rankings
-        np.testing.assert_array_equal(index.positions(targets),
-                                      _brute_positions(rankings, targets))
-        assert index.lengths.tolist() == (rankings >= 0).sum(axis=1).tolist()
+    index = RankingIndex(rankings)
+    assert index.rankings is rankings
+    np.testing.assert_array_equal(index.positions(targets), _brute_positions(rankings, targets))
+    assert index.lengths.tolist() == (rankings >= 0).sum(axis=1).tolist()
     bad = rankings.copy()
     bad[8_500, 3] = bad[8_500, 2]
-    for threads in (1, 2):
-        with pytest.raises(TiapError, match="row 8500 does"):
-            RankingIndex(bad, threads=threads)
-    with pytest.raises(TiapError, match="threads must be a positive integer"):
-        RankingIndex(rankings, threads=0)
+    with pytest.raises(TiapError, match="row 8500 does"):
+        RankingIndex(bad)
     assert RankingIndex(bad[:8_000]).rankings is not bad  # a writeable matrix is copied
 
 

@@ -29,10 +29,10 @@ made per row, and each piece's items are written straight into the ranking matri
 pieces' dictionaries are merged at the end. With ``order="score"``, a row's lines fill it
 in file order, their scores fill a float matrix beside it, and each row is sorted at the
 end by its scores and the ids' byte order (``pyarrow.compute.sort_indices``). Ids of at
-most 32 bytes (numbers, ``d123``, ``conv-26:D1:3#f1``, ``msmarco_passage_00_1234``) are
-hashed as integers, not strings: up to 7 bytes, bytes and length make one exact 64-bit key;
-longer ids are folded into one, and rows whose folds agree are compared, so the codes are
-exact either way (:mod:`tiap.ids`). Longer ids are hashed as strings. While reading,
+most 12 bytes (numbers, ``d123``, ``doc-00212336``) are hashed as integers, not strings:
+up to 7 bytes, bytes and length make one exact 64-bit key; 8-12-byte ids are folded into
+one, and rows whose folds agree are compared, so the codes are exact either way
+(:mod:`tiap.ids`). Longer ids are hashed as strings. While reading,
 pyarrow allocates from its jemalloc pool, which reuses freed pages (see
 :func:`_reader_memory`). Memory is the matrix (4 bytes per ranked item; 12 while reading
 with ``order="score"``) plus a few pieces.
@@ -237,8 +237,8 @@ class _Coded:
 
 def _dictionary_encode(strings: Any) -> _Coded:
     """``pyarrow.compute.dictionary_encode`` of a string array (codes in order of first
-    appearance), by the fastest exact route: integer keys for ids of at most 12 bytes
-    (:class:`Keys`), else the strings themselves."""
+    appearance): integer keys for ids of at most 12 bytes (:class:`Keys`), else the
+    strings themselves."""
     import pyarrow.compute as pc
 
     keyed = keys_of(strings)
@@ -611,9 +611,7 @@ class _Dictionaries:
         parts = ([self.unified] if self.unified is not None else []) + self.pending
         merged: Any = None
         if all(isinstance(p, Keys) for p in parts):
-            common = comparable(parts)
-            if common is not None:
-                merged = encode_keys(joined(common))
+            merged = encode_keys(joined(comparable(parts)))
         if merged is None:
             strings = [p.strings() if isinstance(p, Keys) else p for p in parts]
             if sum(p.nbytes for p in strings) > 2**30:

@@ -39,11 +39,10 @@ or keeps global state.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import pairwise
 from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
@@ -450,9 +449,8 @@ class RankingIndex:
     compares the first candidate; the few members whose bucket holds more than one item
     take further rounds. Every step is a vectorised gather over a block of members.
 
-    The rows are indexed in blocks, on ``threads`` threads (default: one per core, up to
-    2; numpy releases the GIL, and the blocks write disjoint slices, so the index does not
-    depend on ``threads``).
+    The rows are indexed in blocks, so that the temporaries stay small whatever the number
+    of rows.
 
     Raises :class:`TiapError` when a code is below ``-1`` or above :data:`MAX_CODE`, when a
     row has ``-1`` padding before an item, when a row repeats an item (deduplicate the run
@@ -474,7 +472,7 @@ class RankingIndex:
     [2, -1]
     """
 
-    def __init__(self, rankings: ArrayLike, *, threads: int | None = None) -> None:
+    def __init__(self, rankings: ArrayLike) -> None:
         r = _int_array(rankings, "rankings", 2)
         if r.size and (r.min() < -1 or r.max() > MAX_CODE):
             raise TiapError(f"ranking codes must be -1 (padding) or in [0, {MAX_CODE}]")
@@ -499,7 +497,7 @@ class RankingIndex:
         # row blocks keep the temporaries small (and in cache) whatever the number of rows
         block = max(1, _BLOCK * 8 // max(depth, 1))
 
-        def index_block(start: int) -> None:  # rows start..stop; blocks write disjoint slices
+        def index_block(start: int) -> None:  # rows start..stop
             stop = min(n_queries, start + block)
             block_codes, block_ranks = self._index_rows(
                 r32[start:stop], start, hash_bits, dir_shift, directory, lengths[start:stop])
@@ -512,15 +510,8 @@ class RankingIndex:
                 codes[start:stop] = block_codes
                 ranks[start:stop] = block_ranks
 
-        starts = range(0, n_queries, block)
-        workers = min(_index_threads(threads), len(starts))
-        if workers > 1:  # numpy releases the GIL: the blocks are indexed on several cores
-            with ThreadPoolExecutor(workers, thread_name_prefix="tiap-index") as pool:
-                for _ in pool.map(index_block, starts):
-                    pass
-        else:
-            for start in starts:
-                index_block(start)
+        for start in range(0, n_queries, block):
+            index_block(start)
 
         self.rankings: NDArray[np.int32] = _readonly(r32)
         self.n_queries: int = n_queries
@@ -711,16 +702,13 @@ class RankingIndex:
         measures: MeasureSpec,
         credit: Credit = "group",
         *,
-        threads: int | None = None,
         ideal_order: ArrayLike | None = None,
     ) -> dict[Measure, FloatArray]:
         """Per-query values of ``measures`` for ``targets`` (see :func:`score`;
         ``ideal_order`` too).
 
-        Large targets are scored a block of queries at a time; ``threads`` blocks at once
-        (default 1: on the 2-vCPU machine of benchmarks/README.md a second thread gained
-        nothing at 10^5 queries; more may help where there are free cores). Blocks are
-        independent and write disjoint slices, so the result does not depend on ``threads``.
+        Large targets are scored a block of queries at a time, so that the temporaries stay
+        small (in cache) whatever the number of queries.
         """
         mode = check_credit(credit)
         ms = parse_measures(measures)
@@ -737,13 +725,8 @@ class RankingIndex:
         qptr = targets.query_member_ptr
         bounds = np.unique(np.searchsorted(
             qptr, np.arange(0, targets.n_members, _SCORE_BLOCK), side="right") - 1)
-        bounds = np.append(bounds[bounds < self.n_queries], self.n_queries)
-        # derived arrays are computed once, before the threads read them
-        targets.repeated_members, targets.set_sizes, targets.group_counts  # noqa: B018
-        if mode == "group" and not targets.singleton_groups:
-            targets.member_group  # noqa: B018
-
-        def one_block(q0: int, q1: int) -> None:
+        bounds = np.append(bounds[bounds < self.n_queries], self.n_queries).tolist()
+        for q0, q1 in pairwise(bounds):
             block = _TargetsBlock(targets, q0, q1, mode)
             m0, m1 = int(qptr[q0]), int(qptr[q1])
             directory_index, row_start = targets._lookup_keys(self._hash_bits, self.depth, m0, m1)
@@ -751,16 +734,6 @@ class RankingIndex:
             got = _score_ranks(ranks, block, ms, mode, self.depth)  # type: ignore[arg-type]
             for m in ms:
                 out[m][q0:q1] = got[m]
-
-        pairs = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        n_threads = min(_threads(threads), len(pairs))
-        if n_threads <= 1:
-            for q0, q1 in pairs:
-                one_block(q0, q1)
-        else:
-            with ThreadPoolExecutor(n_threads) as pool:
-                for done in [pool.submit(one_block, q0, q1) for q0, q1 in pairs]:
-                    done.result()
         return out
 
     def _check(self, targets: Targets) -> None:
@@ -775,21 +748,6 @@ class RankingIndex:
 
 #: Members per query block when scoring large targets.
 _SCORE_BLOCK = 1 << 17
-
-
-def _index_threads(threads: int | None) -> int:
-    """Threads for building a :class:`RankingIndex`: by default one per core, up to 2."""
-    if threads is None:
-        return max(1, min(2, os.cpu_count() or 1))
-    return _threads(threads)
-
-
-def _threads(threads: int | None) -> int:
-    if threads is None:
-        return 1
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise TiapError(f"threads must be a positive integer, got {threads!r}")
-    return threads
 
 
 class _TargetsBlock:

@@ -31,7 +31,6 @@ coefficient (Pearson's r of the two binary variables).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import re
 import string
@@ -97,18 +96,12 @@ def normalize_answer(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    return list(_tokens(text))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _tokens(text: str) -> tuple[str, ...]:
-    """:func:`tokens`, computed once per text (questions, answers and sentences recur)."""
-    return tuple(normalize_answer(text).split())
+    return normalize_answer(text).split()
 
 
 def token_f1(prediction: str, reference: str) -> float:
     """Token F1 of the normalised strings (1.0 when both are empty)."""
-    p, r = _tokens(prediction), _tokens(reference)
+    p, r = tokens(prediction), tokens(reference)
     if not p and not r:
         return 1.0
     same = sum((Counter(p) & Counter(r)).values())
@@ -120,7 +113,7 @@ def token_f1(prediction: str, reference: str) -> float:
 
 def bleu1(prediction: str, reference: str) -> float:
     """BLEU-1: clipped unigram precision times the brevity penalty (0 for an empty answer)."""
-    p, r = _tokens(prediction), _tokens(reference)
+    p, r = tokens(prediction), tokens(reference)
     if not p:
         return 1.0 if not r else 0.0
     clipped = sum((Counter(p) & Counter(r)).values())
@@ -135,32 +128,18 @@ def _bare(word: str) -> str:
 
 
 def _content(text: str) -> list[str]:
-    return [w for w in _tokens(text) if w not in _STOP]
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The sentences of ``text`` with their content words (an item's text recurs across
-    queries and systems: computed once)."""
-    return tuple((sent, frozenset(_content(sent)))
-                 for sent in _SENT_RE.split(text.strip()) if sent)
+    return [w for w in tokens(text) if w not in _STOP]
 
 
 def extract_answer(question: str, texts: Sequence[str]) -> str:
     """A span of ``texts`` (the top items, best first) answering ``question``."""
-    return _extract(question, tuple(str(t or "") for t in texts))
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _extract(question: str, texts: tuple[str, ...]) -> str:
-    """:func:`extract_answer`, computed once per question and top texts (systems over
-    similar stores often rank the same texts: about 30% of the demo's calls)."""
     q = set(_content(question))
     best: tuple[int, int, int] | None = None
     best_sent = ""
     for rank, text in enumerate(texts):
-        for j, (sent, words) in enumerate(_sentences(text)):
-            overlap = len(q & words)
+        sentences = (sent for sent in _SENT_RE.split(str(text or "").strip()) if sent)
+        for j, sent in enumerate(sentences):
+            overlap = len(q & set(_content(sent)))
             key = (overlap, -rank, -j)
             if best is None or key > best:
                 best, best_sent = key, sent
