@@ -1,5 +1,15 @@
-"""Shared fixtures: where the real benchmark data is (skip cleanly when it is absent), and a
-real small LLM served by llama.cpp on 127.0.0.1 (installed by `make test`)."""
+"""Shared fixtures: where the real benchmark data is (skip cleanly when it is absent), a real
+small LLM served by llama.cpp on 127.0.0.1 (installed by `make test`), and the paper's traces
+imported once per process; and how the tests are shared out among xdist workers.
+
+``make test`` runs ``pytest -n 2 --dist loadgroup``: the tests of one ``xdist_group`` run in
+one worker, one after another, and every other test goes to whichever worker is free. By
+default each file is its own group (what a file builds once per process, a module fixture or
+a cache, is built once, not once per worker). A file whose tests share nothing of the kind and
+take long says ``SPREAD_OVER_WORKERS = True``: its tests are spread over both workers. Files
+that share a session fixture name one group for all of them (``pytestmark``), so the fixture
+is built in one process only.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,15 @@ from pathlib import Path
 import pytest
 
 from tiap.datasets.files import default_data_dir
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if item.get_closest_marker("xdist_group") is None and not getattr(
+                module, "SPREAD_OVER_WORKERS", False):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +54,33 @@ def local_llm() -> Iterator[object]:
 
     with LocalServer("smollm2-135m", ctx=2048) as srv:
         yield srv
+
+
+@pytest.fixture(scope="session")
+def mtel_import(data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """``tiap import mtel-trace`` of a trace of the paper's release (a path under
+    ``mtel-mem/runs``), through the CLI, once per process for each trace and options: the
+    transfer traces take seconds to import and several test files read them (they name one
+    ``xdist_group``, so they share the process). The folder is made read-only: a test that
+    wrote into it would change what the next one reads."""
+    import stat
+
+    from tiap.cli.main import main
+
+    done: dict[tuple[str, ...], Path] = {}
+
+    def imported(rel: str, *options: str) -> Path:
+        key = (rel, *options)
+        if key not in done:
+            trace = data_dir / "mtel-mem" / "runs" / rel
+            if not trace.exists():
+                pytest.skip(f"the paper's trace {rel} is not in the data folder")
+            out = tmp_path_factory.mktemp("mtel-import") / "import"
+            assert main(["import", "mtel-trace", str(trace), "--out", str(out), *options]) == 0
+            for f in out.rglob("*"):
+                if f.is_file():
+                    f.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            done[key] = out
+        return done[key]
+
+    return imported
