@@ -2,13 +2,14 @@
 small LLM served by llama.cpp on 127.0.0.1 (installed by `make test`), and the paper's traces
 imported once per process; and how the tests are shared out among xdist workers.
 
-``make test`` runs ``pytest -n 2 --dist loadgroup``: the tests of one ``xdist_group`` run in
-one worker, one after another, and every other test goes to whichever worker is free. By
-default each file is its own group (what a file builds once per process, a module fixture or
-a cache, is built once, not once per worker). A file whose tests share nothing of the kind and
-take long says ``SPREAD_OVER_WORKERS = True``: its tests are spread over both workers. Files
-that share a session fixture name one group for all of them (``pytestmark``), so the fixture
-is built in one process only.
+``make test`` runs ``pytest -n 2 --dist loadgroup --no-loadscope-reorder``: the tests of one
+``xdist_group`` run in one worker, one after another, and every other test goes to whichever
+worker is free. By default each file is its own group (what a file builds once per process, a
+module fixture or a cache, is built once, not once per worker). A file whose tests share
+nothing of the kind and take long says ``SPREAD_OVER_WORKERS = True``: its tests are spread
+over both workers, and they run first (so that no long test is left for the end while the
+other worker idles). Files that share a session fixture name one group for all of them
+(``pytestmark``), so that the fixture is built in one process only.
 """
 
 from __future__ import annotations
@@ -21,13 +22,19 @@ import pytest
 from tiap.datasets.files import default_data_dir
 
 
+def _spread(item: pytest.Item) -> bool:
+    return bool(getattr(getattr(item, "module", None), "SPREAD_OVER_WORKERS", False))
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        module = getattr(item, "module", None)
-        if item.get_closest_marker("xdist_group") is None and not getattr(
-                module, "SPREAD_OVER_WORKERS", False):
+        if item.get_closest_marker("xdist_group") is None and not _spread(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    # the spread tests first: they are the long ones, and started first they share out over
+    # both workers; the files that follow even out the end (make test keeps this order with
+    # --no-loadscope-reorder)
+    items.sort(key=lambda item: not _spread(item))
 
 
 @pytest.fixture(scope="session")
