@@ -2,14 +2,15 @@
 small LLM served by llama.cpp on 127.0.0.1 (installed by `make test`), and the paper's traces
 imported once per process; and how the tests are shared out among xdist workers.
 
-``make test`` runs ``pytest -n 2 --dist loadgroup --no-loadscope-reorder``: the tests of one
-``xdist_group`` run in one worker, one after another, and every other test goes to whichever
-worker is free. By default each file is its own group (what a file builds once per process, a
-module fixture or a cache, is built once, not once per worker). A file whose tests share
-nothing of the kind and take long says ``SPREAD_OVER_WORKERS = True``: its tests are spread
-over both workers, and they run first (so that no long test is left for the end while the
-other worker idles). Files that share a session fixture name one group for all of them
-(``pytestmark``), so that the fixture is built in one process only.
+``make test`` runs ``pytest -n 2 --dist loadgroup --no-loadscope-reorder``, and this file
+gives xdist the scheduler for ``loadgroup`` (:func:`pytest_xdist_make_scheduler`): the tests of
+one group run in one worker, one after another. Each file is a group of its own (what a file
+builds once per process, a module fixture or a cache, is built once, not once per worker),
+but for the files in :data:`GROUPS`, which share a session fixture and so one process, and the
+files in :data:`SPREAD`, long tests that share nothing of the kind: each of their tests goes
+to whichever worker is free, and they run first (so that no long test is left for the end
+while the other worker idles). xdist's own ``xdist_group`` marks are not used: with pytest 9
+the node-id suffix xdist 3.8 gives a marked test is lost, and loadgroup ran every test alone.
 """
 
 from __future__ import annotations
@@ -21,20 +22,38 @@ import pytest
 
 from tiap.datasets.files import default_data_dir
 
+#: Files whose tests are spread over the workers: the docs pages (8-50 s each) and the
+#: real-LLM tests (their one shared fixture, local_llm, takes seconds to start in a worker).
+SPREAD = frozenset({"tests/docs/test_docs.py", "tests/llm/test_real_llm_paths.py"})
+#: Files run in one worker together: they read the paper's transfer traces through the
+#: session fixture mtel_import, which imports each once per process.
+GROUPS = {path: "mtel-transfer" for path in (
+    "tests/cli/test_paper_reproduction.py", "tests/importers/test_transfer.py",
+    "tests/sensitivity/test_sensitivity_real.py")}
 
-def _spread(item: pytest.Item) -> bool:
-    return bool(getattr(getattr(item, "module", None), "SPREAD_OVER_WORKERS", False))
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None and not _spread(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-    # the spread tests first: they are the long ones, and started first they share out over
-    # both workers; the files that follow even out the end (make test keeps this order with
-    # --no-loadscope-reorder)
-    items.sort(key=lambda item: not _spread(item))
+    # the spread tests first: they are the long ones; started first, they share out over both
+    # workers, and the files that follow even out the end (--no-loadscope-reorder keeps it)
+    items.sort(key=lambda item: _file(item.nodeid) not in SPREAD)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: without xdist it is never called
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = _file(nodeid)
+            return nodeid if path in SPREAD else GROUPS.get(path, path)
+
+    return FileGroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -67,8 +86,8 @@ def local_llm() -> Iterator[object]:
 def mtel_import(data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     """``tiap import mtel-trace`` of a trace of the paper's release (a path under
     ``mtel-mem/runs``), through the CLI, once per process for each trace and options: the
-    transfer traces take seconds to import and several test files read them (they name one
-    ``xdist_group``, so they share the process). The folder is made read-only: a test that
+    transfer traces take seconds to import and several test files read them (one group in
+    :data:`GROUPS`, so they share the process). The folder is made read-only: a test that
     wrote into it would change what the next one reads."""
     import stat
 

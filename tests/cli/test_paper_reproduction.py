@@ -23,11 +23,6 @@ MEASURES = {
     "Success@1": "top1_hit_rate",
 }
 
-# one process with the other files that import the paper's transfer traces (mtel_import: the
-# `tiap import mtel-trace` command, run once per trace)
-pytestmark = pytest.mark.xdist_group("mtel-transfer")
-
-
 @pytest.mark.parametrize("run", ["locomo_mem0", "locomo_memoryos"])
 def test_transfer_runs_raw_figures(run: str, data_dir: Path, mtel_import,
                                    tmp_path: Path) -> None:

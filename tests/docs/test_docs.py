@@ -34,10 +34,6 @@ _MARKER = re.compile(r"^<!-- doc-test: (run|skip|output)(?::\s*(.*?))?\s*-->$")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 CODE = {"bash", "sh", "console", "python"}
 
-#: The pages share nothing but read-only data and take 8-50 s each: ``make test`` spreads them
-#: over both workers (tests/conftest.py), not one long chain in one.
-SPREAD_OVER_WORKERS = True
-
 
 @dataclass
 class Block:

@@ -19,10 +19,6 @@ from tiap.cli.main import main
 MEASURES = "nDCG@20,nDCG@40,nDCG@60,R@60,RR@60,Success@60,Success@1"
 
 
-# one process with the other files that import the paper's transfer traces (mtel_import)
-pytestmark = pytest.mark.xdist_group("mtel-transfer")
-
-
 @pytest.fixture(scope="module")
 def transfer(data_dir: Path, mtel_import, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = data_dir / "mtel-mem" / "runs" / "transfer"

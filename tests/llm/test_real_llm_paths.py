@@ -19,10 +19,6 @@ from tiap.llm.local import MODELS
 from tiap.memory import build_store
 from tiap.memory.store import read_store
 
-# The long tests here share only the session fixture local_llm (a server per worker, seconds to
-# start): ``make test`` spreads them over both workers (tests/conftest.py).
-SPREAD_OVER_WORKERS = True
-
 
 def test_the_openai_judge_on_real_cases(local_llm, data_dir: Path, tmp_path: Path) -> None:
     cases = read_paper_cases(data_dir / "mtel-mem" / "semantic_audit" / "judged_cases.csv")

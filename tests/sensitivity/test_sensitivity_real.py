@@ -36,10 +36,6 @@ def _import(trace: Path, out: Path, system: str, infer: bool = False) -> Path:
     return out
 
 
-# one process with the other files that import the paper's transfer traces (mtel_import)
-pytestmark = pytest.mark.xdist_group("mtel-transfer")
-
-
 @pytest.fixture(scope="module")
 def transfer(data_dir: Path, mtel_import, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = _runs_dir(data_dir) / "transfer"
