@@ -54,15 +54,20 @@ $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 
 ## test: the test suite (what CI runs): every test but the two marked slow (the whole
 ## LongMemEval-S build, 245k turns, about 90 s; docs/mem0.md's real Mem0 run over LoCoMo conv-26,
-## about 70 s); `make test-all` runs them too. --dist loadfile: a file's tests run in one worker,
-## so what a file builds once per process (a module fixture, a cache of imported traces) is
-## built once, not once per worker.
+## about 70 s); `make test-all` runs them too. --dist loadgroup, with the scheduler
+## tests/conftest.py gives it: a file's tests run in one worker, so what a file builds once per
+## process (a module fixture, a cache of imported traces) is built once, not once per worker;
+## files that share a session fixture (conftest's GROUPS) run in one worker together; the
+## files in conftest's SPREAD (the docs pages, the real-LLM tests: long tests that share
+## nothing) have each test go to whichever worker is free, and run first (the conftest puts
+## them first; --no-loadscope-reorder keeps that order): no long test is left for the end
+## while the other worker idles.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q -m "not slow"
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -q -m "not slow"
 
 ## test-all: the whole test suite, the slow tests included
 test-all: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -q
 
 ## bench: rescoring against trec_eval (pytrec_eval), ranx and ir_measures at 10^3-10^6
 ## queries, as recorded in benchmarks/README.md (about 15 minutes; writes the results JSON).

@@ -23,13 +23,12 @@ MEASURES = {
     "Success@1": "top1_hit_rate",
 }
 
-
 @pytest.mark.parametrize("run", ["locomo_mem0", "locomo_memoryos"])
-def test_transfer_runs_raw_figures(run: str, data_dir: Path, tmp_path: Path) -> None:
+def test_transfer_runs_raw_figures(run: str, data_dir: Path, mtel_import,
+                                   tmp_path: Path) -> None:
     folder = data_dir / "mtel-mem" / "runs" / "transfer" / run
     published = json.loads((folder / "target_rescore.json").read_text())["targets"]["raw_turn"]
-    imp = tmp_path / "import"
-    assert main(["import", "mtel-trace", str(folder / "trace.jsonl.gz"), "--out", str(imp)]) == 0
+    imp = mtel_import(f"transfer/{run}/trace.jsonl.gz")
     out = tmp_path / "rescore"
     assert main(["rescore", "--items", str(imp / "items.jsonl"), "--queries",
                  str(imp / "queries.jsonl"), "--run", str(imp / "run.jsonl"), "--out", str(out),
@@ -47,26 +46,30 @@ def test_transfer_runs_raw_figures(run: str, data_dir: Path, tmp_path: Path) -> 
 def _import_and_rescore(trace: Path, tmp: Path, *extra: str) -> tuple[Path, dict]:
     imp = tmp / "import"
     assert main(["import", "mtel-trace", str(trace), "--out", str(imp), *extra]) == 0
+    return imp, _rescore(imp, tmp)
+
+
+def _rescore(imp: Path, tmp: Path) -> dict:
     out = tmp / "rescore"
     assert main(["rescore", "--items", str(imp / "items.jsonl"), "--queries",
                  str(imp / "queries.jsonl"), "--run", str(imp / "run.jsonl"), "--out", str(out),
                  "--measures", ",".join(MEASURES)]) == 0
     with open(out / "summary.csv", newline="") as fh:
-        rows = {(r["target"], r["measure"]): r for r in csv.DictReader(fh)}
-    return imp, rows
+        return {(r["target"], r["measure"]): r for r in csv.DictReader(fh)}
 
 
 TARGET_KEYS = {"raw": "raw_turn", "source": "source_family", "canonical": "canonical"}
 
 
-def test_mem0_source_and_canonical_through_the_cli(data_dir: Path, tmp_path: Path) -> None:
+def test_mem0_source_and_canonical_through_the_cli(data_dir: Path, mtel_import,
+                                                   tmp_path: Path) -> None:
     """RR, hit rate and top-1 rate depend only on whether a ranked item is credited, which
     the trace's flags say: exact, over all 1,977 queries. nDCG@60 and R@60 depend on which
     gold turn a credited observation fills, which the flags do not say: the published values
     lie inside the mean intervals."""
     folder = data_dir / "mtel-mem" / "runs" / "transfer" / "locomo_mem0"
     published = json.loads((folder / "target_rescore.json").read_text())["targets"]
-    _, rows = _import_and_rescore(folder / "trace.jsonl.gz", tmp_path)
+    rows = _rescore(mtel_import("transfer/locomo_mem0/trace.jsonl.gz"), tmp_path)
     for target in ("source", "canonical"):
         pub = published[TARGET_KEYS[target]]
         assert pub["queries"] == 1977

@@ -20,18 +20,13 @@ MEASURES = "nDCG@20,nDCG@40,nDCG@60,R@60,RR@60,Success@60,Success@1"
 
 
 @pytest.fixture(scope="module")
-def transfer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tiap.datasets.files import default_data_dir
-
-    data = default_data_dir()
-    runs = None if data is None else data / "mtel-mem" / "runs" / "transfer"
-    if runs is None or not (runs / "locomo_mem0" / "trace.jsonl.gz").exists():
-        pytest.skip("the paper's transfer traces were not found (TIAP_DATA)")
+def transfer(data_dir: Path, mtel_import, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    runs = data_dir / "mtel-mem" / "runs" / "transfer"
     root = tmp_path_factory.mktemp("transfer")
+    (root / "out").mkdir()
     for s in ("mem0", "memoryos"):
-        trace = runs / f"locomo_{s}" / "trace.jsonl.gz"
-        assert main(["import", "mtel-trace", str(trace), "--out", str(root / "out" / s)]) == 0
-        imp = root / "out" / s
+        imp = mtel_import(f"transfer/locomo_{s}/trace.jsonl.gz")
+        (root / "out" / s).symlink_to(imp)  # the import, as docs/transfer.md lays it out
         assert main(["rescore", "--items", str(imp / "items.jsonl"), "--queries",
                      str(imp / "queries.jsonl"), "--run", str(imp / "run.jsonl"),
                      "--out", str(root / "rescore" / s), "--measures", MEASURES]) == 0

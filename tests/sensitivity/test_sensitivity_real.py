@@ -37,11 +37,12 @@ def _import(trace: Path, out: Path, system: str, infer: bool = False) -> Path:
 
 
 @pytest.fixture(scope="module")
-def transfer(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def transfer(data_dir: Path, mtel_import, tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = _runs_dir(data_dir) / "transfer"
     tmp = tmp_path_factory.mktemp("transfer")
-    mem0 = _import(runs / "locomo_mem0" / "trace.jsonl.gz", tmp / "mem0", "mem0")
-    mos = _import(runs / "locomo_memoryos" / "trace.jsonl.gz", tmp / "memoryos", "memoryos")
+    # the systems are named by --items/--run below
+    mem0 = mtel_import("transfer/locomo_mem0/trace.jsonl.gz")
+    mos = mtel_import("transfer/locomo_memoryos/trace.jsonl.gz")
     assert main(["rescore", "--items", f"mem0={mem0 / 'items.jsonl'}",
                  "--items", f"memoryos={mos / 'items.jsonl'}",
                  "--queries", str(mem0 / "queries.jsonl"),
