@@ -146,3 +146,43 @@ def test_retrieve_files_writes_what_tiap_retrieve_writes(tmp_path, capsys) -> No
         retrieve_files(items.parent, queries, "dense", tmp_path / "x.jsonl", cache_dir="c",
                        use_cache=False)
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_merge_caches_merges_what_tiap_cache_merge_merges(tmp_path, capsys) -> None:
+    import numpy as np
+
+    from tiap.audit import VerdictCache
+    from tiap.audit.labels import Verdict
+    from tiap.cache import merge_caches
+    from tiap.retrieval import EmbeddingCache
+
+    for name in ("py", "cli"):
+        with VerdictCache(tmp_path / name / "into.sqlite") as c:  # k1 only, "supports"
+            c.put("k1", judge="j", case_id="c1", request={"k": 1},
+                  verdict=Verdict(label="supports"), timing={})
+    with VerdictCache(tmp_path / "src.sqlite") as c:  # k1 answered otherwise, and k2
+        for key, label in (("k1", "partial"), ("k2", "supports")):
+            c.put(key, judge="j", case_id=key, request={"k": key},
+                  verdict=Verdict(label=label), timing={})
+    res = merge_caches([tmp_path / "src.sqlite"], tmp_path / "py" / "into.sqlite",
+                       (VerdictCache, EmbeddingCache))
+    assert main(["cache", "merge", str(tmp_path / "src.sqlite"), "--into",
+                 str(tmp_path / "cli" / "into.sqlite")]) == 0
+    err = capsys.readouterr().err
+    # k2 is new, k1 is on both sides with another label: 1 added, 0 same, 1 differing; 2 held
+    assert res.kind is VerdictCache and res.total == 2
+    assert res.merged == ((tmp_path / "src.sqlite", {"added": 1, "same": 0, "differing": 1}),)
+    assert "1 added, 0 already there, 1 differing" in err and "holds 2 verdicts" in err
+    with EmbeddingCache(tmp_path / "emb") as e:
+        e.put("m", ["x"], np.zeros((1, 2)))
+    with pytest.raises(TiapError, match="^the sources mix verdict and embedding caches; "
+                       "merge each kind into its own into"):
+        merge_caches([tmp_path / "src.sqlite", tmp_path / "emb"], tmp_path / "new.sqlite",
+                     (VerdictCache, EmbeddingCache))
+    with pytest.raises(TiapError, match="into is not a verdict cache"):
+        merge_caches([tmp_path / "src.sqlite"], tmp_path / "emb",
+                     (VerdictCache, EmbeddingCache))
+    assert main(["cache", "merge", str(tmp_path / "src.sqlite"), "--into",
+                 str(tmp_path / "emb")]) == 2
+    assert "--into is not a verdict cache" in capsys.readouterr().err
+    assert not (tmp_path / "new.sqlite").exists()
