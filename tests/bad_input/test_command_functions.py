@@ -186,3 +186,36 @@ def test_merge_caches_merges_what_tiap_cache_merge_merges(tmp_path, capsys) -> N
                  str(tmp_path / "emb")]) == 2
     assert "--into is not a verdict cache" in capsys.readouterr().err
     assert not (tmp_path / "new.sqlite").exists()
+
+
+def test_dataset_functions_give_what_tiap_datasets_prints(tmp_path, capsys) -> None:
+    from tiap.datasets import DataSource, dataset_stats, list_datasets
+
+    conv = {"sample_id": "conv-1",
+            "conversation": {"speaker_a": "Ann", "speaker_b": "Bob",
+                             "session_1_date_time": "1 May 2023",
+                             "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "hi"},
+                                           {"speaker": "Bob", "dia_id": "D1:2",
+                                            "text": "hello"}]},
+            "qa": [{"question": "who?", "answer": "Ann", "evidence": ["D1:1"], "category": 4},
+                   {"question": "when?", "answer": "May", "evidence": [], "category": 2}],
+            "observation": {"session_1_observation": {"Ann": [["Ann says hi", "D1:1"]]}},
+            "session_summary": {"session_1_summary": "they greet"},
+            "event_summary": {"events_session_1": {"Ann": ["greets Bob"],
+                                                   "date": "1 May 2023"}}}
+    (tmp_path / "data" / "locomo").mkdir(parents=True)
+    (tmp_path / "data" / "locomo" / "locomo10.json").write_text(json.dumps([conv]))
+    source = DataSource(tmp_path / "data", verify=False, allow_download=False)
+    rows = {r.dataset_id: (r.here, r.files) for r in list_datasets(source)}
+    assert rows["locomo"] == (1, 1)  # the one file written here
+    assert main(["datasets", "list", "--data", str(tmp_path / "data")]) == 0
+    assert "locomo" in capsys.readouterr().out
+    # one conversation, one session, two turns, two queries (one with evidence)
+    stats = list(dataset_stats("locomo", source))
+    assert [(s.collections, s.sessions, s.turns, s.queries, s.queries_with_evidence)
+            for s in stats] == [(1, 1, 2, 2, 1)]
+    assert main(["datasets", "stats", "locomo", "--json", "--data", str(tmp_path / "data"),
+                 "--no-verify"]) == 0
+    assert json.loads(capsys.readouterr().out) == stats[0].to_json()
+    with pytest.raises(TiapError, match="^unknown dataset 'nope'"):
+        list(dataset_stats("nope", source))
