@@ -219,3 +219,28 @@ def test_dataset_functions_give_what_tiap_datasets_prints(tmp_path, capsys) -> N
     assert json.loads(capsys.readouterr().out) == stats[0].to_json()
     with pytest.raises(TiapError, match="^unknown dataset 'nope'"):
         list(dataset_stats("nope", source))
+
+
+def test_run_mem0_files_checks_what_tiap_mem0_run_checks(tmp_path, capsys) -> None:
+    from tiap.importers import run_mem0_files
+
+    out = tmp_path / "m0"
+    cases = [  # (Python keywords, command options, the message with the names of each)
+        ({"local_model": "smollm2-135m"}, ["--local-model", "smollm2-135m"],
+         ("local_model serves the LLM of infer; add infer",
+          "--local-model serves the LLM of --infer; add --infer")),
+        ({"local_model": "smollm2-135m", "infer": True, "llm_base_url": "http://x/v1"},
+         ["--local-model", "smollm2-135m", "--infer", "--llm-base-url", "http://x/v1"],
+         ("give llm_base_url or --local-model, not both",
+          "give --llm-base-url or --local-model, not both")),
+        ({"window": 0}, ["--window", "0"], ("window", "option --window: expected an integer")),
+    ]
+    for kwargs, options, (py, cli) in cases:
+        with pytest.raises(TiapError) as exc:
+            run_mem0_files("locomo", out, **kwargs)
+        assert py in str(exc.value)
+        assert main(["mem0-run", "locomo", "--out", str(out), *options]) == 2
+        assert cli in capsys.readouterr().err
+    with pytest.raises(TiapError, match="^unknown dataset 'nope'"):
+        run_mem0_files("nope", out)
+    assert not out.exists()  # every check before anything is written
