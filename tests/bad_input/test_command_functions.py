@@ -244,3 +244,45 @@ def test_run_mem0_files_checks_what_tiap_mem0_run_checks(tmp_path, capsys) -> No
     with pytest.raises(TiapError, match="^unknown dataset 'nope'"):
         run_mem0_files("nope", out)
     assert not out.exists()  # every check before anything is written
+
+
+def test_llm_functions_give_what_tiap_llm_prints(tmp_path, capsys) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from types import SimpleNamespace
+
+    from tiap.llm import check_server, model_rows
+
+    assert main(["llm", "models", "--json"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == model_rows()
+
+    asked: list[dict] = []  # type: ignore[type-arg]
+
+    class StandIn(BaseHTTPRequestHandler):  # answers every chat request "Paris", 2 tokens
+        def do_POST(self) -> None:
+            asked.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                        "content": " Paris\n"}}],
+                               "usage": {"completion_tokens": 2}}).encode()
+            self.send_response(200 if len(asked) == 1 else 500)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        srv = SimpleNamespace(base_url=f"http://127.0.0.1:{http.server_port}/v1",
+                              model="m", log_file=tmp_path / "server.log")
+        reply = check_server(srv)  # type: ignore[arg-type]
+        assert (reply.content, reply.tokens) == ("Paris", 2)  # stripped, as printed
+        assert asked[0]["model"] == "m" and asked[0]["max_tokens"] == 32
+        with pytest.raises(TiapError) as exc:  # the second request gets HTTP 500
+            check_server(srv)  # type: ignore[arg-type]
+        assert exc.value.code == "endpoint" and "did not answer the check" in str(exc.value)
+    finally:
+        http.shutdown()
