@@ -127,7 +127,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -146,6 +146,9 @@ from tiap.config import validate_value as check_type
 from tiap.errors import TiapError
 from tiap.io import atomic_write
 from tiap.llm.local import DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from tiap.report import FlipSummary
 
 __all__ = ["load_config", "run_pipeline"]
 
@@ -682,6 +685,8 @@ class PipelineResult:
     result: Any = None  # the Scores, or the Summary read back when rescoring was up to date
     sensitivity_dir: Path | None = None
     report_dir: Path | None = None
+    #: the winner flips on the headline measure (:func:`tiap.report.flip_summary`)
+    flips: FlipSummary | None = None
 
 
 def run_pipeline(
@@ -961,9 +966,15 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                             *(["audit"] if cfg.audit else [])])
             except MissingExtraError as exc:
                 log(f"report skipped: {exc}")
+        flips = None
+        if cfg.sensitivity:
+            from tiap.report import flip_summary
+
+            flips = flip_summary(sdir)
         return PipelineResult(root, rdir, timings, skipped, result,
                               sdir if cfg.sensitivity else None,
-                              report_dir if (report_dir / "index.html").exists() else None)
+                              report_dir if (report_dir / "index.html").exists() else None,
+                              flips)
 
 
 #: The offline audit's verdict cache, in ``OUT/<name>/audit/``: not an output of the step

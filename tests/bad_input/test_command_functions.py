@@ -286,3 +286,33 @@ def test_llm_functions_give_what_tiap_llm_prints(tmp_path, capsys) -> None:
         assert exc.value.code == "endpoint" and "did not answer the check" in str(exc.value)
     finally:
         http.shutdown()
+
+
+def test_flip_summary_is_what_tiap_audit_run_prints(f, tmp_path, capsys) -> None:
+    from tiap.cli.pipeline import print_flips
+    from tiap.report import flip_summary
+    from tiap.scoring import rescore_files
+    from tiap.sensitivity import sensitivity_files
+
+    # A ranks the turns, B the fact m1 (RR@2). Raw (relevant: q1 t1,t2; q2 t2): A 1 and 1,
+    # B 0 and 0 (B ranks m1 only, no turn) -> gap A-B +1.
+    # Canonical (relevant: m1 for both): A 0 and 0, B 1 and 1 -> gap -1: a winner flip.
+    run = _jsonl(tmp_path / "flip.jsonl", [
+        {"query_id": "q1", "system": "A", "ranking": ["t1"]},
+        {"query_id": "q2", "system": "A", "ranking": ["t2"]},
+        {"query_id": "q1", "system": "B", "ranking": ["m1"]},
+        {"query_id": "q2", "system": "B", "ranking": ["m1"]}])
+    rdir = rescore_files([run], tmp_path / "r", items=[f["items"]], queries=f["queries"],
+                         measures="RR@2").out
+    sdir = tmp_path / "s"
+    sensitivity_files([str(rdir)], sdir, resamples=50, seed=3, pairs=["raw:canonical"])
+    s = flip_summary(sdir)
+    assert s is not None and (s.total, s.headline, len(s.rows)) == (1, "RR@2", 1)
+    assert (s.cells[0]["gap_1"], s.cells[0]["gap_2"]) == ("+1.0000", "-1.0000")
+    # two queries: of the 4 sign vectors, 2 are as extreme as the observed one (p about 1/2)
+    assert (s.significant, s.headlines, s.verdicts) == (0, 0, ("not significant",))
+    assert s.resamples == 50 and s.path == sdir / "winner_flips.csv"
+    print_flips(s)
+    out = capsys.readouterr().out
+    assert "winner flips on RR@2 (1; 0 significant" in out and "not significant" in out
+    assert flip_summary(tmp_path / "r") is None  # no winner_flips.csv: nothing to print
