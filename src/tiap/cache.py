@@ -22,6 +22,9 @@ all three:
 - **Merging**: :meth:`KeyedCache.merge_file` adds the rows of another file of the same kind
   (another machine's or worker's) that this one lacks. A key present in both keeps this
   file's row; one whose value differs is counted, never silently replaced.
+  :func:`merge_caches` (``tiap cache merge``) merges whole caches: it finds each source's
+  kind among the kinds it is given (:meth:`KeyedCache.holds`), so it serves every kind
+  without importing one.
 
 Example:
     >>> import tempfile
@@ -49,7 +52,7 @@ from typing import Any, ClassVar, Self
 
 from tiap.errors import TiapError
 
-__all__ = ["KeyedCache", "Table", "cache_dir", "tables_of"]
+__all__ = ["CacheMerge", "KeyedCache", "Table", "cache_dir", "merge_caches", "tables_of"]
 
 #: Seconds a connection waits for another process's write to finish before it fails.
 BUSY_TIMEOUT = 60.0
@@ -181,6 +184,39 @@ class KeyedCache:
     AGAIN: ClassVar[str] = "the work is then done again"
     #: ``PRAGMA page_size`` of a new file (``None``: SQLite's default)
     PAGE_SIZE: ClassVar[int | None] = None
+    #: what :func:`merge_caches` calls the rows of the first table (``verdicts``)
+    NOUN: ClassVar[str] = "rows"
+    #: the column of the first table whose value two caches compare when merging
+    COMPARE: ClassVar[str] = ""
+    #: a folder :meth:`holds` takes for this kind (``an embedding cache folder``), if any
+    FOLDER: ClassVar[str] = ""
+
+    @classmethod
+    def file_in(cls, path: str | Path) -> Path:
+        """The cache file that ``path`` names (a kind named by its folder overrides this)."""
+        return Path(path)
+
+    @classmethod
+    def holds(cls, path: str | Path) -> bool:
+        """Whether ``path`` (a file, or a folder for a kind that has one) is a cache of this
+        kind: its file has the first of :attr:`TABLES`. A file that is not SQLite is an
+        error (:func:`tables_of`)."""
+        file = cls.file_in(path)
+        return file.is_file() and cls.TABLES[0].name in tables_of(file)
+
+    @classmethod
+    def open_at(cls, path: str | Path) -> Self:
+        """The cache that ``path`` names, opened (created if absent) to merge into."""
+        return cls(path)
+
+    def merge_from(self, other: str | Path) -> dict[str, int]:
+        """Add the rows of the first table of another cache of this kind that this one
+        lacks (:meth:`merge_file`, on :attr:`COMPARE`)."""
+        return self.merge_file(self.file_in(other), self.TABLES[0].name, self.COMPARE)
+
+    def size(self) -> int:
+        """How many rows the first table holds (what :func:`merge_caches` reports)."""
+        return self.count_rows(self.TABLES[0].name)
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = None if path is None else Path(path)
@@ -369,3 +405,95 @@ class KeyedCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class CacheMerge:
+    """What :func:`merge_caches` did: the kind merged, each source with its counts
+    (``{"added", "same", "differing"}``, see :meth:`KeyedCache.merge_file`) and how many
+    rows the receiving cache holds after.
+
+    Example:
+        >>> res = CacheMerge(KeyedCache, Path("a.sqlite"),
+        ...                  ((Path("b.sqlite"), {"added": 2, "same": 1, "differing": 0}),), 5)
+        >>> sum(n["added"] for _, n in res.merged), res.total
+        (2, 5)
+    """
+
+    kind: type[KeyedCache]
+    into: Path
+    merged: tuple[tuple[Path, dict[str, int]], ...]
+    total: int
+
+
+def merge_caches(sources: Sequence[str | Path], into: str | Path,
+                 kinds: Sequence[type[KeyedCache]]) -> CacheMerge:
+    """Add to ``into`` every row it lacks from each source: caches of one kind, found among
+    ``kinds`` (the first whose :meth:`KeyedCache.holds` takes the path). A key in both keeps
+    ``into``'s row; one that differs is counted. ``into`` is created when absent.
+
+    Refused before anything is merged (``error[usage]``): sources of several kinds, an
+    ``into`` of another kind, a source that is ``into`` itself. A path of no kind is
+    ``error[cache]``. Errors name ``into`` as the command does (``--into``) inside
+    :func:`tiap.config.command_options`.
+
+    Example:
+        >>> class Notes(KeyedCache):
+        ...     KIND, SCHEMA, NOUN, COMPARE = "notes cache", 1, "notes", "text"
+        ...     TABLES = (Table("notes", ("key TEXT PRIMARY KEY", "text TEXT NOT NULL"),
+        ...                     ("key",)),)
+        >>> with Notes("a.sqlite") as a, Notes("b.sqlite") as b:
+        ...     a.store("notes", [("k1", "one")])
+        ...     b.store("notes", [("k1", "uno"), ("k2", "two")])
+        1
+        2
+        >>> res = merge_caches(["b.sqlite"], "a.sqlite", [Notes])
+        >>> res.merged[0][1], res.total
+        ({'added': 1, 'same': 0, 'differing': 1}, 2)
+        >>> merge_caches(["a.sqlite"], "a.sqlite", [Notes])
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: a.sqlite: a source is the into cache itself
+    """
+    from tiap.config import option_name
+
+    srcs, target = [Path(s) for s in sources], Path(into)
+    found = [_kind_of(s, kinds) for s in srcs]
+    if len(set(found)) > 1:
+        mixed = " and ".join(k.KIND.removesuffix(" cache") for k in kinds if k in found)
+        raise TiapError(f"the sources mix {mixed} caches; merge each kind into its own "
+                        f"{option_name('into')}", code="usage")
+    if not found:
+        raise TiapError("no source to merge", code="usage")
+    kind = found[0]
+    if ((target.is_file() or any(k.file_in(target).is_file() for k in kinds))
+            and _kind_of(target, kinds) is not kind):
+        article = "an" if kind.KIND[0] in "aeiou" else "a"
+        raise TiapError(f"{option_name('into')} is not {article} {kind.KIND.removesuffix(' cache')}"
+                        " cache", file=target, code="usage")
+    merged: list[tuple[Path, dict[str, int]]] = []
+    with kind.open_at(target) as cache:
+        own = Path(str(cache.path)).resolve()
+        for src in srcs:
+            if kind.file_in(src).resolve() == own:
+                raise TiapError(f"a source is the {option_name('into')} cache itself",
+                                file=src, code="usage")
+        for src in srcs:
+            merged.append((src, cache.merge_from(src)))
+        total = cache.size()
+    return CacheMerge(kind, target, tuple(merged), total)
+
+
+def _kind_of(path: Path, kinds: Sequence[type[KeyedCache]]) -> type[KeyedCache]:
+    """The first of ``kinds`` that holds ``path``; else ``error[cache]`` naming it."""
+    for kind in kinds:
+        if kind.holds(path):
+            return kind
+    if path.is_dir():
+        folders = [k.FOLDER for k in kinds if k.FOLDER]
+        raise TiapError(f"neither {' nor '.join(folders)}" if len(folders) > 1
+                        else f"not {folders[0] if folders else 'a cache folder'}",
+                        file=path, code="cache")
+    tables = " nor a ".join(k.TABLES[0].name for k in kinds)
+    raise TiapError(f"not a TIAP cache (it has neither a {tables} table)" if len(kinds) > 1
+                    else f"not a TIAP cache (it has no {tables} table)", file=path, code="cache")

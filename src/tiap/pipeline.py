@@ -127,7 +127,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -150,6 +150,9 @@ from tiap.errors import MissingExtraError, TiapError
 from tiap.io import atomic_write, sha256_file
 from tiap.llm.local import CLIENT_DEFAULTS, DEFAULT_PORT, MODELS, LocalServer, local_base_url
 from tiap.provenance import manifest_warnings
+
+if TYPE_CHECKING:
+    from tiap.report import FlipSummary
 
 __all__ = ["load_config", "run_pipeline"]
 
@@ -675,6 +678,8 @@ class PipelineResult:
     result: Any = None  # the Scores, or the Summary read back when rescoring was up to date
     sensitivity_dir: Path | None = None
     report_dir: Path | None = None
+    #: the winner flips on the headline measure (:func:`tiap.report.flip_summary`)
+    flips: FlipSummary | None = None
 
 
 def run_pipeline(
@@ -950,9 +955,15 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                             *(["audit"] if cfg.audit else [])])
             except MissingExtraError as exc:
                 log(f"report skipped: {exc}")
+        flips = None
+        if cfg.sensitivity:
+            from tiap.report import flip_summary
+
+            flips = flip_summary(sdir)
         return PipelineResult(root, rdir, timings, skipped, result,
                               sdir if cfg.sensitivity else None,
-                              report_dir if (report_dir / "index.html").exists() else None)
+                              report_dir if (report_dir / "index.html").exists() else None,
+                              flips)
 
 
 #: The offline audit's verdict cache, in ``OUT/<name>/audit/``: not an output of the step

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from tiap.cli.main import main
-from tiap.cli.pipeline import flip_headline
+from tiap.report import flip_headline
 from tiap.scoring.measures import parse_measure
 
 CONFIG = """name = "tok"

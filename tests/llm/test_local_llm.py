@@ -245,8 +245,6 @@ def test_a_parent_killed_outright_takes_its_server_with_it(tmp_path) -> None:
 def test_sigterm_unwinds_a_command_and_stops_its_server(monkeypatch, capsys) -> None:
     import signal
 
-    from tiap.cli import llm as cli_llm
-
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     seen: dict[str, int] = {}
 
@@ -256,7 +254,7 @@ def test_sigterm_unwinds_a_command_and_stops_its_server(monkeypatch, capsys) -> 
         time.sleep(30)  # the handler raises before this ends
         pytest.fail("SIGTERM did not interrupt the command")
 
-    monkeypatch.setattr(cli_llm, "_check", terminated_while_serving)
+    monkeypatch.setattr(local_llm, "check_server", terminated_while_serving)
     assert main(["llm", "serve", "--model", "smollm2-135m", "--ctx", "512", "--port", "0",
                  "--check"]) == 143
     assert "terminated (SIGTERM)" in capsys.readouterr().err

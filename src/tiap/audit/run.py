@@ -125,6 +125,13 @@ class VerdictCache(KeyedCache):
              "the request a judge makes, so its verdicts cannot be reused. ")
     ELSEWHERE = "pass --cache with another file"
     AGAIN = "the judges are then asked again"
+    NOUN, COMPARE, FOLDER = "verdicts", "label", "a folder of verdict shards"
+
+    @classmethod
+    def holds(cls, path: str | Path) -> bool:
+        """A verdict cache file, or a folder of an engine's verdict shards (``*.jsonl``)."""
+        path = Path(path)
+        return any(path.glob("*.jsonl")) if path.is_dir() else super().holds(path)
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(path)

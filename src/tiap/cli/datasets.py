@@ -17,7 +17,7 @@ from tiap.cli.common import (
     err_console,
     track,
 )
-from tiap.datasets import DatasetStats, DataSource, dataset_ids, load
+from tiap.datasets import DatasetStats, DataSource, dataset_stats, list_datasets
 
 app = typer.Typer(help="List, inspect and export benchmark datasets.", no_args_is_help=True,
                   rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
@@ -33,11 +33,8 @@ def list_cmd(data: DataOption = None) -> None:
     table.add_column("id")
     table.add_column("description")
     table.add_column("files here", justify="right")
-    for did in dataset_ids():
-        ds = load(did, source=source)
-        paths = ds.file_paths()
-        here = sum(source.has(ds.folder, p) for p in paths)
-        table.add_row(did, ds.description, f"{here}/{len(paths)}")
+    for row in list_datasets(source):
+        table.add_row(row.dataset_id, row.description, f"{row.here}/{row.files}")
     console.print(table)
 
 
@@ -51,11 +48,7 @@ def stats_cmd(
     no_verify: NoVerifyOption = False,
 ) -> None:
     """Counts per dataset and per category, and every evidence problem found."""
-    source = DataSource(data, verify=not no_verify)
-    for did in [dataset] if dataset else dataset_ids():
-        ds = load(did, source=source)
-        ds.verify()
-        stats = ds.stats(track(ds.bundles(), f"reading {did}", ds.expected_collections()))
+    for stats in dataset_stats(dataset, DataSource(data, verify=not no_verify), track=track):
         if as_json:
             print(json.dumps(stats.to_json(), ensure_ascii=False))
         else:

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from tiap.cli.common import bounded, console, err_console
-from tiap.errors import TiapError
-
-if TYPE_CHECKING:
-    from tiap.llm import LocalServer
 
 app = typer.Typer(help="Real small LLMs served locally (llama.cpp on 127.0.0.1).",
                   no_args_is_help=True, rich_markup_mode="markdown")
@@ -29,11 +24,9 @@ def models_cmd(
                        ] = False,
 ) -> None:
     """The pinned local models: size, sha256, licence, whether installed, how to install."""
-    from tiap.llm import DEFAULT_MODEL, MODELS, installed
+    from tiap.llm import model_rows
 
-    rows = [{"name": m.name, "default": m.name == DEFAULT_MODEL, "title": m.title,
-             "bytes": m.size, "sha256": m.sha256, "licence": m.licence,
-             "installed": installed(m), "install": m.install} for m in MODELS.values()]
+    rows = model_rows()
     if as_json:
         for r in rows:
             print(json.dumps(r))
@@ -76,45 +69,13 @@ def serve_cmd(
     `mem0-run`. The model file is checked against its pinned size and sha256 first (and
     assembled into the model cache when it ships in pieces).
     """
-    from tiap.llm import LocalServer
+    from tiap.llm import serve_model
 
-    srv = LocalServer(model, port=port, ctx=ctx, threads=threads, parallel=parallel,
-                      log=lambda s: err_console.print(escape(s)))
-    t0 = time.monotonic()
-    with srv:
-        err_console.print(f"started in {time.monotonic() - t0:.1f} s")
-        console.print(f"base_url = {srv.base_url}\nmodel = {srv.model}")
-        if check:
-            _check(srv)
-            return
-        err_console.print("serving until Ctrl-C")
-        try:
-            while srv.proc is not None and srv.proc.poll() is None:
-                time.sleep(1.0)
-        except KeyboardInterrupt:
-            err_console.print("stopping")
-            return
-        raise TiapError("the local server stopped on its own", file=srv.log_file,
-                        code="endpoint")
-
-
-def _check(srv: LocalServer) -> None:
-    """One question through TIAP's own client (:class:`tiap.llm.ChatClient`)."""
-    from tiap.llm import ChatClient
-
-    body = {"model": srv.model, "temperature": 0, "max_tokens": 32,
-            "messages": [{"role": "user", "content": "Name the capital of France in one word."}]}
-    client = ChatClient(srv.base_url, api_key_env=None, timeout=300, max_retries=0)
-    t0 = time.monotonic()
-    try:
-        reply = client.post(body)
-    finally:
-        client.close()
-    took = time.monotonic() - t0
-    if not reply.ok:
-        why = reply.error or f"HTTP {reply.status}"
-        raise TiapError(f"the local server did not answer the check: {why}",
-                        file=srv.log_file, code="endpoint")
-    usage = (reply.data or {}).get("usage") or {}
-    console.print(f"reply ({took:.1f} s, {usage.get('completion_tokens', '?')} tokens): "
-                  f"{escape(str(reply.content).strip())}")
+    reply = serve_model(model, port=port, ctx=ctx, threads=threads, parallel=parallel,
+                        check=check, log=lambda s: err_console.print(escape(s)),
+                        ready=lambda srv: console.print(f"base_url = {srv.base_url}\n"
+                                                       f"model = {srv.model}"))
+    if reply is not None:
+        console.print(f"reply ({reply.seconds:.1f} s, "
+                      f"{'?' if reply.tokens is None else reply.tokens} tokens): "
+                      f"{escape(reply.content)}")

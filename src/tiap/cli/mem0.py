@@ -3,7 +3,6 @@ search results saved by any harness, is in :mod:`tiap.cli.imports`)."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,11 +20,6 @@ from tiap.cli.common import (
     split_names,
     track,
 )
-
-#: The context of a --local-model server: Mem0's extraction request (its fixed additive
-#: extraction prompt, the existing memories, the last messages and the window) is about
-#: 8,000 tokens, and the reply needs room after it
-MEM0_CTX = 16384
 
 
 def mem0_run_cmd(
@@ -82,43 +76,25 @@ def mem0_run_cmd(
     Finished collections are skipped on a rerun (their Mem0 stores in OUT/mem0_store are
     kept; every other file of OUT is replaced by this run's), and an interrupted one resumes
     after its last saved add() call (saved after every call with --infer)."""
+    from rich.markup import escape
+
     from tiap.config import command_options
-    from tiap.datasets import DataSource, load
-    from tiap.errors import TiapError
-    from tiap.importers import Mem0RunConfig, run_mem0
+    from tiap.importers import run_mem0_files
 
-    if local_model is not None:
-        from tiap.llm import local_endpoint
-
-        if not infer:
-            raise TiapError("--local-model serves the LLM of --infer; add --infer",
-                            code="usage")
-        llm_base_url, llm_model = local_endpoint(local_model, local_port, base_url=llm_base_url,
-                                                 model=llm_model,
-                                                 flags=("--llm-base-url", "--llm-model"))
+    wanted = (None if collections is None
+              else split_names(collections, "--collections", what="collection ids"))
     with command_options({"infer": "--infer", "window": "--window", "limit": "--limit",
                           "threshold": "--threshold", "llm_base_url": "--llm-base-url",
                           "llm_model": "--llm-model", "max_sessions": "--sessions",
-                          "system": "--system", "max_tokens": "--max-tokens"}):
-        cfg = Mem0RunConfig(infer=infer, window=window, limit=limit, threshold=threshold,
-                            llm_base_url=llm_base_url, llm_model=llm_model,
-                            max_tokens=max_tokens, max_sessions=sessions,
-                            system=system)  # checked: before any data
-    wanted = (None if collections is None
-              else split_names(collections, "--collections", what="collection ids"))
-    ds = load(dataset, source=DataSource(data, verify=not no_verify))
-    with contextlib.ExitStack() as stack:
-        served = None
-        if local_model is not None:
-            from rich.markup import escape
-
-            from tiap.llm import LocalServer
-
-            served = stack.enter_context(LocalServer(
-                local_model, port=local_port, ctx=MEM0_CTX,
-                log=lambda m: err_console.print(escape(m)))).settings()
-        res = run_mem0(ds, out, cfg, collections=wanted, progress=track, fresh=fresh,
-                       force=force, served=served)
+                          "system": "--system", "max_tokens": "--max-tokens",
+                          "local_model": "--local-model"}):
+        res = run_mem0_files(
+            dataset, out, collections=wanted, local_model=local_model, local_port=local_port,
+            data=data, verify=not no_verify, progress=track,
+            log=lambda m: err_console.print(escape(m)), fresh=fresh, force=force,
+            infer=infer, window=window, limit=limit, threshold=threshold,
+            llm_base_url=llm_base_url, llm_model=llm_model, max_tokens=max_tokens,
+            max_sessions=sessions, system=system)
     t = Table(title=f"Mem0 on {dataset} ({'infer' if infer else 'no infer'})",
               title_justify="left")
     for col in ("collection", "turns fed", "add calls", "memories", "queries", "add s",

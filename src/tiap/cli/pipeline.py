@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tiap.cli.common import DataOption, bounded, err_console, track
+
+if TYPE_CHECKING:
+    from tiap.report import FlipSummary
 
 
 def audit_run_cmd(
@@ -52,8 +55,7 @@ def audit_run_cmd(
     res = run_pipeline(cfg, out, data=data, progress=track, force=force,
                        log=lambda s: err_console.print(f"  {s}", highlight=False))
     print_summary(res.result, shared=False)
-    if res.sensitivity_dir is not None:
-        print_flips(res.sensitivity_dir)
+    print_flips(res.flips)
     if res.timings:
         err_console.print(f"wrote {res.out}")
     else:
@@ -64,68 +66,33 @@ def audit_run_cmd(
                           f"(target card: {res.report_dir / 'target_card.md'})")
 
 
-def print_flips(sdir: Path) -> None:
+def print_flips(s: FlipSummary | None) -> None:
     """Winner flips on the headline measure, with the practical threshold a headline needs."""
-    import csv
-
     from rich.table import Table
 
     from tiap.cli.common import console
-    from tiap.report import flip_cells, procedure_text
 
-    path = sdir / "winner_flips.csv"
-    if not path.exists():
+    if s is None:
         return
-    with open(path, newline="", encoding="utf-8") as fh:
-        flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
-    if not flips:
+    if not s.total:
         console.print("no winner flip between targets")
         return
-    from tiap.provenance import read_manifest
-
-    opts = read_manifest(sdir, step="sensitivity")["options"]
-    res = opts.get("resamples")
-    headline = flip_headline([r["measure"] for r in flips])
-    rows = [r for r in flips if r["measure"] == headline]
-    n_sig = sum(r.get("significant_flip") == "true" for r in rows)
-    n_head = sum(r.get("headline") == "true" for r in rows)
-    how = procedure_text(opts)
-    t = Table(title=f"winner flips on {headline} ({len(rows)}; {n_sig} significant "
-              f"{how['after_correction']}, {n_head} of them headline: practical threshold "
-              f"{how['threshold']}; {len(flips)} over all measures; gap = system_a - "
+    t = Table(title=f"winner flips on {s.headline} ({len(s.rows)}; {s.significant} significant "
+              f"{s.after_correction}, {s.headlines} of them headline: practical threshold "
+              f"{s.threshold}; {s.total} over all measures; gap = system_a - "
               "system_b)", title_justify="left")
     for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
                 "p adj ", "d_z 1 / 2", "headline"):
         t.add_column(col, justify="right" if col.startswith(("gap", "p ", "d_z")) else "left")
     floor = False
-    for r in rows[:20]:
-        c = flip_cells(r, res)
+    for r, c, verdict in list(zip(s.rows, s.cells, s.verdicts, strict=True))[:20]:
         floor |= "≤" in c["p_1"] + c["p_2"]
         t.add_row(r["system_a"], r["system_b"], r["target_1"], c["gap_1"], c["p_1"],
-                  r["target_2"], c["gap_2"], c["p_2"], c["effect"], _verdict(r))
+                  r["target_2"], c["gap_2"], c["p_2"], c["effect"], verdict)
     console.print(t)
-    if len(rows) > 20:
-        console.print(f"... and {len(rows) - 20} more")
+    if len(s.rows) > 20:
+        console.print(f"... and {len(s.rows) - 20} more")
     if floor:
-        console.print(f"≤: the raw p-value is the floor of {res:,} resamples, 1/{res + 1:,}: "
-                      "an upper bound")
-    console.print(f"all winner flips, with intervals and p-values: {path}")
-
-
-def flip_headline(measures: list[str]) -> str:
-    """The measure whose flips are printed: the headline measure (nDCG at its largest
-    rank cutoff, :func:`tiap.scoring.primary_measure`) among the flipped ones, as
-    written in winner_flips.csv. A token budget (``nDCG@tok500``) is a measure like any
-    other, never read as a rank cutoff."""
-    from tiap.scoring import parse_measure, primary_measure
-
-    written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
-    return written[str(primary_measure(list(dict.fromkeys(measures))))]
-
-
-def _verdict(r: dict[str, str]) -> str:
-    if r.get("headline") == "true":
-        return "yes"
-    if r.get("significant_flip") == "true":
-        return "below threshold"
-    return "not significant"
+        console.print(f"≤: the raw p-value is the floor of {s.resamples:,} resamples, "
+                      f"1/{s.resamples + 1:,}: an upper bound")
+    console.print(f"all winner flips, with intervals and p-values: {s.path}")

@@ -19,7 +19,7 @@ from tiap.datasets.records import (
     Session,
     Turn,
 )
-from tiap.datasets.registry import dataset_ids, load
+from tiap.datasets.registry import DatasetFiles, dataset_ids, dataset_stats, list_datasets, load
 from tiap.lazy import lazy_exports
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "Collection",
     "DataSource",
     "Dataset",
+    "DatasetFiles",
     "DatasetStats",
     "DerivedMemory",
     "EvidenceProblem",
@@ -36,9 +37,11 @@ __all__ = [
     "SessionSlice",
     "Turn",
     "dataset_ids",
+    "dataset_stats",
     "export_dataset",
     "export_overlay",
     "first_sessions",
+    "list_datasets",
     "load",
 ]
 

@@ -65,16 +65,18 @@ __all__ = [
     "lineage_coverage",
     "run_import",
     "run_mem0",
+    "run_mem0_files",
     "write_coverage",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiap.importers.mem0 import import_mem0_results
-    from tiap.importers.mem0_harness import Mem0RunConfig, run_mem0
+    from tiap.importers.mem0_harness import Mem0RunConfig, run_mem0, run_mem0_files
 
 #: name -> module, imported on first use (PEP 562): the Mem0 importer and harness
 _LAZY = {"import_mem0_results": "tiap.importers.mem0",
-         "Mem0RunConfig": "tiap.importers.mem0_harness", "run_mem0": "tiap.importers.mem0_harness"}
+         "Mem0RunConfig": "tiap.importers.mem0_harness", "run_mem0": "tiap.importers.mem0_harness",
+         "run_mem0_files": "tiap.importers.mem0_harness"}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

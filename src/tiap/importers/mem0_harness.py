@@ -89,7 +89,8 @@ from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
 from tiap.llm.client import BaseUrl
 from tiap.provenance import input_entry
 
-__all__ = ["HARNESS_VERSION", "Mem0RunConfig", "Mem0RunResult", "run_mem0"]
+__all__ = ["HARNESS_VERSION", "MEM0_CTX", "Mem0RunConfig", "Mem0RunResult", "run_mem0",
+           "run_mem0_files"]
 
 HARNESS_VERSION = 1
 STORE_DIR = "mem0_store"
@@ -671,6 +672,74 @@ def run_mem0(
                               units=units, system=cfg.system, manifest_extra=extra,
                               force=force, step=STEP, keep=KEEP)
     return Mem0RunResult(out, imp, tuple(dones), tuple(skipped))
+
+
+#: The context of a ``local_model`` server: Mem0's extraction request (its fixed additive
+#: extraction prompt, the existing memories, the last messages and the window) is about
+#: 8,000 tokens, and the reply needs room after it
+MEM0_CTX = 16384
+
+
+def run_mem0_files(
+    dataset: str,
+    out: str | Path,
+    *,
+    collections: Sequence[str] | None = None,
+    local_model: str | None = None,
+    local_port: int = 8089,
+    data: str | Path | None = None,
+    verify: bool = True,
+    progress: ProgressFn | None = None,
+    log: Callable[[str], None] | None = None,
+    fresh: bool = False,
+    force: bool = False,
+    **settings: Any,
+) -> Mem0RunResult:
+    """What ``tiap mem0-run`` does: check the settings (:class:`Mem0RunConfig`, from
+    ``settings``) before any data, load ``dataset`` (an id, its files from ``data``), serve
+    ``local_model`` on 127.0.0.1:``local_port`` for the run when given (``infer`` only; with
+    the :data:`MEM0_CTX` context; instead of ``llm_base_url`` and ``llm_model``), and
+    :func:`run_mem0`. ``log`` receives the local server's messages.
+
+    Errors name the parameters (``local_model``) as the command names its options
+    (``--local-model``) inside :func:`tiap.config.command_options`.
+
+    Example:
+        >>> run_mem0_files("locomo", "mem0", local_model="smollm2-135m")
+        Traceback (most recent call last):
+        tiap.errors.TiapError: local_model serves the LLM of infer; add infer
+        >>> run_mem0_files("locomo", "mem0", window=0)
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: ...window...
+    """
+    from tiap.config import option_name
+    from tiap.datasets.files import DataSource
+    from tiap.datasets.registry import load
+
+    if local_model is not None:
+        from tiap.llm import local_endpoint
+
+        if not settings.get("infer"):
+            raise TiapError(f"{option_name('local_model')} serves the LLM of "
+                            f"{option_name('infer')}; add {option_name('infer')}",
+                            code="usage")
+        settings["llm_base_url"], settings["llm_model"] = local_endpoint(
+            local_model, local_port, base_url=settings.get("llm_base_url"),
+            model=settings.get("llm_model"),
+            flags=(option_name("llm_base_url"), option_name("llm_model")))
+    cfg = Mem0RunConfig(**settings)  # checked: before any data
+    ds = load(dataset, source=DataSource(data, verify=verify))
+    with contextlib.ExitStack() as stack:
+        served = None
+        if local_model is not None:
+            from tiap.llm import LocalServer
+
+            served = stack.enter_context(LocalServer(
+                local_model, port=local_port, ctx=MEM0_CTX,
+                log=log or (lambda m: None))).settings()
+        return run_mem0(ds, out, cfg, collections=collections, progress=progress, fresh=fresh,
+                        force=force, served=served)
 
 
 def _concat(path: Path, parts: Sequence[Path]) -> None:

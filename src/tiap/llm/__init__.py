@@ -22,10 +22,14 @@ __all__ = [
     "DEFAULT_MODEL",
     "MODELS",
     "ChatClient",
+    "CheckReply",
     "LocalServer",
+    "check_server",
     "installed",
     "local_endpoint",
+    "model_rows",
     "redact",
+    "serve_model",
 ]
 
 #: name -> the module that defines it
@@ -37,11 +41,25 @@ _HOMES = {
     "LocalServer": "tiap.llm.local",
     "installed": "tiap.llm.local",
     "local_endpoint": "tiap.llm.local",
+    "CheckReply": "tiap.llm.local",
+    "check_server": "tiap.llm.local",
+    "model_rows": "tiap.llm.local",
+    "serve_model": "tiap.llm.local",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from tiap.llm.client import ChatClient, redact
-    from tiap.llm.local import DEFAULT_MODEL, MODELS, LocalServer, installed, local_endpoint
+    from tiap.llm.local import (
+        DEFAULT_MODEL,
+        MODELS,
+        CheckReply,
+        LocalServer,
+        check_server,
+        installed,
+        local_endpoint,
+        model_rows,
+        serve_model,
+    )
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -55,8 +55,9 @@ from tiap.errors import TiapError, install_hint
 from tiap.io import atomic_write
 from tiap.limits import check
 
-__all__ = ["CLIENT_DEFAULTS", "DEFAULT_MODEL", "DEFAULT_PORT", "MODELS", "LocalModel",
-           "LocalServer", "local_base_url", "local_endpoint", "model_file", "read_gguf_meta"]
+__all__ = ["CLIENT_DEFAULTS", "DEFAULT_MODEL", "DEFAULT_PORT", "MODELS", "CheckReply",
+           "LocalModel", "LocalServer", "check_server", "local_base_url", "local_endpoint",
+           "model_file", "model_rows", "read_gguf_meta", "serve_model"]
 
 #: The pinned ``xllamacpp`` release (the ``llm-local`` extra).
 XLLAMACPP = "xllamacpp==2026.10.11549"
@@ -490,6 +491,101 @@ class LocalServer:
         if proc.stdout is not None:
             proc.stdout.close()
         self.url = None
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """One row per pinned model (``tiap llm models``): name, whether it is the default,
+    title, bytes, sha256, licence, whether installed, how to install.
+
+    Example:
+        >>> row = model_rows()[0]
+        >>> row["name"], row["default"], sorted(row)
+        ('qwen2.5-coder-1.5b', True, ['bytes', 'default', 'install', 'installed', 'licence', \
+'name', 'sha256', 'title'])
+    """
+    return [{"name": m.name, "default": m.name == DEFAULT_MODEL, "title": m.title,
+             "bytes": m.size, "sha256": m.sha256, "licence": m.licence,
+             "installed": installed(m), "install": m.install} for m in MODELS.values()]
+
+
+@dataclass(frozen=True)
+class CheckReply:
+    """The answer to :func:`check_server`'s question: its text, seconds, completion tokens
+    (``None`` when the server did not say).
+
+    Example:
+        >>> CheckReply("Paris", 0.4, 2).content
+        'Paris'
+    """
+
+    content: str
+    seconds: float
+    tokens: int | None
+
+
+#: the one question :func:`check_server` asks
+CHECK_QUESTION = "Name the capital of France in one word."
+
+
+def check_server(server: LocalServer) -> CheckReply:
+    """Ask a started server one question (:data:`CHECK_QUESTION`, greedy, 32 tokens at most)
+    through TIAP's own client (:class:`tiap.llm.client.ChatClient`); no answer is
+    ``error[endpoint]`` naming the server's log.
+
+    Example:
+        >>> with LocalServer("smollm2-135m") as srv:                  # doctest: +SKIP
+        ...     check_server(srv).content
+        'Paris'
+    """
+    from tiap.llm.client import ChatClient
+
+    body = {"model": server.model, "temperature": 0, "max_tokens": 32,
+            "messages": [{"role": "user", "content": CHECK_QUESTION}]}
+    client = ChatClient(server.base_url, api_key_env=None, timeout=300, max_retries=0)
+    t0 = time.monotonic()
+    try:
+        reply = client.post(body)
+    finally:
+        client.close()
+    took = time.monotonic() - t0
+    if not reply.ok:
+        why = reply.error or f"HTTP {reply.status}"
+        raise TiapError(f"the local server did not answer the check: {why}",
+                        file=server.log_file, code="endpoint")
+    usage = (reply.data or {}).get("usage") or {}
+    return CheckReply(str(reply.content).strip(), took, usage.get("completion_tokens"))
+
+
+def serve_model(model: str = DEFAULT_MODEL, *, port: int = DEFAULT_PORT, ctx: int = 4096,
+                threads: int = 1, parallel: int = 1, check: bool = False,
+                log: Callable[[str], None] = lambda s: None,
+                ready: Callable[[LocalServer], None] = lambda srv: None) -> CheckReply | None:
+    """What ``tiap llm serve`` does: start ``model`` on 127.0.0.1:``port``
+    (:class:`LocalServer`; ``log`` gets its messages and the start time), call ``ready``
+    with the running server, then either ask :func:`check_server`'s question and stop
+    (``check``: its reply is returned) or serve until Ctrl-C (``None``). A server that stops
+    on its own is ``error[endpoint]`` naming its log.
+
+    Example:
+        >>> serve_model("smollm2-135m", port=0, check=True).content  # doctest: +SKIP
+        'Paris'
+    """
+    srv = LocalServer(model, port=port, ctx=ctx, threads=threads, parallel=parallel, log=log)
+    t0 = time.monotonic()
+    with srv:
+        log(f"started in {time.monotonic() - t0:.1f} s")
+        ready(srv)
+        if check:
+            return check_server(srv)
+        log("serving until Ctrl-C")
+        try:
+            while srv.proc is not None and srv.proc.poll() is None:
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            log("stopping")
+            return None
+        raise TiapError("the local server stopped on its own", file=srv.log_file,
+                        code="endpoint")
 
 
 def _port_free(port: int) -> bool:

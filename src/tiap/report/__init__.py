@@ -7,6 +7,13 @@ Figures need the ``report`` extra (matplotlib). The public API is
 """
 
 from tiap.report.build import build_report
-from tiap.report.procedure import flip_cells, procedure_text
+from tiap.report.procedure import (
+    FlipSummary,
+    flip_cells,
+    flip_headline,
+    flip_summary,
+    procedure_text,
+)
 
-__all__ = ["build_report", "flip_cells", "procedure_text"]
+__all__ = ["FlipSummary", "build_report", "flip_cells", "flip_headline", "flip_summary",
+           "procedure_text"]

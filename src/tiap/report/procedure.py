@@ -16,7 +16,9 @@ as such (:func:`is_legacy`), never as the new procedure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tiap.numfmt import interval, signed
@@ -236,3 +238,97 @@ def flip_cells(row: Mapping[str, Any], resamples: object) -> dict[str, str]:
         cells[f"p_{i}"] = p_cell(row, f"p_{i}_adjusted", resamples).replace("\u00a0", " ")
     cells["effect"] = effect_pair(row)
     return cells
+
+
+@dataclass(frozen=True)
+class FlipSummary:
+    """The winner flips of a sensitivity folder on its headline measure, as ``tiap
+    audit-run`` prints them (:func:`flip_summary`).
+
+    ``total``: flips over all measures; ``headline``: the measure shown
+    (:func:`flip_headline`; ``None`` without flips); ``rows``: its flips as read from
+    ``winner_flips.csv``, each with its ``cells`` (:func:`flip_cells`) and ``verdicts``
+    (``yes``, ``below threshold``, ``not significant``); ``significant`` and
+    ``headlines``: how many are significant, and headline flips; ``threshold`` and
+    ``after_correction``: :func:`procedure_text`; ``resamples``: of the tests.
+
+    Example:
+        >>> FlipSummary(Path("winner_flips.csv"), 0, None, (), (), (), 0, 0, "", "", None).total
+        0
+    """
+
+    path: Path
+    total: int
+    headline: str | None
+    rows: tuple[dict[str, str], ...]
+    cells: tuple[dict[str, str], ...]
+    verdicts: tuple[str, ...]
+    significant: int
+    headlines: int
+    threshold: str
+    after_correction: str
+    resamples: Any
+
+
+def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
+    """The winner flips of ``sensitivity_dir`` on the headline measure, with how they were
+    tested (its manifest's options, read by :func:`tiap.provenance.read_manifest`); ``None``
+    when the folder has no ``winner_flips.csv``.
+
+    Example:
+        >>> import csv, json, tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with open(Path(tmp) / "winner_flips.csv", "w", newline="") as fh:
+        ...         w = csv.DictWriter(fh, ["measure", "flip"])
+        ...         _ = w.writeheader(), w.writerow({"measure": "nDCG@10", "flip": "false"})
+        ...     s = flip_summary(tmp)
+        >>> s.total, s.headline, s.rows
+        (0, None, ())
+    """
+    import csv
+
+    from tiap.provenance import read_manifest
+
+    sdir = Path(sensitivity_dir)
+    path = sdir / "winner_flips.csv"
+    if not path.exists():
+        return None
+    with open(path, newline="", encoding="utf-8") as fh:
+        flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
+    if not flips:
+        return FlipSummary(path, 0, None, (), (), (), 0, 0, "", "", None)
+    opts = read_manifest(sdir, step="sensitivity")["options"]
+    resamples = opts.get("resamples")
+    headline = flip_headline([r["measure"] for r in flips])
+    rows = tuple(r for r in flips if r["measure"] == headline)
+    how = procedure_text(opts)
+    return FlipSummary(
+        path, len(flips), headline, rows, tuple(flip_cells(r, resamples) for r in rows),
+        tuple(_verdict(r) for r in rows),
+        sum(r.get("significant_flip") == "true" for r in rows),
+        sum(r.get("headline") == "true" for r in rows),
+        how["threshold"], how["after_correction"], resamples)
+
+
+def flip_headline(measures: Sequence[str]) -> str:
+    """The measure whose flips are printed: the headline measure (nDCG at its largest
+    rank cutoff, :func:`tiap.scoring.primary_measure`) among the flipped ones, as
+    written in winner_flips.csv. A token budget (``nDCG@tok500``) is a measure like any
+    other, never read as a rank cutoff.
+
+        >>> flip_headline(["nDCG@tok500", "nDCG@5", "ndcg@10"])
+        'ndcg@10'
+    """
+    from tiap.scoring import parse_measure, primary_measure
+
+    written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
+    return written[str(primary_measure(list(dict.fromkeys(measures))))]
+
+
+def _verdict(r: Mapping[str, str]) -> str:
+    if r.get("headline") == "true":
+        return "yes"
+    if r.get("significant_flip") == "true":
+        return "below threshold"
+    return "not significant"

@@ -76,6 +76,19 @@ class EmbeddingCache(KeyedCache):
     # A rowid table: a vector (1.5 kB for 384 dimensions) is too large a row for WITHOUT
     # ROWID, which doubled the file size. 16 kB pages hold ten such rows with little slack.
     PAGE_SIZE = 16384
+    NOUN, COMPARE, FOLDER = "embeddings", "vec", "an embedding cache folder"
+
+    @classmethod
+    def file_in(cls, path: str | Path) -> Path:
+        """A cache folder's file (``embeddings.sqlite3``), or ``path`` itself."""
+        path = Path(path)
+        return path / DB_NAME if path.is_dir() else path
+
+    @classmethod
+    def open_at(cls, path: str | Path) -> EmbeddingCache:
+        """The cache of the folder ``path``, or of the folder of ``embeddings.sqlite3``."""
+        path = Path(path)
+        return cls(path.parent if path.suffix == ".sqlite3" else path)
 
     def __init__(self, directory: str | Path | None) -> None:
         self.directory = None if directory is None else Path(directory)
@@ -115,16 +128,6 @@ class EmbeddingCache(KeyedCache):
             raise ValueError(f"{len(keys)} keys but vectors of shape {vectors.shape}")
         self.store("vectors", [(model, k, int(v.size), v.tobytes())
                                for k, v in zip(keys, vectors, strict=True)], replace=False)
-
-    def merge_from(self, other: str | Path) -> dict[str, int]:
-        """Add every vector of another cache file (``embeddings.sqlite3`` of another machine
-        or worker) that this one lacks, in one transaction. Returns ``{"added", "same",
-        "differing"}``: vectors new here, present with the same bytes, and present with other
-        bytes (this cache's are kept)."""
-        path = Path(other)
-        if path.is_dir():
-            path = path / DB_NAME
-        return self.merge_file(path, "vectors", "vec")
 
     def count(self, model: str | None = None) -> int:
         """How many vectors the cache holds (for one model, or in all)."""
