@@ -339,28 +339,6 @@ def test_no_public_name_is_shadowed_by_a_submodule() -> None:
 #: rewrite (the CLI's commands, the rescore folder and the score model): each goes to its
 #: module's top there. ``module: import``, one entry per statement.
 PENDING = sorted([
-    ("tiap.cli.audit: from rich.progress import BarColumn, MofNCompleteColumn, Progress, "
-    "TextColumn, TimeElapsedColumn"),
-    "tiap.cli.common: from tiap.errors import TiapError",
-    "tiap.cli.common: from tiap.errors import Problem, TiapError",
-    "tiap.cli.common: from tiap.errors import TiapError",
-    "tiap.cli.imports: from tiap.importers import check_import_folder, forced",
-    "tiap.cli.imports: import json",
-    "tiap.cli.imports: from tiap.importers import coverage_of_folder, write_coverage",
-    "tiap.cli.imports: from tiap.datasets import DataSource, load",
-    "tiap.cli.main: from rich.markup import escape",
-    "tiap.cli.main: import sqlite3",
-    "tiap.cli.main: import tiap.provenance",
-    "tiap.cli.mem0: from tiap.errors import TiapError",
-    "tiap.cli.pipeline: from tiap.cli.common import console",
-    "tiap.cli.rescore: from tiap.scoring import parse_measures",
-    "tiap.cli.rescore: from concurrent.futures import ThreadPoolExecutor",
-    "tiap.cli.retrieval: from tiap.errors import TiapError",
-    ("tiap.cli.retrieval: from rich.progress import BarColumn, MofNCompleteColumn, Progress, "
-    "TextColumn, TimeElapsedColumn, TimeRemainingColumn"),
-    "tiap.cli.targets: from tiap.cli.common import split_names",
-    "tiap.cli.targets: from tiap.errors import TiapError",
-    "tiap.cli.targets: from tiap.errors import Problem, TiapError",
     "tiap.scoring.folder: import numpy as np",
     "tiap.scoring.folder: from tiap.provenance import verify_input",
     "tiap.scoring.scores: from tiap.errors import require",

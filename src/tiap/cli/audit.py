@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tiap.cli.common import (
@@ -150,7 +151,6 @@ def judge_cmd(
     """Judge every case with every judge; writes OUT/labels.jsonl and OUT/manifest.json
     (OUT is replaced whole; the verdict cache in it is kept). Safe to kill and rerun:
     finished verdicts are kept in the cache and never asked for again."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tiap.audit import judge_cases
     from tiap.config import command_options

@@ -19,6 +19,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from tiap.errors import Problem, TiapError
+
 # Tables stay readable when output goes to a file or a pipe (rich would use 80 columns).
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
@@ -148,7 +150,6 @@ def headline_option(measure: str | None, k: int | None) -> str | None:
     """The headline measure ``--measure M`` or ``--k K`` (nDCG@K) names; None: the default.
     Every command that needs one measure takes both, and the same ``--k`` as retrieval's
     depth and rescoring's cutoff."""
-    from tiap.errors import TiapError
 
     if measure is not None and k is not None:
         raise TiapError(f"give --measure or --k, not both (--k {k} means --measure nDCG@{k})",
@@ -174,7 +175,6 @@ def split_names(value: str, option: str, *, what: str = "names", sep: str = ",",
     did-you-mean) are errors (``invalid-value``) naming the option and what it takes, never
     silently dropped, merged or replaced by a default.
     """
-    from tiap.errors import Problem, TiapError
 
     items = [v.strip() for v in value.split(sep)]
     if not any(items):
@@ -216,8 +216,6 @@ def in_range(limit: str, option: str):  # type: ignore[no-untyped-def]
         wrong = declared.problem(value)
         if wrong is not None:
             from tiap.config import toml_value
-            from tiap.errors import TiapError
-
             raise TiapError(f"option {option}: {wrong}, got {toml_value(value)}"
                             f"{declared.reason(value)}", code="usage")
         return value

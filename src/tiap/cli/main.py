@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import signal
+import sqlite3
 import sys
 import threading
 from collections.abc import Callable
 
 import typer
+from rich.markup import escape
 
+import tiap.provenance
 from tiap import __version__
 from tiap.cli import (
     audit,
@@ -100,7 +103,6 @@ def _kept(argv: list[str]) -> str:
 def _error(code: str, text: str) -> None:
     """One error line; any configured secret in it (an API key an endpoint echoed into a
     message) is redacted, as in everything TIAP writes."""
-    from rich.markup import escape
 
     from tiap.llm import redact
 
@@ -139,7 +141,6 @@ def _usage_error(exc: Exception, args: list[str]) -> int:
 
 def _is_disk_full(exc: BaseException) -> bool:
     import errno
-    import sqlite3
 
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
@@ -153,7 +154,6 @@ def main(argv: list[str] | None = None) -> int:
     from typer.exceptions import TyperException  # typer's parser errors (its own click) too
 
     args = sys.argv[1:] if argv is None else list(argv)
-    import tiap.provenance
 
     tiap.provenance.command_line = ["tiap", *args]
     terminated: list[int] = []

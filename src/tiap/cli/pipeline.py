@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tiap.cli.common import DataOption, bounded, err_console, track
+from tiap.cli.common import DataOption, bounded, console, err_console, track
 
 if TYPE_CHECKING:
     from tiap.report import FlipSummary
@@ -69,8 +69,6 @@ def audit_run_cmd(
 def print_flips(s: FlipSummary | None) -> None:
     """Winner flips on the headline measure, with the practical threshold a headline needs."""
     from rich.table import Table
-
-    from tiap.cli.common import console
 
     if s is None:
         return

@@ -7,6 +7,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from tiap.cli.common import bounded, err_console
 from tiap.scoring import DEFAULT_K
@@ -120,14 +128,6 @@ def retrieve_cmd(
 
 def _run_with_progress(*args: Any, **kwargs: Any) -> Any:
     """retrieve_files() with progress bars (collections, encoding) on stderr."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from tiap.retrieval import retrieve_files
 

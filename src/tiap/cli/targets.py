@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tiap.cli.common import ForceOption, console, err_console
+from tiap.cli.common import ForceOption, console, err_console, split_names
+from tiap.errors import TiapError
 
 TargetsOption = Annotated[
     str,
@@ -27,8 +28,6 @@ def split_targets(value: str, option: str = "--targets") -> list[str]:
 
     An empty value, an empty item and a name neither registered nor defined in ``value``
     are errors (``invalid-value``) naming ``option``, with a did-you-mean."""
-    from tiap.cli.common import split_names
-    from tiap.errors import TiapError
     from tiap.targets import DEFAULT_REGISTRY, parse_granularity
 
     sep = ";" if ";" in value or "{" in value else ","

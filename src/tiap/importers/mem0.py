@@ -58,6 +58,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tiap.datasets import DataSource, load
 from tiap.datasets.base import Dataset
 from tiap.datasets.queryfile import query_from_json, read_queries, write_queries
 from tiap.datasets.records import Query
@@ -618,7 +619,6 @@ def import_mem0_results(
     if dataset is not None:
         if queries is not None:
             raise TiapError("give the queries one way: --dataset or --queries, not both")
-        from tiap.datasets import DataSource, load
 
         queries = load(dataset, source=DataSource(data_dir, verify=verify))
     imp = read_mem0_import(path, memories=memories, queries=queries, units=units, system=system,

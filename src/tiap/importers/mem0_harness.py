@@ -73,9 +73,11 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from tiap.config import Invalid, Settings, ranged, validate
+from tiap.config import Invalid, Settings, option_name, ranged, validate
 from tiap.datasets.base import Bundle, Dataset, first_sessions
+from tiap.datasets.files import DataSource
 from tiap.datasets.records import Query, Turn
+from tiap.datasets.registry import load
 from tiap.errors import TiapError, require
 from tiap.importers import IMPORT_KNOWN
 from tiap.importers.mem0 import (
@@ -86,6 +88,7 @@ from tiap.importers.mem0 import (
     import_mem0_results,
 )
 from tiap.io import atomic_write, check_output_folder, iter_jsonl, write_jsonl
+from tiap.llm import LocalServer, local_endpoint
 from tiap.llm.client import BaseUrl
 from tiap.provenance import input_entry
 
@@ -713,12 +716,8 @@ def run_mem0_files(
         ...
         tiap.errors.TiapError: ...window...
     """
-    from tiap.config import option_name
-    from tiap.datasets.files import DataSource
-    from tiap.datasets.registry import load
 
     if local_model is not None:
-        from tiap.llm import local_endpoint
 
         if not settings.get("infer"):
             raise TiapError(f"{option_name('local_model')} serves the LLM of "
@@ -733,7 +732,6 @@ def run_mem0_files(
     with contextlib.ExitStack() as stack:
         served = None
         if local_model is not None:
-            from tiap.llm import LocalServer
 
             served = stack.enter_context(LocalServer(
                 local_model, port=local_port, ctx=MEM0_CTX,

@@ -16,14 +16,17 @@ as such (:func:`is_legacy`), never as the new procedure.
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tiap.numfmt import interval, signed
+from tiap.provenance import read_manifest
 from tiap.report.load import num, truth
 from tiap.report.render import p_cell
+from tiap.scoring import parse_measure, primary_measure
 from tiap.sensitivity.flips import gap_text
 
 __all__ = ["CORRECTION_NAMES", "DZ_REASON", "after_correction", "correction_name", "effect_pair",
@@ -286,9 +289,6 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
         >>> s.total, s.headline, s.rows
         (0, None, ())
     """
-    import csv
-
-    from tiap.provenance import read_manifest
 
     sdir = Path(sensitivity_dir)
     path = sdir / "winner_flips.csv"
@@ -320,7 +320,6 @@ def flip_headline(measures: Sequence[str]) -> str:
         >>> flip_headline(["nDCG@tok500", "nDCG@5", "ndcg@10"])
         'ndcg@10'
     """
-    from tiap.scoring import parse_measure, primary_measure
 
     written = {str(parse_measure(m)): m for m in reversed(measures)}  # first spelling wins
     return written[str(primary_measure(list(dict.fromkeys(measures))))]

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiap.config import option_name
+from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
 from tiap.retrieval.dense import DenseRetriever
 from tiap.retrieval.factory import make_retriever
@@ -83,8 +85,6 @@ def retrieve_files(
         Traceback (most recent call last):
         tiap.errors.TiapError: cache_dir and use_cache=False exclude each other
     """
-    from tiap.config import option_name
-    from tiap.engine import make_engine, use_engine
 
     if cache_dir is not None and not use_cache:
         no_cache = option_name("use_cache")

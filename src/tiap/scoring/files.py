@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tiap.config import option_name as _opt
+from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
 from tiap.io import split_named
 from tiap.scoring.measures import DEFAULT_K, default_measures, parse_measures
@@ -132,7 +133,6 @@ def rescore_files(
         Traceback (most recent call last):
         tiap.errors.TiapError: give k or measures, not both (k 10 means measures nDCG@10,...)
     """
-    from tiap.engine import make_engine, use_engine
     from tiap.scoring.folder import check_rescore_folder, write_rescore
 
     run_specs, item_specs = _specs(runs), _specs(items)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tiap.engine import make_engine, use_engine
 from tiap.io import check_output_folder, split_named
 from tiap.sensitivity.analyze import SensitivityResult, analyze, write_sensitivity
 from tiap.sensitivity.design import parse_configs
@@ -56,7 +57,6 @@ def sensitivity_files(
         tiap.errors.TiapError: --configs 'density=A': expected NAME=SYSTEM,SYSTEM[,...] ...
     """
     from tiap.config import option_name
-    from tiap.engine import make_engine, use_engine
 
     check_output_folder(out, "sensitivity", force=force, known=("*.csv",))
     groups = dict(configs) if isinstance(configs, Mapping) else parse_configs(configs)

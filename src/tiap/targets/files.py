@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from tiap.datasets.queryfile import read_queries
 from tiap.errors import Problem, TiapError
+from tiap.memory.store import read_store
 from tiap.targets.folder import TargetsExport, check_targets_folder, read_overlays, write_targets
 from tiap.targets.groups import DEFAULT_TARGETS
 from tiap.targets.targets import Target
@@ -46,8 +48,6 @@ def targets_files(
         tiap.errors.TiapError: f5=store/items.jsonl: file not found; items takes a path only ...
     """
     from tiap.config import option_name
-    from tiap.datasets.queryfile import read_queries
-    from tiap.memory.store import read_store
 
     paths = [Path(items)] if isinstance(items, str | Path) else [Path(p) for p in items]
     check_targets_folder(out, force=force)
