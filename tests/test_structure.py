@@ -2,8 +2,7 @@
 
 - No import circle between TIAP's modules. Every ``import`` counts, at any depth (an import
   inside a function closes a circle as surely as one at the top), except those under
-  ``if TYPE_CHECKING:``, which never run; the few function-level edges a circle may close
-  are listed, each with why (:data:`ALLOWED_BACK_EDGES`). At module level, none.
+  ``if TYPE_CHECKING:``, which never run. None is allowed.
 - No module uses another module's private name (``_name``), whether imported
   (``from tiap.x import _name``) or reached through a module (``x._name``).
 """
@@ -49,22 +48,11 @@ class _Imports(ast.NodeVisitor):
     def __init__(self, module: str, path: Path) -> None:
         self.module, self.path = module, path
         self.edges: set[str] = set()
-        self.top: set[str] = set()  # imported at module level (not inside a function)
-        self._depth = 0
         self.private: list[tuple[int, str]] = []
         self.aliases: dict[str, str] = {}  # local name -> TIAP module it stands for
 
     def _add(self, target: str) -> None:
         self.edges.add(target)
-        if not self._depth:
-            self.top.add(target)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self._depth += 1
-        self.generic_visit(node)
-        self._depth -= 1
-
-    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_If(self, node: ast.If) -> None:
         if _type_checking(node):
@@ -124,28 +112,11 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
         except graphlib.CycleError as exc:
             cycle = exc.args[1]
             found.append(cycle)
-            graph[cycle[-2]].discard(cycle[-1])
-
-
-#: Import edges a circle may close, each with why. Only edges made inside a function count
-#: here: a module-level circle is never allowed.
-ALLOWED_BACK_EDGES = {
-    # Scores.to_folder / Scores.from_folder / Scores.summary call the rescore folder's own
-    # module, which builds Scores when it reads a folder (open: issue 34).
-    ("tiap.scoring.scores", "tiap.scoring.folder"),
-}
+            graph[cycle[-1]].discard(cycle[-2])  # each node is a predecessor of the next
 
 
 def test_no_import_circle() -> None:
     graph = {m: {t for t in v.edges if t in MODULES and t != m} for m, v in SCAN.items()}
-    for a, b in ALLOWED_BACK_EDGES:
-        assert b in graph[a] and b not in SCAN[a].top, f"stale or module-level: {a} -> {b}"
-        graph[a].discard(b)
-    assert [" -> ".join(c) for c in _circles(graph)] == []
-
-
-def test_no_module_level_import_circle() -> None:
-    graph = {m: {t for t in v.top if t in MODULES and t != m} for m, v in SCAN.items()}
     assert [" -> ".join(c) for c in _circles(graph)] == []
 
 
@@ -164,9 +135,13 @@ def test_the_scan_sees_what_it_checks() -> None:
     v = _Imports("tiap.sample", SRC / "tiap" / "sample.py")
     v.visit(ast.parse(src))
     assert v.edges == {"tiap.ids", "tiap.io", "tiap.errors"}
-    assert v.top == {"tiap.ids", "tiap.io"}
     assert sorted(name for _, name in v.private) == ["tiap.errors._y", "tiap.ids._x",
                                                      "tiap.io._private"]
+    # the circle search ends and finds each circle of a graph it is given (module -> what it
+    # imports): a -> b -> c -> a and d -> e -> d; none once the graph has none
+    found = _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d", "a"}})
+    assert sorted(sorted(set(c)) for c in found) == [["a", "b", "c"], ["d", "e"]]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 
