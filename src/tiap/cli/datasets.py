@@ -57,7 +57,7 @@ def stats_cmd(
         ds.verify()
         stats = ds.stats(track(ds.bundles(), f"reading {did}", ds.expected_collections()))
         if as_json:
-            print(json.dumps(stats.to_json(), ensure_ascii=False))
+            print(json.dumps(stats.to_json(), ensure_ascii=False, allow_nan=False))
         else:
             _print_stats(stats)
 

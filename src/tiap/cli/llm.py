@@ -36,7 +36,7 @@ def models_cmd(
              "installed": installed(m), "install": m.install} for m in MODELS.values()]
     if as_json:
         for r in rows:
-            print(json.dumps(r))
+            print(json.dumps(r, allow_nan=False))
         return
     table = Table(title="local models (pinned by size and sha256)")
     for col in ("name", "model", "size", "installed", "licence", "install"):
