@@ -62,3 +62,29 @@ def test_a_manifest_with_nan_is_refused_when_written(tmp_path: Path) -> None:
     p = exc.value.problems[0]
     assert (p.file, p.record, p.code) == (str(tmp_path / "manifest.json"), ".options.alpha",
                                           "invalid-value")
+
+
+def test_a_mean_the_target_sizes_do_not_determine_is_written_as_null(tmp_path: Path) -> None:
+    """Two queries, each with one raw turn of evidence ranked first: under Raw each has one
+    group of one member. q1's n_groups is emptied in the folder (not known): the mean of
+    n_groups over the defined queries is then not determined (null in the sensitivity
+    manifest, where json.dumps would have written NaN); n_members is known for both:
+    (1 + 1) / 2 = 1.0."""
+    scores = tiap.rescore({"A": {"q1": ["t1"], "q2": ["t2"]}},
+                          [{"query_id": "q1", "evidence": ["d1:1"]},
+                           {"query_id": "q2", "evidence": ["d1:2"]}],
+                          [{"item_id": "t1", "kind": "raw", "sources": ["d1:1"]},
+                           {"item_id": "t2", "kind": "raw", "sources": ["d1:2"]}],
+                          measures="RR@5")
+    scores.to_folder(tmp_path / "r")
+    sizes = tmp_path / "r" / "target_sizes.csv"
+    text = sizes.read_text(encoding="utf-8")
+    assert "A,raw,q1,1,1\n" in text
+    sizes.write_text(text.replace("A,raw,q1,1,1\n", "A,raw,q1,,1\n"), encoding="utf-8")
+    from tiap.sensitivity import write_sensitivity
+
+    back = tiap.Scores.from_folder(tmp_path / "r")
+    write_sensitivity(tiap.analyze(back, resamples=100), tmp_path / "s")
+    man = read_manifest(tmp_path / "s")  # the strict reader: no NaN in it
+    cov = man["datasets"][0]["systems"]["A"]["coverage"]["raw"]
+    assert cov["mean_groups"] is None and cov["mean_members"] == 1.0
