@@ -2,8 +2,7 @@
 
 - No import circle between TIAP's modules. Every ``import`` counts, at any depth (an import
   inside a function closes a circle as surely as one at the top), except those under
-  ``if TYPE_CHECKING:``, which never run; the few function-level edges a circle may close
-  are listed, each with why (:data:`ALLOWED_BACK_EDGES`). At module level, none.
+  ``if TYPE_CHECKING:``, which never run. None is allowed.
 - No module uses another module's private name (``_name``), whether imported
   (``from tiap.x import _name``) or reached through a module (``x._name``).
 - No import inside a function loads what the module has loaded already: a function-level
@@ -13,7 +12,7 @@
 - Outside what ``tiap --help`` loads, no import inside a function defers just one light TIAP
   module (one whose own imports are loaded already or the standard library's). The imports
   that stay inside functions keep ``import tiap`` and ``tiap --help`` light, defer a stage
-  (a package, numpy, pydantic), wait for an optional extra, or close a listed circle.
+  (a package, numpy, pydantic), or wait for an optional extra.
 """
 
 from __future__ import annotations
@@ -218,28 +217,11 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
         except graphlib.CycleError as exc:
             cycle = exc.args[1]
             found.append(cycle)
-            graph[cycle[-2]].discard(cycle[-1])
-
-
-#: Import edges a circle may close, each with why. Only edges made inside a function count
-#: here: a module-level circle is never allowed.
-ALLOWED_BACK_EDGES = {
-    # Scores.to_folder / Scores.from_folder / Scores.summary call the rescore folder's own
-    # module, which builds Scores when it reads a folder (open: issue 34).
-    ("tiap.scoring.scores", "tiap.scoring.folder"),
-}
+            graph[cycle[-1]].discard(cycle[-2])  # each node is a predecessor of the next
 
 
 def test_no_import_circle() -> None:
     graph = {m: {t for t in v.edges if t in MODULES and t != m} for m, v in SCAN.items()}
-    for a, b in ALLOWED_BACK_EDGES:
-        assert b in graph[a] and b not in SCAN[a].top, f"stale or module-level: {a} -> {b}"
-        graph[a].discard(b)
-    assert [" -> ".join(c) for c in _circles(graph)] == []
-
-
-def test_no_module_level_import_circle() -> None:
-    graph = {m: {t for t in v.top if t in MODULES and t != m} for m, v in SCAN.items()}
     assert [" -> ".join(c) for c in _circles(graph)] == []
 
 
@@ -258,9 +240,13 @@ def test_the_scan_sees_what_it_checks() -> None:
     v = _Imports("tiap.sample", SRC / "tiap" / "sample.py")
     v.visit(ast.parse(src))
     assert v.edges == {"tiap.ids", "tiap.io", "tiap.errors"}
-    assert v.top == {"tiap.ids", "tiap.io"}
     assert sorted(name for _, name in v.private) == ["tiap.errors._y", "tiap.ids._x",
                                                      "tiap.io._private"]
+    # the circle search ends and finds each circle of a graph it is given (module -> what it
+    # imports): a -> b -> c -> a and d -> e -> d; none once the graph has none
+    found = _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d", "a"}})
+    assert sorted(sorted(set(c)) for c in found) == [["a", "b", "c"], ["d", "e"]]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 
@@ -335,23 +321,14 @@ def test_no_public_name_is_shadowed_by_a_submodule() -> None:
     assert shadowed == []
 
 
-#: Function-level imports that load nothing new, left in modules other changes of issue 34
-#: rewrite (the CLI's commands, the rescore folder and the score model): each goes to its
-#: module's top there. ``module: import``, one entry per statement.
-PENDING = sorted([
-    "tiap.scoring.folder: import numpy as np",
-    "tiap.scoring.folder: from tiap.provenance import verify_input",
-    "tiap.scoring.scores: from tiap.errors import require",
-    "tiap.scoring.scores: from tiap.errors import require",
-])
 
 
 def test_no_function_level_import_loads_what_is_loaded_already() -> None:
     # an import inside a function that loads nothing new buys no laziness: it belongs at the
     # top (imports that stay inside functions keep ``import tiap`` and ``tiap --help`` light,
-    # wait for an optional extra, or are listed in ALLOWED_BACK_EDGES)
+    # defer a stage or wait for an optional extra)
     found = sorted(f"{m}: {text}" for m in SCAN for text in _needless(m))
-    assert found == PENDING
+    assert found == []
 
 
 def test_the_late_import_check_sees_what_it_checks() -> None:
@@ -409,13 +386,9 @@ def _one_light_module(module: str, scan: dict[str, _Imports] = SCAN) -> list[str
         new = [_loaded(t, scan) for t in must]
         added = set().union(*(a for a, _ in new)) - ours
         foreign = {o.split(".")[0] for _, b in new for o in b - others} - sys.stdlib_module_names
-        if len(added) == 1 and not foreign and (module, *added) not in ALLOWED_BACK_EDGES:
+        if len(added) == 1 and not foreign:
             out.append(text)
     return out
-
-
-#: One-module imports left in a module another change of issue 34 rewrites.
-PENDING_LIGHT = ["tiap.scoring.folder: from tiap.scoring.cost import COST_COLUMNS"] * 3
 
 
 def test_no_function_level_import_defers_one_light_module() -> None:
@@ -423,4 +396,4 @@ def test_no_function_level_import_defers_one_light_module() -> None:
     # own module (whose imports are loaded already or the standard library's) defers next to
     # nothing: it belongs at the top
     found = sorted(f"{m}: {text}" for m in SCAN if m not in HELP for text in _one_light_module(m))
-    assert found == PENDING_LIGHT
+    assert found == []

@@ -430,7 +430,7 @@ def key_path(loc: Sequence[str | int]) -> str:
         else:
             s = str(part)
             if not re.fullmatch(r"[A-Za-z0-9_-]+", s):
-                s = json.dumps(s, ensure_ascii=False)
+                s = json.dumps(s, ensure_ascii=False, allow_nan=False)
             out += ("." if out else "") + s
     return out
 
@@ -451,7 +451,7 @@ def toml_value(value: Any, limit: int = 40) -> str:
     if isinstance(value, bool):
         return f"{'true' if value else 'false'} (a boolean)"
     if isinstance(value, str):
-        s = json.dumps(value, ensure_ascii=False)
+        s = json.dumps(value, ensure_ascii=False, allow_nan=False)
         return (s if len(s) <= limit else s[:limit - 4] + '..."') + " (a string)"
     if isinstance(value, int):
         return f"{value} (an integer)"
@@ -480,7 +480,7 @@ def describe(hint: Any) -> str:
     if origin in (dict, Mapping):
         return "a table"
     if origin is typing.Literal:
-        return "one of " + ", ".join(json.dumps(a) for a in typing.get_args(hint))
+        return "one of " + ", ".join(json.dumps(a, allow_nan=False) for a in typing.get_args(hint))
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
             Path: "a string (a path)"}.get(hint, getattr(hint, "__name__", str(hint)))
 

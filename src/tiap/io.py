@@ -299,7 +299,7 @@ def jq_path(base: str, step: str | int) -> str:
         return f"{base or '.'}[{step}]"
     if _IDENT.fullmatch(step):
         return f"{base}.{step}"
-    return f"{base or '.'}[{json.dumps(step)}]"
+    return f"{base or '.'}[{json.dumps(step, allow_nan=False)}]"
 
 
 def type_name(value: Any) -> str:
@@ -571,32 +571,12 @@ def atomic_dir(path: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
 MANIFEST_FILE = "manifest.json"
 
 
-def read_manifest_json(path: str | Path) -> dict[str, Any]:
-    """The JSON object of the manifest file ``path``: the one reading of every manifest
-    (:func:`tiap.provenance.read_manifest` types it). A missing or unreadable file (code
-    ``io``), bytes that are not UTF-8 or JSON (located) or JSON that is not an object (code
-    ``input``) is an error."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise TiapError(f"cannot read the manifest: {exc.strerror or exc}", file=p,
-                        code="io") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise utf8_error(p, raw, exc) from None
-    obj = _loads(text, p, None)
-    if not isinstance(obj, dict):
-        raise TiapError("a manifest must be a JSON object", file=p, code="input")
-    return obj
-
-
 def _manifest_or_none(folder: Path) -> dict[str, Any] | None:
     try:
-        return read_manifest_json(folder / MANIFEST_FILE)
+        obj = read_json(folder / MANIFEST_FILE)
     except TiapError:
         return None
+    return obj if isinstance(obj, dict) else None
 
 
 def output_step(path: str | Path) -> str | None:
@@ -834,7 +814,7 @@ def write_jsonl(path: str | Path, rows: Any) -> int:
     n = 0
     with atomic_write(path) as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+            fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
             fh.write("\n")
             n += 1
     return n
@@ -849,7 +829,7 @@ def shard_path(folder: Path, keys: Iterable[str], suffix: str = ".jsonl") -> Pat
 
 def append_shard(fh: IO[str], row: dict[str, Any]) -> None:
     """One result line, flushed and fsynced before the worker asks its next request."""
-    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
     fh.flush()
     os.fsync(fh.fileno())
 

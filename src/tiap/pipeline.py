@@ -619,7 +619,7 @@ class _Steps:
         if rec.get("tiap") != __version__ or rec.get("code") != _code_identity():
             why.append("TIAP's code changed since the step ran")
         else:
-            why += _spec_change(old, json.loads(json.dumps(spec, default=str)))
+            why += _spec_change(old, json.loads(json.dumps(spec, default=str, allow_nan=False)))
         gone, changed = [], []
         for rel, sha in outputs.items():
             try:
@@ -650,7 +650,7 @@ class _Steps:
         with atomic_write(self.dir / f"{step}.json") as fh:
             json.dump({"spec": spec, "tiap": __version__, "code": _code_identity(),
                        "outputs": written,
-                       "seconds": round(seconds, 3)}, fh, default=str, indent=2)
+                       "seconds": round(seconds, 3)}, fh, default=str, indent=2, allow_nan=False)
 
 
 def _spec_change(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -751,7 +751,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         ds = SessionSlice(ds, cfg.sessions)
     pinned = manifest(ds.folder)
     ds_sha = hashlib.sha256(json.dumps({p: pinned[p].stored_sha256 for p in ds.file_paths()},
-                                       sort_keys=True).encode()).hexdigest()
+                                       sort_keys=True, allow_nan=False).encode()).hexdigest()
 
     def step(name: str, spec: dict[str, Any], outputs: Sequence[Path],
              fn: Callable[[], None], *, needs: Sequence[str] = (),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import Problems, TiapError
-from tiap.io import MANIFEST_FILE, atomic_write, read_manifest_json, sha256_file
+from tiap.io import MANIFEST_FILE, atomic_write, read_json, sha256_file
 
 __all__ = ["command_line", "manifest_warnings", "peek_manifest", "read_manifest"]
 
@@ -218,7 +218,8 @@ class Manifest(Mapping[str, Any]):
         """The bytes :meth:`write` writes, as text: indented JSON and a newline."""
         schema = self._schema()
         return json.dumps(self.to_json(), indent=2,
-                          ensure_ascii=schema.ascii if schema is not None else True) + "\n"
+                          ensure_ascii=schema.ascii if schema is not None else True,
+                          allow_nan=False) + "\n"
 
     def write(self, path: str | Path) -> Path:
         """Write the manifest to the file ``path`` (a step's ``OUT/manifest.json``, or a
@@ -263,7 +264,9 @@ _WRONG_STEP_HINTS = {
 
 def read_manifest(path: str | Path, *, step: str | None = None) -> Manifest:
     """The manifest of the output folder ``path`` (its ``manifest.json``; a path ending in
-    ``.json`` is the manifest file itself), read with :func:`tiap.io.read_manifest_json`.
+    ``.json`` is the manifest file itself), read with :func:`tiap.io.read_json`, the one
+    strict JSON reader (``NaN``, a key twice are located errors), which TIAP's own writers
+    satisfy; JSON that is not an object is an error (code ``input``).
 
     With ``step``, the manifest must be that step's: a folder without a manifest or one
     another step wrote is an error naming the step expected and the one found.
@@ -283,7 +286,9 @@ def read_manifest(path: str | Path, *, step: str | None = None) -> Manifest:
     mf = p if p.suffix == ".json" and not p.is_dir() else p / MANIFEST_FILE
     if step is not None and not mf.exists():
         raise TiapError(f"not an output folder of 'tiap {step}' (no {MANIFEST_FILE})", file=p)
-    obj = read_manifest_json(mf)
+    obj = read_json(mf)
+    if not isinstance(obj, dict):
+        raise TiapError("a manifest must be a JSON object", file=mf, code="input")
     found = obj.get("command")
     if step is not None and found != step:
         raise TiapError(f"expected the output of 'tiap {step}', found {found!r}"

@@ -1,13 +1,13 @@
 """The one manifest model (issue 34): every step writes its ``manifest.json`` through
 :class:`tiap.provenance.Manifest` and every reader reads one back through
-:func:`tiap.provenance.read_manifest` (on :func:`tiap.io.read_manifest_json`).
+:func:`tiap.provenance.read_manifest` (on :func:`tiap.io.read_json`, the one strict JSON reader).
 
 - Writing: the header (schema version, command, created, versions, command line), then the
   step's keys in the order :data:`tiap.provenance.STEPS` declares, then keys it does not
   name; non-ASCII text kept or escaped as the step declares. The expected bytes below are
   written out by hand.
-- Reading: a manifest that is missing, not UTF-8, not JSON, not an object or of another
-  step than the one expected is a located error; :func:`peek_manifest` and
+- Reading: a manifest that is missing, not UTF-8, not JSON (``NaN`` and a key twice
+  included), not an object or of another step than the one expected is a located error; :func:`peek_manifest` and
   :func:`tiap.io.output_step` answer ``None`` for each instead.
 """
 
@@ -156,6 +156,12 @@ BROKEN = {
     "not UTF-8": (b'{"command": "r\xffescore"}\n', "not valid UTF-8: byte(s) ff", 1,
                   "encoding"),
     "not an object": (b'["rescore"]\n', "a manifest must be a JSON object", None, "input"),
+    # what Python's json module writes for a float('nan') unless told allow_nan=False, and
+    # what it reads back in silence (the last of two keys wins): neither is JSON
+    "NaN": (b'{"command": "rescore", "options": {"alpha": NaN}}\n',
+            "NaN is not a JSON value", None, "invalid-value"),
+    "a key twice": (b'{"command": "sensitivity", "command": "rescore"}\n',
+                    "key 'command' occurs more than once", None, "duplicate"),
 }
 
 

@@ -15,11 +15,10 @@ from tiap.datasets.records import Query
 from tiap.errors import TiapError
 from tiap.memory.store import Item, Uncertainty
 from tiap.runs import Ranking, Run
-from tiap.scoring.folder import read_folder
 from tiap.scoring.measures import parse_measure
 from tiap.scoring.rescore import rescore
 from tiap.scoring.scores import Scores, SystemScores
-from tiap.sensitivity.load import load_datasets
+from tiap.sensitivity.load import load_datasets, read_folder
 
 MEASURES = "nDCG@2,Success@2,Success@1"
 

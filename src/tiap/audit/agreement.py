@@ -664,8 +664,8 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
     output is refused (``error[stale-output]``) unless ``force``."""
 
     with output_folder(out, AGREEMENT_COMMAND, force=force) as tmp:
-        (tmp / "agreement.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
-                                            encoding="utf-8")
+        (tmp / "agreement.json").write_text(
+            json.dumps(report.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
         _write_csv(tmp / "pairwise.csv", report.pairwise,
                    ("rater_1", "rater_2", "scheme", "n", "agreement", "cohen_kappa",
                     "cohen_kappa_low", "cohen_kappa_high", "n_complete", "agreement_complete"))
@@ -673,7 +673,7 @@ def write_agreement(report: AgreementReport, out: str | Path, *,
                    ("rater", "dataset", "label", "count", "fraction"))
         with open(tmp / "majority.jsonl", "w", encoding="utf-8") as fh:
             for r in report.majority:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                fh.write(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n")
         outputs = ["agreement.json", "pairwise.csv", "distribution.csv", "majority.jsonl"]
         if report.human:
             _write_csv(tmp / "human.csv", report.human,

@@ -459,4 +459,5 @@ def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
 
 def canonical_json(obj: Any) -> str:
     """Key-sorted compact JSON (the text hashed into a verdict's request key)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False)

@@ -225,8 +225,8 @@ class VerdictCache(KeyedCache):
 def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
          timing: dict[str, Any], created: str) -> tuple[str, ...]:
     return (key, judge, case_id, verdict.label, canonical_json(redact(request)),
-            json.dumps(redact(_verdict_to_json(verdict)), ensure_ascii=False),
-            json.dumps(timing), created)
+            json.dumps(redact(_verdict_to_json(verdict)), ensure_ascii=False, allow_nan=False),
+            json.dumps(timing, allow_nan=False), created)
 
 
 def _read_shard(path: Path) -> dict[str, dict[str, Any]]:
@@ -515,7 +515,7 @@ def _worker_judge(judge: Any) -> Judge:
     if isinstance(judge, Judge):
         return judge
 
-    key = json.dumps(judge, sort_keys=True, default=str)
+    key = json.dumps(judge, sort_keys=True, default=str, allow_nan=False)
     if key not in _WORKER_JUDGES:
         _WORKER_JUDGES[key] = make_judge(judge)
     return _WORKER_JUDGES[key]

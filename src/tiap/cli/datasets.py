@@ -50,7 +50,7 @@ def stats_cmd(
     """Counts per dataset and per category, and every evidence problem found."""
     for stats in dataset_stats(dataset, DataSource(data, verify=not no_verify), track=track):
         if as_json:
-            print(json.dumps(stats.to_json(), ensure_ascii=False))
+            print(json.dumps(stats.to_json(), ensure_ascii=False, allow_nan=False))
         else:
             _print_stats(stats)
 

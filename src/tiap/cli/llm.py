@@ -29,7 +29,7 @@ def models_cmd(
     rows = model_rows()
     if as_json:
         for r in rows:
-            print(json.dumps(r))
+            print(json.dumps(r, allow_nan=False))
         return
     table = Table(title="local models (pinned by size and sha256)")
     for col in ("name", "model", "size", "installed", "licence", "install"):

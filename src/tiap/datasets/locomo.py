@@ -207,7 +207,7 @@ def _bundle(ck: Checker, conv: dict[str, Any], cid: str, at: At) -> Bundle:
         evidence = list(dict.fromkeys(evidence))
         if not evidence:
             problems.append(EvidenceProblem(
-                qid, json.dumps(given), "no_evidence",
+                qid, json.dumps(given, allow_nan=False), "no_evidence",
                 "no usable evidence id: the query has no target"))
         extra: list[tuple[str, Any]] = [("category_id", cat)]
         if "adversarial_answer" in q:

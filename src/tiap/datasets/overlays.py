@@ -112,7 +112,7 @@ def write_overlay(path: str | Path, overlay: EvidenceOverlay) -> int:
     n = 0
     with atomic_write(path) as fh:
         for row in overlay.rows():
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
             n += 1
     return n
 
@@ -165,7 +165,7 @@ def export_overlay(name: str, out: str | Path, *, source: DataSource | None = No
         n = write_overlay(tmp / "overlay.jsonl", ov)
         with atomic_write(tmp / "problems.jsonl") as fh:
             for p in ov.problems:
-                fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+                fh.write(json.dumps(p.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
         Manifest.new(OVERLAY_STEP, inputs={f"{folder}/{file}": input_entry(path)},
                      outputs=["overlay.jsonl", "problems.jsonl"],
                      extra={"overlay": name, "counts": {"rows": n, "changed_queries": changed,

@@ -378,7 +378,7 @@ def lineage_coverage(
 
 def coverage_json(cov: LineageCoverage) -> str:
     """The text of ``lineage_coverage.json``."""
-    return json.dumps(cov.to_json(), indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(cov.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def write_coverage(path: str | Path, cov: LineageCoverage) -> None:

@@ -559,7 +559,8 @@ def write_mem0_import(imp: Mem0Import, out: str | Path, *,
         counts["queries"] = write_queries(tmp / "queries.jsonl", imp.queries)
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
         (tmp / "mem0_report.json").write_text(
-            json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            json.dumps(rep.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n",
+            encoding="utf-8")
         cov = lineage_coverage(imp.items, imp.queries, [imp.run], rep.counts())
         (tmp / COVERAGE_FILE).write_text(coverage_json(cov), encoding="utf-8")
         inputs = [input_entry(rep.results_file)]

@@ -204,7 +204,7 @@ class Mem0RunConfig(Settings):
         if self.infer and self.window > 1:
             # harness 1 wrote a window's turns as exact source_ids: its stores are not reused
             spec["window_lineage"] = DEFAULT_WINDOW_KEY
-        blob = json.dumps(spec, sort_keys=True)
+        blob = json.dumps(spec, sort_keys=True, allow_nan=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -405,8 +405,9 @@ def _save_checkpoint(work: Path, adds: list[dict[str, Any]], meta: dict[str, Any
     tmp.mkdir()
     _copy_state(work, tmp)
     write_jsonl(tmp / "adds.jsonl", adds)
-    (tmp / "meta.json").write_text(json.dumps({**meta, "calls": len(adds)}, indent=1) + "\n",
-                                   encoding="utf-8")
+    (tmp / "meta.json").write_text(
+        json.dumps({**meta, "calls": len(adds)}, indent=1, allow_nan=False) + "\n",
+        encoding="utf-8")
     tmp.rename(work / name)
     for old in work.glob(CHECKPOINT + "*"):
         if old.name != name:
@@ -512,7 +513,7 @@ def _run_collection(mem0: Any, bundle: Bundle, work: Path, cfg: Mem0RunConfig, f
         "resumed_after_calls": meta["resumed"],
     }
     with atomic_write(work / DONE_FILE) as fh:  # written last: marks the collection finished
-        fh.write(json.dumps(done, indent=1) + "\n")
+        fh.write(json.dumps(done, indent=1, allow_nan=False) + "\n")
     for old in work.glob(CHECKPOINT + "*"):  # finished: the checkpoints are not needed
         shutil.rmtree(old, ignore_errors=True)
     return done
@@ -744,7 +745,8 @@ def _concat(path: Path, parts: Sequence[Path]) -> None:
     with atomic_write(path) as fh:
         for p in parts:
             for _, obj in iter_jsonl(p):
-                fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+                fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"),
+                                    allow_nan=False) + "\n")
 
 
 def _version(dist: str) -> str:

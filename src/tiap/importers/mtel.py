@@ -1425,8 +1425,8 @@ def write_mtel_import(imp: MtelImport, out: str | Path, *,
         counts["rankings"] = write_jsonl_run(tmp / "run.jsonl", imp.run)
         report = imp.report
         (tmp / "mtel_report.json").write_text(
-            json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+            json.dumps(report.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n",
+            encoding="utf-8")
         Manifest.new("import mtel-trace",
                      inputs=[input_entry(report.trace), input_entry(report.locomo)],
                      warnings=warnings_json(imp.run.warnings),

@@ -358,7 +358,7 @@ def _content(data: Any) -> str | None:
     if isinstance(content, str):
         return content
     try:
-        return json.dumps(content, ensure_ascii=False)
+        return json.dumps(content, ensure_ascii=False, allow_nan=False)
     except (ValueError, RecursionError):
         return None
 

@@ -201,7 +201,7 @@ def _remember(path: Path, sha: str) -> None:
     rec[str(path.resolve())] = {"stamp": _stamp(path), "sha256": sha}
     _cache_dir().mkdir(parents=True, exist_ok=True)
     with atomic_write(_cache_dir() / "verified.json") as fh:
-        json.dump(rec, fh, indent=2, sort_keys=True)
+        json.dump(rec, fh, indent=2, sort_keys=True, allow_nan=False)
 
 
 def _known_good(path: Path, model: LocalModel) -> bool:
@@ -649,7 +649,7 @@ def _serve(argv: Sequence[str] | None = None) -> int:
     p.use_jinja = True
     p.offline = True
     server = xlc.Server(p)
-    print(json.dumps({"url": server.listening_address}), flush=True)
+    print(json.dumps({"url": server.listening_address}, allow_nan=False), flush=True)
     while not stop.wait(0.5):
         pass
     # Deleting the server waits, holding the GIL, for the request in progress to finish (a

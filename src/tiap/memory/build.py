@@ -134,7 +134,7 @@ def raw_item(turn: Turn, date: str | None = None) -> Item:
 
 
 def _dumps(row: dict[str, Any]) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _collection_chunk(parser: Parser, bundle: Bundle, store: str) -> _Chunk:

@@ -315,7 +315,8 @@ class LlmCache(KeyedCache):
         """Commit the facts of a valid reply (redacted)."""
         with self.transaction():
             self.store("facts", [(key, model, PROMPT_VERSION, unit_id, "ok",
-                                  json.dumps(redact(facts), ensure_ascii=False), None,
+                                  json.dumps(redact(facts), ensure_ascii=False,
+                                             allow_nan=False), None,
                                   datetime.now(UTC).isoformat(timespec="seconds"))])
             self.remove("failures", [(key,)])
 
@@ -467,7 +468,7 @@ class LlmParser(Parser):
              "prompt_version": PROMPT_VERSION, "seed": self.seed,
              "temperature": self.temperature, "max_tokens": self.max_tokens,
              "response_format": self.response_format, "messages": messages},
-            sort_keys=True, ensure_ascii=False,
+            sort_keys=True, ensure_ascii=False, allow_nan=False,
         )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -727,7 +728,8 @@ def _parse_task(task: _ParseTask) -> tuple[list[_TurnResult], dict[str, Any], bo
     structured output learnt (its report, with this task's refusals only), and whether an
     earlier attempt of the task had started (its shard was there: a worker died)."""
     cls, args = task.make
-    wkey = json.dumps([cls.__module__, cls.__qualname__, args], sort_keys=True, default=str)
+    wkey = json.dumps([cls.__module__, cls.__qualname__, args], sort_keys=True, default=str,
+                      allow_nan=False)
     parser = _WORKER_PARSERS.get(wkey)
     if parser is None:
         parser = _WORKER_PARSERS[wkey] = cls(**args)

@@ -212,8 +212,9 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
         (tmp / "tables.md").write_text("\n".join(t.to_markdown() for t in page.tables),
                                        encoding="utf-8")
         (tmp / "tables.tex").write_text(latex_tables(page.tables, latex_width), encoding="utf-8")
-        (tmp / "target_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False)
-                                              + "\n", encoding="utf-8")
+        (tmp / "target_card.json").write_text(
+            json.dumps(card, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+            encoding="utf-8")
         (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
         man = Manifest.new(
             "report",

@@ -312,7 +312,7 @@ def _row(r: Ranking) -> dict[str, Any]:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,7 +357,7 @@ class _WorkDir:
         path.mkdir(parents=True, exist_ok=True)
         if old != fingerprint:
             with atomic_write(fp_file) as fh:
-                fh.write(json.dumps(fingerprint, indent=2, sort_keys=True) + "\n")
+                fh.write(json.dumps(fingerprint, indent=2, sort_keys=True, allow_nan=False) + "\n")
 
     def _parts(self) -> list[Path]:
         return sorted(self.path.glob("*" + _PART_SUFFIX)) if self.path.is_dir() else []

@@ -1384,6 +1384,7 @@ def write_jsonl_run(path: str | Path, runs: Run | Iterable[Run]) -> int:
                     row["scores"] = list(r.scores)
                 if r.latency_ms is not None:
                     row["latency_ms"] = r.latency_ms
-                yield json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+                yield json.dumps(row, ensure_ascii=False, separators=(",", ":"),
+                                 allow_nan=False) + "\n"
 
     return _write_lines(path, lines())

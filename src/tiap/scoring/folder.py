@@ -45,17 +45,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tiap.errors import TiapError, require
 from tiap.io import check_output_folder, iter_csv, output_folder
-from tiap.provenance import Manifest, input_entry, peek_manifest, read_manifest
-from tiap.scoring import counts
+from tiap.provenance import Manifest, input_entry, peek_manifest, read_manifest, verify_input
+from tiap.scoring.cost import COST_COLUMNS
 from tiap.scoring.measures import parse_measure
-from tiap.scoring.scores import Scores, hit_cutoff, hit_measure, hit_test, top1_measure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.scoring.scores import Scores
 
 PER_QUERY_COLUMNS = ("system", "target", "query_id", "measure", "value")
 SUMMARY_COLUMNS = ("system", "target", "measure", "n", "n_exact", "n_possibly_empty", "mean",
@@ -64,6 +66,8 @@ INFERRED_COLUMNS = ("system", "target", "query_id", "reason")
 FLIP_PAIR_COLUMNS = ("system", "target_1", "target_2", "k", "query_id", "flip")
 INTERVAL_COLUMNS = ("system", "target", "query_id", "measure", "lower", "upper")
 UNDETERMINED_COLUMNS = ("system", "target", "query_id", "possibly_empty", "reason")
+#: ``integrity.csv``: the rows of :func:`tiap.scoring.rescore.integrity_rows`.
+INTEGRITY_COLUMNS = ("system", "check", "cutoff", "queries", "flagged", "share", "detail")
 #: What a rescoring folder may hold beside its manifest's outputs (files of older versions).
 KNOWN_OUTPUTS = ("*.csv", "per_query")
 
@@ -196,11 +200,8 @@ def write_rescore(
                             getattr(q, "collection_id", ""),
                             "true" if getattr(q, "abstention", False) else "false"))
         if result.integrity:
-            from tiap.scoring.rescore import INTEGRITY_COLUMNS
-
             _write_dicts(tmp / "integrity.csv", INTEGRITY_COLUMNS, list(result.integrity))
         if result.cost:
-            from tiap.scoring.cost import COST_COLUMNS
 
             _write_dicts(tmp / "cost.csv", COST_COLUMNS, result.cost)
         parts: list[str] = []
@@ -280,7 +281,6 @@ def _write_parquet(root: Path, result: Scores) -> list[str]:
     """``per_query.csv`` as a Hive-partitioned Parquet dataset under ``root`` (one file per
     system and target, ``system=S/target=T/part-0.parquet``, written in a fixed order with
     fixed names, so a rerun writes the same files); returns their paths below ``root``."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -351,29 +351,43 @@ def read_summary(folder: str | Path) -> Summary:
 
 
 @dataclass(frozen=True, eq=False)
-class RescoreFolder:
-    """One rescore folder read back (:func:`read_folder`), or a :class:`Scores` held in
-    memory taken as one (:func:`folder_of`): its :class:`Scores` with what Stage III reads
-    besides them (the manifest, the queries' categories, ``cost.csv``'s rows as written)."""
+class FolderParts:
+    """One rescore folder's files read back and checked (:func:`read_parts`), as plain
+    parts: what :meth:`Scores.from_parts <tiap.scoring.scores.Scores.from_parts>` builds the
+    folder's scores from, with what Stage III reads besides them (the queries' categories,
+    ``cost.csv``'s rows as written). Measures are keyed by name, as the files write them."""
 
     path: Path
-    name: str
     manifest: Mapping[str, Any]
-    scores: Scores
+    #: per system, its queries in order of first appearance (``per_query.csv``)
+    order: dict[str, dict[str, int]]
+    #: (system, target, measure) -> one value per query of the system (NaN: undefined or
+    #: only bounded)
+    values: Mapping[tuple[str, str, str], NDArray[np.float64]]
+    #: (system, target, measure) -> lower and upper bounds per query (``intervals.csv``)
+    bounds: Mapping[tuple[str, str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
+    #: (system, target) -> n_groups and n_members per query (``target_sizes.csv``; NaN: not
+    #: known)
+    sizes: Mapping[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]]
+    #: (system, target 1, target 2, k) -> per query 0 or 1 where ``flip_pairs.csv`` decides
+    #: the flip, else -1
+    flip_pairs: Mapping[tuple[str, str, str, int], NDArray[np.int8]]
+    #: (system, target) -> {query id: why} (``inferred.csv``)
+    inferred: dict[tuple[str, str], dict[str, str]]
+    #: (system, target) -> {query id: detail} and {query id: reason code}
+    #: (``zero_targets.csv``)
+    zero_reasons: dict[tuple[str, str], dict[str, str]]
+    zero_codes: dict[tuple[str, str], dict[str, str]]
+    #: (system, target) -> {query id: reason} and, per query of the system, whether its
+    #: target may be empty (``undetermined.csv``)
+    undetermined: dict[tuple[str, str], dict[str, str]]
+    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]]
+    #: ``queries.csv``'s rows: query id, category, collection, abstention
+    queries: tuple[tuple[str, str, str, bool], ...]
     categories: dict[str, str]
     category_source: str
     #: ``cost.csv``'s rows as written (:data:`tiap.scoring.cost.COST_COLUMNS`; none: no cost)
     cost: tuple[dict[str, str], ...] = ()
-
-    @property
-    def query_ids(self) -> tuple[str, ...]:
-        """The union of the systems' scored queries, in order of first appearance."""
-        universe: dict[str, None] = {}
-        for s in self.scores.systems:
-            universe.update(dict.fromkeys(self.scores.query_ids[s]))
-        return tuple(universe)
-
-
 
 
 def _float(text: str, file: Path, line: int, *, lo: float | None = None,
@@ -556,34 +570,21 @@ def per_query_of(result: Any) -> PerQuery:
     return PerQuery(order, values)
 
 
-def folder_of(scores: Scores, name: str | None = None, *,
-              path: str | Path = "<scores>") -> RescoreFolder:
-    """A :class:`Scores` held in memory as a :class:`RescoreFolder`: the manifest, categories
-    and cost rows :func:`read_folder` reads from the folder :func:`write_rescore` writes for
-    it, so Stage III takes either. ``path`` names it in notes and errors; nothing is read
-    from it. The categories are the rescored queries' (none for a rescoring of qrels
-    files)."""
-    man: dict[str, Any] = {
-        "command": "rescore",
-        "options": {"credit": scores.credit,
-                    "targets": [t.to_json() for t in scores.targets],
-                    "measures": [str(m) for m in scores.measures]},
-        "systems": {s: scores.reports[s].to_json() for s in scores.systems},
-        "inputs": {},
-    }
-    cats = {q.query_id: getattr(q, "category", "") or "" for q in scores.queries}
-    source = ("the queries rescored" if cats else
-              "none (no categories: the rescoring holds no queries)")
-    from tiap.scoring.cost import COST_COLUMNS
+def as_written(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
+               ) -> tuple[dict[str, str], ...]:
+    """``rows`` as a folder's CSV file holds them: each cell of ``columns`` as its text
+    (empty for ``None``, a float by ``repr``), what reading the file back gives.
 
-    cost = tuple({c: str(_fmt(r[c])) for c in COST_COLUMNS} for r in scores.cost)
-    return RescoreFolder(Path(path), name or "scores", man, scores, cats, source, cost)
+        >>> as_written([{"n": 2, "mean": 0.5, "note": None}], ("n", "mean", "note"))
+        ({'n': '2', 'mean': '0.5', 'note': ''},)
+    """
+    return tuple({c: str(_fmt(r[c])) for c in columns} for r in rows)
 
 
-def read_folder(path: str | Path, name: str | None = None, *,
-                per_query: PerQuery | None = None) -> RescoreFolder:
-    """Read one rescore folder: its :class:`Scores` (:func:`read_scores`) with its manifest,
-    categories and cost rows, every file checked.
+def read_parts(path: str | Path, *, per_query: PerQuery | None = None) -> FolderParts:
+    """Read one rescore folder's files into :class:`FolderParts`, every file checked (what
+    :meth:`Scores.from_folder <tiap.scoring.scores.Scores.from_folder>` builds its scores
+    from).
 
     ``per_query``: the folder's ``per_query.csv`` as the caller that wrote it holds it
     (:func:`per_query_of`), instead of reading the file again."""
@@ -646,9 +647,35 @@ def read_folder(path: str | Path, name: str | None = None, *,
     inferred = _read_inferred(path / "inferred.csv", order, targets)
     categories, source = _categories(path, man)
     cost = _cost(path / "cost.csv")
-    scores = _scores(path, man, order, values, bounds, sizes, flip_pairs, inferred, cost)
-    return RescoreFolder(path, name or folder_dataset(man) or path.name, man, scores,
-                         categories, source, cost)
+    names = [str(t.get("name")) for t in folder_targets(man)] or list(
+        dict.fromkeys(k[1] for k in values))
+    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
+    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
+    zpath = path / "zero_targets.csv"
+    if zpath.exists():
+        rows = iter_csv(zpath, ("system", "target", "query_id", "reason", "detail"))
+        next(rows)
+        for lineno, (s, t, q, code, detail) in rows:
+            _per_query_row(zpath, lineno, s, q, set(names), (t,), order)
+            zero_reasons.setdefault((s, t), {})[q] = detail
+            zero_codes.setdefault((s, t), {})[q] = code
+    undetermined: dict[tuple[str, str], dict[str, str]] = {}
+    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = {}
+    upath = path / "undetermined.csv"
+    if upath.exists():
+        rows = iter_csv(upath, UNDETERMINED_COLUMNS)
+        next(rows)
+        for lineno, (s, t, q, empty, reason) in rows:
+            i = _per_query_row(upath, lineno, s, q, set(names), (t,), order)
+            if empty not in ("true", "false"):
+                raise TiapError(f"possibly_empty must be true or false, got {empty!r}",
+                                file=upath, line=lineno, query_id=q, code="invalid-value")
+            undetermined.setdefault((s, t), {})[q] = reason
+            possibly_empty.setdefault((s, t), np.zeros(len(order[s]), bool))[i] = (
+                empty == "true")
+    return FolderParts(path, man, order, values, bounds, sizes, flip_pairs, inferred,
+                       zero_reasons, zero_codes, undetermined, possibly_empty,
+                       tuple(_queries(path)), categories, source, cost)
 
 
 def _whole(text: str, path: Path, line: int, what: str, query_id: str) -> float:
@@ -663,7 +690,6 @@ def _whole(text: str, path: Path, line: int, what: str, query_id: str) -> float:
 
 def _cost(path: Path) -> tuple[dict[str, str], ...]:
     """``cost.csv`` (absent: no cost), checked as any table."""
-    from tiap.scoring.cost import COST_COLUMNS
 
     if not path.is_file():
         return ()
@@ -761,7 +787,6 @@ def _categories(path: Path, man: Mapping[str, Any]) -> tuple[dict[str, str], str
     entry = (man.get("inputs") or {}).get("queries")
     if entry and Path(entry.get("path", "")).exists():
         from tiap.datasets.queryfile import read_queries
-        from tiap.provenance import verify_input
 
         qpath = verify_input(man, path / "manifest.json", "queries")
         for q in read_queries(qpath):
@@ -774,165 +799,6 @@ def folder_targets(man: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((man.get("options") or {}).get("targets") or [])
 
 
-
-
-@dataclass(frozen=True)
-class SavedTarget:
-    """A target as a rescore folder's manifest records it (its name and JSON description)."""
-
-    name: str
-    spec: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.spec)
-
-
-@dataclass(frozen=True)
-class SavedReport:
-    """What rescoring found for one system, as the folder's manifest records it."""
-
-    system: str
-    json: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.json)
-
-
-def read_scores(path: str | Path) -> Scores:
-    """The :class:`~tiap.scoring.scores.Scores` a rescore folder holds, every file checked
-    (what :meth:`Scores.from_folder` returns; :func:`read_folder` has it with the folder's
-    manifest).
-
-    The folder holds each per-query table, so the values, bounds, target sizes, zero-target
-    and undetermined reasons, inferred queries and the manifest's reports come back as
-    written. It holds no Success@k of its own: the hits the pairwise table compares are read
-    from the measures, as Stage III reads them (:func:`~tiap.scoring.scores.hit_measure`:
-    ``Success@k``, or a measure at cutoff ``k`` that is > 0 exactly when something is
-    credited), so :meth:`~Scores.pairwise_rows` needs such a measure at each ``hit_k``
-    and at rank 1 (the default measures have them); without one its hit counts are empty.
-    """
-    return read_folder(path).scores
-
-
-def _scores(path: Path, man: Mapping[str, Any], order: dict[str, dict[str, int]],
-            raw_values: Mapping[tuple[str, str, str], NDArray[np.float64]],
-            bounds: Mapping[tuple[str, str, str], tuple[NDArray[np.float64],
-                                                       NDArray[np.float64]]],
-            raw_sizes: Mapping[tuple[str, str], tuple[NDArray[np.float64],
-                                                      NDArray[np.float64]]],
-            decided_pairs: Mapping[tuple[str, str, str, int], NDArray[np.int8]],
-            inferred: dict[tuple[str, str], dict[str, str]],
-            cost: tuple[dict[str, str], ...]) -> Scores:
-    """The :class:`Scores` of a rescore folder from its files as :func:`read_folder` read
-    them (and ``zero_targets.csv``, ``undetermined.csv``, ``queries.csv``, read here)."""
-    opts = man.get("options") or {}
-    targets = tuple(SavedTarget(str(t.get("name")), t) for t in folder_targets(man))
-    names = [t.name for t in targets] or list(dict.fromkeys(k[1] for k in raw_values))
-    if not targets:
-        targets = tuple(SavedTarget(n, {"name": n}) for n in names)
-    measure_names = [str(m) for m in opts.get("measures") or ()] or sorted(
-        {k[2] for k in raw_values})
-    measures = tuple(parse_measure(m) for m in measure_names)
-    systems = tuple(order)
-    query_ids = {s: tuple(order[s]) for s in systems}
-    values = {(s, t, m): raw_values[(s, t, str(m))] for s in systems for t in names
-              for m in measures if (s, t, str(m)) in raw_values}
-    lower = {(s, t, parse_measure(m)): lo for (s, t, m), (lo, _) in bounds.items()}
-    upper = {(s, t, parse_measure(m)): hi for (s, t, m), (_, hi) in bounds.items()}
-    sizes = {}
-    for key, (g, mem) in raw_sizes.items():  # not known (NaN): -1
-        sizes[key] = (np.where(np.isnan(g), -1, g).astype(np.int64),
-                      np.where(np.isnan(mem), -1, mem).astype(np.int64))
-    zero_reasons: dict[tuple[str, str], dict[str, str]] = {}
-    zero_codes: dict[tuple[str, str], dict[str, str]] = {}
-    zpath = path / "zero_targets.csv"
-    if zpath.exists():
-        rows = iter_csv(zpath, ("system", "target", "query_id", "reason", "detail"))
-        next(rows)
-        for lineno, (s, t, q, code, detail) in rows:
-            _per_query_row(zpath, lineno, s, q, set(names), (t,), order)
-            zero_reasons.setdefault((s, t), {})[q] = detail
-            zero_codes.setdefault((s, t), {})[q] = code
-    undetermined: dict[tuple[str, str], dict[str, str]] = {}
-    possibly_empty: dict[tuple[str, str], NDArray[np.bool_]] = {}
-    upath = path / "undetermined.csv"
-    if upath.exists():
-        rows = iter_csv(upath, UNDETERMINED_COLUMNS)
-        next(rows)
-        for lineno, (s, t, q, empty, reason) in rows:
-            i = _per_query_row(upath, lineno, s, q, set(names), (t,), order)
-            if empty not in ("true", "false"):
-                raise TiapError(f"possibly_empty must be true or false, got {empty!r}",
-                                file=upath, line=lineno, query_id=q, code="invalid-value")
-            undetermined.setdefault((s, t), {})[q] = reason
-            possibly_empty.setdefault((s, t), np.zeros(len(order[s]), bool))[i] = (
-                empty == "true")
-    # the hits of the pairwise table, read from the measures (see the docstring)
-    cuts = {k for k in (hit_cutoff(m, measures) for m in measures) if k is not None}
-    whole_k = next((k for (_, _, _, k) in decided_pairs if k not in cuts and k != 1), 0)
-    wanted = {1: top1_measure(measures), **{k: hit_measure(k, measures) for k in cuts}}
-    if any(hit_cutoff(m, measures) is None for m in measures):
-        wanted[whole_k] = hit_measure(None, measures)
-    flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
-    flip_lower: dict[tuple[str, str, int], NDArray[np.float64]] = {}
-    flip_upper: dict[tuple[str, str, int], NDArray[np.float64]] = {}
-    for k, hm in wanted.items():
-        if hm is None:
-            continue
-        test = hit_test(hm, one=(k == 1 and hm.cutoff != 1))
-        for s in systems:
-            for t in names:
-                v = values.get((s, t, hm))
-                if v is None:
-                    continue
-                flips[(s, t, k)] = np.where(np.isnan(v), np.nan, test(v).astype(np.float64))
-                if (s, t, hm) in lower:
-                    lo, hi = lower[(s, t, hm)], upper[(s, t, hm)]
-                    flip_lower[(s, t, k)] = np.where(np.isnan(lo), np.nan,
-                                                     test(lo).astype(np.float64))
-                    flip_upper[(s, t, k)] = np.where(np.isnan(hi), np.nan,
-                                                     test(hi).astype(np.float64))
-    scores = Scores(
-        systems=systems, targets=targets, measures=measures,
-        credit=str(opts.get("credit") or "group"),  # type: ignore[arg-type]
-        query_ids=query_ids, values=values, flips=flips,
-        reports={s: SavedReport(s, (man.get("systems") or {}).get(s) or {})  # type: ignore[misc]
-                 for s in systems},
-        zero_reasons=zero_reasons, zero_codes=zero_codes, target_sizes=sizes,
-        lower=lower, upper=upper, possibly_empty=possibly_empty, undetermined=undetermined,
-        cost=cost,
-        tokenizer=dict(((opts.get("cost") or {}).get("tokenizer")) or {}),
-        cost_note=str((opts.get("cost") or {}).get("note") or ""),
-        integrity=tuple(man.get("integrity") or ()),
-        flip_lower=flip_lower, flip_upper=flip_upper, inferred=inferred, whole_k=whole_k,
-        queries=tuple(_SavedQuery(q, c, col, ab) for q, c, col, ab in _queries(path)),
-    )
-    joint: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
-    for (s, t1, t2, k), decided in decided_pairs.items():  # the rows flip_pairs.csv decides
-        if (s, t1, k) not in flips or (s, t2, k) not in flips:
-            continue  # no measure reads the hit at k: nothing to decide
-        l1, h1 = scores.flip_interval(s, t1, k)
-        l2, h2 = scores.flip_interval(s, t2, k)
-        state = counts.differ(counts.truth(l1, h1, _is_hit), counts.truth(l2, h2, _is_hit))
-        use = decided >= 0
-        state[use] = decided[use]
-        joint[(s, t1, t2, k)] = state
-    object.__setattr__(scores, "flip_pairs", joint)
-    return scores
-
-
-def _is_hit(v: NDArray[np.float64]) -> NDArray[np.bool_]:
-    return v > 0.5
-
-
-@dataclass(frozen=True)
-class _SavedQuery:
-    """A row of ``queries.csv``."""
-
-    query_id: str
-    category: str
-    collection_id: str
-    abstention: bool
 
 
 def _queries(path: Path) -> list[tuple[str, str, str, bool]]:

@@ -767,9 +767,6 @@ def _under(q: QueryLike, target: Target,
                           q.abstention, getattr(q, "collection_id", None))
 
 
-INTEGRITY_COLUMNS = ("system", "check", "cutoff", "queries", "flagged", "share", "detail")
-
-
 def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
                    rankings: Sequence[Sequence[str]], measures: Sequence[Measure],
                    depth: int | None) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ One table of per-query values per (system, target, measure), aligned with each s
 scored queries, with the bounds partial lineage leaves, the zero-target reasons, the target
 sizes and what rescoring found per system (:class:`SystemReport`). Rescoring builds it
 (:func:`tiap.scoring.rescore.rescore`), :mod:`tiap.scoring.folder` writes it to a folder and
-reads it back, and Stage III pools the per-system views it gives (:class:`SystemScores`,
-:meth:`Scores.system`) into datasets (:mod:`tiap.sensitivity.load`).
+reads the folder's files back (:meth:`Scores.from_folder` builds it from them), and Stage
+III pools the per-system views it gives (:class:`SystemScores`, :meth:`Scores.system`) into
+datasets (:mod:`tiap.sensitivity.load`).
 
 Two words are kept apart: a query is *in a target's universe* when the target is not proven
 empty for it (:meth:`Scores.in_universe`; its value may still be only bounded), and its value
@@ -23,11 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from tiap.errors import Problem, TiapError
+from tiap.errors import Problem, TiapError, require
 from tiap.scoring import counts
-from tiap.scoring.measures import Measure, parse_measures
+from tiap.scoring.measures import Measure, parse_measure, parse_measures
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tiap.scoring.folder import FolderParts
     from tiap.scoring.kernels import Credit
     from tiap.targets import TargetSets
 
@@ -304,7 +306,6 @@ class Scores:
         >>> scores.to_frame()[["system", "query_id", "value", "lower", "upper"]].values.tolist()
         [['A', 'q1', 1.0, 1.0, 1.0]]
         """
-        from tiap.errors import require
 
         pd = require("pandas", "frames")
         cols: dict[str, list[Any]] = {c: [] for c in (
@@ -328,7 +329,6 @@ class Scores:
     def summary(self) -> Any:
         """:meth:`summary_rows` as a pandas DataFrame (``summary.csv``'s columns). Needs
         pandas."""
-        from tiap.errors import require
 
         pd = require("pandas", "frames")
         from tiap.scoring.folder import SUMMARY_COLUMNS
@@ -359,10 +359,98 @@ class Scores:
     def from_folder(cls, path: str | Path) -> Scores:
         """The :class:`Scores` a rescore folder holds (written by :meth:`to_folder` or
         ``tiap rescore``), every file checked as Stage III checks it
-        (:func:`tiap.scoring.folder.read_scores`)."""
-        from tiap.scoring.folder import read_scores
+        (:func:`tiap.scoring.folder.read_parts`, then :meth:`from_parts`)."""
+        from tiap.scoring.folder import read_parts
 
-        return read_scores(path)
+        return cls.from_parts(read_parts(path))
+
+    @classmethod
+    def from_parts(cls, parts: FolderParts) -> Scores:
+        """The :class:`Scores` of a rescore folder's files as
+        :func:`tiap.scoring.folder.read_parts` read them.
+
+        The folder holds each per-query table, so the values, bounds, target sizes,
+        zero-target and undetermined reasons, inferred queries and the manifest's reports
+        come back as written. It holds no Success@k of its own: the hits the pairwise table
+        compares are read from the measures, as Stage III reads them (:func:`hit_measure`:
+        ``Success@k``, or a measure at cutoff ``k`` that is > 0 exactly when something is
+        credited), so :meth:`pairwise_rows` needs such a measure at each ``hit_k`` and at
+        rank 1 (the default measures have them); without one its hit counts are empty.
+        """
+        man = parts.manifest
+        raw_values, decided_pairs = parts.values, parts.flip_pairs
+        opts = man.get("options") or {}
+        targets = tuple(SavedTarget(str(t.get("name")), t)
+                        for t in (opts.get("targets") or ()))
+        names = [t.name for t in targets] or list(dict.fromkeys(k[1] for k in raw_values))
+        if not targets:
+            targets = tuple(SavedTarget(n, {"name": n}) for n in names)
+        measure_names = [str(m) for m in opts.get("measures") or ()] or sorted(
+            {k[2] for k in raw_values})
+        measures = tuple(parse_measure(m) for m in measure_names)
+        systems = tuple(parts.order)
+        query_ids = {s: tuple(parts.order[s]) for s in systems}
+        values = {(s, t, m): raw_values[(s, t, str(m))] for s in systems for t in names
+                  for m in measures if (s, t, str(m)) in raw_values}
+        lower = {(s, t, parse_measure(m)): lo for (s, t, m), (lo, _) in parts.bounds.items()}
+        upper = {(s, t, parse_measure(m)): hi for (s, t, m), (_, hi) in parts.bounds.items()}
+        sizes = {}
+        for key, (g, mem) in parts.sizes.items():  # not known (NaN): -1
+            sizes[key] = (np.where(np.isnan(g), -1, g).astype(np.int64),
+                          np.where(np.isnan(mem), -1, mem).astype(np.int64))
+        # the hits of the pairwise table, read from the measures (see the docstring)
+        cuts = {k for k in (hit_cutoff(m, measures) for m in measures) if k is not None}
+        whole_k = next((k for (_, _, _, k) in decided_pairs if k not in cuts and k != 1), 0)
+        wanted = {1: top1_measure(measures), **{k: hit_measure(k, measures) for k in cuts}}
+        if any(hit_cutoff(m, measures) is None for m in measures):
+            wanted[whole_k] = hit_measure(None, measures)
+        flips: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+        flip_lower: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+        flip_upper: dict[tuple[str, str, int], NDArray[np.float64]] = {}
+        for k, hm in wanted.items():
+            if hm is None:
+                continue
+            test = hit_test(hm, one=(k == 1 and hm.cutoff != 1))
+            for s in systems:
+                for t in names:
+                    v = values.get((s, t, hm))
+                    if v is None:
+                        continue
+                    flips[(s, t, k)] = np.where(np.isnan(v), np.nan, test(v).astype(np.float64))
+                    if (s, t, hm) in lower:
+                        lo, hi = lower[(s, t, hm)], upper[(s, t, hm)]
+                        flip_lower[(s, t, k)] = np.where(np.isnan(lo), np.nan,
+                                                         test(lo).astype(np.float64))
+                        flip_upper[(s, t, k)] = np.where(np.isnan(hi), np.nan,
+                                                         test(hi).astype(np.float64))
+        scores = cls(
+            systems=systems, targets=targets, measures=measures,
+            credit=str(opts.get("credit") or "group"),  # type: ignore[arg-type]
+            query_ids=query_ids, values=values, flips=flips,
+            reports={s: SavedReport(s, (man.get("systems") or {}).get(s) or {})
+                     for s in systems},  # type: ignore[misc]
+            zero_reasons=parts.zero_reasons, zero_codes=parts.zero_codes, target_sizes=sizes,
+            lower=lower, upper=upper, possibly_empty=parts.possibly_empty,
+            undetermined=parts.undetermined, cost=parts.cost,
+            tokenizer=dict(((opts.get("cost") or {}).get("tokenizer")) or {}),
+            cost_note=str((opts.get("cost") or {}).get("note") or ""),
+            integrity=tuple(man.get("integrity") or ()),
+            flip_lower=flip_lower, flip_upper=flip_upper, inferred=parts.inferred,
+            whole_k=whole_k,
+            queries=tuple(_SavedQuery(q, c, col, ab) for q, c, col, ab in parts.queries),
+        )
+        joint: dict[tuple[str, str, str, int], NDArray[np.int8]] = {}
+        for (s, t1, t2, k), decided in decided_pairs.items():  # the rows flip_pairs.csv decides
+            if (s, t1, k) not in flips or (s, t2, k) not in flips:
+                continue  # no measure reads the hit at k: nothing to decide
+            l1, h1 = scores.flip_interval(s, t1, k)
+            l2, h2 = scores.flip_interval(s, t2, k)
+            state = counts.differ(counts.truth(l1, h1, is_hit), counts.truth(l2, h2, is_hit))
+            use = decided >= 0
+            state[use] = decided[use]
+            joint[(s, t1, t2, k)] = state
+        object.__setattr__(scores, "flip_pairs", joint)
+        return scores
 
     def value(self, system: str, target: str, measure: str | Measure) -> NDArray[np.float64]:
         """Per-query values: NaN where undefined *or* not determined by the lineage (see
@@ -739,3 +827,35 @@ def top1_measure(measures: Sequence[Measure]) -> Measure | None:
         if (m.family in ("Success", "P") and m.cutoff == 1) or m.family == "RR":
             return m
     return next((m for m in measures if m.family in ("nDCG", "R") and m.cutoff == 1), None)
+
+
+@dataclass(frozen=True)
+class SavedTarget:
+    """A target as a rescore folder's manifest records it (its name and JSON description)."""
+
+    name: str
+    spec: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.spec)
+
+
+@dataclass(frozen=True)
+class SavedReport:
+    """What rescoring found for one system, as the folder's manifest records it."""
+
+    system: str
+    json: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.json)
+
+
+@dataclass(frozen=True)
+class _SavedQuery:
+    """A row of a rescore folder's ``queries.csv``."""
+
+    query_id: str
+    category: str
+    collection_id: str
+    abstention: bool

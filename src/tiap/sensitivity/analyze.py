@@ -353,7 +353,9 @@ def select_pairs(ds: Dataset, pairs: Sequence[str]) -> Dataset:
 
 
 def _mean_or_none(x: np.ndarray) -> float | None:  # type: ignore[type-arg]
-    return float(x.mean()) if x.size else None
+    """The mean of ``x``; ``None`` (written as null) where it is not determined: no value,
+    or a value not known (NaN: a target size the lineage does not fix)."""
+    return float(x.mean()) if x.size and not np.isnan(x).any() else None
 
 
 def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:

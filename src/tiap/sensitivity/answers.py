@@ -186,7 +186,7 @@ def _verified(ds: Dataset, system: str | None, what: str, given: Any, option: st
     key = "queries" if system is None else ds.inputs.get(system, {}).get(f"{what}_key")
     mpath = Path(folder) / "manifest.json"
     if mpath not in manifests:
-        if not mpath.is_file():  # a Scores held in memory (tiap.scoring.folder.folder_of)
+        if not mpath.is_file():  # a Scores held in memory (tiap.sensitivity.load.folder_of)
             raise _Gone(f"{folder} is held in memory and records no input files")
         manifests[mpath] = read_manifest(mpath)
     if key is None:

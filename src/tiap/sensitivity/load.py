@@ -1,5 +1,5 @@
-"""Rescore folders pooled into :class:`Dataset` values (the folders are read by
-:mod:`tiap.scoring.folder`, their only reader).
+"""Rescore folders pooled into :class:`Dataset` values (the folders' files are read by
+:mod:`tiap.scoring.folder`, their only reader: :func:`read_folder`).
 
 Folders whose queries file has the same sha256 (the same benchmark queries) are pooled into
 one :class:`Dataset`, so systems rescored separately can still be compared; systems are
@@ -32,13 +32,8 @@ from numpy.typing import NDArray
 
 from tiap.errors import Problem, TiapError
 from tiap.io import split_named
-from tiap.scoring.folder import (
-    PerQuery,
-    RescoreFolder,
-    folder_of,
-    folder_targets,
-    read_folder,
-)
+from tiap.scoring.cost import COST_COLUMNS
+from tiap.scoring.folder import PerQuery, as_written, folder_dataset, folder_targets, read_parts
 from tiap.scoring.measures import Measure, parse_measure
 from tiap.scoring.scores import Scores, SystemScores
 
@@ -91,6 +86,68 @@ class Dataset:
                 sc = self.systems[s]
                 mask &= sc.in_universe(t, ms) if bounded else sc.determined(t, ms)
         return mask
+
+
+@dataclass(frozen=True, eq=False)
+class RescoreFolder:
+    """One rescore folder read back (:func:`read_folder`), or a :class:`Scores` held in
+    memory taken as one (:func:`folder_of`): its :class:`Scores` with what Stage III reads
+    besides them (the manifest, the queries' categories, ``cost.csv``'s rows as written)."""
+
+    path: Path
+    name: str
+    manifest: Mapping[str, Any]
+    scores: Scores
+    categories: dict[str, str]
+    category_source: str
+    #: ``cost.csv``'s rows as written (:data:`tiap.scoring.cost.COST_COLUMNS`; none: no cost)
+    cost: tuple[dict[str, str], ...] = ()
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        """The union of the systems' scored queries, in order of first appearance."""
+        universe: dict[str, None] = {}
+        for s in self.scores.systems:
+            universe.update(dict.fromkeys(self.scores.query_ids[s]))
+        return tuple(universe)
+
+
+def read_folder(path: str | Path, name: str | None = None, *,
+                per_query: PerQuery | None = None) -> RescoreFolder:
+    """Read one rescore folder: its :class:`Scores` (:meth:`Scores.from_parts` of
+    :func:`~tiap.scoring.folder.read_parts`) with its manifest, categories and cost rows,
+    every file checked. It is named ``name``, else by its dataset
+    (:func:`~tiap.scoring.folder.folder_dataset`), else by the folder.
+
+    ``per_query``: the folder's ``per_query.csv`` as the caller that wrote it holds it
+    (:func:`~tiap.scoring.folder.per_query_of`), instead of reading the file again."""
+    parts = read_parts(path, per_query=per_query)
+    return RescoreFolder(parts.path, name or folder_dataset(parts.manifest) or parts.path.name,
+                         parts.manifest, Scores.from_parts(parts), parts.categories,
+                         parts.category_source, parts.cost)
+
+
+def folder_of(scores: Scores, name: str | None = None, *,
+              path: str | Path = "<scores>") -> RescoreFolder:
+    """A :class:`Scores` held in memory as a :class:`RescoreFolder`: the manifest, categories
+    and cost rows :func:`read_folder` reads from the folder
+    :func:`~tiap.scoring.folder.write_rescore` writes for it, so Stage III takes either.
+    ``path`` names it in notes and errors; nothing is read from it. The categories are the
+    rescored queries' (none for a rescoring of qrels files)."""
+    man: dict[str, Any] = {
+        "command": "rescore",
+        "options": {"credit": scores.credit,
+                    "targets": [t.to_json() for t in scores.targets],
+                    "measures": [str(m) for m in scores.measures]},
+        "systems": {s: scores.reports[s].to_json() for s in scores.systems},
+        "inputs": {},
+    }
+    cats = {q.query_id: getattr(q, "category", "") or "" for q in scores.queries}
+    source = ("the queries rescored" if cats else
+              "none (no categories: the rescoring holds no queries)")
+
+    return RescoreFolder(Path(path), name or "scores", man, scores, cats, source,
+                         as_written(scores.cost, COST_COLUMNS))
 
 
 def _group_key(folder: RescoreFolder) -> str:

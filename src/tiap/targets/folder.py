@@ -310,7 +310,7 @@ def write_coverage(
         for store, cov in coverages.items()
     ]}
     with atomic_write(json_path) as fh:
-        json.dump(doc, fh, ensure_ascii=False, indent=2)
+        json.dump(doc, fh, ensure_ascii=False, indent=2, allow_nan=False)
         fh.write("\n")
     if csv_path is not None:
         with atomic_write(csv_path) as fh:
@@ -368,7 +368,8 @@ def _rows_sha256(rows: Iterable[dict[str, Any]]) -> tuple[int, str]:
     h = hashlib.sha256()
     n = 0
     for row in rows:
-        h.update(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        h.update(json.dumps(row, ensure_ascii=False, separators=(",", ":"),
+                            allow_nan=False).encode("utf-8"))
         h.update(b"\n")
         n += 1
     return n, h.hexdigest()
