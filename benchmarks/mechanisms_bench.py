@@ -13,9 +13,7 @@ Steps:
   rescore_bench.py, files reused from ``--data``): read the run and three qrels files,
   build the ``RankingIndex`` and the three targets, score nDCG@60, R@60, RR, Success@60.
   Variants: ``all`` (the code as it is), ``sequential`` (qrels read after the run, not in
-  a second thread), ``no-prefetch`` (pieces parsed on the caller's thread, not one ahead),
-  ``no-jemalloc`` (pyarrow's default pool while reading), ``one-encoder`` (a piece's id
-  columns hashed one after another, not in three threads), ``no-runs`` (query ids hashed
+  a second thread), ``no-jemalloc`` (pyarrow's default pool while reading), ``no-runs`` (query ids hashed
   row by row, not once per run of equal ids), ``ids-strings`` (ids hashed as strings, not
   as integer keys), ``reference`` (the record readers, ``read_run`` and the plain qrels
   reader, then coded). The same scores every time: the driver checks the digests.
@@ -43,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +51,7 @@ sys.path.insert(0, str(HERE))
 
 from machine import machine_facts
 
-E2E = ("all", "sequential", "no-prefetch", "no-jemalloc", "one-encoder", "no-runs",
-       "ids-strings", "reference")
+E2E = ("all", "sequential", "no-jemalloc", "no-runs", "ids-strings", "reference")
 DEMO = ("record", "columnar", "jsonl")
 SENS = ("all", "blas-threads")
 MEASURES = "nDCG@60,R@60,RR@60,Success@60"
@@ -72,13 +68,8 @@ def switch_off(variant: str) -> dict[str, Any]:
     options: dict[str, Any] = {"concurrent": True, "reference": False}
     if variant == "sequential":
         options["concurrent"] = False
-    elif variant == "no-prefetch":
-        columnar._batches = columnar._parsed_batches  # type: ignore[assignment]
     elif variant == "no-jemalloc":
         columnar._reader_memory = contextlib.nullcontext  # type: ignore[assignment]
-    elif variant == "one-encoder":
-        columnar.os = types.SimpleNamespace(cpu_count=lambda: 1,  # type: ignore[assignment]
-                                            environ=os.environ)
     elif variant == "no-runs":
         encoded = columnar._encoded
         columnar._encoded = lambda column, grouped=False: encoded(column)  # type: ignore[assignment]

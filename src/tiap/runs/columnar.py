@@ -23,8 +23,7 @@ then dropped: TIAP scores by rank.
 
 **How.** With pyarrow installed (the ``parquet`` extra), a TREC file whose columns are
 separated by single spaces or single tabs is parsed by ``pyarrow.csv`` in pieces of 16 MB
-(each split into 1 MB blocks over the cores), one piece ahead of the caller in a second
-thread. Query and item columns are dictionary-encoded per piece, so no Python string is
+(each split into 1 MB blocks over the cores). Query and item columns are dictionary-encoded per piece, so no Python string is
 made per row, and each piece's items are written straight into the ranking matrix. The
 pieces' dictionaries are merged at the end. With ``order="score"``, a row's lines fill it
 in file order, their scores fill a float matrix beside it, and each row is sorted at the
@@ -313,55 +312,8 @@ def _text_chunks(path: Path) -> Iterator[memoryview]:
             yield view[:kept]
 
 
-def _batches(
-    path: Path, delimiter: str, columns: dict[int, str], n_columns: int
-) -> Iterator[_Batch]:
-    """:func:`_parsed_batches`, produced by a second thread one chunk ahead: reading,
-    parsing and encoding (pyarrow, which releases the GIL) overlap with the caller's work on
-    the previous chunk."""
-    import queue
-
-    done = object()
-    box: queue.Queue[Any] = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for batch in _parsed_batches(path, delimiter, columns, n_columns):
-                while not stop.is_set():
-                    try:
-                        box.put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            box.put(done)
-        except BaseException as exc:  # handed to the caller
-            box.put(exc)
-
-    worker = threading.Thread(target=produce, name="tiap-columnar-reader", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = box.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while worker.is_alive():  # let a blocked put() see the stop flag
-            try:
-                box.get_nowait()
-            except queue.Empty:
-                pass
-            worker.join(timeout=0.05)
-
-
-def _parsed_batches(path: Path, delimiter: str, columns: dict[int, str],
-                    n_columns: int) -> Iterator[_Batch]:
+def _batches(path: Path, delimiter: str, columns: dict[int, str],
+             n_columns: int) -> Iterator[_Batch]:
     """Parse ``path`` a chunk at a time with ``pyarrow.csv.read_csv`` (which uses every core
     on the 1 MB blocks of a chunk), keeping ``columns`` (index -> kind): ids come
     dictionary-encoded, text as strings, floats as float64. Any pyarrow error, or bytes that
@@ -389,10 +341,6 @@ def _parsed_batches(path: Path, delimiter: str, columns: dict[int, str],
         )
         for hex_free in (False, True)
     }
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(max(1, min(3, os.cpu_count() or 1)),
-                              thread_name_prefix="tiap-columnar-encode")
     try:
         for text in _text_chunks(path):
             raw = text.obj
@@ -406,19 +354,14 @@ def _parsed_batches(path: Path, delimiter: str, columns: dict[int, str],
             cols: list[Any] = [table.column(j) for j in range(len(kinds))]
             ids = [j for j, kind in enumerate(kinds)
                    if kind in (_ID, _QID) or (kind == _INT and not hex_free)]
-            # the id columns are hashed in parallel (pyarrow releases the GIL)
-            encoded = pool.map(_encoded, [cols[j] for j in ids],
-                               [kinds[j] == _QID for j in ids])
-            for j, column in zip(ids, encoded, strict=True):
-                cols[j] = column
+            for j in ids:
+                cols[j] = _encoded(cols[j], kinds[j] == _QID)
             for j, kind in enumerate(kinds):
                 if kind == _FLOAT or (kind == _INT and hex_free):
                     cols[j] = cols[j].to_numpy()
             yield _Batch(cols, table.num_rows)
     except (pa.ArrowException, OSError, EOFError) as exc:
         raise _GiveUp(str(exc)) from exc
-    finally:
-        pool.shutdown(wait=True)
 
 
 def _release_arrow_memory() -> None:
