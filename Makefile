@@ -52,9 +52,10 @@ $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[bm25,dense,report,stats,cost]'
 	@touch $@ $(VENV)/.installed-base
 
-## test: the test suite (what CI runs): every test but the two marked slow (the whole
+## test: the test suite (what CI runs): every test but those marked slow (the whole
 ## LongMemEval-S build, 245k turns, about 90 s; docs/mem0.md's real Mem0 run over LoCoMo conv-26,
-## about 70 s); `make test-all` runs them too. --dist loadgroup, with the scheduler
+## about 70 s; docs/transfer.md; five of the six native paper traces through the CLI, whose
+## figures make test checks through the API); `make test-all` runs them too. --dist loadgroup, with the scheduler
 ## tests/conftest.py gives it: a file's tests run in one worker, so what a file builds once per
 ## process (a module fixture, a cache of imported traces) is built once, not once per worker;
 ## files that share a session fixture (conftest's GROUPS) run in one worker together; the
