@@ -63,7 +63,8 @@ __version__ = "0.1.0"
 PUBLIC_MODULES = (
     "tiap",
     "tiap.datasets", "tiap.memory", "tiap.retrieval", "tiap.runs", "tiap.importers",
-    "tiap.targets", "tiap.scoring", "tiap.sensitivity", "tiap.audit", "tiap.report",
+    "tiap.targets", "tiap.scoring", "tiap.sensitivity", "tiap.audit", "tiap.answers",
+    "tiap.report",
     "tiap.llm", "tiap.cache", "tiap.config", "tiap.engine", "tiap.errors", "tiap.io",
     "tiap.pipeline", "tiap.limits", "tiap.provenance",
 )
