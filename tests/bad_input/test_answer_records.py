@@ -65,7 +65,7 @@ def test_every_problem_is_reported_together(tmp_path: Path) -> None:
     text = str(exc.value)
     for line, what in [(2, "a second answer of system 'A'"), (3, "label 'right'"),
                        (4, "does not match its label"), (5, "two verdicts of judge 'g'"),
-                       (6, "described otherwise here than on line 3"),
+                       (6, "described otherwise here than on line 4"),
                        (7, "field 'context'"), (8, "must be a JSON object"),
                        (9, "field 'answer' is required")]:
         assert f"a.jsonl:{line}: " in text and what in text, (line, what)
