@@ -69,6 +69,11 @@ class Warnings:
         if len(w["examples"]) < EXAMPLES:
             w["examples"].append(example)
 
+    def also(self, code: str, message: str, key: str) -> None:
+        """Count one more ``key`` (e.g. ``verdicts``) left out with the warning's items."""
+        w = self._d.setdefault(code, {"message": message, "count": 0, "examples": []})
+        w[key] = w.get(key, 0) + 1
+
     def to_json(self) -> dict[str, dict[str, Any]]:
         return {k: dict(v, examples=list(v["examples"])) for k, v in self._d.items()}
 
@@ -134,6 +139,64 @@ class QuestionIndex:
                       f"({', '.join(q.query_id for q in hits[:3])})")
 
 
+UNMAPPED = "answers whose id or question names no question of the dataset (left out with " \
+    "their verdicts)"
+REMAPPED = "answers whose id's position names another question; kept under the one " \
+    "question with their text"
+#: Mem0's memory-benchmarks LoCoMo question id (the kit keeps it): conversation, position
+LOCOMO_QID = re.compile(r"conv([0-9]+)_q([0-9]+)")
+
+
+class LocomoIndex:
+    """LoCoMo's non-adversarial questions per conversation (file order), for ids that
+    count positions among them (``conv<N>_q<M>``): each mapping is checked by question text;
+    where the position names another question, the one question of the conversation with
+    the answer's text is used (``remapped_by_text``); else the answer is unmapped."""
+
+    def __init__(self, bundles: Iterable[Bundle], warn: Warnings) -> None:
+        self.convs = [[q for q in b.queries if q.category != "adversarial"] for b in bundles]
+        self.text = [QuestionIndex(c) for c in self.convs]
+        self.all = QuestionIndex(q for c in self.convs for q in c)
+        self.warn = warn
+
+    def query(self, conv: int, pos: int, question: str | None, where: str) -> Query | None:
+        """The query (conversation ``conv``, non-adversarial position ``pos``) names."""
+        if not 0 <= conv < len(self.convs):
+            self.warn.add("unmapped_answer", UNMAPPED, f"{where}: conversation {conv}; "
+                          f"LoCoMo has {len(self.convs)}")
+            return None
+        qs = self.convs[conv]
+        if 0 <= pos < len(qs) and (question is None or _norm(qs[pos].question)
+                                    == _norm(question)):
+            return qs[pos]
+        if question is None:
+            self.warn.add("unmapped_answer", UNMAPPED, f"{where}: position {pos}; "
+                          f"conversation {conv} has {len(qs)} non-adversarial questions")
+            return None
+        q, why = self.text[conv].by_question(question)
+        if q is None:
+            self.warn.add("unmapped_answer", UNMAPPED,
+                          f"{where}: {why} in conversation {conv} ({question[:50]!r})")
+            return None
+        self.warn.add("remapped_by_text", REMAPPED,
+                      f"{where}: position {pos} is {q.query_id} by its text")
+        return q
+
+    def by_id(self, qid: str, question: str | None, where: str) -> Query | None:
+        """A ``conv<N>_q<M>`` id checked by text, else the one question with the text."""
+        m = LOCOMO_QID.fullmatch(qid)
+        if m is not None:
+            return self.query(int(m.group(1)), int(m.group(2)), question, where)
+        if question is None:
+            self.warn.add("unmapped_answer", UNMAPPED,
+                          f"{where}: id {qid!r} is not conv<N>_q<M> and has no question")
+            return None
+        q, why = self.all.by_question(question)
+        if q is None:
+            self.warn.add("unmapped_answer", UNMAPPED, f"{where}: {why} ({question[:50]!r})")
+        return q
+
+
 def nothing_mapped(path: str | Path, what: str, warnings: Warnings) -> TiapError:
     """The located error of an import where no id mapped (with the first reasons)."""
     first = [e for w in warnings.to_json().values() for e in w["examples"]][:3]
@@ -182,9 +245,11 @@ def import_memory_benchmarks(path: str | Path, *, dataset: str, k: int | None = 
     ``category``, ``evidence``, ``cutoff_results.top_<K>.{generated_answer, judgment}`` and
     ``retrieval.search_results[{id, memory, score}]``. ``k`` picks the cutoff (``None``:
     the file's only one). The answer's context is the search results' ids in rank order,
-    in a store named after ``system``. ``question_id`` is mapped to TIAP's query ids:
-    for ``dataset="locomo"`` by question text within the dataset (``locomo``: as
-    :func:`tiap.answers.kit.import_kit`), otherwise it is taken as the query id.
+    in a store named after ``system``. ``question_id`` is mapped to TIAP's query ids: for
+    ``dataset="locomo"`` (read from ``locomo``, as :func:`tiap.answers.kit.import_kit`
+    does) an id ``conv<N>_q<M>`` names the ``M``-th non-adversarial question of
+    conversation ``N``, checked by its text (:class:`LocomoIndex`), and another id maps by
+    question text; for another dataset the id is the query id.
     The judgment becomes a verdict of ``<judge_model>|memory_benchmarks|r0`` (the model
     from the file's ``metadata.judge_model`` when it has one).
 
@@ -210,13 +275,10 @@ def import_memory_benchmarks(path: str | Path, *, dataset: str, k: int | None = 
     judge = f"{model or 'unrecorded'}|memory_benchmarks|r0"
     cfg = JudgeConfig(judge, model=model, prompt="memory_benchmarks", run=0,
                       settings={"source": "memory-benchmarks judgment"})
-    index = None
-    if dataset == "locomo":
-        index = QuestionIndex(q for b in locomo_bundles(locomo) for q in b.queries
-                              if q.category != "adversarial")
     cut = f"top_{k}" if k is not None else None
     problems = Problems(p)
     warn = Warnings()
+    index = LocomoIndex(locomo_bundles(locomo), warn) if dataset == "locomo" else None
     answers: list[Answer] = []
     seen: dict[str, int] = {}
     for i, ev in enumerate(doc["evaluations"]):
@@ -252,14 +314,10 @@ def import_memory_benchmarks(path: str | Path, *, dataset: str, k: int | None = 
         question = ev.get("question") if isinstance(ev.get("question"), str) else None
         qid: str | None = sid
         if index is not None:
-            if question is None:
-                warn.add("unmapped_answer", "answers whose question could not be mapped",
-                         f"{p}, {rec} ({sid}): the record has no question text")
-                continue
-            q, why = index.by_question(question)
+            q = index.by_id(sid, question, f"{p}, {rec} ({sid})")
             if q is None:
-                warn.add("unmapped_answer", "answers whose question could not be mapped",
-                         f"{p}, {rec} ({sid}): {why}")
+                if res.get("judgment") is not None:
+                    warn.also("unmapped_answer", UNMAPPED, "verdicts")
                 continue
             qid = q.query_id
         if qid in seen:
@@ -393,8 +451,10 @@ def import_memos(path: str | Path, *, dataset: str = "locomo", system: str = "me
             continue
         q, why = index.by_question(question)
         if q is None:
-            warn.add("unmapped_answer", "answers whose question could not be mapped",
-                     f"{p}, record {rec}: {why}: {question[:60]!r}")
+            warn.add("unmapped_answer", UNMAPPED, f"{p}, record {rec}: {why}: "
+                     f"{question[:60]!r}")
+            for _ in verdicts:
+                warn.also("unmapped_answer", UNMAPPED, "verdicts")
             continue
         if q.query_id in seen:
             problems.add(f"question of query {q.query_id} is answered twice (also record "
@@ -529,10 +589,9 @@ def import_longmemeval(hypotheses: str | Path, *, judged: str | Path | None = No
         if index is not None:
             q = index.by_id.get(qid)
             if q is None:
-                n = int(qid in verdicts)
-                warn.add("unmapped_answer", "answers whose question id names no query of "
-                         "the dataset (left out with their verdicts)",
-                         f"{hp}:{line}: {qid!r}" + (" (judged)" if n else ""))
+                warn.add("unmapped_answer", UNMAPPED, f"{hp}:{line}: {qid!r}")
+                if qid in verdicts:
+                    warn.also("unmapped_answer", UNMAPPED, "verdicts")
                 continue
         v = verdicts.get(qid)
         answers.append(Answer(dataset, system, qid, text,

@@ -50,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from tiap.answers.importers import (
-    QuestionIndex,
+    LOCOMO_QID,
+    UNMAPPED,
+    LocomoIndex,
     Warnings,
     locomo_bundles,
     read_json_file,
@@ -79,7 +81,7 @@ PIPELINES = KIT_SYSTEMS[1:7]
 HUMAN = "human"
 _LABELS = {"CORRECT": CORRECT, "WRONG": WRONG, "AMBIGUOUS": AMBIGUOUS}
 _SCORES = {CORRECT: 1.0, WRONG: 0.0}
-_MEM0_QID = re.compile(r"conv([0-9]+)_q([0-9]+)")
+_MEM0_QID = LOCOMO_QID
 _VALIDATION_QID = re.compile(r"c[0-9]+_q(conv[0-9]+_q[0-9]+)")
 #: the kit's judge names (matrix, rejudge) -> template
 _KIT_JUDGES = {"mem0": "judge_mem0_generous", "mem0-4o": "judge_mem0_generous",
@@ -106,9 +108,7 @@ class _Kit:
         self.root = root
         self.problems = Problems()
         self.warn = Warnings()
-        self.convs: list[list[Query]] = [[q for q in b.queries if q.category != "adversarial"]
-                                         for b in bundles]
-        self.text = [QuestionIndex(c) for c in self.convs]
+        self.index = LocomoIndex(bundles, self.warn)
         self.answers: dict[str, dict[str, Answer]] = {s: {} for s in KIT_SYSTEMS}
         self.left_out: dict[str, set[str]] = {s: set() for s in KIT_SYSTEMS}
         self.verdicts: dict[tuple[str, str], list[AnswerVerdict]] = {}
@@ -148,32 +148,7 @@ class _Kit:
     def query(self, conv: int, pos: int, question: str | None, where: str) -> Query | None:
         """The LoCoMo query the kit's (conversation, non-adversarial position) names,
         checked by question text; ``None`` (counted) when it cannot be mapped."""
-        if not 0 <= conv < len(self.convs):
-            self.warn.add("unmapped_answer", "answers whose id or question names no LoCoMo "
-                          "question (left out with their verdicts)",
-                          f"{where}: conversation {conv}; LoCoMo has {len(self.convs)}")
-            return None
-        qs = self.convs[conv]
-        if 0 <= pos < len(qs) and (question is None
-                                    or " ".join(qs[pos].question.split())
-                                    == " ".join(question.split())):
-            return qs[pos]
-        if question is None:
-            self.warn.add("unmapped_answer", "answers whose id or question names no LoCoMo "
-                          "question (left out with their verdicts)",
-                          f"{where}: position {pos}; conversation {conv} has {len(qs)} "
-                          "non-adversarial questions")
-            return None
-        q, why = self.text[conv].by_question(question)
-        if q is None:
-            self.warn.add("unmapped_answer", "answers whose id or question names no LoCoMo "
-                          "question (left out with their verdicts)",
-                          f"{where}: {why} in conversation {conv} ({question[:50]!r})")
-            return None
-        self.warn.add("remapped_by_text", "answers whose id's position names another "
-                      "question; kept under the one question with their text",
-                      f"{where}: position {pos} is {q.query_id} by its text")
-        return q
+        return self.index.query(conv, pos, question, where)
 
     def add_answer(self, system: str, key: str, q: Query | None, rec: dict[str, Any],
                    text_field: str = "answer") -> None:
@@ -198,8 +173,7 @@ class _Kit:
     def verdict(self, system: str, key: str, judge: str, label: str | None,
                 reason: str | None, where: str) -> None:
         if key in self.left_out[system]:
-            self.warn.add("unmapped_answer", "verdicts of answers left out (their id or "
-                          "question names no LoCoMo question)", f"{where}: id {key}")
+            self.warn.also("unmapped_answer", UNMAPPED, "verdicts")
             return
         if key not in self.answers[system]:
             self.problems.add(f"id {key!r} names no answer of system {system}: the file is "
@@ -483,10 +457,10 @@ def _control(kit: _Kit) -> None:
                 kit.problems.add("expected an answer with an integer qid and a question",
                                  record=f"{rel}[{i}]")
                 continue
-            q, why = kit.text[0].by_question(r["question"]) if kit.text else (None, "")
+            q, why = (kit.index.text[0].by_question(r["question"]) if kit.index.text
+                      else (None, "LoCoMo has no conversation"))
             if q is None:
-                kit.warn.add("unmapped_answer", "answers whose id or question names no "
-                             "LoCoMo question (left out with their verdicts)",
+                kit.warn.add("unmapped_answer", UNMAPPED,
                              f"{rel}[{i}]: {why} in conversation 0")
             kit.add_answer(system, key, q, r)
     elif data is not None:
@@ -546,8 +520,7 @@ def _engine(kit: _Kit) -> None:
         ex_key[f"ex{i}"] = hits[0] if ok else None
         if not ok:
             kit.left_out[system].add(f"ex{i}")
-            kit.warn.add("unmapped_answer", "answers whose id or question names no LoCoMo "
-                         "question (left out with their verdicts)",
+            kit.warn.add("unmapped_answer", UNMAPPED,
                          f"{rel}:mem0_over_strict_exhibits[{i}]: {len(hits)} engine answers "
                          "ask its question" + ("" if len(hits) != 1 else
                                                " (with another answer text)"))
