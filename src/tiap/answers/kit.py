@@ -111,6 +111,9 @@ class _Kit:
         self.index = LocomoIndex(bundles, self.warn)
         self.answers: dict[str, dict[str, Answer]] = {s: {} for s in KIT_SYSTEMS}
         self.left_out: dict[str, set[str]] = {s: set() for s in KIT_SYSTEMS}
+        #: (system, id prefix) of answer files that could not be read: their verdicts are
+        #: not checked (the file's error is reported once, not once per verdict)
+        self.broken: set[tuple[str, str]] = set()
         self.verdicts: dict[tuple[str, str], list[AnswerVerdict]] = {}
         self.configs: dict[str, JudgeConfig] = {}
 
@@ -176,6 +179,8 @@ class _Kit:
             self.warn.also("unmapped_answer", UNMAPPED, "verdicts")
             return
         if key not in self.answers[system]:
+            if any(s == system and key.startswith(pre) for s, pre in self.broken):
+                return
             self.problems.add(f"id {key!r} names no answer of system {system}: the file is "
                               "not of these answers", record=where)
             return
@@ -213,6 +218,8 @@ class _Kit:
     def scores(self, rel: str, system: str, judge: str, values: Any,
                keys: list[str]) -> None:
         """0/1 scores given in the order of ``keys``."""
+        if (system, "") in self.broken:
+            return
         if not isinstance(values, list) or len(values) != len(keys):
             self.problems.add(f"expected {len(keys)} scores in the answers' order, got "
                               f"{len(values) if isinstance(values, list) else values!r}",
@@ -304,10 +311,10 @@ def _mem0_platform(kit: _Kit) -> None:
     for n in range(10):
         rel = f"kit/data/mem0_oss_answers/conv{n}.json"
         data = kit.load(rel)
-        if data is None:
-            continue
         if not isinstance(data, list):
-            kit.problems.extend(shape_error(kit.root / rel, "a list of answers", data))
+            if data is not None:
+                kit.problems.extend(shape_error(kit.root / rel, "a list of answers", data))
+            kit.broken.add((system, f"conv{n}_"))
             continue
         for i, r in enumerate(data):
             key = _mem0_key(r.get("qid")) if isinstance(r, dict) else None
@@ -392,11 +399,14 @@ def _pipelines(kit: _Kit) -> None:
     if not isinstance(ans, dict):
         if data is not None:
             kit.problems.extend(shape_error(kit.root / rel, 'an object with "answers"', data))
-        return
+        kit.broken.update((system, "") for system in PIPELINES)
+        ans = {}
     for system in PIPELINES:
         recs = ans.get(system)
         if not isinstance(recs, list):
-            kit.problems.add(f"no answer list of pipeline {system}", record=rel)
+            if ans:
+                kit.problems.add(f"no answer list of pipeline {system}", record=rel)
+            kit.broken.add((system, ""))
             continue
         for i, r in enumerate(recs):
             qid = r.get("qid") if isinstance(r, dict) else None
@@ -463,8 +473,10 @@ def _control(kit: _Kit) -> None:
                 kit.warn.add("unmapped_answer", UNMAPPED,
                              f"{rel}[{i}]: {why} in conversation 0")
             kit.add_answer(system, key, q, r)
-    elif data is not None:
-        kit.problems.extend(shape_error(kit.root / rel, "a list of answers", data))
+    else:
+        if data is not None:
+            kit.problems.extend(shape_error(kit.root / rel, "a list of answers", data))
+        kit.broken.add((system, ""))
     for prompt, stem in (("mem0", "judge_mem0_generous"), ("strict", "judge_strict_ours")):
         for run in range(3):
             kit.verdict_file(f"{_VERDICTS}/A_{prompt}_rep{run}.json", system,
@@ -489,8 +501,10 @@ def _engine(kit: _Kit) -> None:
             keys.append(key)
             kit.add_answer(system, key, kit.query(0, int(key), r.get("question"),
                                                   f"{rel}[{i}]"), r)
-    elif data is not None:
-        kit.problems.extend(shape_error(kit.root / rel, 'an object with "records"', data))
+    else:
+        if data is not None:
+            kit.problems.extend(shape_error(kit.root / rel, 'an object with "records"', data))
+        kit.broken.add((system, ""))
     rel = "kit/data/rejudge_20260521_235650.json"
     data = kit.load(rel)
     judges = data.get("judges") if isinstance(data, dict) else None
