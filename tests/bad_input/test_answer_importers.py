@@ -141,6 +141,17 @@ def test_kit_verdict_label_and_score_disagree(kit_copy: Path, data_dir: Path) ->
     assert "MV_conv5_strict-4o.json[4]: label 'MAYBE'" in str(err.value)
 
 
+def test_kit_nan_only_as_a_verdict_score(kit_copy: Path, data_dir: Path) -> None:
+    # NaN is the kit's "no usable verdict" score; anywhere else it is refused, located
+    _edit(kit_copy / "kit/data/mem0_oss_answers/conv4.json",
+          lambda d: d[2].update(answer=float("nan")))
+    with pytest.raises(TiapError) as err:
+        import_kit(kit_copy, locomo=data_dir / "locomo" / "locomo10.json")
+    assert [(p.record, p.code) for p in err.value.problems] == [(".[2].answer",
+                                                                  "invalid-value")]
+    assert "conv4.json" in str(err.value)
+
+
 def test_longmemeval_judged_log_of_other_answers(tmp_path: Path) -> None:
     hyp = tmp_path / "hyp.jsonl"
     hyp.write_text('{"question_id": "q1", "hypothesis": "Oslo"}\n')
@@ -153,7 +164,7 @@ def test_longmemeval_judged_log_of_other_answers(tmp_path: Path) -> None:
         import_longmemeval(hyp, judged=log)
     assert [(p.line, p.message.split(":")[0][:40]) for p in err.value.problems] == [
         (1, "the judged hypothesis of 'q1' differs fr"),
-        (2, 'question_id "q2" has no hypothesis in hy'),
+        (2, "question_id 'q2' has no hypothesis in hy"),
         (3, "field 'autoeval_label' must be true/fals")]
 
 

@@ -45,7 +45,7 @@ from tiap.answers.records import (
 from tiap.datasets import Bundle, Query, load
 from tiap.datasets.locomo import read_locomo
 from tiap.errors import Problems, TiapError
-from tiap.io import iter_jsonl, json_error, open_text, type_name
+from tiap.io import iter_jsonl, json_error, open_text, strict_json, type_name
 
 __all__ = [
     "import_longmemeval",
@@ -78,20 +78,29 @@ class Warnings:
         return {k: dict(v, examples=list(v["examples"])) for k, v in self._d.items()}
 
 
-def read_json_file(path: str | Path) -> Any:
-    """One JSON document, every failure located; ``NaN`` is read (the kit's verdict files
-    hold it for an unparseable judge reply; the caller decides where it may stand)."""
+def read_json_file(path: str | Path, *, nan_at: re.Pattern[str] | None = None) -> Any:
+    """One JSON document under TIAP's policy (:func:`tiap.io.strict_json`: a key twice,
+    ``NaN``, a lone surrogate are located problems), every failure located. ``NaN`` is
+    read as ``None`` where its record path matches ``nan_at`` (the kit's verdict files
+    hold it as the score of an unparseable judge reply)."""
     p = Path(path)
     if not p.is_file():
         raise TiapError("no such file", file=p, code="io")
     with open_text(p) as fh:
         text = fh.read()
     try:
-        return json.loads(text)
+        value, found = strict_json(text)
     except json.JSONDecodeError as exc:
         raise TiapError(json_error(exc), file=p, line=exc.lineno) from None
     except (ValueError, RecursionError) as exc:
         raise TiapError(f"invalid JSON ({str(exc)[:120]})", file=p) from None
+    problems = Problems(p)
+    for f in found:
+        if not (nan_at is not None and f.code == "invalid-value"
+                and f.message.startswith("NaN") and nan_at.fullmatch(f.record or "")):
+            problems.add(f.message, record=f.record, code=f.code)
+    problems.raise_if_any()
+    return value
 
 
 def shape_error(path: str | Path, expected: str, got: Any, record: str | None = None
@@ -341,7 +350,7 @@ def import_memory_benchmarks(path: str | Path, *, dataset: str, k: int | None = 
         if "judgment" in res and res["judgment"] is not None:
             got = _judgment_label(res["judgment"])
             if got is None:
-                problems.add(f"judgment {json.dumps(res['judgment'])[:60]} is not CORRECT/"
+                problems.add(f"judgment {repr(res['judgment'])[:60]} is not CORRECT/"
                              "WRONG, true/false or 1/0", record=rec, code="invalid-value")
                 continue
             verdicts = (AnswerVerdict(judge, got[0], got[1]),)
@@ -438,7 +447,7 @@ def import_memos(path: str | Path, *, dataset: str = "locomo", system: str = "me
         for key, val in judg.items():
             m = _JUDGMENT.fullmatch(key)
             if m is None or not isinstance(val, bool):
-                problems.add(f"llm_judgments.{key} = {json.dumps(val)[:40]}: expected "
+                problems.add(f"llm_judgments.{key} = {val!r:.40}: expected "
                              "judgment_<n> = true/false", record=rec, code="invalid-value")
                 bad = True
                 continue
@@ -555,7 +564,7 @@ def import_longmemeval(hypotheses: str | Path, *, judged: str | Path | None = No
                 continue
             qid = d.get("question_id")
             if not isinstance(qid, str) or qid not in rows:
-                jprob.add(f"question_id {json.dumps(qid)} has no hypothesis in {hp.name}: "
+                jprob.add(f"question_id {qid!r} has no hypothesis in {hp.name}: "
                           "the judged log is of other answers", line)
                 continue
             if "hypothesis" in d and d["hypothesis"] != rows[qid][1]:

@@ -89,6 +89,8 @@ _KIT_JUDGES = {"mem0": "judge_mem0_generous", "mem0-4o": "judge_mem0_generous",
 _MATRIX_MODELS = {"mem0": "gpt-5", "mem0-4o": "gpt-4o", "strict": "gpt-5",
                   "mnemoverse": "gpt-5-mini"}
 _VERDICTS = "experiments/hardening/verdicts"
+#: where the kit's files hold NaN: the score of a verdict record (no usable verdict)
+_NAN_SCORE = re.compile(r"\.(?:records)?\[[0-9]+\]\.score")
 
 
 def judge_name(model: str | None, prompt: str, run: int = 0) -> str:
@@ -120,7 +122,7 @@ class _Kit:
     # -- files and configurations ---------------------------------------------------------
     def load(self, rel: str) -> Any:
         try:
-            return read_json_file(self.root / rel)
+            return read_json_file(self.root / rel, nan_at=_NAN_SCORE)
         except TiapError as exc:
             self.problems.extend(exc)
             return None
@@ -275,7 +277,7 @@ def _reason(r: dict[str, Any], label: str | None) -> str | None:
     if label is not None:
         return None
     why = r.get("reasoning")
-    return "no usable verdict (score NaN)" + (f": {why}" if isinstance(why, str) and why
+    return "no usable verdict (label null)" + (f": {why}" if isinstance(why, str) and why
                                               else "")
 
 
