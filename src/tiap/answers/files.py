@@ -90,7 +90,8 @@ def load_answers(path: str | Path) -> AnswerSet:
     >>> load_answers("nowhere")
     Traceback (most recent call last):
     ...
-    tiap.errors.TiapError: nowhere: no such file or folder (an answers.jsonl, or a folder of tiap answers import, judge or generate)
+    tiap.errors.TiapError: nowhere: no such file or folder (an answers.jsonl, or a folder of
+    tiap answers import, judge or generate)
     """
     p = Path(path)
     if p.is_dir():
