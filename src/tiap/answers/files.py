@@ -12,6 +12,7 @@ step carries them on.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -108,3 +109,47 @@ def load_answers(path: str | Path) -> AnswerSet:
         raise TiapError("no such file or folder (an answers.jsonl, or a folder of tiap answers "
                         "import, judge or generate)", file=p, code="io")
     return read_answers(p)
+
+
+#: ``tiap answers import FORMAT``: format -> (module, function) of its importer
+FORMATS: dict[str, tuple[str, str]] = {
+    "kit": ("tiap.answers.kit", "import_kit"),
+    "memory-benchmarks": ("tiap.answers.importers", "import_memory_benchmarks"),
+    "memos": ("tiap.answers.importers", "import_memos"),
+    "longmemeval": ("tiap.answers.importers", "import_longmemeval"),
+}
+
+
+def import_answers(fmt: str, path: str | Path, out: str | Path, *, force: bool = False,
+                   **options: Any) -> tuple[AnswerSet, Manifest]:
+    """``tiap answers import FORMAT PATH --out OUT``: read ``path`` with the importer of
+    ``fmt`` (:data:`FORMATS`; ``options`` are its keyword arguments) and save the answers as
+    the folder ``out`` (:func:`save_answers`). Returns the set and the manifest.
+
+    >>> import json
+    >>> _ = Path("hyp.jsonl").write_text(json.dumps(
+    ...     {"question_id": "q1", "hypothesis": "Paris"}) + "\\n")
+    >>> s, man = import_answers("longmemeval", "hyp.jsonl", "imported", system="A")
+    >>> s.systems, man["counts"]["answers"]
+    (('A',), 1)
+    >>> import_answers("mem0", "hyp.jsonl", "imported")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: unknown answer format 'mem0'; known: kit, memory-benchmarks, memos,
+    longmemeval
+    """
+    if fmt not in FORMATS:
+        raise TiapError(f"unknown answer format {fmt!r}; known: {', '.join(FORMATS)}",
+                        code="usage")
+    module, name = FORMATS[fmt]
+    reader = getattr(importlib.import_module(module), name)
+    answers = reader(path, **options)
+    files = {"path": path} if Path(path).is_file() else {}
+    for key in ("judged",):
+        if options.get(key) is not None:
+            files[key] = options[key]
+    shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()
+             if isinstance(v, (str, int, float, bool, Path, type(None)))}
+    man = save_answers(answers, out, step="answers import", inputs=files,
+                       options={"format": fmt, "path": str(path), **shown}, force=force)
+    return answers, man
