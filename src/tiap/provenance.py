@@ -121,6 +121,9 @@ STEPS: dict[str, StepSchema] = {
     "audit graded": StepSchema(3, ("inputs", "options", "stores", "systems", "warnings",
                                    "outputs")),
     "audit import-paper": StepSchema(1, ("inputs",)),
+    # no timestamp: reruns with the same seed write byte-identical folders
+    "answers analysis": StepSchema(1, ("options", "notes", "outputs"), timestamp=False,
+                                   ascii=False),
 }
 
 
