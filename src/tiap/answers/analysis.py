@@ -42,8 +42,10 @@ together and is never headlined.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -303,6 +305,8 @@ def _paired_rows(d: _Data, *, seed: int, resamples: int, alpha: float, correctio
     gaps, meta = [], []
     for j in range(len(d.judges)):
         for a, b in combinations(range(len(d.systems)), 2):
+            if not (d.judged[j, a].any() and d.judged[j, b].any()):
+                continue  # the configuration judged only one of the two
             mask = _scored(d, j, a) & _scored(d, j, b)
             gaps.append(_gap(d, "paired_tests", j, a, b, mask))
             meta.append((j, a, b, mask))
@@ -331,6 +335,8 @@ def _flip_rows(d: _Data, *, seed: int, resamples: int, alpha: float, correction:
     gaps, meta = [], []
     for a, b in combinations(range(len(d.systems)), 2):
         for j1, j2 in combinations(range(len(d.judges)), 2):
+            if not all(d.judged[j, s].any() for j in (j1, j2) for s in (a, b)):
+                continue  # a configuration judged only one of the two
             mask = (_scored(d, j1, a) & _scored(d, j1, b) & _scored(d, j2, a)
                     & _scored(d, j2, b))
             gaps += [_gap(d, "judge_flips", j1, a, b, mask),
@@ -485,10 +491,12 @@ def _noise_rows(d: _Data, configs: Mapping[str, JudgeConfig], human: str, alpha:
         for s, system in enumerate(d.systems):
             row: dict[str, Any] = {"dataset": d.dataset, "family": label, "system": system,
                                    "n_runs": len(members), "runs": runs}
-            accs = []
+            accs, exact = [], []  # exact: as fractions, so equal runs have an SD of 0
             for j in members:
                 ok = _scored(d, j, s)
-                accs.append(float(d.score[j, s][ok].mean()) if ok.any() else math.nan)
+                n_ok = int(ok.sum())
+                exact.append(Fraction(int(d.score[j, s][ok].sum()), n_ok) if n_ok else None)
+                accs.append(float(exact[-1]) if n_ok else math.nan)
             row["accuracies"] = ";".join("" if math.isnan(a) else repr(a) for a in accs)
             if len(members) < 2:
                 rows.append({**row, "status": f"{NOT_DETERMINED}: one run"})
@@ -501,7 +509,8 @@ def _noise_rows(d: _Data, configs: Mapping[str, JudgeConfig], human: str, alpha:
             n_cmp = int(every.sum())
             acc = np.array(accs)
             k = len(members)
-            sd = float(acc.std(ddof=1)) if not np.isnan(acc).any() else math.nan
+            sd = (math.nan if None in exact
+                  else float(statistics.stdev(x for x in exact if x is not None)))
             lo_c, hi_c = _wilson(changed, n_cmp, alpha)
             rows.append({
                 **row, "accuracy_min": _f(float(acc.min())), "accuracy_max": _f(float(acc.max())),
@@ -584,6 +593,8 @@ def analyze_answers(
                                              boot=bootstrap, alpha=alpha,
                                              system_factors=system_factors, notes=notes)
         tables["noise"] += _noise_rows(d, answers.configs, human, alpha)
+    tables = {name: [{c: r.get(c) for c in COLUMNS[name]} for r in rows]
+              for name, rows in tables.items()}  # every row has every column
     options = {"seed": seed, "resamples": resamples, "alpha": alpha,
                "correction": correction, "min_effect": min_effect, "min_dz": min_dz,
                "human": human, "bootstrap": bootstrap,

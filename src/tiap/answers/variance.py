@@ -115,7 +115,7 @@ def crossed_components(y: FloatArray | NDArray[np.integer], scale: float = 1.0
         sigma[e] = (ms - above) / (n_all / np.prod([arr.shape[i] for i in e]))
     s2 = scale ** 2
     return [Component(e, out[e][0], out[e][1] / s2,
-                      0.0 if abs(sigma[e]) < 1e-15 else float(sigma[e]) / s2)
+                      float(sigma[e]) / s2)
             for e in effect_sets(k)]
 
 
