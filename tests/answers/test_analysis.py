@@ -449,3 +449,54 @@ def test_conv26_six_pipelines_rankings_and_flips_under_four_judges(kit: Path) ->
     for f in flips:  # a flip's gaps have opposite signs, and its winners swap
         assert f["gap_1"] * f["gap_2"] < 0 and f["winner_1"] != f["winner_2"]
     assert any("not determined" in n for n in r.notes)  # the judges do not cross
+
+
+def test_control_slice_reruns_noise_band_and_human_agreement(kit: Path) -> None:
+    # the control slice: 143 answers on conv-26, judged three times under each of the mem0
+    # and strict prompts by gpt-5 (A_*_rep0..2), and 57 of them labelled by a human
+    verdict_dir = kit / "experiments" / "hardening" / "verdicts"
+    configs, verdicts = {}, {}
+    counted: dict[str, list[str]] = {}
+    for prompt in ("mem0", "strict"):
+        for run in range(3):
+            name = f"gpt-5|{prompt}|r{run}"
+            configs[name] = JudgeConfig(name, model="gpt-5", prompt=prompt, run=run)
+            recs = json.loads((verdict_dir / f"A_{prompt}_rep{run}.json").read_text())
+            counted[name] = [r["label"] for r in recs]
+            for rec in recs:
+                verdicts.setdefault(rec["qid"], []).append(
+                    AnswerVerdict(name, _KIT_LABEL[rec["label"]]))
+    configs["human"] = JudgeConfig("human", kind="human")
+    labels = json.loads((kit / "kit" / "judge_audit" / "human_labels_control_slice.json")
+                        .read_text())["labels"]
+    for rec in labels:
+        verdicts[rec["qid"]].append(AnswerVerdict("human", rec["human_verdict"].lower()))
+    answers = [Answer("locomo", "mem0-control", f"conv-26:q{rec['qid']}", rec["answer"],
+                      category=rec["category"], verdicts=tuple(verdicts[rec["qid"]]))
+               for rec in json.loads((kit / "kit" / "data" / "answers_mem0_conv26.json")
+                                     .read_text())]
+    r = analyze_answers(AnswerSet(tuple(answers), configs))
+    print("\nrun-to-run noise (143 answers, 3 runs):")
+    for band in r.rows("noise"):
+        print(f"  {band['family']:22} {band['accuracies']}  range {band['accuracy_range']:.4f}"
+              f"  sd {band['accuracy_sd']:.4f} [{band['sd_low']:.4f}, {band['sd_high']:.4f}]"
+              f"  changed {band['n_changed']}/{band['n_compared']}")
+    strict = rows(r, "noise", family="llm|gpt-5|strict|t=None")[0]
+    # counted directly: strict credits 47, 48, 49 of 143 -> range 2/143, sd 1/143
+    assert strict["accuracy_range"] == pytest.approx(2 / 143)
+    assert strict["accuracy_sd"] == pytest.approx(1 / 143)
+    changed = sum(len({counted[f"gpt-5|strict|r{i}"][q] for i in range(3)}) > 1
+                  for q in range(143))
+    assert strict["n_changed"] == changed
+    print("agreement with the human labels:")
+    for row in rows(r, "agreement", judge_2="human"):
+        print(f"  {row['judge_1']:16} n {row['n']} (ambiguous left out {row['n_ambiguous']})"
+              f"  agreement {row['agreement']:.3f}  kappa {row['kappa']}")
+    human = rows(r, "agreement", judge_1="gpt-5|mem0|r0", judge_2="human")[0]
+    assert (human["n"], human["n_ambiguous"]) == (57 - 14, 14)  # 14 AMBIGUOUS labels
+    print("variance components (prompt x run):")
+    for x in r.rows("variance"):
+        print(f"  {x['level']:8} {x['component']:30} {x['variance']:.6f} share "
+              f"{x['share']:.4f} [{x['share_low']:.4f}, {x['share_high']:.4f}]")
+    comp = {(x["level"], x["component"]): x for x in r.rows("variance")}
+    assert comp[("score", "run")]["share"] < 0.01 < comp[("score", "prompt")]["share"]
