@@ -436,8 +436,6 @@ def _variance_rows(d: _Data, configs: Mapping[str, JudgeConfig], *, human: str, 
     if left_out:
         notes.append(f"{d.dataset}: the variance decomposition uses the {n_q} questions scored "
                      f"in every system x configuration cell; {left_out} left out")
-    rng = comparison_rng(seed, d.dataset, "variance")
-    draws = rng.integers(0, n_q, size=(boot, n_q))
     level_text = "; ".join(f"{n}: {', '.join(lv)}" for n, lv in zip(names, levels, strict=True))
     rows: list[dict[str, Any]] = []
     for level, axes_names in (("question", ["query", *names]), ("score", names)):
@@ -445,7 +443,11 @@ def _variance_rows(d: _Data, configs: Mapping[str, JudgeConfig], *, human: str, 
             return (crossed_components(arr) if level == "question"
                     else crossed_components(arr.sum(axis=0), scale=arr.shape[0]))
         point = comps(y)
-        boots = np.array([[c.variance for c in comps(y[idx])] for idx in draws])
+        # one resample of the questions at a time (memory: one table, not boot of them);
+        # both levels see the same resamples
+        draws = comparison_rng(seed, d.dataset, "variance")
+        boots = np.array([[c.variance for c in comps(y[draws.integers(0, n_q, n_q)])]
+                          for _ in range(boot)])
         totals = boots.sum(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             shares = np.where(totals > 0, boots / np.where(totals > 0, totals, 1), np.nan)
