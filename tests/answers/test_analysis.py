@@ -208,6 +208,32 @@ def test_mean_squares_equal_statsmodels_anova_lm() -> None:
                                                    / 21)
 
 
+def test_components_equal_statsmodels_mixedlm_reml_on_a_balanced_table() -> None:
+    # on balanced data with every component positive, REML's estimates are the ANOVA
+    # ones: statsmodels' MixedLM (crossed question and prompt effects as variance
+    # components of one group) is an independent reference for the components themselves
+    import warnings
+
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(1)
+    y = (rng.normal(0, 1.0, 12)[:, None] + rng.normal(0, 0.7, 4)[None, :]
+         + rng.normal(0, 0.5, (12, 4)))
+    frame = pd.DataFrame([{"y": y[q, p], "q": q, "p": p, "g": 1}
+                          for q in range(12) for p in range(4)])
+    model = smf.mixedlm("y ~ 1", frame, groups="g", re_formula="0",
+                        vc_formula={"q": "0 + C(q)", "p": "0 + C(p)"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = model.fit(reml=True, method="lbfgs")
+    reml = dict(zip(model.exog_vc.names, fit.vcomp, strict=True))
+    got = {c.axes: c.variance for c in crossed_components(y)}
+    assert got[(0,)] == pytest.approx(reml["q"], rel=1e-4)
+    assert got[(1,)] == pytest.approx(reml["p"], rel=1e-4)
+    assert got[(0, 1)] == pytest.approx(fit.scale, rel=1e-4)
+
+
 def test_a_judge_model_that_changes_nothing_has_a_component_of_exactly_0() -> None:
     rng = np.random.default_rng(5)
     strict = [int(x) for x in rng.integers(0, 2, 30)]
