@@ -127,6 +127,9 @@ STEPS: dict[str, StepSchema] = {
                                     "outputs"), ascii=False),
     "answers generate": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
                                        "outputs"), ascii=False),
+    # no timestamp: reruns with the same seed write byte-identical folders
+    "answers analysis": StepSchema(1, ("options", "notes", "outputs"), timestamp=False,
+                                   ascii=False),
 }
 
 
