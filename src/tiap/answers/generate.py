@@ -289,7 +289,11 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
 
     Returns:
         An :class:`~tiap.answers.records.AnswerSet` (no verdicts); its ``warnings`` count
-        the invalid replies and the answers cut at ``max_tokens``.
+        the invalid replies (``invalid_reply``: those answers are missing) and the answers
+        cut at ``max_tokens`` (``answer_cut``), and ``generation`` records the settings
+        (prompt name and sha256, model, endpoint, ``k``, budget, token rule, decoding), the
+        items the budget cut, the empty contexts (a ranking with no item: sent with
+        ``(none)`` as context) and how many answers came from the cache.
 
     A run naming a store that is not given is refused before any request:
 
@@ -440,6 +444,8 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
                               "endpoint": eid, "k": k, "token_budget": token_budget,
                               "token_rule": TOKEN_RULE, "max_tokens": max_tokens,
                               "temperature": temperature, "seed": seed,
-                              "items_cut_by_budget": cut_items, "answers": len(answers),
+                              "items_cut_by_budget": cut_items,
+                              "empty_contexts": sum(1 for p in plans if not p[3]),
+                              "answers": len(answers),
                               "from_cache": reused}
     return AnswerSet(tuple(answers), {}, warnings)
