@@ -81,6 +81,15 @@ def test_rankings_that_do_not_match_the_store_or_the_queries(tmp_path: Path) -> 
         _gen(_run("a", "s"), systems=["b"], cache=tmp_path / "c")
 
 
+def test_what_would_give_two_answers_to_one_query(tmp_path: Path) -> None:
+    # refused before any request, not after them (the answer set refuses a second answer
+    # of one system to one query only once every request has been made)
+    with pytest.raises(TiapError, match=r"two runs of system 'a': one run per system"):
+        _gen([_run("a", "s"), _run("a", "s")], cache=tmp_path / "c")
+    with pytest.raises(TiapError, match="query_ids names 1 queries twice: q1"):
+        _gen(_run("a", "s"), query_ids=["q1", "q2", "q1"], cache=tmp_path / "c")
+
+
 def test_a_prompt_without_its_fields(tmp_path: Path) -> None:
     bad = tmp_path / "p.txt"
     bad.write_text("Answer this: {question}\n")

@@ -323,6 +323,11 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
         runs = [r for r in runs if r.system in systems]
     if not runs:
         raise TiapError("no run to answer with", code="usage")
+    twice = sorted({r.system for r in runs if [x.system for x in runs].count(r.system) > 1})
+    if twice:
+        raise TiapError(f"two runs of system {', '.join(map(repr, twice))}: one run per "
+                        "system (an answer is identified by dataset, system and query)",
+                        code="usage")
     problems = Problems()
     for r in runs:
         name = r.store if r.store is not None else (next(iter(stores)) if len(stores) == 1
@@ -338,6 +343,10 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
     qlist = _queries(queries)
     by_id = {q.query_id: q for q in qlist}
     wanted = list(query_ids) if query_ids is not None else [q.query_id for q in qlist]
+    repeated = sorted({q for q in wanted if wanted.count(q) > 1})
+    if repeated:
+        raise TiapError(f"query_ids names {len(repeated)} queries twice: "
+                        f"{', '.join(repeated[:5])}", code="usage")
     unknown = [q for q in wanted if q not in by_id]
     if unknown:
         raise TiapError(f"{len(unknown)} query ids are not among the queries: "
