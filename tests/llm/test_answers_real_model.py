@@ -89,7 +89,7 @@ def test_answers_record_the_context_given_under_the_budget(local_llm, tmp_path: 
 KILLED = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})
-from test_answer_generate import ITEMS, QUERIES, _run
+from test_answers_real_model import ITEMS, QUERIES, _run
 from tiap.answers.generate import generate_answers
 def progress(p):
     if p.done == 2:
