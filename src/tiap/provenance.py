@@ -125,8 +125,10 @@ STEPS: dict[str, StepSchema] = {
                                      "outputs"), ascii=False),
     "answers judge": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
                                     "outputs"), ascii=False),
-    "answers generate": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
-                                       "outputs"), ascii=False),
+    "answers generate": StepSchema(1, ("inputs", "options", "generation", "counts",
+                                       "warnings", "judges", "outputs"), ascii=False),
+    "answers evidence": StepSchema(1, ("inputs", "options", "warnings", "outputs"),
+                                   ascii=False),
     # no timestamp: reruns with the same seed write byte-identical folders
     "answers analysis": StepSchema(1, ("inputs", "options", "notes", "judges", "outputs"),
                                    timestamp=False, ascii=False),

@@ -69,7 +69,7 @@ def test_answers_record_the_context_given_under_the_budget(local_llm, tmp_path: 
     assert all(isinstance(a.answer, str) and a.answer.strip() for a in s)
     assert [a.reference for a in s] == ["Pixel", "Lisbon", "cello", "Mount Rainier"]
     assert [p.cached for p in seen] == [False] * 4 and all(p.requests == 1 for p in seen)
-    gen = s.warnings["generation"]
+    gen = s.generation
     assert gen["model"] == "smollm2-135m" and gen["items_cut_by_budget"] == 2 + 0 + 0 + 1
     # again: every answer from the cache, the same text, no request
     seen.clear()

@@ -42,8 +42,14 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from tiap.answers.files import ANSWERS_FILE, load_answers
 from tiap.answers.records import CORRECT, WRONG, AnswerSet
 from tiap.errors import Problems, TiapError, require
+from tiap.io import output_folder
+from tiap.provenance import Manifest, input_entry
+from tiap.sensitivity.analyze import Table, write_table
+from tiap.sensitivity.stability import wilson_interval
+from tiap.sensitivity.stats import adjust
 
 __all__ = [
     "EvidenceResult",
@@ -58,8 +64,6 @@ CELLS = ("hit_correct", "hit_wrong", "miss_correct", "miss_wrong", "undetermined
 
 
 def _wilson(count: int, n: int) -> tuple[float | None, float | None]:
-    from tiap.sensitivity.stability import wilson_interval
-
     return wilson_interval(count, n)
 
 
@@ -400,7 +404,6 @@ def answer_evidence(answers: AnswerSet, stores: Mapping[str, Any], queries: Any,
 
 def _compare(rows: Iterable[dict[str, Any]], targets: Sequence[str],
              correction: str) -> tuple[TargetComparison, ...]:
-    from tiap.sensitivity.stats import adjust
 
     by: dict[tuple[str, str, str], dict[str, tuple[bool | None, bool]]] = {}
     for r in rows:
@@ -432,3 +435,67 @@ def _compare(rows: Iterable[dict[str, Any]], targets: Sequence[str],
     adj = adjust(ps, correction) if out else []
     return tuple(TargetComparison(**{**c.__dict__, "p_adjusted": None if math.isnan(a)
                                      else float(a)}) for c, a in zip(out, adj, strict=True))
+
+
+#: the columns of ``evidence.csv`` (one row per system x target x judge table)
+TABLE_COLUMNS = ("system", "target", "judge", "n", *CELLS, "no_verdict", "no_context",
+                 "no_target", "p_correct_hit_low", "p_correct_hit_high", "ci_correct_hit_low",
+                 "ci_correct_hit_high", "p_correct_miss_low", "p_correct_miss_high",
+                 "ci_correct_miss_low", "ci_correct_miss_high", "phi_low", "phi_high")
+#: the columns of ``target_comparison.csv``
+COMPARISON_COLUMNS = ("system", "judge", "first", "second", "n", "accuracy_first",
+                      "accuracy_second", "only_first", "only_second", "p", "p_adjusted",
+                      "left_out")
+
+
+def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, list):
+            out[f"{k}_low"], out[f"{k}_high"] = v
+        else:
+            out[k] = v
+    return out
+
+
+def evidence_files(answers: str | Path, out: str | Path, *, queries: Any,
+                   stores: Mapping[str, Any], force: bool = False,
+                   **options: Any) -> EvidenceResult:
+    """``tiap answers evidence``: :func:`answer_evidence` of the answers in ``answers`` (a
+    file or a folder of ``tiap answers judge``), written to ``out``: ``evidence.csv`` (the
+    2x2 table of each system, target and judge), ``target_comparison.csv`` (the McNemar
+    comparisons) and ``manifest.json``.
+
+    >>> from tiap.answers import Answer, AnswerSet, AnswerVerdict, Context, JudgeConfig
+    >>> from tiap.answers import save_answers
+    >>> from tiap.datasets.records import Query
+    >>> from tiap.memory.store import Item
+    >>> s = AnswerSet((Answer("locomo", "A", "q1", "Paris", context=Context("S", ("t1",)),
+    ...                       verdicts=(AnswerVerdict("f1", "correct"),)),),
+    ...               {"f1": JudgeConfig("f1", kind="offline")})
+    >>> _ = save_answers(s, "judged", step="answers judge")
+    >>> res = evidence_files("judged", "evidence",
+    ...                      queries=[Query("q1", "c", "?", "Paris", "single-hop", ("c:1",))],
+    ...                      stores={"S": [Item("t1", "raw", ("c:1",))]}, targets=["raw"])
+    >>> res.table("A", "raw", "f1").hit_correct
+    1
+    >>> sorted(p.name for p in Path("evidence").iterdir())
+    ['evidence.csv', 'manifest.json', 'target_comparison.csv']
+    """
+    aset = load_answers(answers)
+    res = answer_evidence(aset, stores, queries, **options)
+    p = Path(answers)
+    src = p / ANSWERS_FILE if p.is_dir() else p
+    with output_folder(out, "answers evidence", force=force) as tmp:
+        write_table(tmp / "evidence.csv", Table("evidence", TABLE_COLUMNS,
+                                               [_flat(t.row()) for t in res.tables]))
+        write_table(tmp / "target_comparison.csv",
+                    Table("target_comparison", COMPARISON_COLUMNS,
+                          [c.row() for c in res.comparisons]))
+        shown = {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()}
+        man = Manifest.new("answers evidence", inputs={"answers": input_entry(src)},
+                           options={"correction": res.correction, **shown},
+                           warnings=dict(res.warnings) or None,
+                           outputs=["evidence.csv", "target_comparison.csv"])
+        man.write(tmp / "manifest.json")
+    return res

@@ -73,7 +73,9 @@ def save_answers(answers: AnswerSet, out: str | Path, *, step: str,
         man = Manifest.new(step, inputs=entries, options=dict(options or {}),
                            warnings=dict(answers.warnings) or None,
                            outputs=[ANSWERS_FILE],
-                           extra={"counts": answer_counts(answers),
+                           extra={**({"generation": dict(answers.generation)}
+                                     if answers.generation else {}),
+                                  "counts": answer_counts(answers),
                                   "judges": {k: c.to_json() for k, c in
                                              answers.configs.items()}})
         man.write(tmp / "manifest.json")
@@ -101,10 +103,14 @@ def load_answers(path: str | Path) -> AnswerSet:
             raise TiapError(f"no {ANSWERS_FILE} in the folder (a folder of tiap answers "
                             "import, judge or generate holds one)", file=p, code="io")
         warnings: dict[str, Any] = {}
+        generation: dict[str, Any] = {}
         if (p / "manifest.json").is_file():
-            warnings = dict(read_manifest(p).get("warnings") or {})
+            man = read_manifest(p)
+            warnings = dict(man.get("warnings") or {})
+            generation = dict(man.get("generation") or {})
         got = read_answers(f)
-        return dataclasses.replace(got, warnings={**warnings, **got.warnings})
+        return dataclasses.replace(got, warnings={**warnings, **got.warnings},
+                                   generation=generation)
     if not p.is_file():
         raise TiapError("no such file or folder (an answers.jsonl, or a folder of tiap answers "
                         "import, judge or generate)", file=p, code="io")

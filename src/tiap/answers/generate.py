@@ -290,7 +290,7 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
     Returns:
         An :class:`~tiap.answers.records.AnswerSet` (no verdicts); its ``warnings`` count
         the invalid replies (``invalid_reply``: those answers are missing) and the answers
-        cut at ``max_tokens`` (``answer_cut``), and ``generation`` records the settings
+        cut at ``max_tokens`` (``answer_cut``), and its ``generation`` records the settings
         (prompt name and sha256, model, endpoint, ``k``, budget, token rule, decoding), the
         items the budget cut, the empty contexts (a ranking with no item: sent with
         ``(none)`` as context) and how many answers came from the cache.
@@ -304,7 +304,8 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
     ...                  {"native": []})
     Traceback (most recent call last):
     ...
-    tiap.errors.TiapError: run f1-bm25 ranks items of store 'f1', which is not given (stores: native)
+    tiap.errors.TiapError: run f1-bm25 ranks items of store 'f1', which is not given
+    (stores: native)
     """
     from tiap.llm.client import ChatClient, InvalidReplies, endpoint_id
     from tiap.llm.local import DEFAULT_MODEL, local_endpoint
@@ -449,7 +450,7 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
     if cut:
         warnings["answer_cut"] = {"message": f"{cut} answers were cut at max_tokens="
                                              f"{max_tokens} (kept as given)", "count": cut}
-    warnings["generation"] = {"prompt": pname, "prompt_sha256": psha, "model": model,
+    generation = {"prompt": pname, "prompt_sha256": psha, "model": model,
                               "endpoint": eid, "k": k, "token_budget": token_budget,
                               "token_rule": TOKEN_RULE, "max_tokens": max_tokens,
                               "temperature": temperature, "seed": seed,
@@ -457,4 +458,37 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
                               "empty_contexts": sum(1 for p in plans if not p[3]),
                               "answers": len(answers),
                               "from_cache": reused}
-    return AnswerSet(tuple(answers), {}, warnings)
+    return AnswerSet(tuple(answers), {}, warnings, generation)
+
+
+def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str | Path,
+                   stores: Mapping[str, str | Path], force: bool = False,
+                   **options: Any) -> tuple[AnswerSet, Any]:
+    """``tiap answers generate``: :func:`generate_answers` over run files, a queries file and
+    stores given by path (``options``: its keyword arguments), saved as the folder ``out``
+    (:func:`tiap.answers.save_answers`; the generation settings in its manifest). Returns
+    the answers and the manifest.
+
+    A run naming a store that is not given is refused before any request:
+
+    >>> import json
+    >>> _ = Path("run.jsonl").write_text(json.dumps({"system": "A", "store": "S",
+    ...     "query_id": "q1", "ranking": ["t1"]}) + "\\n")
+    >>> _ = Path("q.jsonl").write_text(json.dumps({"query_id": "q1", "question": "?",
+    ...     "evidence": ["c:1"]}) + "\\n")
+    >>> generate_files(["run.jsonl"], "answers", queries="q.jsonl", stores={})
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: ...store 'S'...
+    """
+    from tiap.answers.files import save_answers
+
+    answers = generate_answers(list(runs), queries, dict(stores), **options)
+    inputs = {"queries": Path(queries), **{f"run:{Path(r).name}": Path(r) for r in runs},
+              **{f"items:{k}": Path(v) for k, v in stores.items()
+                 if isinstance(v, str | Path)}}
+    shown = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+             for k, v in options.items() if not callable(v)}
+    man = save_answers(answers, out, step="answers generate", inputs=inputs, options=shown,
+                       force=force)
+    return answers, man

@@ -235,6 +235,9 @@ class AnswerSet:
     answers: tuple[Answer, ...]
     configs: Mapping[str, JudgeConfig] = field(default_factory=dict)
     warnings: Mapping[str, Any] = field(default_factory=dict)
+    #: how TIAP generated the answers, when it did (:func:`tiap.answers.generate_answers`:
+    #: prompt name and sha256, model, endpoint, k, token budget, decoding)
+    generation: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         seen: set[tuple[str, str, str]] = set()
@@ -288,7 +291,7 @@ class AnswerSet:
                                                           if v.judge in keep_j))
             out.append(a)
         configs = {k: c for k, c in self.configs.items() if keep_j is None or k in keep_j}
-        return AnswerSet(tuple(out), configs, self.warnings)
+        return AnswerSet(tuple(out), configs, self.warnings, self.generation)
 
     def with_verdicts(self, configs: Iterable[JudgeConfig],
                       verdicts: Mapping[tuple[str, str, str], Iterable[AnswerVerdict]]
@@ -302,7 +305,7 @@ class AnswerSet:
                                 "configuration; give the new one another name", code="usage")
             cfgs[c.judge] = c
         answers = tuple(a.with_verdicts(verdicts.get(a.key, ())) for a in self.answers)
-        return AnswerSet(answers, cfgs, self.warnings)
+        return AnswerSet(answers, cfgs, self.warnings, self.generation)
 
     def verdict_rows(self) -> list[dict[str, Any]]:
         """One row per (answer, verdict): the long table statistics are computed from."""
