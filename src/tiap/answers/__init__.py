@@ -46,6 +46,11 @@ __all__ = [
     "analyze_answers",
     "analyze_files",
     "answer_counts",
+    "answer_evidence",
+    "evidence_files",
+    "generate_answers",
+    "generate_files",
+    "stratified_sample",
     "import_answers",
     "import_kit",
     "import_longmemeval",
@@ -78,6 +83,11 @@ _HOMES = {
     "analyze_answers": "tiap.answers.analysis",
     "analyze_files": "tiap.answers.analysis",
     "write_answer_analysis": "tiap.answers.analysis",
+    "answer_evidence": "tiap.answers.evidence",
+    "evidence_files": "tiap.answers.evidence",
+    "generate_answers": "tiap.answers.generate",
+    "generate_files": "tiap.answers.generate",
+    "stratified_sample": "tiap.answers.generate",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover
         analyze_files,
         write_answer_analysis,
     )
+    from tiap.answers.evidence import answer_evidence, evidence_files
     from tiap.answers.files import (
         ANSWERS_FILE,
         FORMATS,
@@ -95,6 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover
         load_answers,
         save_answers,
     )
+    from tiap.answers.generate import generate_answers, generate_files, stratified_sample
     from tiap.answers.importers import import_longmemeval, import_memory_benchmarks, import_memos
     from tiap.answers.kit import KIT_SYSTEMS, import_kit, judge_name
 

@@ -46,6 +46,7 @@ from typing import Any
 
 from tiap.answers.records import Answer, AnswerSet, Context
 from tiap.cache import KeyedCache, Table, cache_dir
+from tiap.config import option_name
 from tiap.errors import Problems, TiapError
 
 __all__ = [
@@ -251,7 +252,8 @@ def _store_items(store: Any) -> dict[str, Any]:
 
 def _check_int(name: str, value: Any, top: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
-        raise TiapError(f"{name} must be an integer from 1 to {top:,}, got {value!r}",
+        raise TiapError(f"{option_name(name)} must be an integer from 1 to {top:,}, got "
+                        f"{value!r}",
                         code="usage")
 
 
@@ -380,7 +382,8 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
                 n = count_tokens(line)
                 if used + n > token_budget:
                     if not ids:
-                        problems.add(f"token_budget {token_budget} is too small for the "
+                        problems.add(f"{option_name('token_budget')} {token_budget} is too "
+                                     "small for the "
                                      f"first item of run {r.system} ({iid!r}, {n} tokens)",
                                      query_id=qid, code="usage")
                     cut_items += len(top) - len(ids)
@@ -462,12 +465,17 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
 
 
 def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str | Path,
-                   stores: Mapping[str, str | Path], force: bool = False,
-                   **options: Any) -> tuple[AnswerSet, Any]:
+                   stores: Mapping[str, str | Path], sample: int | None = None,
+                   sample_seed: int = 0, local_model: str | None = None,
+                   force: bool = False, **options: Any) -> tuple[AnswerSet, Any]:
     """``tiap answers generate``: :func:`generate_answers` over run files, a queries file and
     stores given by path (``options``: its keyword arguments), saved as the folder ``out``
     (:func:`tiap.answers.save_answers`; the generation settings in its manifest). Returns
-    the answers and the manifest.
+    the answers and the manifest. ``sample``: answer a stratified sample of that many
+    queries with a reference answer (:func:`stratified_sample`, by category, seeded by
+    ``sample_seed``). ``local_model``: serve that local model
+    (:class:`tiap.llm.local.LocalServer`, on its default port, so the cache's keys stay the
+    same from run to run) for the call and answer with it.
 
     A run naming a store that is not given is refused before any request:
 
@@ -481,14 +489,33 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
     ...
     tiap.errors.TiapError: ...store 'S'...
     """
-    from tiap.answers.files import save_answers
+    import contextlib
 
-    answers = generate_answers(list(runs), queries, dict(stores), **options)
+    from tiap.answers.files import save_answers
+    from tiap.datasets.queryfile import read_queries
+    from tiap.llm.local import DEFAULT_PORT, LocalServer, local_endpoint
+
+    if sample is not None:
+        if options.get("query_ids") is not None:
+            raise TiapError("give the query ids or a sample size, not both", code="usage")
+        options["query_ids"] = stratified_sample(
+            read_queries(queries), sample, seed=sample_seed,
+            keep=lambda q: bool(getattr(q, "answer", None)))
+    with contextlib.ExitStack() as stack:
+        if local_model is not None:
+            if options.get("endpoint") is not None:
+                raise TiapError("local_model serves its own endpoint: give an endpoint or "
+                                "a local model, not both", code="usage")
+            local_endpoint(local_model, DEFAULT_PORT)  # an unknown name, before any work
+            srv = stack.enter_context(LocalServer(local_model, port=DEFAULT_PORT))
+            options["endpoint"] = (srv.base_url, srv.model)
+        answers = generate_answers(list(runs), queries, dict(stores), **options)
     inputs = {"queries": Path(queries), **{f"run:{Path(r).name}": Path(r) for r in runs},
               **{f"items:{k}": Path(v) for k, v in stores.items()
                  if isinstance(v, str | Path)}}
     shown = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
              for k, v in options.items() if not callable(v)}
+    shown.update(sample=sample, sample_seed=sample_seed, local_model=local_model)
     man = save_answers(answers, out, step="answers generate", inputs=inputs, options=shown,
                        force=force)
     return answers, man

@@ -160,3 +160,146 @@ def analyze_cmd(
     for note in result.notes:
         console.print(f"note: {note}")
     console.print(f"wrote {out}")
+
+
+def _stores(items: list[str], option: str = "--items") -> dict[str, Path]:
+    """``NAME=PATH`` specs -> {name: path} (a bare path: the folder's name)."""
+    from tiap.io import split_named
+
+    out: dict[str, Path] = {}
+    for spec in items:
+        name, path = split_named(spec, option)
+        name = name or (path.parent.name if path.name == "items.jsonl" else path.stem)
+        if name in out:
+            raise TiapError(f"{option}: store {name!r} is given twice", code="usage")
+        out[name] = path
+    return out
+
+
+ItemsOption = Annotated[list[str], typer.Option(
+    "--items", help="A store's items.jsonl (or its folder), as NAME=PATH; repeatable, one per "
+    "store the runs or contexts name.")]
+QueriesFileOption = Annotated[Path, typer.Option(
+    "--queries", help="queries.jsonl (the questions, reference answers and evidence).")]
+
+
+@app.command("generate")
+def generate_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run files (TIAP traces name their store).")],
+    queries: QueriesFileOption,
+    items: ItemsOption,
+    out: OutOption,
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="Only these systems of the runs (repeatable).", show_default=False)
+    ] = None,
+    k: Annotated[int, typer.Option("--k", help="Items per context, at most.")] = 10,
+    token_budget: Annotated[int, typer.Option(
+        "--token-budget", help="Context tokens, at most (TIAP's token rule).")] = 1024,
+    sample: Annotated[int | None, typer.Option(
+        "--sample", help="Answer a stratified sample (by category) of this many queries.",
+        show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
+    local_model: Annotated[str | None, typer.Option(
+        "--local-model", help="Serve this local model for the run (tiap llm models).",
+        show_default=False)] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="An OpenAI-compatible endpoint (with --model).",
+        show_default=False)] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="The endpoint's model.", show_default=False)] = None,
+    prompt: Annotated[Path | None, typer.Option(
+        "--prompt", help="Answer prompt template ({context}, {question}); default TIAP's.",
+        show_default=False)] = None,
+    cache: Annotated[Path | None, typer.Option(
+        "--cache", help="Answer cache (default: TIAP's cache folder).", show_default=False)
+    ] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Reply tokens, at most.")
+                          ] = 64,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")
+                           ] = 0.0,
+    force: ForceOption = False,
+) -> None:
+    """Answer queries with each system's top k items under a token budget, with TIAP's own
+    prompt and any OpenAI-compatible endpoint; the context given is recorded as (store,
+    item) ids. Cached: a rerun asks only what is not finished."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from tiap.answers import generate_files
+    from tiap.config import command_options
+
+    if (base_url is None) != (model is None):
+        raise TiapError("give --base-url and --model together", code="usage")
+    endpoint = (base_url, model) if base_url is not None and model is not None else None
+    with Progress(TextColumn("answers"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("answers", total=None)
+
+        def progress(p: Any) -> None:
+            bar.update(task, completed=p.done, total=p.total)
+
+        with command_options({"k": "--k", "token_budget": "--token-budget",
+                              "sample": "--sample", "sample_seed": "--seed",
+                              "local_model": "--local-model", "endpoint": "--base-url",
+                              "prompt": "--prompt", "cache": "--cache",
+                              "max_tokens": "--max-tokens", "temperature": "--temperature",
+                              "systems": "--system"}):
+            answers, man = generate_files(
+                runs, out, queries=queries, stores=_stores(items), systems=system, k=k,
+                token_budget=token_budget, sample=sample, sample_seed=seed,
+                local_model=local_model, endpoint=endpoint, prompt=prompt, cache=cache,
+                max_tokens=max_tokens, temperature=temperature, progress=progress,
+                force=force)
+    console.print(_counts_table(answers, f"generated {len(answers):,} answers into {out}"))
+    gen = answers.generation
+    console.print(f"model {gen.get('model')}, prompt {gen.get('prompt')}, k {gen.get('k')}, "
+                  f"budget {gen.get('token_budget')} tokens; {gen.get('from_cache', 0):,} "
+                  "answers from the cache")
+    print_warnings(man.get("warnings") or {}, Path(out) / "manifest.json")
+
+
+@app.command("evidence")
+def evidence_cmd(
+    answers: Annotated[Path, typer.Argument(
+        help="Judged answers that carry their context (a folder of tiap answers judge, or an "
+        "answers.jsonl).")],
+    queries: QueriesFileOption,
+    items: ItemsOption,
+    out: OutOption,
+    targets: Annotated[str, typer.Option(
+        "--targets", help="Targets whose credit of the context is counted (comma-separated).")
+    ] = "raw,source,canonical",
+    judge: Annotated[list[str] | None, typer.Option(
+        "--judge", help="Only these judge configurations (repeatable).", show_default=False)
+    ] = None,
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="Only these systems (repeatable).", show_default=False)] = None,
+    force: ForceOption = False,
+) -> None:
+    """Answers tied to retrieval: per system, target and judge, was the evidence in the
+    context and was the answer judged correct (the 2x2 table), and which target's credit
+    best predicts a correct answer (exact McNemar tests, Holm-corrected)."""
+    from tiap.answers import evidence_files
+    from tiap.cli.common import split_names
+    from tiap.config import command_options
+
+    tlist = split_names(targets, "--targets", what="target names")
+    with command_options({"targets": "--targets", "judges": "--judge",
+                          "systems": "--system"}):
+        res = evidence_files(answers, out, queries=queries, stores=_stores(items),
+                             targets=tlist, judges=judge, systems=system, force=force)
+    t = Table(title="evidence in the context x judged correct", title_justify="left")
+    for c in ("system", "target", "judge", "hit & correct", "retrieved, not used",
+              "not retrieved, correct", "not retrieved", "undetermined"):
+        t.add_column(c, justify="left" if c in ("system", "target", "judge") else "right")
+    for e in res.tables:
+        t.add_row(e.system, e.target, e.judge, str(e.hit_correct), str(e.hit_wrong),
+                  str(e.miss_correct), str(e.miss_wrong),
+                  str(e.undetermined_correct + e.undetermined_wrong))
+    console.print(t)
+    for system_name in dict.fromkeys(e.system for e in res.tables):
+        for judge_name in dict.fromkeys(e.judge for e in res.tables):
+            best = res.best_target(system_name, judge_name)
+            console.print(f"{system_name}, {judge_name}: "
+                          + (f"{best} predicts a correct answer best" if best else
+                             "no target predicts a correct answer significantly better"))
+    console.print(f"wrote {out}")
