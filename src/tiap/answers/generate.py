@@ -33,6 +33,7 @@ A reply cut by ``max_tokens`` is kept and counted (``warnings.answer_cut``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -489,7 +490,6 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
     ...
     tiap.errors.TiapError: ...store 'S'...
     """
-    import contextlib
 
     from tiap.answers.files import save_answers
     from tiap.datasets.queryfile import read_queries

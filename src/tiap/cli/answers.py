@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from tiap.cli.common import DataOption, ForceOption, console, print_warnings
+from tiap.cli.common import DataOption, ForceOption, console, print_warnings, split_names
 from tiap.errors import TiapError
 
 app = typer.Typer(
@@ -222,7 +223,6 @@ def generate_cmd(
     """Answer queries with each system's top k items under a token budget, with TIAP's own
     prompt and any OpenAI-compatible endpoint; the context given is recorded as (store,
     item) ids. Cached: a rerun asks only what is not finished."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from tiap.answers import generate_files
     from tiap.config import command_options
@@ -279,7 +279,6 @@ def evidence_cmd(
     context and was the answer judged correct (the 2x2 table), and which target's credit
     best predicts a correct answer (exact McNemar tests, Holm-corrected)."""
     from tiap.answers import evidence_files
-    from tiap.cli.common import split_names
     from tiap.config import command_options
 
     tlist = split_names(targets, "--targets", what="target names")
