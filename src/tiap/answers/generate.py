@@ -473,8 +473,8 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
     stores given by path (``options``: its keyword arguments), saved as the folder ``out``
     (:func:`tiap.answers.save_answers`; the generation settings in its manifest). Returns
     the answers and the manifest. ``sample``: answer a stratified sample of that many
-    queries with a reference answer (:func:`stratified_sample`, by category, seeded by
-    ``sample_seed``). ``local_model``: serve that local model
+    queries with a reference answer and evidence (:func:`stratified_sample`, by category,
+    seeded by ``sample_seed``). ``local_model``: serve that local model
     (:class:`tiap.llm.local.LocalServer`, on its default port, so the cache's keys stay the
     same from run to run) for the call and answer with it.
 
@@ -500,7 +500,7 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
             raise TiapError("give the query ids or a sample size, not both", code="usage")
         options["query_ids"] = stratified_sample(
             read_queries(queries), sample, seed=sample_seed,
-            keep=lambda q: bool(getattr(q, "answer", None)))
+            keep=lambda q: bool(getattr(q, "answer", None)) and bool(q.evidence))
     with contextlib.ExitStack() as stack:
         if local_model is not None:
             if options.get("endpoint") is not None:

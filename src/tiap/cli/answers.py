@@ -193,6 +193,9 @@ def generate_cmd(
     system: Annotated[list[str] | None, typer.Option(
         "--system", help="Only these systems of the runs (repeatable).", show_default=False)
     ] = None,
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", help="Dataset name of the answers (default: the runs' benchmark).",
+        show_default=False)] = None,
     k: Annotated[int, typer.Option("--k", help="Items per context, at most.")] = 10,
     token_budget: Annotated[int, typer.Option(
         "--token-budget", help="Context tokens, at most (TIAP's token rule).")] = 1024,
@@ -244,7 +247,8 @@ def generate_cmd(
                               "max_tokens": "--max-tokens", "temperature": "--temperature",
                               "systems": "--system"}):
             answers, man = generate_files(
-                runs, out, queries=queries, stores=_stores(items), systems=system, k=k,
+                runs, out, queries=queries, stores=_stores(items), systems=system,
+                dataset=dataset, k=k,
                 token_budget=token_budget, sample=sample, sample_seed=seed,
                 local_model=local_model, endpoint=endpoint, prompt=prompt, cache=cache,
                 max_tokens=max_tokens, temperature=temperature, progress=progress,
