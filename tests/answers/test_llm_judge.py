@@ -85,6 +85,7 @@ def test_reply_parsing() -> None:
     assert parse_reply('{"label": "WRONG", "reason": "other year"}').label == "wrong"
     assert parse_reply('{"reasoning": "fine", "label": "correct"}').notes == "fine"
     assert parse_reply('Sure:\n```json\n{"label": "CORRECT"}\n```').label == "correct"
+    assert parse_reply('My verdict: {"label": "wrong"} (sure)').label == "wrong"
     assert [parse_reply(t).label for t in ("Yes.", "no", "CORRECT", '"Wrong"', "**yes**")] \
         == ["correct", "wrong", "correct", "wrong", "correct"]
     for text, why in (("", "empty reply"), ("Yes, mostly", "the reply is not a label"),
@@ -220,7 +221,7 @@ def test_faults_give_no_label_with_the_reason_and_are_asked_again(faults: FaultS
     out = judge_answers(s, _judge(faults), cache=cache)
     got = [(a.verdict("stand-in|tiap_judge|r0").label, a.verdict("stand-in|tiap_judge|r0")
             .reason) for a in out]
-    assert got[:2] == [("correct", None), ("correct", None)]
+    assert got[:2] == [("correct", "same"), ("correct", None)]  # the judge's reason kept
     assert got[2] == (None, "the body is not a chat completion")
     assert got[3] == (None, "HTTP 500 after 1 attempts")
     assert got[4][0] is None and got[4][1].startswith("the reply is not a label")

@@ -428,8 +428,10 @@ def judge_answers(
             configs.append(judge.config())
             for i, rec in zip(mine, run.records, strict=True):
                 label = None if rec.label == UNSCORED else rec.label
+                # no label: why; a label: the judge's own short reason (or how it was read)
+                why = rec.reason if label is None else (rec.notes or rec.reason)
                 verdicts.setdefault(i.answer.key, []).append(
-                    AnswerVerdict(judge.name, label, rec.reason))
+                    AnswerVerdict(judge.name, label, why))
             for code, w in run.stats[0].warnings.items():
                 warnings[f"{judge.name}: {code}"] = w
             for w in getattr(judge, "template_warnings", ()):

@@ -32,7 +32,8 @@ its own request: ``{"base_url", "body"}``, the body holding the model, the rende
 :class:`tiap.llm.client.StructuredOutput` does. A reply is read as (:func:`parse_reply`):
 
 - a JSON object with ``label`` ``CORRECT`` or ``WRONG`` (any case; ``reason`` or
-  ``reasoning`` kept as the reason), also inside a ```` ```json ```` fence;
+  ``reasoning`` kept as the verdict's reason), also inside a ```` ```json ```` fence or
+  with text around it;
 - the plain words ``yes``, ``correct`` (-> correct), ``no``, ``wrong`` (-> wrong), any case,
   quotes and a final full stop ignored;
 - anything else: no label (``null``), with the reason, never cached, asked again next run.
@@ -206,6 +207,7 @@ def _line_of(lines: list[str], first: int, mark: str, body: str, k: int) -> int:
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+_OBJECT = re.compile(r"(\{.*\})", re.DOTALL)  # a JSON object with text around it
 _WORDS = {"yes": CORRECT, "correct": CORRECT, "no": WRONG, "wrong": WRONG}
 
 
@@ -222,7 +224,7 @@ def parse_reply(content: str) -> Verdict:
     text = (content or "").strip()
     if not text:
         return Verdict(UNSCORED, reason="empty reply")
-    m = _FENCE.search(text)
+    m = _FENCE.search(text) or _OBJECT.search(text)
     candidate = m.group(1) if m else text
     if candidate.startswith("{"):
         try:
