@@ -125,6 +125,18 @@ CODES: dict[str, tuple[str, str]] = {
                          "audit does not hold; they are left out of every figure."),
                         ("Check the labels are of this audit (its cases.jsonl and "
                          "rescoring); nothing, if they label more on purpose.")),
+    "unmapped_answer": (("An imported answer (or its verdict) names a question the dataset "
+                         "does not hold, or whose text is another's or several's; it is "
+                         "left out of the answer set and counted in its warnings."),
+                        ("Check the file is of this dataset (its version and question "
+                         "order); the examples name the ids.")),
+    "remapped_by_text": (("An imported answer's id names another question than the one it "
+                          "asks; it is kept under the one question with its exact text."),
+                         "Nothing; check the examples if the source's ids should agree."),
+    "judge_provenance": (("Verdicts under a judge name the source uses for another "
+                          "configuration (its notes say so); they get their own judge "
+                          "configuration."),
+                         "Nothing; compare them with the other configuration knowingly."),
 }
 
 

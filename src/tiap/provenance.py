@@ -121,6 +121,15 @@ STEPS: dict[str, StepSchema] = {
     "audit graded": StepSchema(3, ("inputs", "options", "stores", "systems", "warnings",
                                    "outputs")),
     "audit import-paper": StepSchema(1, ("inputs",)),
+    "answers import": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
+                                     "outputs"), ascii=False),
+    "answers judge": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
+                                    "outputs"), ascii=False),
+    "answers generate": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
+                                       "outputs"), ascii=False),
+    # no timestamp: reruns with the same seed write byte-identical folders
+    "answers analysis": StepSchema(1, ("options", "notes", "outputs"), timestamp=False,
+                                   ascii=False),
 }
 
 

@@ -4,12 +4,14 @@ An answer set (:mod:`tiap.answers.records`) holds one answer per (dataset, syste
 the context each was given as (store, item) ids, and verdicts under named judge
 configurations. Importers read the formats systems publish; judges (offline and LLM) add
 verdicts; the analysis says how much of an accuracy, and of a ranking of systems, is the
-judge (docs/answers.md).
+judge (docs/answers.md). The stage's steps write folders (:mod:`tiap.answers.files`).
 
 >>> from tiap.answers import Answer, AnswerSet
 >>> AnswerSet((Answer("locomo", "A", "conv-26:q0", "7 May 2023"),)).systems
 ('A',)
 """
+
+from typing import TYPE_CHECKING
 
 from tiap.answers.records import (
     AMBIGUOUS,
@@ -25,10 +27,14 @@ from tiap.answers.records import (
     read_answers,
     write_answers,
 )
+from tiap.lazy import lazy_exports
 
 __all__ = [
     "AMBIGUOUS",
+    "ANSWERS_FILE",
     "CORRECT",
+    "FORMATS",
+    "KIT_SYSTEMS",
     "LABELS",
     "WRONG",
     "Answer",
@@ -36,7 +42,46 @@ __all__ = [
     "AnswerVerdict",
     "Context",
     "JudgeConfig",
+    "answer_counts",
+    "import_answers",
+    "import_kit",
+    "import_longmemeval",
+    "import_memory_benchmarks",
+    "import_memos",
+    "judge_name",
+    "load_answers",
     "prompt_sha256",
     "read_answers",
+    "save_answers",
     "write_answers",
 ]
+
+#: name -> home module: imported on first use, so ``import tiap.answers`` stays light
+_HOMES = {
+    "ANSWERS_FILE": "tiap.answers.files",
+    "FORMATS": "tiap.answers.files",
+    "answer_counts": "tiap.answers.files",
+    "import_answers": "tiap.answers.files",
+    "load_answers": "tiap.answers.files",
+    "save_answers": "tiap.answers.files",
+    "KIT_SYSTEMS": "tiap.answers.kit",
+    "import_kit": "tiap.answers.kit",
+    "judge_name": "tiap.answers.kit",
+    "import_longmemeval": "tiap.answers.importers",
+    "import_memory_benchmarks": "tiap.answers.importers",
+    "import_memos": "tiap.answers.importers",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tiap.answers.files import (
+        ANSWERS_FILE,
+        FORMATS,
+        answer_counts,
+        import_answers,
+        load_answers,
+        save_answers,
+    )
+    from tiap.answers.importers import import_longmemeval, import_memory_benchmarks, import_memos
+    from tiap.answers.kit import KIT_SYSTEMS, import_kit, judge_name
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

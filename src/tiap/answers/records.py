@@ -326,6 +326,11 @@ class AnswerSet:
 # reading and writing
 
 
+def _shown(value: Any) -> str:
+    """A JSON value as a message shows it."""
+    return json.dumps(value, allow_nan=False)
+
+
 def _opt_str(d: Mapping[str, Any], key: str, problems: Problems, line: int) -> str | None:
     v = d.get(key)
     if v is None or isinstance(v, str):
@@ -340,7 +345,7 @@ def _req_str(d: Mapping[str, Any], key: str, problems: Problems, line: int) -> s
     if isinstance(v, str) and v:
         return v
     problems.add(f"field {key!r} is required: a non-empty string"
-                 + ("" if key not in d else f", got {json.dumps(v)}"), line)
+                 + ("" if key not in d else f", got {_shown(v)}"), line)
     return None
 
 
@@ -353,12 +358,12 @@ def _config(d: Mapping[str, Any], problems: Problems, line: int) -> JudgeConfig 
         return None
     temp = d.get("temperature")
     if temp is not None and (isinstance(temp, bool) or not isinstance(temp, (int, float))):
-        problems.add(f"field 'temperature' must be a number or null, got {json.dumps(temp)}",
+        problems.add(f"field 'temperature' must be a number or null, got {_shown(temp)}",
                      line)
         return None
     run = d.get("run", 0)
     if isinstance(run, bool) or not isinstance(run, int) or run < 0:
-        problems.add(f"field 'run' must be an integer >= 0, got {json.dumps(run)}", line)
+        problems.add(f"field 'run' must be an integer >= 0, got {_shown(run)}", line)
         return None
     settings = d.get("settings", {})
     if not isinstance(settings, dict):
@@ -387,8 +392,8 @@ def _verdict(d: Any, problems: Problems, line: int, configs: dict[str, JudgeConf
     score = d.get("score")
     want = None if label is None else _SCORE.get(label)
     if "score" in d and score != want:
-        problems.add(f"verdict score {json.dumps(score)} does not match its label "
-                     f"{label!r} (expected {json.dumps(want)})", line, code="invalid-value")
+        problems.add(f"verdict score {_shown(score)} does not match its label "
+                     f"{label!r} (expected {_shown(want)})", line, code="invalid-value")
     if cfg is None:
         return None
     old = configs.get(cfg.judge)

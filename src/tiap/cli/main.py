@@ -14,6 +14,7 @@ from rich.markup import escape
 import tiap.provenance
 from tiap import __version__
 from tiap.cli import (
+    answers,
     audit,
     cache,
     datasets,
@@ -54,6 +55,7 @@ app.command("report")(report.report_cmd)
 app.command("mem0-run")(mem0.mem0_run_cmd)
 app.command("measures")(measures.measures_cmd)
 app.add_typer(audit.app, name="audit")
+app.add_typer(answers.app, name="answers")
 app.add_typer(llm.app, name="llm")
 app.add_typer(cache.app, name="cache")
 
