@@ -225,8 +225,8 @@ def test_faults_give_no_label_with_the_reason_and_are_asked_again(faults: FaultS
     assert got[2] == (None, "the body is not a chat completion")
     assert got[3] == (None, "HTTP 500 after 1 attempts")
     assert got[4][0] is None and got[4][1].startswith("the reply is not a label")
-    w = out.warnings["stand-in|tiap_judge|r0: invalid_reply"]
-    assert w["count"] == 3
+    w = out.warnings["invalid_reply"]
+    assert w["count"] == 3 and w["judges"] == {"stand-in|tiap_judge|r0": 3}
     assert faults.counts == {"ok": 1, "yes": 1, "html": 1, "500": 1, "prose": 1}
     # the next run asks the three failed requests again, never the two finished ones
     judge_answers(s, _judge(faults), cache=cache)

@@ -74,7 +74,7 @@ def test_the_warning_reaches_the_judged_set(tmp_path: Path) -> None:
     s = AnswerSet((Answer("locomo", "X", "q1", None),))
     out = judge_answers(s, LLMAnswerJudge(p, model="m", base_url="http://127.0.0.1:9/v1"),
                         cache=tmp_path / "c.sqlite")
-    assert out.warnings["m|judge|r0: prompt"]["count"] == 1
+    assert out.warnings["template_text"]["judges"] == {"m|judge|r0": 1}
     assert out.warnings["no_answer"]["count"] == 1
 
 

@@ -115,7 +115,7 @@ class _Item:
 
 
 def _item(a: Answer) -> _Item:
-    return _Item(json.dumps(list(a.key), ensure_ascii=False), a)
+    return _Item(json.dumps(list(a.key), ensure_ascii=False, allow_nan=False), a)
 
 
 class AnswerJudge(Judge):
@@ -356,6 +356,20 @@ def _expand(judges: Sequence[Any], runs: int, temperature: float | None) -> list
     return out
 
 
+def _merge_warning(warnings: dict[str, Any], code: str, judge: str,
+                   w: dict[str, Any]) -> None:
+    """Add one judge's counted warning to the set's entry of ``code`` (counts summed, the
+    judges named, examples prefixed with the judge)."""
+    entry = warnings.setdefault(code, {"message": "", "count": 0, "examples": [],
+                                       "judges": {}})
+    entry["judges"] = {**entry.get("judges", {}), judge: w["count"]}
+    entry["count"] = entry.get("count", 0) + w["count"]
+    entry["message"] = "; ".join(x for x in (entry.get("message"), f"{judge}: {w['message']}")
+                                 if x)
+    entry["examples"] = [*entry.get("examples", []),
+                         *(f"{judge}: {e}" for e in w.get("examples", []))][:5]
+
+
 def judge_answers(
     answers: AnswerSet,
     judges: Sequence[AnswerJudge] | AnswerJudge,
@@ -375,8 +389,10 @@ def judge_answers(
     only): a call started again asks only what the cache lacks. An LLM reply that gives no
     label is recorded with label ``null`` and its reason, and asked again next time.
     ``progress(judge, done, total)`` is told of every request asked (``total``: the requests
-    this call asks, cached ones left out). Invalid replies and answers with no text are
-    counted in the returned set's ``warnings``.
+    this call asks, cached ones left out). Counted in the returned set's ``warnings``, each
+    entry naming the judges: ``invalid_reply`` and ``response_format`` (an endpoint's
+    unusable replies and refused output modes), ``template_text`` (``{name}`` text of a
+    prompt sent as it is), ``no_answer`` (answers with no text, judged by no one).
 
     Worked example: F1 of ``"Paris"`` against ``"Paris"`` is 1 (correct); ``"Rome"`` shares no
     token with it (0, wrong); the second call asks nothing.
@@ -432,9 +448,9 @@ def judge_answers(
                 why = rec.reason if label is None else (rec.notes or rec.reason)
                 verdicts.setdefault(i.answer.key, []).append(
                     AnswerVerdict(judge.name, label, why))
-            for code, w in run.stats[0].warnings.items():
-                warnings[f"{judge.name}: {code}"] = w
+            for code, w in run.stats[0].warnings.items():  # invalid_reply, response_format
+                _merge_warning(warnings, code, judge.name, w)
             for w in getattr(judge, "template_warnings", ()):
-                warnings[f"{judge.name}: prompt"] = w
+                _merge_warning(warnings, "template_text", judge.name, w)
     out = answers.with_verdicts(configs, verdicts)
     return AnswerSet(out.answers, out.configs, warnings)

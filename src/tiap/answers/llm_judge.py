@@ -15,7 +15,7 @@ LongMemEval names them: ``{question}``, ``{answer}`` (the REFERENCE answer) and 
 - a placeholder-like name close to a known one (``{respnse}``): an error with a
   did-you-mean, since the model would be sent the typo and never the text;
 - another ``{name}`` (``{label}``) is sent as it is, and named in :attr:`PromptTemplate.unknown`
-  and in the judged set's warnings (``prompt``);
+  and in the judged set's warnings (``template_text``);
 - a section marker given twice, text before the first marker, an empty user template.
 
 A missing file is ``error[io]``. The prompt's name is the file's stem (or ``name=``) and its
