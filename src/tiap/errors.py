@@ -98,6 +98,10 @@ CODES: dict[str, tuple[str, str]] = {
                       "unscored, and the reply was not cached.",
                       "Rerun the same command: those requests are asked again. Many of them "
                       "stop the run with error[endpoint]."),
+    "answer_cut": ("An answer the model wrote was cut at max_tokens; it is kept as given "
+                   "and counted.",
+                   "Raise max_tokens if the cut answers matter, and run again (another "
+                   "max_tokens asks again)."),
     "response_format": (("An LLM endpoint refused a structured output mode "
                          "(response_format); the requests were asked with the next mode "
                          "(json_schema, json_object, none)."),

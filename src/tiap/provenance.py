@@ -128,8 +128,8 @@ STEPS: dict[str, StepSchema] = {
     "answers generate": StepSchema(1, ("inputs", "options", "counts", "warnings", "judges",
                                        "outputs"), ascii=False),
     # no timestamp: reruns with the same seed write byte-identical folders
-    "answers analysis": StepSchema(1, ("options", "notes", "outputs"), timestamp=False,
-                                   ascii=False),
+    "answers analysis": StepSchema(1, ("inputs", "options", "notes", "judges", "outputs"),
+                                   timestamp=False, ascii=False),
 }
 
 

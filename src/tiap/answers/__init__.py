@@ -42,6 +42,9 @@ __all__ = [
     "AnswerVerdict",
     "Context",
     "JudgeConfig",
+    "AnswerAnalysis",
+    "analyze_answers",
+    "analyze_files",
     "answer_counts",
     "import_answers",
     "import_kit",
@@ -53,6 +56,7 @@ __all__ = [
     "prompt_sha256",
     "read_answers",
     "save_answers",
+    "write_answer_analysis",
     "write_answers",
 ]
 
@@ -70,9 +74,19 @@ _HOMES = {
     "import_longmemeval": "tiap.answers.importers",
     "import_memory_benchmarks": "tiap.answers.importers",
     "import_memos": "tiap.answers.importers",
+    "AnswerAnalysis": "tiap.answers.analysis",
+    "analyze_answers": "tiap.answers.analysis",
+    "analyze_files": "tiap.answers.analysis",
+    "write_answer_analysis": "tiap.answers.analysis",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tiap.answers.analysis import (
+        AnswerAnalysis,
+        analyze_answers,
+        analyze_files,
+        write_answer_analysis,
+    )
     from tiap.answers.files import (
         ANSWERS_FILE,
         FORMATS,

@@ -42,9 +42,10 @@ those choices move together and is never headlined.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import combinations
@@ -54,12 +55,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tiap.answers.files import ANSWERS_FILE, load_answers
 from tiap.answers.records import AMBIGUOUS, AnswerSet, JudgeConfig
 from tiap.answers.variance import component_names, crossed_components
 from tiap.audit.agreement import cohen_kappa, cohen_kappa_interval
 from tiap.errors import TiapError, require
 from tiap.io import output_folder, sha256_file
-from tiap.provenance import Manifest
+from tiap.provenance import Manifest, input_entry
 from tiap.sensitivity.analyze import Table, write_table
 from tiap.sensitivity.flips import (
     DEFAULT_MIN_DZ,
@@ -143,6 +145,8 @@ class AnswerAnalysis:
     tables: Mapping[str, list[dict[str, Any]]]
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: the judge configurations of the verdicts analysed: name -> its fields
+    judges: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def rows(self, name: str) -> list[dict[str, Any]]:
         """The rows of table ``name`` (one of :data:`COLUMNS`)."""
@@ -603,7 +607,8 @@ def analyze_answers(
                "human": human, "bootstrap": bootstrap,
                "system_factors": ({k: dict(v) for k, v in system_factors.items()}
                                   if system_factors else None)}
-    return AnswerAnalysis(tables, options, tuple(notes))
+    judges = {k: answers.configs[k].to_json() for k in answers.judges}
+    return AnswerAnalysis(tables, options, tuple(notes), judges)
 
 
 def _check_system_factors(answers: AnswerSet,
@@ -623,10 +628,13 @@ def _check_system_factors(answers: AnswerSet,
 
 
 def write_answer_analysis(result: AnswerAnalysis, out: str | Path, *,
+                          inputs: Mapping[str, str | Path] | None = None,
                           force: bool = False) -> dict[str, Any]:
     """Write every table as ``<name>.csv`` and ``manifest.json`` into ``out`` (replaced
     whole, atomically: :func:`tiap.io.output_folder`); the manifest has no timestamp, so a
-    rerun with the same seed writes the same bytes. Returns the manifest.
+    rerun with the same seed writes the same bytes. ``inputs``: name -> path of each file
+    the answers were read from (recorded with its sha256). The manifest names every judge
+    configuration analysed (``judges``). Returns the manifest.
 
     >>> from tiap.answers import Answer, AnswerSet, AnswerVerdict, JudgeConfig
     >>> s = AnswerSet((Answer("locomo", "A", "q1", "Paris",
@@ -643,7 +651,37 @@ def write_answer_analysis(result: AnswerAnalysis, out: str | Path, *,
             write_table(tmp / f"{name}.csv", Table(name, columns, result.rows(name)))
             outputs[f"{name}.csv"] = {"rows": len(result.rows(name)),
                                       "sha256": sha256_file(tmp / f"{name}.csv")}
-        man = Manifest.new("answers analysis", options=dict(result.options),
-                           extra={"notes": list(result.notes)}, outputs=outputs)
+        entries = {k: input_entry(p) for k, p in (inputs or {}).items()}
+        man = Manifest.new("answers analysis", inputs=entries, options=dict(result.options),
+                           extra={"notes": list(result.notes),
+                                  "judges": {k: dict(v) for k, v in result.judges.items()}},
+                           outputs=outputs)
         man.write(tmp / "manifest.json")
     return man.to_json()
+
+
+def analyze_files(path: str | Path, out: str | Path, *, systems: Sequence[str] | None = None,
+                  judges: Sequence[str] | None = None, force: bool = False,
+                  **options: Any) -> tuple[AnswerAnalysis, dict[str, Any]]:
+    """``tiap answers analyze PATH --out OUT``: the answers of ``path`` (an ``answers.jsonl``
+    or a folder of ``tiap answers import``, ``judge`` or ``generate``; only ``systems`` and
+    ``judges`` when given: :meth:`AnswerSet.select`), analysed
+    (:func:`analyze_answers`, ``options`` its keyword arguments) and written to ``out``
+    (:func:`write_answer_analysis`, the answers file recorded as its input).
+
+    >>> _ = Path("a.jsonl").write_text('{"dataset": "locomo", "system": "A", "query_id": '
+    ...     '"q1", "answer": "Paris", "verdicts": [{"judge": "f1", "label": "correct"}]}\\n')
+    >>> result, manifest = analyze_files("a.jsonl", "analysis", resamples=100)
+    >>> result.rows("accuracy")[0]["accuracy"], list(manifest["inputs"])
+    (1.0, ['answers'])
+    """
+    answers = load_answers(path)
+    if systems is not None or judges is not None:
+        answers = answers.select(systems=systems, judges=judges)
+    p = Path(path)
+    result = analyze_answers(answers, **options)
+    result = dataclasses.replace(result, options={**result.options, "systems": systems,
+                                                  "judges": judges})
+    man = write_answer_analysis(result, out, force=force,
+                                inputs={"answers": p / ANSWERS_FILE if p.is_dir() else p})
+    return result, man

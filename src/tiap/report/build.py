@@ -22,6 +22,12 @@ from tiap.io import check_output_folder, iter_csv, output_folder
 from tiap.limits import check
 from tiap.provenance import Manifest, input_entry, read_manifest
 from tiap.report import plots
+from tiap.report.answers import (
+    AnswersDir,
+    answers_card,
+    load_answers_dir,
+    section_tables,
+)
 from tiap.report.card import card_json, card_markdown, provenance_md
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
@@ -139,14 +145,18 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
 
 def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = False,
                  latex_width: float = LATEX_WIDTH_PT,
-                 audits: Sequence[str | Path] = ()) -> dict[str, Any]:
+                 audits: Sequence[str | Path] = (),
+                 answers: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
     ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
     (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
     is not a ``tiap report`` output is refused unless ``force``. The LaTeX tables are laid
     out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`). ``audits``:
     output folders of ``tiap audit graded``, each a section on what survives the judges
-    (graded nDCG, composed support). Returns the report's manifest.
+    (graded nDCG, composed support). ``answers``: output folders of ``tiap answers
+    analyze``, each an "Answers and judges" section (:mod:`tiap.report.answers`) and its part
+    of the card (the judge configurations); with answers, ``dirs`` may be empty. Returns the
+    report's manifest.
 
     Example: two systems on two queries, analysed and reported. Under Raw only ``A``'s
     first items are raw turns (Success@1 = 1, 1 for A; 0, 0 for B); under Canonical only
@@ -182,7 +192,8 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     check("latex_width", latex_width, "--latex-width (the text width in points; a "
           "one-column article: 345, a two-column paper's column: about 240)")
     check_output_folder(out, "report", force=force, known=REPORT_OUTPUTS)
-    sds = load_sensitivity_dirs(dirs)
+    sds = load_sensitivity_dirs(dirs) if dirs or not answers else []
+    ads = [load_answers_dir(a) for a in answers]
     plots.pyplot()  # fail early with the install hint when matplotlib is missing
     page = _Page()
     notes: list[str] = []
@@ -193,6 +204,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     audit_inputs = {}
     for a in audits:
         audit_inputs[f"{Path(a).name}/manifest.json"] = _audit_section(page, Path(a))
+    for ad in ads:
+        audit_inputs[f"{ad.path.name}/manifest.json"] = _answers_analysis_section(page, ad)
+    if ads:
+        card["answers"] = [answers_card(ad) for ad in ads]
     for sd in sds:
         notes.extend(f"{sd.path.name}: {n}" for n in sd.manifest.get("notes") or [])
     html_text = _html(page, sds, card, notes)
@@ -233,18 +248,24 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
 
 def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
           notes: list[str]) -> str:
-    opts = sds[0].manifest.get("options", {})
+    opts = sds[0].manifest.get("options", {}) if sds else {}
     names = ", ".join(sd.labels.get(d["name"], d["name"]) for sd in sds for d in sd.datasets)
+    if sds:
+        title, lead = "Target-sensitivity report", (
+            f"{names}: what the scores, winners and design recommendations depend on when "
+            "only the credited target changes (fixed ranked outputs).")
+    else:  # a report of answers alone
+        title, lead = "Answers and judges report", (
+            "What the accuracies and the winners depend on when only the judge changes "
+            "(fixed answers).")
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        "<title>TIAP target-sensitivity report</title>"
+        f"<title>TIAP {title[0].lower() + title[1:]}</title>"
         f'<link rel="icon" href="data:,"><style>{_STYLE}</style></head><body>'
-        "<header><h1>Target-sensitivity report</h1>"
-        f"<p>{esc(names)}: what the scores, winners and design recommendations depend on "
-        "when only the credited target changes (fixed ranked outputs).</p></header><main>")
-    intro = [
+        f"<header><h1>{esc(title)}</h1><p>{esc(lead)}</p></header><main>")
+    intro = [] if not sds else [
         "<p>Each ranked trace was rescored under several <i>targets</i> (which stored forms "
         "earn credit for an evidence turn). On fixed outputs, every difference below comes "
         "from the target alone. Gaps are compared on <i>shared subsets</i> (queries defined "
@@ -326,6 +347,13 @@ def _card_html(card: dict[str, Any]) -> str:
         out.append(f"<p>{n_flips} winner flips over all measures ({esc(counts)}); "
                    f"{len(ds['design_changes'])} design recommendations change with the "
                    "target. Every flip is listed in target_card.md.</p>")
+    for a in card.get("answers") or []:
+        f = a["judge_flips"]
+        out.append(f"<h3>Answers and judges ({esc(Path(a['source']).name)})</h3><p>"
+                   f"{len(a['judges'])} judge configurations (listed in target_card.md); "
+                   f"{f['flips']} winner flips across them of {f['comparisons']} "
+                   f"comparisons, {f['significant']} significant, {f['headline']} "
+                   "headline.</p>")
     return "\n".join(out)
 
 
@@ -853,6 +881,20 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
                ms.get("Coverage", first)["n_exact"]])
     page.table(t)
     return input_entry(gdir / "manifest.json")
+
+
+def _answers_analysis_section(page: _Page, ad: AnswersDir) -> dict[str, Any]:
+    """Answers and judges, from a ``tiap answers analyze`` folder; its manifest's entry."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", ad.path.name)
+    page.h(2, f"Answers and judges ({ad.path.name})", anchor=f"answers-{slug}")
+    page.p("Fixed answers, judged under several judge configurations (model, prompt, "
+           "decoding, run): how much of each accuracy, and of each ranking of systems, is the "
+           "judge. On fixed answers every difference below comes from the judge alone.")
+    for t in section_tables(ad, slug):
+        page.table(t)
+    for note in ad.manifest.get("notes") or []:
+        page.p(note, cls="note")
+    return answers_card(ad)["input"]
 
 
 def _cost_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,

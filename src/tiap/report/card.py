@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tiap.provenance import peek_manifest, source_commit, versions
+from tiap.report.answers import answers_card_md
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.report.procedure import (
     DZ_REASON,
@@ -226,6 +227,13 @@ def _statistics_md(st: dict[str, Any]) -> list[str]:
 def card_markdown(card: dict[str, Any]) -> str:
     st = card["statistics"]
     res = st.get("resamples")
+    if not card["datasets"] and card.get("answers"):  # a report of answers alone
+        out = ["# Target card", "", "No retrieval targets were analysed: this card states the "
+               "judge configurations of fixed answers and what they change.", "",
+               *answers_card_md(card["answers"])]
+        if card.get("provenance"):
+            out += provenance_md(card["provenance"])
+        return "\n".join(out)
     out = ["# Target card", "",
            "Which stored forms received retrieval credit, how many queries each target covers, "
            "on which shared subsets systems were compared, and where the winner depends on "
@@ -351,4 +359,6 @@ def card_markdown(card: dict[str, Any]) -> str:
         out.append("")
     if card.get("provenance"):
         out += provenance_md(card["provenance"])
+    if card.get("answers"):
+        out += ["", *answers_card_md(card["answers"])]
     return "\n".join(out)
