@@ -18,7 +18,7 @@ import pytest
 
 from tiap.answers.judges import F1Judge, judge_answers
 from tiap.answers.llm_judge import (
-    DEFAULT_PROMPT,
+    DEFAULT_JUDGE_PROMPT,
     LLMAnswerJudge,
     parse_reply,
     read_prompt,
@@ -63,7 +63,7 @@ def test_the_kits_templates_load_and_render(name: str, data_dir: Path) -> None:
 
 
 def test_tiaps_own_prompt() -> None:
-    t = read_prompt(DEFAULT_PROMPT)
+    t = read_prompt(DEFAULT_JUDGE_PROMPT)
     assert t.name == "tiap_judge" and t.system and t.unknown == ()
     system, user = t.render("When?", "7 May 2023", "May 7, 2023")
     assert system["role"] == "system" and not system["content"].startswith("#")
@@ -123,7 +123,7 @@ def test_a_real_model_judges_and_a_rerun_asks_only_what_failed(local_llm, tmp_pa
         cfg = out.configs[name]
         assert (cfg.kind, cfg.model, cfg.prompt, cfg.run, cfg.temperature) == \
             ("llm", "smollm2-135m", "tiap_judge", r, 0.0)
-        assert cfg.prompt_sha256 == hashlib.sha256(DEFAULT_PROMPT.read_bytes()).hexdigest()
+        assert cfg.prompt_sha256 == hashlib.sha256(DEFAULT_JUDGE_PROMPT.read_bytes()).hexdigest()
         assert cfg.settings["seed"] == r  # run r is a distinct request: seed 0 + r
         assert totals[name][0] == 3  # three distinct requests per run
     labels = {(a.query_id, j): a.verdict(j) for a in out for j in names}

@@ -20,7 +20,7 @@ LongMemEval names them: ``{question}``, ``{answer}`` (the REFERENCE answer) and 
 
 A missing file is ``error[io]``. The prompt's name is the file's stem (or ``name=``) and its
 sha256 that of the file's bytes (:func:`tiap.answers.records.prompt_sha256`); both are
-recorded with every verdict. TIAP's own prompt is :data:`DEFAULT_PROMPT`
+recorded with every verdict. TIAP's own prompt is :data:`DEFAULT_JUDGE_PROMPT`
 (``src/tiap/answers/prompts/tiap_judge.txt``).
 
 **The judge** (:class:`LLMAnswerJudge`) is the ``openai`` audit judge's transport
@@ -64,7 +64,7 @@ from tiap.llm.local import CLIENT_DEFAULTS, DEFAULT_MODEL, DEFAULT_PORT, local_e
 
 __all__ = [
     "ANSWER_SCHEMA",
-    "DEFAULT_PROMPT",
+    "DEFAULT_JUDGE_PROMPT",
     "PLACEHOLDERS",
     "LLMAnswerJudge",
     "PromptTemplate",
@@ -77,7 +77,7 @@ PLACEHOLDERS = {"question": "question", "answer": "reference", "response": "resp
                 "gold_answer": "reference", "generated_answer": "response"}
 SYSTEM_MARK, USER_MARK = "--- SYSTEM ---", "--- USER TEMPLATE ---"
 #: TIAP's own judge prompt (a template file inside the package)
-DEFAULT_PROMPT: Path = Path(str(resources.files("tiap.answers") / "prompts" / "tiap_judge.txt"))
+DEFAULT_JUDGE_PROMPT: Path = Path(str(resources.files("tiap.answers") / "prompts" / "tiap_judge.txt"))
 #: The structured output asked for: a label and a short reason
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -250,7 +250,7 @@ class LLMAnswerJudge(OpenAIJudge, AnswerJudge):
     """An LLM judge of answers over an OpenAI-compatible endpoint (module docstring).
 
     Args:
-        prompt: a template file, or a :class:`PromptTemplate` (default :data:`DEFAULT_PROMPT`).
+        prompt: a template file, or a :class:`PromptTemplate` (default :data:`DEFAULT_JUDGE_PROMPT`).
         model, base_url: the endpoint; neither: the local server's (``tiap llm serve``).
         temperature, max_tokens, seed: decoding (the seed sent is ``seed + run``).
         run: the repetition (0, 1, ...): a distinct request, a distinct configuration.
@@ -288,7 +288,7 @@ class LLMAnswerJudge(OpenAIJudge, AnswerJudge):
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TiapError(f"seed must be an integer, got {seed!r}", code="config")
         self.template = (prompt if isinstance(prompt, PromptTemplate)
-                         else read_prompt(DEFAULT_PROMPT if prompt is None else prompt))
+                         else read_prompt(DEFAULT_JUDGE_PROMPT if prompt is None else prompt))
         local = base_url is None
         if local:
             base_url, model = local_endpoint(model or DEFAULT_MODEL, port)
