@@ -167,7 +167,7 @@ def test_judge_answers_refuses_what_is_not_an_answer_judge() -> None:
 
     with pytest.raises(TiapError, match="not an answer judge"):
         judge_answers(s, [make_judge("lexical")])
-    with pytest.raises(TiapError, match="runs must be an integer >= 1"):
+    with pytest.raises(TiapError, match="runs: expected an integer from 1 to 1,000, got 0"):
         judge_answers(s, F1Judge(), runs=0)
     with pytest.raises(TiapError, match="two judges are named 'locomo-f1'"):
         judge_answers(s, [F1Judge(), F1Judge(threshold=0.2)])

@@ -98,3 +98,27 @@ def test_bad_judge_settings(tmp_path: Path) -> None:
         LLMAnswerJudge(model="m", base_url="http://127.0.0.1:9/v1", temperature=-1.0)
     with pytest.raises(TiapError, match="unknown local model 'gpt-4o'"):
         LLMAnswerJudge(model="gpt-4o")  # no base_url: the local server, which serves no gpt-4o
+
+
+def test_judge_files_refuses_bad_specs_before_writing(tmp_path: Path) -> None:
+    from tiap.answers.judges import judge_files
+
+    a = _write(tmp_path, '{"dataset": "locomo", "system": "A", "query_id": "q1", '
+                         '"answer": "May 7, 2023", "reference": "7 May 2023"}\n', "a.jsonl")
+    cases = [
+        (["locomo-f2"], {}, "unknown answer judge 'locomo-f2' (did you mean 'locomo-f1'?)"),
+        (["locomo-f1(treshold=0.4)"], {}, "takes no argument 'treshold'"),
+        (["locomo-f1(threshold='high')"], {}, "threshold must be a number in [0, 1]"),
+        (["locomo-f1"], {"runs": 0}, "runs: expected an integer from 1 to 1,000, got 0"),
+        (["locomo-f1"], {"temperature": 3.0}, "temperature: expected a number from 0 to 2"),
+        (["llm(prompt='none.txt')"], {}, "the prompt template file does not exist"),
+        (["locomo-f1(threshold=0.5"], {}, "invalid judge spec"),
+    ]
+    for specs, kw, said in cases:
+        with pytest.raises(TiapError) as exc:
+            judge_files(a, tmp_path / "bad", specs, **kw)
+        assert said in str(exc.value), (specs, str(exc.value))
+    assert not (tmp_path / "bad").exists()  # nothing written
+    s, man = judge_files(a, tmp_path / "ok", ["locomo-f1(threshold=0.9)", "locomo-em"])
+    assert [v.label for v in s.answers[0].verdicts] == ["correct", "correct"]
+    assert man["options"]["judges"] == ["locomo-f1(threshold=0.9)", "locomo-em"]

@@ -42,13 +42,17 @@ in the returned set's ``warnings`` (``no_answer``).
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import json
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tiap.answers.files import ANSWERS_FILE, load_answers, save_answers
 from tiap.answers.normalize import exact_match, token_f1
 from tiap.answers.records import (
     CORRECT,
@@ -58,20 +62,25 @@ from tiap.answers.records import (
     AnswerVerdict,
     JudgeConfig,
 )
-from tiap.audit.judges import Judge, Request
+from tiap.audit.judges import Judge, Request, parse_judge_spec
 from tiap.audit.labels import UNSCORED, Verdict
 from tiap.audit.run import VerdictCache, run_judges
+from tiap.config import did_you_mean, option_name
 from tiap.errors import TiapError
+from tiap.limits import check
 
 __all__ = [
     "ABSTAIN_PHRASES",
+    "ANSWER_JUDGES",
     "AbstentionJudge",
     "AnswerJudge",
     "ExactMatchJudge",
     "F1Judge",
     "judge_answers",
+    "judge_files",
     "locomo_category",
     "locomo_f1",
+    "make_answer_judge",
 ]
 
 Progress = Callable[[str, int, int], None]
@@ -413,8 +422,9 @@ def judge_answers(
     """
     if isinstance(judges, AnswerJudge):
         judges = [judges]
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise TiapError(f"runs must be an integer >= 1, got {runs!r}", code="usage")
+    check("runs", runs, option_name("runs"))
+    if temperature is not None:
+        check("temperature", temperature, option_name("temperature"))
     if not judges:
         raise TiapError("no judge given", code="usage")
     expanded = _expand(list(judges), runs, temperature)
@@ -454,3 +464,79 @@ def judge_answers(
                 _merge_warning(warnings, "template_text", judge.name, w)
     out = answers.with_verdicts(configs, verdicts)
     return AnswerSet(out.answers, out.configs, warnings)
+
+
+#: The answer judges by name (``tiap answers judge --judge NAME(key=value, ...)``)
+ANSWER_JUDGES: dict[str, str] = {
+    "locomo-f1": "tiap.answers.judges:F1Judge",
+    "locomo-em": "tiap.answers.judges:ExactMatchJudge",
+    "longmemeval-abstention": "tiap.answers.judges:AbstentionJudge",
+    "llm": "tiap.answers.llm_judge:LLMAnswerJudge",
+}
+_SPEC = re.compile(r"\s*([a-z][a-z0-9_-]*)\s*(\(.*\))?\s*", re.DOTALL)
+
+
+def make_answer_judge(spec: str) -> AnswerJudge:
+    """An answer judge from a spec: a name of :data:`ANSWER_JUDGES`, or a call with constant
+    keyword arguments, read by the audit's spec parser (never evaluated).
+
+    >>> make_answer_judge("locomo-f1(threshold=0.4, name='f1@0.4')").name
+    'f1@0.4'
+    >>> make_answer_judge("llm(prompt='judge.txt', model='gpt-4o', base_url='http://127.0.0.1:9/v1')")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: judge.txt: the prompt template file does not exist
+    >>> make_answer_judge("locomo-f1(treshold=0.4)")
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: judge 'locomo-f1' takes no argument 'treshold' (did you mean 'threshold'?); it takes threshold, name
+    """
+    m = _SPEC.fullmatch(spec or "")
+    if m is None:
+        raise TiapError(f"invalid judge spec {spec!r}: expected NAME or NAME(key=value, ...), "
+                        "e.g. locomo-f1(threshold=0.5)", code="usage")
+    name = m.group(1)
+    if name not in ANSWER_JUDGES:
+        raise TiapError(f"unknown answer judge {name!r}{did_you_mean(name, ANSWER_JUDGES)}; "
+                        f"known: {', '.join(ANSWER_JUDGES)}", code="usage")
+    kwargs = parse_judge_spec("judge" + m.group(2))[1] if m.group(2) else {}
+    module, _, attr = ANSWER_JUDGES[name].partition(":")
+    factory = getattr(importlib.import_module(module), attr)
+    takes = [p for p in inspect.signature(factory).parameters if p != "self"]
+    unknown = [k for k in kwargs if k not in takes]
+    if unknown:
+        hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
+        raise TiapError(f"judge {name!r} takes no argument {', '.join(map(repr, unknown))}"
+                        f"{hint}; it takes {', '.join(takes)}", code="config")
+    return factory(**kwargs)
+
+
+def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | AnswerJudge], *,
+                runs: int = 1, temperature: float | None = None,
+                cache: str | Path | None = None, force: bool = False,
+                progress: Progress | None = None) -> tuple[AnswerSet, Any]:
+    """``tiap answers judge PATH --judge SPEC --out OUT``: the answers of ``path`` (an
+    ``answers.jsonl`` or a folder of ``tiap answers import``, ``judge`` or ``generate``)
+    judged by ``judges`` (specs, :func:`make_answer_judge`, or judges) with
+    :func:`judge_answers`, saved as the folder ``out`` (the input recorded with its sha256,
+    every judge configuration and counted warning in the manifest). ``cache``: the verdict
+    cache file (keep it to resume a killed run; ``None``: a cache for this call only).
+
+    >>> _ = Path("a.jsonl").write_text('{"dataset": "locomo", "system": "A", '
+    ...     '"query_id": "q1", "answer": "Paris", "reference": "Paris"}\\n')
+    >>> s, man = judge_files("a.jsonl", "judged", ["locomo-f1", "locomo-em"])
+    >>> s.answers[0].verdict("locomo-em").label, sorted(p.name for p in Path("judged").iterdir())
+    ('correct', ['answers.jsonl', 'manifest.json'])
+    """
+    answers = load_answers(path)
+    built = [make_answer_judge(j) if isinstance(j, str) else j for j in judges]
+    judged = judge_answers(answers, built, runs=runs, temperature=temperature, cache=cache,
+                           progress=progress)
+    p = Path(path)
+    man = save_answers(judged, out, step="answers judge",
+                       inputs={"answers": p / ANSWERS_FILE if p.is_dir() else p},
+                       options={"judges": [j if isinstance(j, str) else j.name for j in judges],
+                                "runs": runs, "temperature": temperature,
+                                "cache": None if cache is None else str(cache)},
+                       force=force)
+    return judged, man
