@@ -137,6 +137,13 @@ CODES: dict[str, tuple[str, str]] = {
     "remapped_by_text": (("An imported answer's id names another question than the one it "
                           "asks; it is kept under the one question with its exact text."),
                          "Nothing; check the examples if the source's ids should agree."),
+    "no_answer": (("Answers with no text (the system gave none) were judged by no judge; "
+                   "they have no verdict and are counted."),
+                  "Nothing; count them as wrong yourself if your benchmark does."),
+    "template_text": (("A judge prompt template holds {name} text that is no placeholder; "
+                       "it was sent to the model as it is."),
+                      ("Nothing if it is meant literally; else use {question}, {answer} or "
+                       "{response}.")),
     "judge_provenance": (("Verdicts under a judge name the source uses for another "
                           "configuration (its notes say so); they get their own judge "
                           "configuration."),

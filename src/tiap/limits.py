@@ -174,6 +174,7 @@ LIMITS: dict[str, Limit] = {
                              "(and Mem0's JSON needs at least 16)"),
     "ctx": Limit(256, 1_048_576, "no local model is trained for more (each model's own "
                  "limit is checked too)"),
+    "runs": Limit(1, 1_000, "each run asks every request of a judge again"),
     "temperature": Limit(0.0, 2.0, "the range OpenAI-compatible endpoints take",
                          integer=False),
     # -- parsers --------------------------------------------------------------------------

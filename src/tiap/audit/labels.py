@@ -38,6 +38,7 @@ from tiap.io import iter_jsonl, write_jsonl
 from tiap.llm.client import redact
 
 __all__ = [
+    "ANSWER_LABELS",
     "BINARY_LABELS",
     "DOES_NOT_SUPPORT",
     "GRADES",
@@ -65,6 +66,9 @@ UNSCORED = "unscored"
 SEMANTIC_LABELS: tuple[str, ...] = (SUPPORTS, PARTIAL, DOES_NOT_SUPPORT)
 #: Serving labels.
 SERVING_LABELS: tuple[str, ...] = ("transformed_ok", "raw_needed", "either_ok", "unclear")
+#: The labels of an answer judge (:mod:`tiap.answers.judges`): a verdict on an answer, not
+#: on a memory; they share the verdict cache and :func:`tiap.audit.run.run_judges`.
+ANSWER_LABELS: tuple[str, ...] = ("correct", "wrong")
 #: The binary collapse: supports and partial are relevant.
 BINARY_LABELS: tuple[str, ...] = ("relevant", "not_relevant")
 #: Graded relevance of each label (linear gains for graded nDCG).
@@ -143,7 +147,7 @@ class Verdict:
     """What a judge says about one case.
 
     Attributes:
-        label: a semantic label, or ``unscored``.
+        label: a semantic label (an answer label for an answer judge), or ``unscored``.
         serving_label: a serving label, or ``None`` when the judge gives none.
         reason: why the verdict is ``unscored``; for a scored one, how its label was read
             when not as usual (``label recovered from invalid JSON: ...``), else ``None``.
@@ -162,7 +166,7 @@ class Verdict:
     >>> Verdict("maybe")
     Traceback (most recent call last):
     ...
-    ValueError: label must be one of ('supports', 'partial', 'does_not_support') or 'unscored', got 'maybe'
+    ValueError: label must be one of ('supports', 'partial', 'does_not_support', 'correct', 'wrong') or 'unscored', got 'maybe'
     """
 
     label: str
@@ -175,9 +179,9 @@ class Verdict:
     response: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.label not in (*SEMANTIC_LABELS, UNSCORED):
-            raise ValueError(f"label must be one of {SEMANTIC_LABELS} or 'unscored', "
-                             f"got {self.label!r}")
+        if self.label not in (*SEMANTIC_LABELS, *ANSWER_LABELS, UNSCORED):
+            raise ValueError(f"label must be one of {(*SEMANTIC_LABELS, *ANSWER_LABELS)} or "
+                             f"'unscored', got {self.label!r}")
         if self.label == UNSCORED and not self.reason:
             raise ValueError("an unscored verdict needs its reason")
 

@@ -304,6 +304,11 @@ class OpenAIJudge(Judge):
                         f"{body_start(reply.text)}); check --base-url, --model and the API key "
                         f"variable {self.api_key_env}", code="endpoint")
 
+    def parse_reply(self, content: str) -> Verdict:
+        """The verdict a reply's content gives (the rubric's :func:`parse_verdict`; a judge
+        asking for another answer, :mod:`tiap.answers.llm_judge`, reads its own)."""
+        return parse_verdict(content)
+
     def _verdict(self, reply: ChatReply) -> Verdict:
         meta: dict[str, Any] = {"status": reply.status,
                                 "response_format": reply.response_format}
@@ -324,7 +329,7 @@ class OpenAIJudge(Judge):
             return Verdict(label=UNSCORED, reason=f"cut at max_tokens={self.max_tokens}",
                            raw_response=content, attempts=attempts, response=meta)
         try:
-            v = parse_verdict(content)
+            v = self.parse_reply(content)
         except RecursionError:  # json.loads of a reply nested thousands deep
             return Verdict(label=UNSCORED, reason="the reply is JSON nested too deeply",
                            raw_response=content, attempts=attempts, response=meta)

@@ -64,9 +64,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from tiap.audit.cases import Case
+from tiap.audit.cases import Case  # noqa: F401 - the examples build cases
 from tiap.audit.judges import Judge, Request, make_judge, request_key
 from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
 from tiap.cache import KeyedCache, Table
@@ -75,9 +75,24 @@ from tiap.errors import TiapError
 from tiap.io import append_shard, read_shard, shard_path
 from tiap.llm.client import InvalidReplies, redact
 
-__all__ = ["JudgeRun", "VerdictCache", "run_judges"]
+__all__ = ["JudgeRun", "Judged", "VerdictCache", "run_judges"]
 
 Progress = Callable[[str, int, int], None]
+
+
+class Judged(Protocol):
+    """What :func:`run_judges` reads of a case besides what its judge's request holds: the
+    fields of its label row (:class:`~tiap.audit.cases.Case` has them all)."""
+
+    case_id: str
+    dataset: str
+    system: str
+    store: str
+    query_id: str
+    target: str
+    item_id: str
+
+
 #: One verdict to commit: (request key, judge name, case id, request, verdict, timing).
 CacheRow = tuple[str, str, str, Request, Verdict, dict[str, Any]]
 
@@ -298,7 +313,7 @@ class JudgeRun:
     judges: tuple[dict[str, Any], ...]  # settings of each judge
 
 
-def _record(case: Case, judge: Judge, settings: dict[str, Any], key: str, v: Verdict,
+def _record(case: Judged, judge: Judge, settings: dict[str, Any], key: str, v: Verdict,
             timing: dict[str, Any]) -> LabelRecord:
     return LabelRecord(
         case_id=case.case_id, judge=judge.name, label=v.label, serving_label=v.serving_label,
@@ -314,7 +329,7 @@ def _chunks(seq: Sequence[Any], n: int) -> Iterator[Sequence[Any]]:
 
 
 def run_judges(
-    cases: Sequence[Case],
+    cases: Sequence[Judged],
     judges: Sequence[Judge],
     cache: VerdictCache,
     *,
@@ -324,7 +339,9 @@ def run_judges(
     """Judge every case with every judge, reusing and filling ``cache`` (module docstring).
 
     Returns the labels (``records``, judges in the order given, cases in input order), each
-    judge's counts (``stats``) and settings (``judges``).
+    judge's counts (``stats``) and settings (``judges``). A case is a
+    :class:`~tiap.audit.cases.Case`, or any object with the fields a label row names
+    (:class:`Judged`: an answer judge's answers, :mod:`tiap.answers.judges`).
 
     Example: the lexical judge on two cases. The answer ``the park`` is covered by the
     first memory; ``Max`` is not in the second (coverage 0 < 0.1: ``does_not_support``).
@@ -364,7 +381,7 @@ def run_judges(
                     judges=tuple(j.settings() for j in judges))
 
 
-def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_unscored: bool,
+def _run_one(judge: Judge, cases: Sequence[Judged], cache: VerdictCache, retry_unscored: bool,
              progress: Progress | None) -> tuple[list[LabelRecord], JudgeStats]:
     """One judge over every case: each distinct request asked once (unless cached), its
     verdict committed, and shared by every case making that request."""
@@ -374,7 +391,7 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     requests = [judge.request(c) for c in cases]
     keys = [request_key(r) for r in requests]
     done: dict[str, tuple[Verdict, dict[str, Any], str]] = {}
-    pending: dict[str, tuple[Case, Request]] = {}  # key -> the first case making it
+    pending: dict[str, tuple[Judged, Request]] = {}  # key -> the first case making it
     for c, r, k in zip(cases, requests, keys, strict=True):
         if k in done or k in pending:
             continue
@@ -392,7 +409,7 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
         progress(judge.name, 0, total)
     items = [(k, c, r) for k, (c, r) in pending.items()]
 
-    def commit(k: str, c: Case, r: Request, v: Verdict, timing: dict[str, Any],
+    def commit(k: str, c: Judged, r: Request, v: Verdict, timing: dict[str, Any],
                rows: list[CacheRow] | None = None) -> None:
         """One reply of an endpoint judge (or an offline one on an engine): a reusable
         verdict is committed now (or joins ``rows``, committed together); an invalid reply
@@ -476,7 +493,7 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
             st.reused += 1
         rec = _record(c, judge, settings, k, v, timing)
         records.append(rec)
-        if rec.scored:
+        if v.scored:
             st.scored += 1
         else:
             st.unscored += 1
@@ -486,7 +503,7 @@ def _run_one(judge: Judge, cases: Sequence[Case], cache: VerdictCache, retry_uns
     return records, st
 
 
-def _watch(guard: InvalidReplies, judge: Judge, case: Case, v: Verdict,
+def _watch(guard: InvalidReplies, judge: Judge, case: Judged, v: Verdict,
            repeat: bool = False) -> None:
     """Count one reply of a network judge (raises ``error[endpoint]`` past the limit)."""
     if judge.reusable(v):
@@ -569,9 +586,9 @@ def _judge_task(task: _Task) -> tuple[list[tuple[Verdict, dict[str, Any]]],
     return [out[k] for k, _, _ in task.items], report
 
 
-def _ask_on_engine(engine: Any, judge: Judge, items: list[tuple[str, Case, Request]],
+def _ask_on_engine(engine: Any, judge: Judge, items: list[tuple[str, Judged, Request]],
                    shard_dir: Path,
-                   ) -> Iterator[list[tuple[str, Case, Request, Verdict, dict[str, Any]]]]:
+                   ) -> Iterator[list[tuple[str, Judged, Request, Verdict, dict[str, Any]]]]:
     """The requests of ``items`` as engine tasks (module docstring); yields each finished
     task's (key, case, request, verdict, timing) in the caller's thread."""
     # a network judge: at most its concurrency in flight, each task asking up to 8 requests
@@ -593,8 +610,8 @@ def _ask_on_engine(engine: Any, judge: Judge, items: list[tuple[str, Case, Reque
                for (k, c, r), (v, timing) in zip(groups[i], answers, strict=True)]
 
 
-def _run_threaded(judge: Judge, items: list[tuple[str, Case, Request]],
-                  ) -> Iterator[tuple[str, Case, Request, Verdict, str, float]]:
+def _run_threaded(judge: Judge, items: list[tuple[str, Judged, Request]],
+                  ) -> Iterator[tuple[str, Judged, Request, Verdict, str, float]]:
     """Ask the requests of ``items`` with up to ``judge.concurrency`` in flight; yields each
     result as it finishes, in this (the caller's) thread, so the caller alone writes the
     cache. A judge that raises (a configuration error) stops the run: the requests not yet
@@ -607,7 +624,7 @@ def _run_threaded(judge: Judge, items: list[tuple[str, Case, Request]],
 
     width = max(1, judge.concurrency)
     queue = iter(items)
-    in_flight: dict[Future[tuple[Verdict, str, float]], tuple[str, Case, Request]] = {}
+    in_flight: dict[Future[tuple[Verdict, str, float]], tuple[str, Judged, Request]] = {}
     with ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"judge-{judge.name}") as ex:
         try:
             while True:

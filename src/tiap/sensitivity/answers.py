@@ -5,9 +5,11 @@ returns a span of it; the span is scored against the reference answer with LoCoM
 token F1 and BLEU-1; then, per target, we ask how well "the target credits something in the
 top ``depth``" (a hit) agrees with "the answer is correct" (F1 >= 0.5).
 
-Normalisation (after LoCoMo's evaluation): lower-case, drop commas, drop punctuation, drop
-the words ``a``, ``an``, ``the``, ``and``, split on whitespace. No stemming (LoCoMo also
-Porter-stems tokens; we keep the scorer dependency-free, which can only lower F1).
+Normalisation: LoCoMo's (:func:`tiap.answers.normalize.normalize_answer`: lower-case, drop
+commas, drop punctuation, drop the words ``a``, ``an``, ``the``, ``and``, split on
+whitespace), with two explicit options of that one function: no stemming (LoCoMo also
+Porter-stems tokens; we keep the scorer dependency-free, which can only lower F1) and the
+typographic quotes dropped too.
 
 - token F1: with ``c`` the multiset intersection of prediction and reference tokens,
   ``P = |c| / |pred|``, ``R = |c| / |ref|``, ``F1 = 2PR / (P + R)`` (0 when ``c`` is empty;
@@ -33,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from tiap.answers.normalize import answer_tokens
+from tiap.answers.normalize import normalize_answer as _normalize
+from tiap.answers.normalize import token_f1 as _token_f1
 from tiap.errors import TiapError
 from tiap.provenance import read_manifest, verify_input
 from tiap.sensitivity.load import Dataset
@@ -63,8 +67,6 @@ ANSWER_COLUMNS = ("dataset", "system", "query_id", "category", "question", "refe
 ALIGN_COLUMNS = ("dataset", "system", "target", "depth", "n", "hit_rate", "f1_hit", "f1_miss",
                  "f1_gap", "p_correct_hit", "p_correct_miss", "agreement", "phi")
 
-_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’")
-_ARTICLES = frozenset({"a", "an", "the", "and"})
 _STOP = frozenset("""a an the and or but if of to in on at by for with about as from into
 over after before between through during without within is are was were be been being am
 do does did done have has had having i me my mine we our ours you your yours he him his she
@@ -89,26 +91,21 @@ _WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
 
 
 def normalize_answer(text: str) -> str:
-    """LoCoMo-style normalisation (no stemming): lower-case, no commas, no punctuation, no
-    ``a``/``an``/``the``/``and``, single spaces."""
-    s = str(text).replace(",", "").lower().translate(_PUNCT)
-    return " ".join(w for w in s.split() if w not in _ARTICLES)
+    """LoCoMo's normalisation without stemming, typographic quotes dropped too
+    (:func:`tiap.answers.normalize.normalize_answer` with ``typographic=True``)."""
+    return _normalize(text, typographic=True)
 
 
 def tokens(text: str) -> list[str]:
-    return normalize_answer(text).split()
+    return answer_tokens(text, stem=False, typographic=True)
 
 
 def token_f1(prediction: str, reference: str) -> float:
-    """Token F1 of the normalised strings (1.0 when both are empty)."""
-    p, r = tokens(prediction), tokens(reference)
-    if not p and not r:
+    """Token F1 of the unstemmed tokens (:func:`tiap.answers.normalize.token_f1`), 1.0 when
+    both are empty (LoCoMo scores that 0)."""
+    if not tokens(prediction) and not tokens(reference):
         return 1.0
-    same = sum((Counter(p) & Counter(r)).values())
-    if same == 0:
-        return 0.0
-    prec, rec = same / len(p), same / len(r)
-    return 2 * prec * rec / (prec + rec)
+    return _token_f1(prediction, reference, stem=False, typographic=True)
 
 
 def bleu1(prediction: str, reference: str) -> float:
