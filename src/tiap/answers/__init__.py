@@ -52,6 +52,9 @@ __all__ = [
     "generate_files",
     "stratified_sample",
     "import_answers",
+    "judge_answers",
+    "judge_files",
+    "make_answer_judge",
     "import_kit",
     "import_longmemeval",
     "import_memory_benchmarks",
@@ -88,6 +91,9 @@ _HOMES = {
     "generate_answers": "tiap.answers.generate",
     "generate_files": "tiap.answers.generate",
     "stratified_sample": "tiap.answers.generate",
+    "judge_answers": "tiap.answers.judges",
+    "judge_files": "tiap.answers.judges",
+    "make_answer_judge": "tiap.answers.judges",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,6 +114,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from tiap.answers.generate import generate_answers, generate_files, stratified_sample
     from tiap.answers.importers import import_longmemeval, import_memory_benchmarks, import_memos
+    from tiap.answers.judges import judge_answers, judge_files, make_answer_judge
     from tiap.answers.kit import KIT_SYSTEMS, import_kit, judge_name
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -42,17 +42,19 @@ in the returned set's ``warnings`` (``no_answer``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import json
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tiap.answers.files import ANSWERS_FILE, load_answers, save_answers
+from tiap.answers.generate import stratified_sample
 from tiap.answers.normalize import exact_match, token_f1
 from tiap.answers.records import (
     CORRECT,
@@ -68,6 +70,7 @@ from tiap.audit.run import VerdictCache, run_judges
 from tiap.config import did_you_mean, option_name
 from tiap.errors import TiapError
 from tiap.limits import check
+from tiap.llm.local import DEFAULT_PORT, LocalServer
 
 __all__ = [
     "ABSTAIN_PHRASES",
@@ -476,9 +479,11 @@ ANSWER_JUDGES: dict[str, str] = {
 _SPEC = re.compile(r"\s*([a-z][a-z0-9_-]*)\s*(\(.*\))?\s*", re.DOTALL)
 
 
-def make_answer_judge(spec: str) -> AnswerJudge:
+def make_answer_judge(spec: str, defaults: Mapping[str, Any] | None = None) -> AnswerJudge:
     """An answer judge from a spec: a name of :data:`ANSWER_JUDGES`, or a call with constant
-    keyword arguments, read by the audit's spec parser (never evaluated).
+    keyword arguments, read by the audit's spec parser (never evaluated). ``defaults`` fill
+    the arguments the spec does not give, where the judge takes them (``model`` reaches an
+    LLM judge, not ``locomo-f1``).
 
     >>> make_answer_judge("locomo-f1(threshold=0.4, name='f1@0.4')").name
     'f1@0.4'
@@ -508,12 +513,17 @@ def make_answer_judge(spec: str) -> AnswerJudge:
         hint = did_you_mean(unknown[0], takes) if len(unknown) == 1 else ""
         raise TiapError(f"judge {name!r} takes no argument {', '.join(map(repr, unknown))}"
                         f"{hint}; it takes {', '.join(takes)}", code="config")
+    for key, value in (defaults or {}).items():  # what the spec does not give itself
+        if key in takes and key not in kwargs and value is not None:
+            kwargs[key] = value
     return factory(**kwargs)
 
 
 def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | AnswerJudge], *,
                 runs: int = 1, temperature: float | None = None,
-                cache: str | Path | None = None, force: bool = False,
+                cache: str | Path | None = None, systems: Sequence[str] | None = None,
+                sample: int | None = None, sample_seed: int = 0,
+                local_model: str | None = None, force: bool = False,
                 progress: Progress | None = None) -> tuple[AnswerSet, Any]:
     """``tiap answers judge PATH --judge SPEC --out OUT``: the answers of ``path`` (an
     ``answers.jsonl`` or a folder of ``tiap answers import``, ``judge`` or ``generate``)
@@ -521,6 +531,12 @@ def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | Answer
     :func:`judge_answers`, saved as the folder ``out`` (the input recorded with its sha256,
     every judge configuration and counted warning in the manifest). ``cache``: the verdict
     cache file (keep it to resume a killed run; ``None``: a cache for this call only).
+    ``systems``: judge only their answers. ``sample``: judge the answers to a stratified
+    sample of that many queries (by category, seeded by ``sample_seed``; drawn from the
+    queries the first system answered, and every selected system's answers to them, so the
+    systems stay paired). ``local_model``: serve that local model for the call
+    (:class:`tiap.llm.local.LocalServer` on its default port) and judge with it, the model
+    of every LLM judge whose spec names none.
 
     >>> _ = Path("a.jsonl").write_text('{"dataset": "locomo", "system": "A", '
     ...     '"query_id": "q1", "answer": "Paris", "reference": "Paris"}\\n')
@@ -529,14 +545,30 @@ def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | Answer
     ('correct', ['answers.jsonl', 'manifest.json'])
     """
     answers = load_answers(path)
-    built = [make_answer_judge(j) if isinstance(j, str) else j for j in judges]
-    judged = judge_answers(answers, built, runs=runs, temperature=temperature, cache=cache,
-                           progress=progress)
+    if systems is not None:
+        answers = answers.select(systems=systems)
+    if sample is not None:
+        first = answers.systems[0] if answers.systems else None
+        pool = [a for a in answers if a.system == first and a.answer is not None]
+        keep = set(stratified_sample(pool, sample, seed=sample_seed))
+        answers = dataclasses.replace(answers, answers=tuple(a for a in answers
+                                                             if a.query_id in keep))
+    with contextlib.ExitStack() as stack:
+        defaults: dict[str, Any] = {}
+        if local_model is not None:
+            srv = stack.enter_context(LocalServer(local_model, port=DEFAULT_PORT))
+            defaults = {"model": srv.model, "port": DEFAULT_PORT}
+        built = [make_answer_judge(j, defaults) if isinstance(j, str) else j for j in judges]
+        judged = judge_answers(answers, built, runs=runs, temperature=temperature,
+                               cache=cache, progress=progress)
     p = Path(path)
     man = save_answers(judged, out, step="answers judge",
                        inputs={"answers": p / ANSWERS_FILE if p.is_dir() else p},
                        options={"judges": [j if isinstance(j, str) else j.name for j in judges],
                                 "runs": runs, "temperature": temperature,
-                                "cache": None if cache is None else str(cache)},
+                                "cache": None if cache is None else str(cache),
+                                "systems": None if systems is None else list(systems),
+                                "sample": sample, "sample_seed": sample_seed,
+                                "local_model": local_model},
                        force=force)
     return judged, man

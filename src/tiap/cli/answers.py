@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from tiap.cli.common import DataOption, ForceOption, console, print_warnings, split_names
+from tiap.cli.common import DataOption, ForceOption, bounded, console, print_warnings, split_names
 from tiap.errors import TiapError
 
 app = typer.Typer(
@@ -57,9 +57,9 @@ def import_cmd(
         show_default=False)] = None,
     system: Annotated[str | None, typer.Option(
         "--system", help="System name of the answers (not kit).", show_default=False)] = None,
-    k: Annotated[int | None, typer.Option(
-        "--k", help="memory-benchmarks: the cutoff whose answers to read (default: the "
-        "file's only one).", show_default=False)] = None,
+    k: Annotated[int | None, bounded(
+        "cutoff", "--k", help="memory-benchmarks: the cutoff whose answers to read "
+        "(default: the file's only one).", show_default=False)] = None,
     judged: Annotated[Path | None, typer.Option(
         "--judged", help="longmemeval: the judged log (autoeval_label) of the same "
         "hypotheses.", show_default=False)] = None,
@@ -109,19 +109,20 @@ def analyze_cmd(
         "--judge", help="Only these judge configurations (repeatable; default: all). The "
         "variance decomposition needs configurations that cross its factors.",
         show_default=False)] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the tests and bootstrap.")] = 0,
-    resamples: Annotated[int, typer.Option(
-        "--resamples", help="Sign-flip resamples per paired test.")] = 10_000,
-    alpha: Annotated[float, typer.Option("--alpha", help="Family-wise level.")] = 0.05,
+    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the tests and bootstrap.")
+                    ] = 0,
+    resamples: Annotated[int, bounded(
+        "resamples", "--resamples", help="Sign-flip resamples per paired test.")] = 10_000,
+    alpha: Annotated[float, bounded("alpha", "--alpha", help="Family-wise level.")] = 0.05,
     correction: Annotated[str, typer.Option(
         "--correction", help="Family-wise correction: holm, bonferroni, none.")] = "holm",
-    min_effect: Annotated[float, typer.Option(
-        "--min-effect", help="Practical threshold of a gap, in accuracy (0.02: two points).")
-    ] = 0.02,
+    min_effect: Annotated[float, bounded(
+        "min_effect", "--min-effect", help="Practical threshold of a gap, in accuracy (0.02: "
+        "two points).")] = 0.02,
     human: Annotated[str, typer.Option(
         "--human", help="The judge configuration holding human labels.")] = "human",
-    bootstrap: Annotated[int, typer.Option(
-        "--bootstrap", help="Bootstrap resamples of questions for the variance "
+    bootstrap: Annotated[int, bounded(
+        "resamples", "--bootstrap", help="Bootstrap resamples of questions for the variance "
         "components' intervals.")] = 1000,
     force: ForceOption = False,
 ) -> None:
@@ -196,13 +197,14 @@ def generate_cmd(
     dataset: Annotated[str | None, typer.Option(
         "--dataset", help="Dataset name of the answers (default: the runs' benchmark).",
         show_default=False)] = None,
-    k: Annotated[int, typer.Option("--k", help="Items per context, at most.")] = 10,
-    token_budget: Annotated[int, typer.Option(
-        "--token-budget", help="Context tokens, at most (TIAP's token rule).")] = 1024,
-    sample: Annotated[int | None, typer.Option(
-        "--sample", help="Answer a stratified sample (by category) of this many queries.",
-        show_default=False)] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sample.")] = 0,
+    k: Annotated[int, bounded("cutoff", "--k", help="Items per context, at most.")] = 10,
+    token_budget: Annotated[int, bounded(
+        "max_tokens", "--token-budget", help="Context tokens, at most (TIAP's token rule).")
+    ] = 1024,
+    sample: Annotated[int | None, bounded(
+        "count", "--sample", help="Answer a stratified sample (by category) of this many "
+        "queries.", show_default=False)] = None,
+    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the sample.")] = 0,
     local_model: Annotated[str | None, typer.Option(
         "--local-model", help="Serve this local model for the run (tiap llm models).",
         show_default=False)] = None,
@@ -217,10 +219,10 @@ def generate_cmd(
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="Answer cache (default: TIAP's cache folder).", show_default=False)
     ] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Reply tokens, at most.")
-                          ] = 64,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")
-                           ] = 0.0,
+    max_tokens: Annotated[int, bounded("max_tokens", "--max-tokens",
+                                       help="Reply tokens, at most.")] = 64,
+    temperature: Annotated[float, bounded("temperature", "--temperature",
+                                          help="Sampling temperature.")] = 0.0,
     force: ForceOption = False,
 ) -> None:
     """Answer queries with each system's top k items under a token budget, with TIAP's own
@@ -306,3 +308,63 @@ def evidence_cmd(
                           + (f"{best} predicts a correct answer best" if best else
                              "no target predicts a correct answer significantly better"))
     console.print(f"wrote {out}")
+
+
+@app.command("judge")
+def judge_cmd(
+    path: Annotated[Path, typer.Argument(
+        help="answers.jsonl, or a folder of tiap answers import, judge or generate.")],
+    out: OutOption,
+    judge: Annotated[list[str], typer.Option(
+        "--judge", help="A judge: locomo-f1, locomo-em, longmemeval-abstention, or "
+        "llm(prompt='FILE', model=..., base_url=...), with keyword arguments "
+        "(repeatable). An llm judge's prompt is a template file with {question}, {answer} "
+        "(the reference) and {response} (the system's answer); default TIAP's own.")],
+    runs: Annotated[int, bounded("runs", "--runs", help="Times each LLM judge is asked "
+                                 "(run r: a distinct request, seed + r).")] = 1,
+    temperature: Annotated[float | None, bounded(
+        "temperature", "--temperature", help="Temperature of every LLM judge (default: "
+        "each judge's own, 0).", show_default=False)] = None,
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="Only these systems' answers (repeatable).", show_default=False)
+    ] = None,
+    sample: Annotated[int | None, bounded(
+        "count", "--sample", help="Judge a stratified sample (by category) of this many "
+        "questions, every selected system's answer to each.", show_default=False)] = None,
+    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the sample.")] = 0,
+    local_model: Annotated[str | None, typer.Option(
+        "--local-model", help="Serve this local model for the run and judge with it "
+        "(tiap llm models).", show_default=False)] = None,
+    cache: Annotated[Path | None, typer.Option(
+        "--cache", help="Verdict cache (keep it to resume a killed run; default: "
+        "OUT.verdicts.sqlite beside --out).", show_default=False)] = None,
+    force: ForceOption = False,
+) -> None:
+    """Judge fixed answers: offline judges (LoCoMo's token F1 and exact match, LongMemEval's
+    abstention rule) and LLM judges with the prompt as a template file, --runs times at a
+    stated temperature. Every verdict is cached: a rerun asks only what is not finished."""
+
+    from tiap.answers import judge_files
+    from tiap.config import command_options
+
+    cache = cache or Path(f"{Path(out).resolve()}.verdicts.sqlite")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        with command_options({"runs": "--runs", "temperature": "--temperature",
+                              "systems": "--system", "sample": "--sample",
+                              "sample_seed": "--seed", "local_model": "--local-model",
+                              "cache": "--cache"}):
+            judged, man = judge_files(path, out, judge, runs=runs, temperature=temperature,
+                                      cache=cache, systems=system, sample=sample,
+                                      sample_seed=seed, local_model=local_model,
+                                      progress=progress, force=force)
+    console.print(_counts_table(judged, f"judged {len(judged):,} answers into {out}"))
+    console.print(f"verdict cache: {cache}")
+    print_warnings(man.get("warnings") or {}, Path(out) / "manifest.json")
