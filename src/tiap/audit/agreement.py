@@ -155,8 +155,9 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike, n_categories: int | None = None) -> 
 
 def cohen_kappa_interval(a: ArrayLike, b: ArrayLike, n_categories: int | None = None,
                          alpha: float = 0.05) -> tuple[float, float]:
-    """The large-sample ``1 - alpha`` interval of Cohen's κ (module docstring); NaN, NaN when
-    κ is undefined or fewer than two cases."""
+    """The large-sample ``1 - alpha`` interval of Cohen's κ (module docstring), clipped to
+    κ's range [-1, 1] (the normal approximation can reach past 1 on a few cases); NaN, NaN
+    when κ is undefined or fewer than two cases."""
     from statistics import NormalDist
 
     x, y = _codes(a), _codes(b)
@@ -178,7 +179,7 @@ def cohen_kappa_interval(a: ArrayLike, b: ArrayLike, n_categories: int | None = 
     term_c = (kappa - pe * (1 - kappa)) ** 2
     var = max(term_a + term_b - term_c, 0.0) / (1 - pe) ** 2 / x.size
     half = NormalDist().inv_cdf(1 - alpha / 2) * math.sqrt(var)
-    return kappa - half, kappa + half
+    return max(kappa - half, -1.0), min(kappa + half, 1.0)
 
 
 def category_counts(codes: ArrayLike, n_categories: int) -> IntArray:
