@@ -44,6 +44,13 @@ A pipeline is a small TOML file (``configs/*.toml``)::
     [design]                          # optional: configurations compared in Stage III
     density = ["f1", "f5", "f8"]
 
+    [answers]                         # optional: TIAP's own answers (docs/answers.md)
+    systems = ["f1-bm25", "native-bm25"]  # default: every system
+    sample = 30                       # a stratified sample of queries (by category)
+    k = 10                            # items per context, at most
+    judges = ["locomo-f1", "llm"]     # answer judges (an llm one uses the local model)
+    local_model = "qwen2.5-coder-1.5b"
+
 The file is checked against the schema :class:`PipelineConfig` before anything is read or
 written (:mod:`tiap.config`): types are strict (``k = true`` and ``sensitivity = "false"``
 are errors, not 1 and true), an unknown key is an error with a did-you-mean, a store's other
@@ -81,7 +88,18 @@ engine         local, ray, ray://HOST:PORT or ray:auto (``--engine``); outputs t
 query_shard    1 to 10^9 (``--query-shard``); outputs the same
 min_dz         a number from 0 to 10 (default 0.2: docs/sensitivity.md says why)
 min_effect     a number from 0 to 1 (default 0)
+answers        systems of this config; sample 1 to 10^9 (default 30), seed, k (default
+               10), token_budget (default 1,024) and max_tokens (default 64) in their
+               ranges; judges: answer judge specs that build (default ``locomo-f1``), none
+               twice; local_model a model of ``tiap llm models``; local_port 1 to 65,535
 =============  =====================================================================
+
+With ``[answers]``, a step ``answers`` after rescoring writes ``OUT/<name>/answers/``:
+``generated`` (answers by the local model, served for the step, from each system's top
+``k`` items under the token budget), ``judged``, ``evidence`` (the evidence-in-context x
+judged-correct tables per target) and ``analysis`` (what moves the score); the report gets
+an "Answers and judges" section. Its answer and verdict caches stay in the folder, so an
+interrupted step resumes asking only what is not finished.
 
 With ``local_model``, TIAP serves that model on ``127.0.0.1:local_port``
 (:class:`tiap.llm.local.LocalServer`) while the ``llm`` stores are built, and only then (a
@@ -221,6 +239,46 @@ class StoreSpec(Schema):
         return self
 
 
+class AnswersSpec(Schema):
+    """The optional answer stage of a pipeline (``[answers]``): TIAP's own answers for a
+    stratified sample of queries from each system's ranking, judged, tied to retrieval and
+    analysed (docs/answers.md)."""
+
+    systems: Seq[str] = ()  # empty: every system
+    sample: Annotated[int, ranged("count")] = 30
+    seed: Annotated[int, ranged("seed")] = 0
+    k: Annotated[int, ranged("cutoff")] = 10
+    token_budget: Annotated[int, ranged("max_tokens")] = 1024
+    max_tokens: Annotated[int, ranged("max_tokens")] = 64
+    judges: Seq[str] = Field(("locomo-f1",), min_length=1)
+    local_model: str = "qwen2.5-coder-1.5b"
+    local_port: Annotated[int, ranged("port")] = DEFAULT_PORT
+
+    @field_validator("local_model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        if v not in MODELS:
+            raise Invalid(f"unknown local model {v!r}{did_you_mean(v, MODELS)}; known: "
+                          f"{', '.join(MODELS)}")
+        return v
+
+    @field_validator("judges")
+    @classmethod
+    def _judges(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from tiap.answers import make_answer_judge
+
+        _once(v, "judge")
+        problems = []
+        for i, spec in enumerate(v):
+            try:
+                make_answer_judge(spec).close()
+            except TiapError as exc:
+                problems.extend(((i,), p.message) for p in exc.problems)
+        if problems:
+            raise Invalid(problems=problems)
+        return v
+
+
 class PipelineConfig(Schema):
     """An ``audit-run`` config (see the module docstring); :func:`load_config` reads one."""
 
@@ -250,6 +308,7 @@ class PipelineConfig(Schema):
     correction: str = "holm"
     min_effect: Annotated[float, ranged("min_effect")] = 0.0
     min_dz: Annotated[float, ranged("min_dz")] = 0.2  # flips.DEFAULT_MIN_DZ
+    answers: AnswersSpec | None = None  # optional: the answer stage (docs/answers.md)
     _source: str = PrivateAttr("")
     _overridden: tuple[str, ...] = PrivateAttr(())
 
@@ -461,6 +520,13 @@ class PipelineConfig(Schema):
             if not self.llm_stores():
                 problems.append((("local_model",), "no store uses parser 'llm': the local "
                                                    "model would serve nothing"))
+        if self.answers is not None:
+            known = [system for system, _, _ in self.systems()]
+            for i, name in enumerate(self.answers.systems):
+                if name not in known:
+                    problems.append((("answers", "systems", i),
+                                     f"unknown system {name!r}{did_you_mean(name, known)}; "
+                                     f"the systems are {', '.join(known)}"))
         try:
             _once([s.name for s in self.stores], "store name")
         except Invalid as exc:
@@ -917,7 +983,19 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                  needs=["rescore", *scored], exclude=[adir / e for e in cache_entries(
                      adir / VERDICT_CACHE, adir)])
 
-        # 6. Stage III and the report (plots need the `report` extra)
+        # 6. the answer stage: TIAP's own answers for a sample, judged, tied to retrieval
+        ansdir = root / "answers"
+        if cfg.answers is not None:
+            ans = cfg.answers
+            systems = list(ans.systems) or [system for system, _, _ in cfg.systems()]
+            answers_spec = {**ans.model_dump(mode="json"), "systems": systems}
+            step("answers", answers_spec, [ansdir],
+                 lambda: _answer_stage(cfg, root, systems, ansdir, log),
+                 needs=["rescore", *scored],
+                 exclude=[ansdir / e for name in (ANSWER_CACHE, ANSWER_VERDICTS)
+                          for e in cache_entries(ansdir / name, ansdir)])
+
+        # 7. Stage III and the report (plots need the `report` extra)
         sdir, report_dir = root / "sensitivity", root / "report"
         if cfg.sensitivity:
             from tiap.scoring.folder import per_query_of
@@ -947,12 +1025,14 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
             def run_report() -> None:
                 from tiap.report import build_report
 
-                build_report([sdir], report_dir, audits=[gdir] if cfg.audit else ())
+                build_report([sdir], report_dir, audits=[gdir] if cfg.audit else (),
+                             answers=[ansdir / "analysis"] if cfg.answers else ())
 
             try:
                 step("report", {}, [report_dir], run_report,
                      needs=["rescore", *store_steps, "sensitivity",
-                            *(["audit"] if cfg.audit else [])])
+                            *(["audit"] if cfg.audit else []),
+                            *(["answers"] if cfg.answers else [])])
             except MissingExtraError as exc:
                 log(f"report skipped: {exc}")
         flips = None
@@ -969,6 +1049,45 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
 #: The offline audit's verdict cache, in ``OUT/<name>/audit/``: not an output of the step
 #: (a rerun reuses its verdicts), so not among the files its record hashes.
 VERDICT_CACHE = "verdicts.sqlite"
+#: The answer stage's caches, in ``OUT/<name>/answers/``: not outputs of the step either
+ANSWER_CACHE, ANSWER_VERDICTS = "answer-cache.sqlite", "verdicts.sqlite"
+
+
+def _answer_stage(cfg: PipelineConfig, root: Path, systems: Sequence[str], ansdir: Path,
+                  log: Log) -> None:
+    """The steps of ``tiap answers generate``, ``judge``, ``evidence`` and ``analyze`` on
+    the pipeline's runs, into ``ansdir`` (``generated``, ``judged``, ``evidence``,
+    ``analysis``): the local model is served for the generation and LLM judges."""
+    from tiap.answers import analyze_files, evidence_files, generate_files, judge_files
+
+    ans = cfg.answers
+    assert ans is not None
+    ansdir.mkdir(parents=True, exist_ok=True)
+    by_system = {system: s.name for system, s, _ in cfg.systems()}
+    stores = {by_system[x]: root / "stores" / by_system[x] / "items.jsonl" for x in systems}
+    runs = [root / "runs" / f"{x}.jsonl" for x in systems]
+    qpath = root / "queries.jsonl"
+    log(f"answers: {len(systems)} systems x {ans.sample} queries with {ans.local_model} "
+        "(cached: a rerun asks only what is not finished)")
+    generated, man = generate_files(
+        runs, ansdir / "generated", queries=qpath, stores=stores, dataset=cfg.dataset,
+        k=ans.k, token_budget=ans.token_budget, max_tokens=ans.max_tokens, sample=ans.sample,
+        sample_seed=ans.seed, local_model=ans.local_model, local_port=ans.local_port,
+        cache=ansdir / ANSWER_CACHE, force=True)
+    for code, text in manifest_warnings(man.get("warnings"), ansdir / "generated"):
+        log(f"answers: warning[{code}]: {text}")
+    llm = any(j.split("(")[0] == "llm" for j in ans.judges)
+    _, man = judge_files(ansdir / "generated", ansdir / "judged", list(ans.judges),
+                         cache=ansdir / ANSWER_VERDICTS,
+                         local_model=ans.local_model if llm else None,
+                         local_port=ans.local_port, force=True)
+    for code, text in manifest_warnings(man.get("warnings"), ansdir / "judged"):
+        log(f"answers: judge: warning[{code}]: {text}")
+    evidence_files(ansdir / "judged", ansdir / "evidence", queries=qpath, stores=stores,
+                   targets=[t.split("=")[0] for t in cfg.targets], force=True)
+    analyze_files(ansdir / "judged", ansdir / "analysis", seed=cfg.seed,
+                  resamples=cfg.resamples, alpha=cfg.alpha, correction=cfg.correction,
+                  force=True)
 
 
 def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> None:

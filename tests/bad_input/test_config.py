@@ -74,7 +74,7 @@ def test_stores_is_not_a_number(tmp_path: Path, capsys) -> None:
 
 # -- unknown, missing, nested, syntax, empty --------------------------------------------------
 
-KNOWN = ("alpha, audit, collections, correction, credit, dataset, design, engine, k, "
+KNOWN = ("alpha, answers, audit, collections, correction, credit, dataset, design, engine, k, "
          "local_model, local_port, local_threads, measures, min_dz, min_effect, name, query_shard, "
          "resamples, retrievers, seed, sensitivity, sessions, stores, targets")
 
@@ -490,3 +490,21 @@ def test_local_model_and_sessions_errors(tmp_path: Path, capsys, body: str,
                                          expected: list[str]) -> None:
     head, _, rest = body.partition("\n")
     _expect(tmp_path, HEAD + head + "\n" + STORES + rest, capsys, expected)
+
+
+def test_the_answer_stage_is_checked_before_anything_runs(tmp_path: Path, capsys) -> None:
+    """[answers]: a system the config does not make, a judge that is not one, a local model
+    that is not one, each located, together, before any step."""
+    text = (HEAD + STORES                                                   # lines 1-6
+            + '\n[answers]\nsystems = ["a-bm25", "b-bm25"]\n'               # 7-9
+            + 'judges = ["locomo-f1", "locomo-f2"]\nlocal_model = "gpt-9"\n')  # 10-11
+    rc, lines, out = _run(tmp_path, text, capsys)
+    assert rc == 2 and not out.exists()
+    joined = "\n".join(lines)
+    assert "key answers.judges[1]: unknown answer judge 'locomo-f2'" in joined
+    assert "key answers.local_model: unknown local model 'gpt-9'" in joined
+    # the systems are checked against the stores once every key has its type
+    rc, lines, out = _run(tmp_path, HEAD + STORES + '\n[answers]\nsystems = ["a-bm25", '
+                          '"b-bm25"]\n', capsys)
+    assert rc == 2 and not out.exists()
+    assert "key answers.systems[1]: unknown system 'b-bm25'" in "\n".join(lines)

@@ -49,6 +49,7 @@ from tiap.answers.records import Answer, AnswerSet, Context
 from tiap.cache import KeyedCache, Table, cache_dir
 from tiap.config import option_name
 from tiap.errors import Problems, TiapError
+from tiap.llm.local import DEFAULT_MODEL, DEFAULT_PORT, LocalServer, local_endpoint
 
 __all__ = [
     "DEFAULT_PROMPT",
@@ -311,7 +312,6 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
     (stores: native)
     """
     from tiap.llm.client import ChatClient, InvalidReplies, endpoint_id
-    from tiap.llm.local import DEFAULT_MODEL, local_endpoint
 
     _check_int("k", k, _MAX_K)
     _check_int("token_budget", token_budget, _MAX_BUDGET)
@@ -468,7 +468,8 @@ def generate_answers(run: Any, queries: Any, stores: Mapping[str, Any], *,
 def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str | Path,
                    stores: Mapping[str, str | Path], sample: int | None = None,
                    sample_seed: int = 0, local_model: str | None = None,
-                   force: bool = False, **options: Any) -> tuple[AnswerSet, Any]:
+                   local_port: int = DEFAULT_PORT, force: bool = False,
+                   **options: Any) -> tuple[AnswerSet, Any]:
     """``tiap answers generate``: :func:`generate_answers` over run files, a queries file and
     stores given by path (``options``: its keyword arguments), saved as the folder ``out``
     (:func:`tiap.answers.save_answers`; the generation settings in its manifest). Returns
@@ -493,7 +494,6 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
 
     from tiap.answers.files import save_answers
     from tiap.datasets.queryfile import read_queries
-    from tiap.llm.local import DEFAULT_PORT, LocalServer, local_endpoint
 
     if sample is not None:
         if options.get("query_ids") is not None:
@@ -506,8 +506,8 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
             if options.get("endpoint") is not None:
                 raise TiapError("local_model serves its own endpoint: give an endpoint or "
                                 "a local model, not both", code="usage")
-            local_endpoint(local_model, DEFAULT_PORT)  # an unknown name, before any work
-            srv = stack.enter_context(LocalServer(local_model, port=DEFAULT_PORT))
+            local_endpoint(local_model, local_port)  # an unknown name, before any work
+            srv = stack.enter_context(LocalServer(local_model, port=local_port))
             options["endpoint"] = (srv.base_url, srv.model)
         answers = generate_answers(list(runs), queries, dict(stores), **options)
     inputs = {"queries": Path(queries), **{f"run:{Path(r).name}": Path(r) for r in runs},
@@ -515,7 +515,8 @@ def generate_files(runs: Sequence[str | Path], out: str | Path, *, queries: str 
                  if isinstance(v, str | Path)}}
     shown = {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
              for k, v in options.items() if not callable(v)}
-    shown.update(sample=sample, sample_seed=sample_seed, local_model=local_model)
+    shown.update(sample=sample, sample_seed=sample_seed, local_model=local_model,
+                 local_port=local_port if local_model else None)
     man = save_answers(answers, out, step="answers generate", inputs=inputs, options=shown,
                        force=force)
     return answers, man

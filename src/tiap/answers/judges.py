@@ -523,8 +523,9 @@ def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | Answer
                 runs: int = 1, temperature: float | None = None,
                 cache: str | Path | None = None, systems: Sequence[str] | None = None,
                 sample: int | None = None, sample_seed: int = 0,
-                local_model: str | None = None, force: bool = False,
-                progress: Progress | None = None) -> tuple[AnswerSet, Any]:
+                local_model: str | None = None, local_port: int = DEFAULT_PORT,
+                force: bool = False, progress: Progress | None = None
+                ) -> tuple[AnswerSet, Any]:
     """``tiap answers judge PATH --judge SPEC --out OUT``: the answers of ``path`` (an
     ``answers.jsonl`` or a folder of ``tiap answers import``, ``judge`` or ``generate``)
     judged by ``judges`` (specs, :func:`make_answer_judge`, or judges) with
@@ -535,7 +536,7 @@ def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | Answer
     sample of that many queries (by category, seeded by ``sample_seed``; drawn from the
     queries the first system answered, and every selected system's answers to them, so the
     systems stay paired). ``local_model``: serve that local model for the call
-    (:class:`tiap.llm.local.LocalServer` on its default port) and judge with it, the model
+    (:class:`tiap.llm.local.LocalServer` on ``local_port``) and judge with it, the model
     of every LLM judge whose spec names none.
 
     >>> _ = Path("a.jsonl").write_text('{"dataset": "locomo", "system": "A", '
@@ -556,8 +557,8 @@ def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | Answer
     with contextlib.ExitStack() as stack:
         defaults: dict[str, Any] = {}
         if local_model is not None:
-            srv = stack.enter_context(LocalServer(local_model, port=DEFAULT_PORT))
-            defaults = {"model": srv.model, "port": DEFAULT_PORT}
+            srv = stack.enter_context(LocalServer(local_model, port=local_port))
+            defaults = {"model": srv.model, "port": local_port}
         built = [make_answer_judge(j, defaults) if isinstance(j, str) else j for j in judges]
         judged = judge_answers(answers, built, runs=runs, temperature=temperature,
                                cache=cache, progress=progress)
@@ -569,6 +570,7 @@ def judge_files(path: str | Path, out: str | Path, judges: Sequence[str | Answer
                                 "cache": None if cache is None else str(cache),
                                 "systems": None if systems is None else list(systems),
                                 "sample": sample, "sample_seed": sample_seed,
-                                "local_model": local_model},
+                                "local_model": local_model,
+                                "local_port": local_port if local_model else None},
                        force=force)
     return judged, man

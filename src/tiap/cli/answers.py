@@ -208,6 +208,9 @@ def generate_cmd(
     local_model: Annotated[str | None, typer.Option(
         "--local-model", help="Serve this local model for the run (tiap llm models).",
         show_default=False)] = None,
+    local_port: Annotated[int, bounded(
+        "port", "--local-port", help="Port of --local-model's server (keep it fixed: the "
+        "cache's keys name the endpoint).")] = 8089,
     base_url: Annotated[str | None, typer.Option(
         "--base-url", help="An OpenAI-compatible endpoint (with --model).",
         show_default=False)] = None,
@@ -244,16 +247,16 @@ def generate_cmd(
 
         with command_options({"k": "--k", "token_budget": "--token-budget",
                               "sample": "--sample", "sample_seed": "--seed",
-                              "local_model": "--local-model", "endpoint": "--base-url",
+                              "local_model": "--local-model", "local_port": "--local-port",
+                              "endpoint": "--base-url",
                               "prompt": "--prompt", "cache": "--cache",
                               "max_tokens": "--max-tokens", "temperature": "--temperature",
                               "systems": "--system"}):
             answers, man = generate_files(
                 runs, out, queries=queries, stores=_stores(items), systems=system,
-                dataset=dataset, k=k,
-                token_budget=token_budget, sample=sample, sample_seed=seed,
-                local_model=local_model, endpoint=endpoint, prompt=prompt, cache=cache,
-                max_tokens=max_tokens, temperature=temperature, progress=progress,
+                dataset=dataset, k=k, token_budget=token_budget, sample=sample,
+                sample_seed=seed, local_model=local_model, local_port=local_port,
+                endpoint=endpoint, prompt=prompt, cache=cache, max_tokens=max_tokens, temperature=temperature, progress=progress,
                 force=force)
     console.print(_counts_table(answers, f"generated {len(answers):,} answers into {out}"))
     gen = answers.generation
@@ -335,6 +338,8 @@ def judge_cmd(
     local_model: Annotated[str | None, typer.Option(
         "--local-model", help="Serve this local model for the run and judge with it "
         "(tiap llm models).", show_default=False)] = None,
+    local_port: Annotated[int, bounded(
+        "port", "--local-port", help="Port of --local-model's server.")] = 8089,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="Verdict cache (keep it to resume a killed run; default: "
         "OUT.verdicts.sqlite beside --out).", show_default=False)] = None,
@@ -360,10 +365,11 @@ def judge_cmd(
         with command_options({"runs": "--runs", "temperature": "--temperature",
                               "systems": "--system", "sample": "--sample",
                               "sample_seed": "--seed", "local_model": "--local-model",
-                              "cache": "--cache"}):
+                              "local_port": "--local-port", "cache": "--cache"}):
             judged, man = judge_files(path, out, judge, runs=runs, temperature=temperature,
                                       cache=cache, systems=system, sample=sample,
                                       sample_seed=seed, local_model=local_model,
+                                      local_port=local_port,
                                       progress=progress, force=force)
     console.print(_counts_table(judged, f"judged {len(judged):,} answers into {out}"))
     console.print(f"verdict cache: {cache}")
