@@ -43,6 +43,7 @@ __all__ = [
     "Context",
     "JudgeConfig",
     "AnswerAnalysis",
+    "AnswerCache",
     "analyze_answers",
     "analyze_files",
     "answer_counts",
@@ -89,6 +90,7 @@ _HOMES = {
     "answer_evidence": "tiap.answers.evidence",
     "evidence_files": "tiap.answers.evidence",
     "generate_answers": "tiap.answers.generate",
+    "AnswerCache": "tiap.answers.generate",
     "generate_files": "tiap.answers.generate",
     "stratified_sample": "tiap.answers.generate",
     "judge_answers": "tiap.answers.judges",
@@ -112,7 +114,12 @@ if TYPE_CHECKING:  # pragma: no cover
         load_answers,
         save_answers,
     )
-    from tiap.answers.generate import generate_answers, generate_files, stratified_sample
+    from tiap.answers.generate import (
+        AnswerCache,
+        generate_answers,
+        generate_files,
+        stratified_sample,
+    )
     from tiap.answers.importers import import_longmemeval, import_memory_benchmarks, import_memos
     from tiap.answers.judges import judge_answers, judge_files, make_answer_judge
     from tiap.answers.kit import KIT_SYSTEMS, import_kit, judge_name
