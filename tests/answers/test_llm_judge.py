@@ -5,6 +5,7 @@ and to count requests across a killed and a resumed run."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -124,8 +125,11 @@ def test_a_real_model_judges_and_a_rerun_asks_only_what_failed(local_llm, tmp_pa
         assert (cfg.kind, cfg.model, cfg.prompt, cfg.run, cfg.temperature) == \
             ("llm", "smollm2-135m", "tiap_judge", r, 0.0)
         assert cfg.prompt_sha256 == hashlib.sha256(DEFAULT_JUDGE_PROMPT.read_bytes()).hexdigest()
-        assert cfg.settings["seed"] == r  # run r is a distinct request: seed 0 + r
+        # the base seed is recorded (run r sends seed 0 + r): the runs differ in run only
+        assert cfg.settings["seed"] == 0
         assert totals[name][0] == 3  # three distinct requests per run
+    a0, a1 = (dataclasses.replace(out.configs[n], judge="x", run=0) for n in names)
+    assert a0 == a1  # one family: the noise band compares the two runs
     labels = {(a.query_id, j): a.verdict(j) for a in out for j in names}
     for v in labels.values():
         assert v.label in ("correct", "wrong", None)

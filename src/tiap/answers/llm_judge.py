@@ -328,10 +328,13 @@ class LLMAnswerJudge(OpenAIJudge, AnswerJudge):
                 "prompt": self.template.name, "prompt_sha256": self.template.sha256}
 
     def config(self) -> JudgeConfig:
+        """The judge configuration: its settings record the base seed (run ``r`` sends
+        ``seed + r``), so the runs of one judge differ in ``run`` only and form one family
+        of the noise band."""
         return JudgeConfig(self.name, kind="llm", model=self.model, prompt=self.template.name,
                            prompt_sha256=self.template.sha256, temperature=self.temperature,
                            run=self.run,
-                           settings={"max_tokens": self.max_tokens, "seed": self.seed,
+                           settings={"max_tokens": self.max_tokens, "seed": self.seed_base,
                                      "response_format": self.response_format,
                                      "base_url": endpoint_id(self.base_url)})
 
