@@ -50,7 +50,7 @@ from pydantic import (
 )
 
 from tiap.errors import Problem, TiapError
-from tiap.io import utf8_error
+from tiap.io import read_text_file
 from tiap.limits import LIMITS
 
 __all__ = ["Invalid", "Schema", "Seq", "Settings", "command_options", "ranged", "read_toml",
@@ -193,18 +193,7 @@ def read_toml(path: str | Path, what: str = "config") -> tuple[dict[str, Any], s
         tiap.errors.TiapError: bad.toml:2: invalid TOML: Invalid value (column 7)
     """
     p = Path(path)
-    if not p.is_file():
-        raise TiapError(f"{what} file not found" if not p.exists() else f"{what} is not a file",
-                        file=p, code="io")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise TiapError(f"cannot read the {what}: {exc.strerror or exc}", file=p,
-                        code="io") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise utf8_error(p, data, exc) from None
+    _, text = read_text_file(p, what)
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

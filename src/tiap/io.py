@@ -237,6 +237,35 @@ def iter_csv(path: str | Path, header: Sequence[str] | None = None, *,
         fh.close()
 
 
+def read_text_file(path: str | Path, what: str) -> tuple[bytes, str]:
+    """The bytes of a small text file and their UTF-8 text, every failure a located error
+    that names ``what`` the file is: missing or not a file, unreadable (``io``), not UTF-8
+    (``encoding``, naming the line and byte offset). Config files and prompt templates are
+    read through it.
+
+        >>> _ = Path("p.txt").write_bytes(b"Q: {question}\\n")
+        >>> read_text_file("p.txt", "prompt template")[1]
+        'Q: {question}\\n'
+        >>> read_text_file("nowhere.txt", "prompt template")
+        Traceback (most recent call last):
+        ...
+        tiap.errors.TiapError: nowhere.txt: prompt template file not found
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TiapError(f"{what} file not found" if not p.exists() else f"{what} is not a file",
+                        file=p, code="io")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TiapError(f"cannot read the {what}: {exc.strerror or exc}", file=p,
+                        code="io") from exc
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise utf8_error(p, data, exc) from None
+
+
 def read_json(path: str | Path) -> Any:
     """Parse one JSON document (plain or gzip) under the policy of :func:`iter_jsonl`:
     a syntax error names the file, line and column; a key given twice, ``NaN`` /

@@ -96,5 +96,5 @@ def test_a_prompt_without_its_fields(tmp_path: Path) -> None:
     with pytest.raises(TiapError, match=r"p.txt: the answer prompt has no \{context\}") as exc:
         _gen(_run("a", "s"), prompt=bad, cache=tmp_path / "c")
     assert exc.value.code == "invalid-value"
-    with pytest.raises(TiapError, match="cannot read the answer prompt"):
+    with pytest.raises(TiapError, match="answer prompt file not found"):
         _gen(_run("a", "s"), prompt=tmp_path / "none.txt", cache=tmp_path / "c")

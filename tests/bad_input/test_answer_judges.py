@@ -38,10 +38,10 @@ def test_a_template_that_never_shows_the_response(tmp_path: Path) -> None:
 
 
 def test_a_missing_template_file(tmp_path: Path) -> None:
-    with pytest.raises(TiapError, match="the prompt template file does not exist") as exc:
+    with pytest.raises(TiapError, match="prompt template file not found") as exc:
         read_prompt(tmp_path / "nowhere.txt")
     assert exc.value.code == "io"
-    with pytest.raises(TiapError, match="does not exist"):  # and before any request
+    with pytest.raises(TiapError, match="prompt template file not found"):  # and before any request
         LLMAnswerJudge(tmp_path / "nowhere.txt", model="m", base_url="http://127.0.0.1:9/v1")
 
 
@@ -111,7 +111,7 @@ def test_judge_files_refuses_bad_specs_before_writing(tmp_path: Path) -> None:
         (["locomo-f1(threshold='high')"], {}, "threshold must be a number in [0, 1]"),
         (["locomo-f1"], {"runs": 0}, "runs: expected an integer from 1 to 1,000, got 0"),
         (["locomo-f1"], {"temperature": 3.0}, "temperature: expected a number from 0 to 2"),
-        (["llm(prompt='none.txt')"], {}, "the prompt template file does not exist"),
+        (["llm(prompt='none.txt')"], {}, "prompt template file not found"),
         (["locomo-f1(threshold=0.5"], {}, "invalid judge spec"),
     ]
     for specs, kw, said in cases:

@@ -49,6 +49,7 @@ from tiap.answers.records import Answer, AnswerSet, Context
 from tiap.cache import KeyedCache, Table, cache_dir
 from tiap.config import option_name
 from tiap.errors import Problems, TiapError
+from tiap.io import read_text_file
 from tiap.llm.local import DEFAULT_MODEL, DEFAULT_PORT, LocalServer, local_endpoint
 
 __all__ = [
@@ -94,16 +95,7 @@ def _template(prompt: str | Path | None) -> tuple[str, str, str]:
     """(name, text, sha256) of the prompt template; a template without both fields is an
     error naming the file."""
     path = default_prompt() if prompt is None else Path(prompt)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TiapError(f"cannot read the answer prompt ({exc.strerror})", file=path,
-                        code="io") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TiapError("the answer prompt is not UTF-8 text", file=path,
-                        code="encoding") from None
+    raw, text = read_text_file(path, "answer prompt")
     missing = [f for f in ("{context}", "{question}") if f not in text]
     if missing:
         raise TiapError(f"the answer prompt has no {' and no '.join(missing)}: a template "

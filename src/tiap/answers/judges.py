@@ -490,7 +490,7 @@ def make_answer_judge(spec: str, defaults: Mapping[str, Any] | None = None) -> A
     >>> make_answer_judge("llm(prompt='judge.txt', model='gpt-4o', base_url='http://127.0.0.1:9/v1')")
     Traceback (most recent call last):
     ...
-    tiap.errors.TiapError: judge.txt: the prompt template file does not exist
+    tiap.errors.TiapError: judge.txt: prompt template file not found
     >>> make_answer_judge("locomo-f1(treshold=0.4)")
     Traceback (most recent call last):
     ...

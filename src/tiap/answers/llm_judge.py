@@ -59,6 +59,7 @@ from tiap.audit.labels import UNSCORED, Verdict
 from tiap.audit.openai_judge import OpenAIJudge
 from tiap.config import did_you_mean
 from tiap.errors import Problems, TiapError
+from tiap.io import read_text_file
 from tiap.llm.client import MAX_INVALID, StructuredOutput, endpoint_id
 from tiap.llm.local import CLIENT_DEFAULTS, DEFAULT_MODEL, DEFAULT_PORT, local_endpoint
 
@@ -133,13 +134,7 @@ def read_prompt(path: str | Path, *, name: str | None = None) -> PromptTemplate:
     tiap.errors.TiapError: typo.txt:3: unknown placeholder {respnse} (did you mean 'response'?)...
     """
     path = Path(path)
-    if not path.is_file():
-        raise TiapError("the prompt template file does not exist", file=path, code="io")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TiapError(f"the prompt template is not UTF-8 ({exc.reason})", file=path,
-                        code="encoding") from None
+    _, text = read_text_file(path, "prompt template")
     problems = Problems(path)
     lines = text.splitlines()
     start = 0
