@@ -97,73 +97,6 @@ def _pct(x: Any) -> str:
     return "–" if x is None or x == "" else f"{100 * float(x):.1f}"
 
 
-@app.command("analyze")
-def analyze_cmd(
-    path: Annotated[Path, typer.Argument(
-        help="answers.jsonl, or a folder of tiap answers import, judge or generate.")],
-    out: OutOption,
-    system: Annotated[list[str] | None, typer.Option(
-        "--system", help="Only these systems (repeatable; default: all).",
-        show_default=False)] = None,
-    judge: Annotated[list[str] | None, typer.Option(
-        "--judge", help="Only these judge configurations (repeatable; default: all). The "
-        "variance decomposition needs configurations that cross its factors.",
-        show_default=False)] = None,
-    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the tests and bootstrap.")
-                    ] = 0,
-    resamples: Annotated[int, bounded(
-        "resamples", "--resamples", help="Sign-flip resamples per paired test.")] = 10_000,
-    alpha: Annotated[float, bounded("alpha", "--alpha", help="Family-wise level.")] = 0.05,
-    correction: Annotated[str, typer.Option(
-        "--correction", help="Family-wise correction: holm, bonferroni, none.")] = "holm",
-    min_effect: Annotated[float, bounded(
-        "min_effect", "--min-effect", help="Practical threshold of a gap, in accuracy (0.02: "
-        "two points).")] = 0.02,
-    human: Annotated[str, typer.Option(
-        "--human", help="The judge configuration holding human labels.")] = "human",
-    bootstrap: Annotated[int, bounded(
-        "resamples", "--bootstrap", help="Bootstrap resamples of questions for the variance "
-        "components' intervals.")] = 1000,
-    force: ForceOption = False,
-) -> None:
-    """What moves the score on fixed answers: accuracy per system and judge configuration,
-    agreement (with humans too), paired tests, judge flips, variance components, run noise."""
-    from tiap.answers import analyze_files
-    from tiap.config import command_options
-
-    with command_options({"systems": "--system", "judges": "--judge",
-                          "seed": "--seed", "resamples": "--resamples", "alpha": "--alpha",
-                          "correction": "--correction", "min_effect": "--min-effect",
-                          "human": "--human", "bootstrap": "--bootstrap"}):
-        result, _ = analyze_files(path, out, systems=system, judges=judge, force=force,
-                                  seed=seed, resamples=resamples,
-                                  alpha=alpha, correction=correction, min_effect=min_effect,
-                                  human=human, bootstrap=bootstrap)
-    rows = [r for r in result.rows("accuracy") if r["category"] == "all"]
-    t = Table(title="accuracy (%) per system and judge configuration, Wilson 95% interval",
-              title_justify="left")
-    for c in ("system", "judge", "n", "accuracy", "interval"):
-        t.add_column(c, justify="right" if c in ("n", "accuracy") else "left")
-    for r in rows:
-        t.add_row(r["system"], r["judge"], f"{r['n_scored']:,}", _pct(r["accuracy"]),
-                  f"[{_pct(r['wilson_low'])}, {_pct(r['wilson_high'])}]")
-    console.print(t)
-    flips = result.rows("judge_flips")
-    n_flip = sum(bool(r["flip"]) for r in flips)
-    n_sig = sum(bool(r["significant_flip"]) for r in flips)
-    n_head = sum(bool(r["headline"]) for r in flips)
-    console.print(f"judge flips: {n_flip:,} of {len(flips):,} (system pair x judge pair); "
-                  f"{n_sig:,} significant after {correction}, {n_head:,} headline")
-    for r in result.rows("variance"):
-        if r["level"] == "score" and r["share"] not in (None, ""):
-            console.print(f"  share of system-score variance, {r['component']}: "
-                          f"{_pct(r['share'])}% [{_pct(r['share_low'])}, "
-                          f"{_pct(r['share_high'])}]")
-    for note in result.notes:
-        console.print(f"note: {note}")
-    console.print(f"wrote {out}")
-
-
 def _stores(items: list[str], option: str = "--items") -> dict[str, Path]:
     """``NAME=PATH`` specs -> {name: path} (a bare path: the folder's name)."""
     from tiap.io import split_named
@@ -256,61 +189,14 @@ def generate_cmd(
                 runs, out, queries=queries, stores=_stores(items), systems=system,
                 dataset=dataset, k=k, token_budget=token_budget, sample=sample,
                 sample_seed=seed, local_model=local_model, local_port=local_port,
-                endpoint=endpoint, prompt=prompt, cache=cache, max_tokens=max_tokens, temperature=temperature, progress=progress,
-                force=force)
+                endpoint=endpoint, prompt=prompt, cache=cache, max_tokens=max_tokens,
+                temperature=temperature, progress=progress, force=force)
     console.print(_counts_table(answers, f"generated {len(answers):,} answers into {out}"))
     gen = answers.generation
     console.print(f"model {gen.get('model')}, prompt {gen.get('prompt')}, k {gen.get('k')}, "
                   f"budget {gen.get('token_budget')} tokens; {gen.get('from_cache', 0):,} "
                   "answers from the cache")
     print_warnings(man.get("warnings") or {}, Path(out) / "manifest.json")
-
-
-@app.command("evidence")
-def evidence_cmd(
-    answers: Annotated[Path, typer.Argument(
-        help="Judged answers that carry their context (a folder of tiap answers judge, or an "
-        "answers.jsonl).")],
-    queries: QueriesFileOption,
-    items: ItemsOption,
-    out: OutOption,
-    targets: Annotated[str, typer.Option(
-        "--targets", help="Targets whose credit of the context is counted (comma-separated).")
-    ] = "raw,source,canonical",
-    judge: Annotated[list[str] | None, typer.Option(
-        "--judge", help="Only these judge configurations (repeatable).", show_default=False)
-    ] = None,
-    system: Annotated[list[str] | None, typer.Option(
-        "--system", help="Only these systems (repeatable).", show_default=False)] = None,
-    force: ForceOption = False,
-) -> None:
-    """Answers tied to retrieval: per system, target and judge, was the evidence in the
-    context and was the answer judged correct (the 2x2 table), and which target's credit
-    best predicts a correct answer (exact McNemar tests, Holm-corrected)."""
-    from tiap.answers import evidence_files
-    from tiap.config import command_options
-
-    tlist = split_names(targets, "--targets", what="target names")
-    with command_options({"targets": "--targets", "judges": "--judge",
-                          "systems": "--system"}):
-        res = evidence_files(answers, out, queries=queries, stores=_stores(items),
-                             targets=tlist, judges=judge, systems=system, force=force)
-    t = Table(title="evidence in the context x judged correct", title_justify="left")
-    for c in ("system", "target", "judge", "hit & correct", "retrieved, not used",
-              "not retrieved, correct", "not retrieved", "undetermined"):
-        t.add_column(c, justify="left" if c in ("system", "target", "judge") else "right")
-    for e in res.tables:
-        t.add_row(e.system, e.target, e.judge, str(e.hit_correct), str(e.hit_wrong),
-                  str(e.miss_correct), str(e.miss_wrong),
-                  str(e.undetermined_correct + e.undetermined_wrong))
-    console.print(t)
-    for system_name in dict.fromkeys(e.system for e in res.tables):
-        for judge_name in dict.fromkeys(e.judge for e in res.tables):
-            best = res.best_target(system_name, judge_name)
-            console.print(f"{system_name}, {judge_name}: "
-                          + (f"{best} predicts a correct answer best" if best else
-                             "no target predicts a correct answer significantly better"))
-    console.print(f"wrote {out}")
 
 
 @app.command("judge")
@@ -374,3 +260,117 @@ def judge_cmd(
     console.print(_counts_table(judged, f"judged {len(judged):,} answers into {out}"))
     console.print(f"verdict cache: {cache}")
     print_warnings(man.get("warnings") or {}, Path(out) / "manifest.json")
+
+
+@app.command("evidence")
+def evidence_cmd(
+    answers: Annotated[Path, typer.Argument(
+        help="Judged answers that carry their context (a folder of tiap answers judge, or an "
+        "answers.jsonl).")],
+    queries: QueriesFileOption,
+    items: ItemsOption,
+    out: OutOption,
+    targets: Annotated[str, typer.Option(
+        "--targets", help="Targets whose credit of the context is counted (comma-separated).")
+    ] = "raw,source,canonical",
+    judge: Annotated[list[str] | None, typer.Option(
+        "--judge", help="Only these judge configurations (repeatable).", show_default=False)
+    ] = None,
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="Only these systems (repeatable).", show_default=False)] = None,
+    force: ForceOption = False,
+) -> None:
+    """Answers tied to retrieval: per system, target and judge, was the evidence in the
+    context and was the answer judged correct (the 2x2 table), and which target's credit
+    best predicts a correct answer (exact McNemar tests, Holm-corrected)."""
+    from tiap.answers import evidence_files
+    from tiap.config import command_options
+
+    tlist = split_names(targets, "--targets", what="target names")
+    with command_options({"targets": "--targets", "judges": "--judge",
+                          "systems": "--system"}):
+        res = evidence_files(answers, out, queries=queries, stores=_stores(items),
+                             targets=tlist, judges=judge, systems=system, force=force)
+    t = Table(title="evidence in the context x judged correct", title_justify="left")
+    for c in ("system", "target", "judge", "hit & correct", "retrieved, not used",
+              "not retrieved, correct", "not retrieved", "undetermined"):
+        t.add_column(c, justify="left" if c in ("system", "target", "judge") else "right")
+    for e in res.tables:
+        t.add_row(e.system, e.target, e.judge, str(e.hit_correct), str(e.hit_wrong),
+                  str(e.miss_correct), str(e.miss_wrong),
+                  str(e.undetermined_correct + e.undetermined_wrong))
+    console.print(t)
+    for system_name in dict.fromkeys(e.system for e in res.tables):
+        for judge_name in dict.fromkeys(e.judge for e in res.tables):
+            best = res.best_target(system_name, judge_name)
+            console.print(f"{system_name}, {judge_name}: "
+                          + (f"{best} predicts a correct answer best" if best else
+                             "no target predicts a correct answer significantly better"))
+    console.print(f"wrote {out}")
+
+
+@app.command("analyze")
+def analyze_cmd(
+    path: Annotated[Path, typer.Argument(
+        help="answers.jsonl, or a folder of tiap answers import, judge or generate.")],
+    out: OutOption,
+    system: Annotated[list[str] | None, typer.Option(
+        "--system", help="Only these systems (repeatable; default: all).",
+        show_default=False)] = None,
+    judge: Annotated[list[str] | None, typer.Option(
+        "--judge", help="Only these judge configurations (repeatable; default: all). The "
+        "variance decomposition needs configurations that cross its factors.",
+        show_default=False)] = None,
+    seed: Annotated[int, bounded("seed", "--seed", help="Seed of the tests and bootstrap.")
+                    ] = 0,
+    resamples: Annotated[int, bounded(
+        "resamples", "--resamples", help="Sign-flip resamples per paired test.")] = 10_000,
+    alpha: Annotated[float, bounded("alpha", "--alpha", help="Family-wise level.")] = 0.05,
+    correction: Annotated[str, typer.Option(
+        "--correction", help="Family-wise correction: holm, bonferroni, none.")] = "holm",
+    min_effect: Annotated[float, bounded(
+        "min_effect", "--min-effect", help="Practical threshold of a gap, in accuracy (0.02: "
+        "two points).")] = 0.02,
+    human: Annotated[str, typer.Option(
+        "--human", help="The judge configuration holding human labels.")] = "human",
+    bootstrap: Annotated[int, bounded(
+        "resamples", "--bootstrap", help="Bootstrap resamples of questions for the variance "
+        "components' intervals.")] = 1000,
+    force: ForceOption = False,
+) -> None:
+    """What moves the score on fixed answers: accuracy per system and judge configuration,
+    agreement (with humans too), paired tests, judge flips, variance components, run noise."""
+    from tiap.answers import analyze_files
+    from tiap.config import command_options
+
+    with command_options({"systems": "--system", "judges": "--judge",
+                          "seed": "--seed", "resamples": "--resamples", "alpha": "--alpha",
+                          "correction": "--correction", "min_effect": "--min-effect",
+                          "human": "--human", "bootstrap": "--bootstrap"}):
+        result, _ = analyze_files(path, out, systems=system, judges=judge, force=force,
+                                  seed=seed, resamples=resamples,
+                                  alpha=alpha, correction=correction, min_effect=min_effect,
+                                  human=human, bootstrap=bootstrap)
+    rows = [r for r in result.rows("accuracy") if r["category"] == "all"]
+    t = Table(title="accuracy (%) per system and judge configuration, Wilson 95% interval",
+              title_justify="left")
+    for c in ("system", "judge", "n", "accuracy", "interval"):
+        t.add_column(c, justify="right" if c in ("n", "accuracy") else "left")
+    for r in rows:
+        t.add_row(r["system"], r["judge"], f"{r['n_scored']:,}", _pct(r["accuracy"]),
+                  f"[{_pct(r['wilson_low'])}, {_pct(r['wilson_high'])}]")
+    console.print(t)
+    flips = result.rows("judge_flips")
+    n_flip = sum(bool(r["flip"]) for r in flips)
+    n_sig = sum(bool(r["significant_flip"]) for r in flips)
+    n_head = sum(bool(r["headline"]) for r in flips)
+    console.print(f"judge flips: {n_flip:,} of {len(flips):,} (system pair x judge pair); "
+                  f"{n_sig:,} significant after {correction}, {n_head:,} headline")
+    for r in result.rows("variance"):
+        if r["level"] == "score" and r["share"] not in (None, ""):
+            console.print(f"  share of system-score variance, {r['component']}: "
+                          f"{_pct(r['share'])}% [{_pct(r['share_low'])}, "
+                          f"{_pct(r['share_high'])}]")
+    for note in result.notes:
+        console.print(f"note: {note}")
+    console.print(f"wrote {out}")
