@@ -527,3 +527,20 @@ def test_control_slice_reruns_noise_band_and_human_agreement(kit: Path) -> None:
               f"{x['share']:.4f} [{x['share_low']:.4f}, {x['share_high']:.4f}]")
     comp = {(x["level"], x["component"]): x for x in r.rows("variance")}
     assert comp[("score", "run")]["share"] < 0.01 < comp[("score", "prompt")]["share"]
+
+
+def test_comparisons_a_configuration_cannot_make_are_counted_in_the_notes() -> None:
+    """A configuration that judged only system A makes no A-vs-B row, and says so."""
+    from tiap.answers import Answer, AnswerSet, AnswerVerdict, JudgeConfig, analyze_answers
+
+    configs = {j: JudgeConfig(j, model="m", prompt=j) for j in ("P", "Q")}
+    answers = AnswerSet(tuple(
+        Answer("locomo", s, f"q{i}", "x", verdicts=tuple(
+            AnswerVerdict(j, "correct") for j in (("P", "Q") if s == "A" else ("P",))))
+        for s in "AB" for i in range(4)), configs)
+    result = analyze_answers(answers, resamples=100)
+    assert [r["judge"] for r in result.rows("paired_tests")] == ["P"]
+    assert result.rows("judge_flips") == []
+    assert any("paired tests: 1 comparison(s) not made" in n and "A vs B under Q" in n
+               for n in result.notes)
+    assert any("judge flips: 1 comparison(s) not made" in n for n in result.notes)

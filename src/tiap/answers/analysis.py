@@ -70,7 +70,7 @@ from tiap.sensitivity.flips import (
     is_practical,
     winner,
 )
-from tiap.sensitivity.stability import mde
+from tiap.sensitivity.stability import mde, wilson_interval
 from tiap.sensitivity.stats import (
     DEFAULT_ALPHA,
     DEFAULT_CORRECTION,
@@ -206,15 +206,6 @@ def _data(answers: AnswerSet, dataset: str) -> _Data:
                  category)
 
 
-def _wilson(k: int, n: int, alpha: float) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    from statsmodels.stats.proportion import proportion_confint
-
-    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
-    return float(lo), float(hi)
-
-
 def _f(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
@@ -238,7 +229,7 @@ def _accuracy_rows(d: _Data, alpha: float) -> list[dict[str, Any]]:
                 correct = int((sc == 1).sum())
                 amb = int(d.ambiguous[j, s][mask].sum())
                 judged = int(d.judged[j, s][mask].sum())
-                lo, hi = _wilson(correct, scored, alpha)
+                lo, hi = wilson_interval(correct, scored, alpha)
                 rows.append({
                     "dataset": d.dataset, "system": system, "judge": judge, "category": cat,
                     "n_answers": n, "n_scored": scored, "n_correct": correct,
@@ -305,16 +296,27 @@ def _gap(d: _Data, family: str, j: int, a: int, b: int, mask: NDArray[np.bool_])
     return Gap((d.dataset, family), mask, d.score[j, a][mask] - d.score[j, b][mask])
 
 
+def _note_skipped(d: _Data, table: str, skipped: list[str], notes: list[str]) -> None:
+    """A note counting the comparisons a table leaves out because a configuration judged
+    only one of the two systems (never a row with nothing to compare, never silence)."""
+    if skipped:
+        notes.append(f"{d.dataset}: {table}: {len(skipped)} comparison(s) not made, a "
+                     f"configuration judged only one of the two systems (first: "
+                     f"{skipped[0]})")
+
+
 def _paired_rows(d: _Data, *, seed: int, resamples: int, alpha: float, correction: str,
                  min_effect: float, min_dz: float, notes: list[str]) -> list[dict[str, Any]]:
-    gaps, meta = [], []
+    gaps, meta, skipped = [], [], []
     for j in range(len(d.judges)):
         for a, b in combinations(range(len(d.systems)), 2):
             if not (d.judged[j, a].any() and d.judged[j, b].any()):
+                skipped.append(f"{d.systems[a]} vs {d.systems[b]} under {d.judges[j]}")
                 continue  # the configuration judged only one of the two
             mask = _scored(d, j, a) & _scored(d, j, b)
             gaps.append(_gap(d, "paired_tests", j, a, b, mask))
             meta.append((j, a, b, mask))
+    _note_skipped(d, "paired tests", skipped, notes)
     results = evaluate_gaps(gaps, seed=seed, dataset=d.dataset, resamples=resamples,
                             alpha=alpha, correction=correction, notes=notes)
     rows = []
@@ -337,16 +339,19 @@ def _paired_rows(d: _Data, *, seed: int, resamples: int, alpha: float, correctio
 
 def _flip_rows(d: _Data, *, seed: int, resamples: int, alpha: float, correction: str,
                min_effect: float, min_dz: float, notes: list[str]) -> list[dict[str, Any]]:
-    gaps, meta = [], []
+    gaps, meta, skipped = [], [], []
     for a, b in combinations(range(len(d.systems)), 2):
         for j1, j2 in combinations(range(len(d.judges)), 2):
             if not all(d.judged[j, s].any() for j in (j1, j2) for s in (a, b)):
+                skipped.append(f"{d.systems[a]} vs {d.systems[b]} under {d.judges[j1]} and "
+                               f"{d.judges[j2]}")
                 continue  # a configuration judged only one of the two
             mask = (_scored(d, j1, a) & _scored(d, j1, b) & _scored(d, j2, a)
                     & _scored(d, j2, b))
             gaps += [_gap(d, "judge_flips", j1, a, b, mask),
                      _gap(d, "judge_flips", j2, a, b, mask)]
             meta.append((a, b, j1, j2))
+    _note_skipped(d, "judge flips", skipped, notes)
     results = evaluate_gaps(gaps, seed=seed, dataset=d.dataset, resamples=resamples,
                             alpha=alpha, correction=correction, notes=notes)
     rows = []
@@ -518,7 +523,7 @@ def _noise_rows(d: _Data, configs: Mapping[str, JudgeConfig], human: str, alpha:
             k = len(members)
             sd = (math.nan if None in exact
                   else float(statistics.stdev(x for x in exact if x is not None)))
-            lo_c, hi_c = _wilson(changed, n_cmp, alpha)
+            lo_c, hi_c = wilson_interval(changed, n_cmp, alpha)
             rows.append({
                 **row, "accuracy_min": _f(float(acc.min())), "accuracy_max": _f(float(acc.max())),
                 "accuracy_range": _f(float(acc.max() - acc.min())), "accuracy_sd": _f(sd),

@@ -63,10 +63,6 @@ CELLS = ("hit_correct", "hit_wrong", "miss_correct", "miss_wrong", "undetermined
          "undetermined_wrong")
 
 
-def _wilson(count: int, n: int) -> tuple[float | None, float | None]:
-    return wilson_interval(count, n)
-
-
 def _phi(a: int, b: int, c: int, d: int) -> float | None:
     den = (a + b) * (c + d) * (a + c) * (b + d)
     return None if den == 0 else (a * d - b * c) / math.sqrt(den)
@@ -131,7 +127,7 @@ class EvidenceTable:
     def _ci(self, hit: bool) -> tuple[float | None, float | None]:
         lows, highs = [], []
         for a, b, c, d in self._extremes():
-            lo, hi = _wilson(a, a + b) if hit else _wilson(c, c + d)
+            lo, hi = wilson_interval(a, a + b) if hit else wilson_interval(c, c + d)
             if lo is not None and hi is not None:
                 lows.append(lo)
                 highs.append(hi)
