@@ -63,11 +63,17 @@ def test_unknown_option_is_one_line_naming_it(path: list[str], capsys) -> None:
 
 @pytest.mark.parametrize("flag", ["-h", "--help"])
 @pytest.mark.parametrize("path", PATHS, ids=[" ".join(p) for p in PATHS])
-def test_h_is_help(path: list[str], flag: str, capsys) -> None:
+def test_h_is_help(path: list[str], flag: str, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     assert main([*path, flag]) == 0
     out = capsys.readouterr()
     assert "Usage: tiap " + " ".join(path) in " ".join(out.out.split())
     assert out.err == ""
+    # a help page fits an 80-column terminal: plain text, no boxes, value names as PATH/INT
+    lines = out.out.splitlines()
+    assert max(map(len, lines)) <= 80, max(lines, key=len)
+    assert not any(ch in out.out for ch in "╭│╰"), out.out[:400]
+    assert "<bool>" not in out.out and "<list[" not in out.out
 
 
 def test_no_arguments(capsys) -> None:
@@ -88,7 +94,7 @@ def test_group_without_command(group: str, capsys) -> None:
 
 @pytest.mark.parametrize(("argv", "names"), [
     (["rescore"], ["--run"]),                               # a missing required option
-    (["audit", "cases"], ["rescore_dir"]),                  # a missing argument
+    (["audit", "cases"], ["RESCORE_DIR"]),                  # a missing argument
     (["build-store", "locomo", "--max-facts", "abc"], ["--max-facts", "abc"]),  # a bad integer
     (["frobnicate"], ["frobnicate"]),                       # an unknown command
     (["audit", "frobnicate"], ["frobnicate"]),              # an unknown subcommand

@@ -20,7 +20,7 @@ from tiap.errors import TiapError
 app = typer.Typer(
     help="Answers and judges: import answer sets, judge them, analyse what moves the score.",
     no_args_is_help=True,
-    rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
+    rich_markup_mode=None,  # plain help: no boxes, wrapped to the terminal
 )
 
 OutOption = Annotated[Path, typer.Option("--out", help="Output folder.")]

@@ -26,7 +26,7 @@ from tiap.cli.common import (
 app = typer.Typer(
     help="Semantic audit of contested credits: cases, judges, agreement, graded targets.",
     no_args_is_help=True,
-    rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
+    rich_markup_mode=None,  # plain help: no boxes, wrapped to the terminal
 )
 
 

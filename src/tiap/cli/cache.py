@@ -11,7 +11,7 @@ from tiap.cli.common import err_console
 
 app = typer.Typer(help="Merge verdict, embedding and answer caches filled on several workers or "
                   "machines (keys are content addresses: a request's or a text's sha256).",
-                  no_args_is_help=True, rich_markup_mode="markdown")
+                  no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("merge")

@@ -20,7 +20,7 @@ from tiap.cli.common import (
 from tiap.datasets import DatasetStats, DataSource, dataset_stats, list_datasets
 
 app = typer.Typer(help="List, inspect and export benchmark datasets.", no_args_is_help=True,
-                  rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
+                  rich_markup_mode=None)  # plain help: no boxes, wrapped to the terminal
 
 MAX_PROBLEMS_SHOWN = 25
 

@@ -26,7 +26,7 @@ from tiap.errors import TiapError
 from tiap.importers import COVERAGE_FILE, IMPORTERS, run_import
 
 app = typer.Typer(help="Import traces of other systems with their lineage.", no_args_is_help=True,
-                  rich_markup_mode="markdown")  # docstrings are wrapped text: join their lines
+                  rich_markup_mode=None)  # plain help: no boxes, wrapped to the terminal
 
 OutOption = Annotated[Path, typer.Option("--out", help="Output folder.")]
 SystemOption = Annotated[str | None, typer.Option(

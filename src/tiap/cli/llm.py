@@ -12,7 +12,7 @@ from rich.table import Table
 from tiap.cli.common import bounded, console, err_console
 
 app = typer.Typer(help="Real small LLMs served locally (llama.cpp on 127.0.0.1).",
-                  no_args_is_help=True, rich_markup_mode="markdown")
+                  no_args_is_help=True, rich_markup_mode=None)
 
 ModelOption = Annotated[str, typer.Option(
     "--model", help="The local model (see `tiap llm models`).")]

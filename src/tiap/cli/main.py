@@ -39,25 +39,37 @@ app = typer.Typer(
     help="TIAP: audit what conversational-memory benchmarks credit "
     "(Raw, Source and Canonical targets on fixed ranked traces).",
     no_args_is_help=True,
-    rich_markup_mode="markdown",  # docstrings are wrapped text: join their lines
+    rich_markup_mode=None,  # plain help: no boxes, wrapped to the terminal
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(datasets.app, name="datasets")
-app.add_typer(imports.app, name="import")
-app.command("targets")(targets.targets_cmd)
-app.command("rescore")(rescore.rescore_cmd)
-app.command("audit-run")(pipeline.audit_run_cmd)
-app.command("build-store")(memory.build_store_cmd)
-app.command("retrieve")(retrieval.retrieve_cmd)
-app.command("sensitivity")(sensitivity.sensitivity_cmd)
-app.command("report")(report.report_cmd)
-app.command("mem0-run")(mem0.mem0_run_cmd)
-app.command("measures")(measures.measures_cmd)
-app.add_typer(audit.app, name="audit")
-app.add_typer(answers.app, name="answers")
-app.add_typer(llm.app, name="llm")
-app.add_typer(cache.app, name="cache")
+# In the order of the work: the whole audit, its stages one by one, then the tools around it.
+# A short help per command keeps `tiap --help` to one line each at 80 columns.
+app.command("audit-run", short_help="The whole audit from a TOML config (resumable).")(
+    pipeline.audit_run_cmd)
+app.add_typer(datasets.app, name="datasets", short_help="List, inspect and export benchmarks.")
+app.command("build-store", short_help="Build a memory store with lineage.")(
+    memory.build_store_cmd)
+app.command("retrieve", short_help="Rank a store for each query (BM25, dense, hybrid).")(
+    retrieval.retrieve_cmd)
+app.add_typer(imports.app, name="import",
+              short_help="Import other systems' traces with their lineage.")
+app.command("targets", short_help="Export Raw/Source/Canonical targets (qrels, groups).")(
+    targets.targets_cmd)
+app.command("rescore", short_help="Score fixed runs under every target.")(rescore.rescore_cmd)
+app.command("sensitivity", short_help="What the target changes: flips, tests, stability.")(
+    sensitivity.sensitivity_cmd)
+app.command("report", short_help="HTML report, tables and the target card.")(
+    report.report_cmd)
+app.add_typer(answers.app, name="answers",
+              short_help="Answers and judges: import, generate, judge, analyze.")
+app.add_typer(audit.app, name="audit", short_help="Judge contested credits (LLM, offline).")
+app.command("measures", short_help="The measures and their spellings.")(
+    measures.measures_cmd)
+app.command("mem0-run", short_help="Run a real Mem0 over a dataset, offline.")(
+    mem0.mem0_run_cmd)
+app.add_typer(llm.app, name="llm", short_help="Serve a small local LLM (llama.cpp).")
+app.add_typer(cache.app, name="cache", short_help="Merge caches filled on other machines.")
 
 
 def _version(value: bool) -> None:
@@ -84,6 +96,31 @@ _KEPT = {
     "mem0-run": "every finished collection, and of an unfinished one every finished "
                 "add() call (with --infer; without, at most 30 s of calls are redone)",
 }
+
+
+#: The help pages' value names, by parameter type (typer would print ``<list[str]>``).
+_METAVARS = {"<str>": "TEXT", "<list[str]>": "TEXT", "<int>": "INT", "<float>": "NUM",
+             "<path>": "PATH", "<list[path]>": "PATH", "<list[int]>": "INT",
+             "<list[float]>": "NUM", "<list[Path]>": "PATH", "<Path>": "PATH"}
+
+
+def _plain_metavars(cmd: typer.core.TyperGroup) -> typer.core.TyperGroup:
+    """Give every option and argument of the command tree a plain value name (``PATH``,
+    ``INT``, ``TEXT``; an argument its own name in capitals), as help pages usually read;
+    flags and choices keep theirs."""
+    stack = [cmd]
+    while stack:
+        c = stack.pop()
+        stack.extend(getattr(c, "commands", {}).values())
+        for p in c.params:
+            if p.metavar is not None or getattr(p, "is_flag", False):
+                continue
+            if p.param_type_name == "argument":  # its name says it: no type after it
+                p.metavar = p.name.upper()
+                p.display_type_rich = lambda ctx: None
+            else:
+                p.metavar = _METAVARS.get(p.display_type(None))
+    return cmd
 
 
 def _command(argv: list[str]) -> str:
@@ -129,6 +166,8 @@ def _usage_error(exc: Exception, args: list[str]) -> int:
     ctx = getattr(exc, "ctx", None)
     path = ctx.command_path if ctx is not None else "tiap"
     if type(exc).__name__ == "NoArgsIsHelpError":
+        if ctx is not None:  # the help, then the one error line
+            print(ctx.get_help())
         names = sorted(getattr(ctx.command, "commands", {}) or {}) if ctx is not None else []
         listed = f" (one of: {', '.join(names)})" if names else ""
         text = f"{path}: a command is missing{listed}"
@@ -161,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     terminated: list[int] = []
     restore = _unwind_on_sigterm(terminated)
     try:
-        rc = app(args=args, prog_name="tiap", standalone_mode=False)
+        rc = _plain_metavars(typer.main.get_command(app)).main(
+            args=args, prog_name="tiap", standalone_mode=False)
     except TiapError as exc:
         for p in exc.problems:
             _error(p.code, str(p))
