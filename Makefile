@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-all bench bench-stats clean
+.PHONY: demo test test-all dist bench bench-stats clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,16 @@ test: $(VENV)/.installed-test
 ## test-all: the whole test suite, the slow tests included
 test-all: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -q
+
+## dist: a wheel and an sdist in dist/, built by the standard build frontend (pypa/build,
+## in an isolated environment); `pip install dist/tiap-*.whl` installs TIAP without this folder
+dist: $(VENV)/.installed-build
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+$(VENV)/.installed-build: | $(BIN)/python
+	$(PIP) install 'build>=1.2'
+	@touch $@
 
 ## bench: rescoring against trec_eval (pytrec_eval), ranx and ir_measures at 10^3-10^6
 ## queries, as recorded in benchmarks/README.md (about 15 minutes; writes the results JSON).

@@ -21,11 +21,15 @@ def test_python_m_tiap_is_the_command() -> None:
 
 
 def test_licence_and_citation_match_the_package() -> None:
+    import tiap
+
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert meta["license"] == "MIT"
+    assert meta["license"] == "MIT" and meta["dynamic"] == ["version"]  # tiap.__version__
     assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
     cff = (ROOT / "CITATION.cff").read_text()
-    assert f"version: {meta['version']}\n" in cff and "license: MIT\n" in cff
+    assert f"version: {tiap.__version__}\n" in cff and "license: MIT\n" in cff
+    # the change log has a section for the version the package says it is
+    assert f"\n## [{tiap.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
     assert 'value: "arXiv:2605.24060"' in cff
 
 
