@@ -103,7 +103,7 @@ def test_the_cli_states_the_threshold(tmp_path: Path, capsys) -> None:  # type: 
     assert "practical threshold: |d_z| ≥ 0.2 on both gaps" in out
     assert main([*args, "--min-dz", "0", "--out", str(tmp_path / "s2")]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "headline winner flips on the primary measure (1 of 1 flips" in out
+    assert "winner flips on nDCG@10 (1; 1 significant after Holm, 1 of them headline;" in out
     assert "practical threshold: none (every significant flip is a headline)" in out
     assert json.loads((tmp_path / "s2" / "manifest.json").read_text())["options"][
         "min_dz"] == 0

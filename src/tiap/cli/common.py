@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,8 +18,12 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 
 from tiap.errors import Problem, TiapError
+
+if TYPE_CHECKING:
+    from tiap.report import FlipSummary
 
 # Tables stay readable when output goes to a file or a pipe (rich would use 80 columns).
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -250,3 +254,38 @@ def one_of(*allowed: str):  # type: ignore[no-untyped-def]
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
 
     return check
+
+
+def print_flips(s: FlipSummary | None) -> None:
+    """Winner flips on the headline measure, with the practical threshold a headline needs:
+    what ``tiap audit-run`` and ``tiap sensitivity`` print (:func:`tiap.report.flip_summary`)."""
+    if s is None:
+        return
+    if not s.total:
+        console.print("no winner flip between targets on any measure, so no headline winner "
+                      f"flip on the primary measure ({s.path})", highlight=False)
+        return
+    several = len({r.get("dataset") for r in s.rows}) > 1  # name the dataset of each row
+    t = Table(title=f"winner flips on {s.headline} ({len(s.rows)}; {s.significant} significant "
+              f"{s.after_correction}, {s.headlines} of them headline; practical threshold: "
+              f"{s.threshold}; {s.total} over all measures; gap = system_a - "
+              "system_b)", title_justify="left")
+    cols = ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2", "p adj ",
+            "d_z 1 / 2", "headline")
+    for col in ("dataset",) * several + cols:
+        t.add_column(col, justify="right" if col.startswith(("gap", "p ", "d_z")) else "left")
+    floor = False
+    for r, c, verdict in list(zip(s.rows, s.cells, s.verdicts, strict=True))[:20]:
+        floor |= "≤" in c["p_1"] + c["p_2"]
+        t.add_row(*[r["dataset"]] * several, r["system_a"], r["system_b"], r["target_1"],
+                  c["gap_1"], c["p_1"], r["target_2"], c["gap_2"], c["p_2"], c["effect"], verdict)
+    console.print(t)
+    if len(s.rows) > 20:
+        console.print(f"... and {len(s.rows) - 20} more")
+    if floor:
+        console.print(f"≤: the raw p-value is the floor of {s.resamples:,} resamples, "
+                      f"1/{s.resamples + 1:,}: an upper bound")
+    if not s.headlines:
+        console.print(f"no headline winner flip on the primary measure ({s.headline})",
+                      highlight=False)
+    console.print(f"all winner flips, with intervals and p-values: {s.path}")

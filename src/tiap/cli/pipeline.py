@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from tiap.cli.common import DataOption, bounded, console, err_console, track
-
-if TYPE_CHECKING:
-    from tiap.report import FlipSummary
+from tiap.cli.common import DataOption, bounded, err_console, print_flips, track
 
 
 def audit_run_cmd(
@@ -64,33 +61,3 @@ def audit_run_cmd(
     if res.report_dir is not None:
         err_console.print(f"report: {res.report_dir / 'index.html'} "
                           f"(target card: {res.report_dir / 'target_card.md'})")
-
-
-def print_flips(s: FlipSummary | None) -> None:
-    """Winner flips on the headline measure, with the practical threshold a headline needs."""
-    from rich.table import Table
-
-    if s is None:
-        return
-    if not s.total:
-        console.print("no winner flip between targets")
-        return
-    t = Table(title=f"winner flips on {s.headline} ({len(s.rows)}; {s.significant} significant "
-              f"{s.after_correction}, {s.headlines} of them headline: practical threshold "
-              f"{s.threshold}; {s.total} over all measures; gap = system_a - "
-              "system_b)", title_justify="left")
-    for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
-                "p adj ", "d_z 1 / 2", "headline"):
-        t.add_column(col, justify="right" if col.startswith(("gap", "p ", "d_z")) else "left")
-    floor = False
-    for r, c, verdict in list(zip(s.rows, s.cells, s.verdicts, strict=True))[:20]:
-        floor |= "≤" in c["p_1"] + c["p_2"]
-        t.add_row(r["system_a"], r["system_b"], r["target_1"], c["gap_1"], c["p_1"],
-                  r["target_2"], c["gap_2"], c["p_2"], c["effect"], verdict)
-    console.print(t)
-    if len(s.rows) > 20:
-        console.print(f"... and {len(s.rows) - 20} more")
-    if floor:
-        console.print(f"≤: the raw p-value is the floor of {s.resamples:,} resamples, "
-                      f"1/{s.resamples + 1:,}: an upper bound")
-    console.print(f"all winner flips, with intervals and p-values: {s.path}")

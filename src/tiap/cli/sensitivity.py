@@ -6,19 +6,19 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table as RichTable
 
 from tiap.cli.common import (
     K_HELP,
     ForceOption,
     bounded,
-    console,
     err_console,
     headline_option,
     one_of,
+    print_flips,
     progress_bar,
     split_names,
 )
+from tiap.report import flip_summary
 
 
 def sensitivity_cmd(
@@ -111,40 +111,5 @@ def sensitivity_cmd(
                                 min_dz=min_dz)
     for n in res.notes:
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
-    _print_flips(res)
+    print_flips(flip_summary(out))
     err_console.print(f"wrote {out}")
-
-
-def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
-    from tiap.report import flip_cells, procedure_text
-
-    flips = [r for r in res.table("winner_flips") if r["flip"]]
-    primary = res.options["primary"]
-    on_primary = [r for r in flips if r["measure"] == primary.get(r["dataset"])]
-    rows = [r for r in on_primary if r["headline"]]
-    o = res.options
-    how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}; "
-           f"practical threshold: {procedure_text(o)['threshold']}")
-    if not rows:
-        console.print(f"no headline winner flip on the primary measure ({how}; "
-                      f"{len(on_primary)} flips there not significant or below the practical "
-                      f"threshold, {len(flips)} over all measures: winner_flips.csv)",
-                      highlight=False)
-        return
-    t = RichTable(title=f"headline winner flips on the primary measure ({len(rows)} of "
-                  f"{len(on_primary)} flips; {how})", title_justify="left")
-    for c in ("dataset", "measure", "A vs B", "targets", "n", "gap 1 (CI)", "p adj",
-              "gap 2 (CI)", "p adj "):
-        t.add_column(c)
-    floor = False
-    for r in rows:
-        c = flip_cells(r, o["resamples"])
-        floor |= "≤" in c["p_1"] + c["p_2"]
-        t.add_row(r["dataset"], r["measure"], f"{r['system_a']} vs {r['system_b']}",
-                  f"{r['target_1']} -> {r['target_2']}", f"{r['n_shared']:,}",
-                  f"{c['gap_1']} ({c['ci_1']})", c["p_1"], f"{c['gap_2']} ({c['ci_2']})",
-                  c["p_2"])
-    console.print(t)
-    if floor:
-        console.print(f"≤: the raw p-value is the floor of {o['resamples']:,} resamples, "
-                      f"1/{o['resamples'] + 1:,}: an upper bound", highlight=False)
