@@ -19,6 +19,7 @@ from tiap.cli.common import (
     split_names,
 )
 from tiap.report import flip_summary
+from tiap.sensitivity import sensitivity_files
 
 
 def sensitivity_cmd(
@@ -90,7 +91,6 @@ def sensitivity_cmd(
     cardinality, depth, aggregation and answer alignment: CSVs and a manifest in --out
     (docs/sensitivity.md)."""
     from tiap.config import command_options
-    from tiap.sensitivity import sensitivity_files
 
     primary = headline_option(measure, k)
     pair_list = (split_names(pairs, "--pairs", what="target pairs A:B or ~OVERLAY")
