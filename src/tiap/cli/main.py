@@ -28,6 +28,7 @@ from tiap.cli import (
     rescore,
     retrieval,
     sensitivity,
+    table,
     targets,
 )
 from tiap.cli.common import err_console
@@ -61,6 +62,8 @@ app.command("sensitivity", short_help="What the target changes: flips, tests, st
     sensitivity.sensitivity_cmd)
 app.command("report", short_help="HTML report, tables and the target card.")(
     report.report_cmd)
+app.command("table", short_help="The compact comparison table (bold best, significance).")(
+    table.table_cmd)
 app.add_typer(answers.app, name="answers",
               short_help="Answers and judges: import, generate, judge, analyze.")
 app.add_typer(audit.app, name="audit", short_help="Judge contested credits (LLM, offline).")

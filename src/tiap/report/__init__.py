@@ -4,9 +4,12 @@ subsets, every winner flip), from the output of ``tiap sensitivity``.
 
 Figures need the ``report`` extra (matplotlib). The public API is
 :func:`build_report` (also ``tiap.build_report``); its docstring has a worked example.
+:func:`comparison_table` is the compact table a paper prints (systems x measures and
+targets, best in bold, superscripts for significant wins), in Markdown, LaTeX and HTML.
 """
 
 from tiap.report.build import build_report
+from tiap.report.compare import ComparisonTable, comparison_table
 from tiap.report.procedure import (
     FlipSummary,
     flip_cells,
@@ -15,5 +18,5 @@ from tiap.report.procedure import (
     procedure_text,
 )
 
-__all__ = ["FlipSummary", "build_report", "flip_cells", "flip_headline", "flip_summary",
-           "procedure_text"]
+__all__ = ["ComparisonTable", "FlipSummary", "build_report", "comparison_table", "flip_cells",
+           "flip_headline", "flip_summary", "procedure_text"]

@@ -249,6 +249,9 @@ def analyze(
             flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
                                correction=correction, min_effect=min_effect, min_dz=min_dz,
                                notes=notes))
+        add("system_tests", flips.SYSTEM_TEST_COLUMNS,
+            flips.system_tests(ds, seed=seed, resamples=resamples, alpha=alpha,
+                               correction=correction, notes=notes))
         add("ranking_stability", stability.RANKING_COLUMNS, stability.ranking_rows(ds))
         # by category
         cats = np.asarray(ds.categories, dtype=object)

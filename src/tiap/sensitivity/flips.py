@@ -63,12 +63,14 @@ __all__ = [
     "DEFAULT_MIN_DZ",
     "FLIP_COLUMNS",
     "MEANS_COLUMNS",
+    "SYSTEM_TEST_COLUMNS",
     "UNDETERMINED",
     "dz_floor",
     "gap_text",
     "is_flip_interval",
     "is_flip",
     "system_means_rows",
+    "system_tests",
     "winner",
     "winner_flips",
 ]
@@ -86,6 +88,12 @@ UNDETERMINED = "not determined"
 DEFAULT_MIN_DZ = 0.2
 #: Gaps within this of 0 are ties (float noise in a mean of equal values is not a winner).
 TIE_EPS = 1e-12
+#: One row per (dataset, measure, target, pair of systems): :func:`system_tests`.
+SYSTEM_TEST_COLUMNS = (
+    "dataset", "measure", "target", "system_a", "system_b", "n", "n_undetermined", "gap",
+    "gap_lower", "gap_upper", "ci_low", "ci_high", "p", "p_adjusted", "d_z", "d_z_floor",
+    "winner", "significant",
+)
 MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "n_exact", "mean", "lower",
                  "upper", "n_shared_targets", "mean_shared_targets", "n_inferred")
 
@@ -254,6 +262,56 @@ def winner_flips(
             "winner_1": winner_interval(g1, a, b), "winner_2": winner_interval(g2, a, b),
             "flip": flip, "significant_flip": significant, "practical": practical,
             "headline": significant and practical,
+        })
+    return rows
+
+
+def system_tests(
+    ds: Dataset,
+    *,
+    seed: int,
+    resamples: int = DEFAULT_RESAMPLES,
+    alpha: float = DEFAULT_ALPHA,
+    correction: str = DEFAULT_CORRECTION,
+    systems: Sequence[str] | None = None,
+    notes: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every pair of systems under each target and measure, tested on the queries both
+    define under that target: the columns of :data:`SYSTEM_TEST_COLUMNS`.
+
+    The test is the winner flips' (:func:`~tiap.sensitivity.stats.evaluate_gaps`: paired
+    sign-flip, the same seed and resamples, so the same sign vectors for the same shared
+    queries), and partial lineage is handled as there: the gap is ``[gap_lower,
+    gap_upper]`` (``gap`` empty), the p-value the largest any lineage gives, the winner
+    ``not determined`` unless every lineage agrees. The family of the correction is one
+    *column* of the comparison table: every pair of systems under one dataset, target and
+    measure. ``winner`` is the system ahead (``tie``, or ``not determined`` when the gap
+    interval contains 0); ``significant`` is ``p_adjusted <= alpha``; ``d_z`` is the paired
+    effect size (empty when bounded), ``d_z_floor`` the smallest ``|d_z|`` any lineage
+    allows (:func:`dz_floor`).
+    """
+    names = list(systems or ds.systems)
+    gaps: list[Gap] = []
+    meta: list[tuple[Measure, str, str, str]] = []
+    for m in ds.measures:
+        for t in ds.targets:
+            for a, b in combinations(names, 2):
+                shared = ds.shared((a, b), (t,), bounded=True)
+                lo, hi = bounded_differences(ds, a, b, t, m, shared)
+                gaps.append(Gap((ds.name, "system_tests", t, str(m)), shared, lo, hi))
+                meta.append((m, t, a, b))
+    results = evaluate_gaps(gaps, seed=seed, dataset=ds.name, resamples=resamples,
+                            alpha=alpha, correction=correction, notes=notes)
+    rows: list[dict[str, Any]] = []
+    for g, r, (m, t, a, b) in zip(gaps, results, meta, strict=True):
+        rows.append({
+            "dataset": ds.name, "measure": str(m), "target": t, "system_a": a, "system_b": b,
+            "n": r.n, "n_undetermined": r.n_undetermined, "gap": r.gap,
+            "gap_lower": r.gap_lower, "gap_upper": r.gap_upper,
+            "ci_low": r.ci_low, "ci_high": r.ci_high, "p": r.p, "p_adjusted": r.p_adjusted,
+            "d_z": r.effect, "d_z_floor": dz_floor(g, r),
+            "winner": winner_interval((r.gap_lower, r.gap_upper), a, b),
+            "significant": r.significant,
         })
     return rows
 
