@@ -29,6 +29,7 @@ from tiap.report.answers import (
     section_tables,
 )
 from tiap.report.card import card_json, card_markdown, provenance_md
+from tiap.report.compare import comparison_table
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
     after_correction,
@@ -179,12 +180,12 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     >>> manifest["outputs"][:5]
     ['index.html', 'tables.md', 'tables.tex', 'target_card.md', 'target_card.json']
     >>> print(Path("report/tables/scores_scores.md").read_text())  # doctest: +ELLIPSIS
-    ### scores: mean Success@1 per target
+    ### scores: mean Success@1 per system and target
     ...
-    | system | raw (n) | source (n) | canonical (n) | raw on shared | source on shared | canonical on shared |
-    |---|---|---|---|---|---|---|
-    | A | 1.0000 (2) | 1.0000 (2) | 0.0000 (2) | 1.0000 | 1.0000 | 0.0000 |
-    | B | 0.0000 (2) | 1.0000 (2) | 1.0000 (2) | 0.0000 | 1.0000 | 1.0000 |
+    | | system | Success@1 raw | Success@1 source | Success@1 canonical |
+    |---|---|---|---|---|
+    | a | A | **1.000** | **1.000** | 0.000 |
+    | b | B | 0.000 | **1.000** | **1.000** |
     >>> "raw → canonical" in Path("report/target_card.md").read_text()  # the flip, in the card
     True
     """
@@ -394,23 +395,14 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     # scores
     page.h(3, "Scores under each target")
     means = sd.rows("system_means", name)
-    t = ReportTable(f"{slug}_scores", f"{label}: mean {primary} per target",
-                    ["system", *[f"{tg} (n)" for tg in targets],
-                     *[f"{tg} on shared" for tg in targets]],
-                    caption="Means over the queries defined under the target, and over the "
-                    "system's queries defined under every target.")
+    page.table(comparison_table(sd, dataset=name, measures=[primary], name=f"{slug}_scores",
+                                title=f"{label}: mean {primary} per system and target"))
     series: dict[str, list[float | None]] = {tg: [] for tg in targets}
     for s in systems:
-        cells: list[str] = []
-        shared: list[str] = []
         for tg in targets:
             r = next((x for x in means if x["system"] == s and x["target"] == tg
                       and x["measure"] == primary), None)
-            cells.append(f"{mean_text(r)} ({r['n']})" if r else "–")
-            shared.append(f"{f4(r['mean_shared_targets'])}" if r else "–")
             series[tg].append(num(r["mean"]) if r else None)
-        t.add([s, *cells, *shared])
-    page.table(t)
     all_m = ReportTable(f"{slug}_scores_all", f"{label}: every measure per target",
                         ["system", "target", *ds.get("measures", [])], key=2)
     for s in systems:

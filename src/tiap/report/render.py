@@ -307,7 +307,7 @@ def latex_tables(tables: Sequence[ReportTable], width: float = LATEX_WIDTH_PT) -
     out: list[str] = []
     pending = 0
     for t in tables:
-        tex = latex_table(t, width)
+        tex = t.to_latex(width)
         n = tex.count(r"\begin{table}")
         if out and pending + n > LATEX_PENDING_FLOATS:
             out.append("\\clearpage\n")
