@@ -83,6 +83,8 @@ def test_selection_and_usage_errors() -> None:
     # C is now letter b; B beats C under source
     assert t.to_markdown().splitlines()[-2:] == ["| a | B | **0.550**<sup>b</sup> |",
                                                  "| b | C | 0.200 |"]
+    assert "Holm-corrected within each column (over the 3 pairs of all 3 systems tested)" in (
+        t.caption())
     with pytest.raises(tiap.TiapError) as err:
         comparison_table(_toy(), measures=["nDCG@5"], targets=["canonical"])
     assert [p.code for p in err.value.problems] == ["usage", "usage"]
@@ -213,3 +215,51 @@ def test_a_system_tests_file_that_cannot_be_right_is_located(tmp_path: Path) -> 
     with pytest.raises(tiap.TiapError) as err:
         comparison_table(tmp_path / "sens")
     assert "system_tests.csv:2" in str(err.value) and "p: 1.5 cannot be right" in str(err.value)
+
+
+def test_partial_lineage_pairs_and_an_open_column() -> None:
+    """A summary s of unknown lineage (any turn of conversation c may be its source).
+    Eight queries, each about its own turn t_i. A ranks a filler, then t_i (RR@5 = 1/2
+    under every target); P ranks s, a filler, then t_i (under source: 1 if s derives from
+    t_i, else 1/3, so [1/3, 1]); B ranks four fillers, then t_i (1/5).
+
+    By hand, under source: A - P lies in [1/2 - 1, 1/2 - 1/3] = [-1/2, 1/6]: it holds 0, so
+    no winner and p = 1. P - B lies in [1/3 - 1/5, 1 - 1/5] = [2/15, 4/5], positive under
+    every lineage: the p-value is the lower differences' (all 2/15), whose exact test
+    gives 2/2^8 (scipy's permutation test alike). Means: A 0.5, P [1/3, 1], B 0.2: the best
+    is open (P may be above or below A), so the column has no bold."""
+    from tiap.datasets.records import Query
+    from tiap.memory.store import Item, Uncertainty
+    from tiap.runs import Ranking, Run
+
+    fill = [Item(f"x{k}", "raw", (f"c:{100 + k}",), collection="c") for k in range(4)]
+    items = [Item(f"t{i}", "raw", (f"c:{i}",), collection="c") for i in range(8)]
+    items += [*fill, Item("s", "summary", (), collection="c", uncertain=Uncertainty())]
+    queries = [Query(f"q{i}", "c", "?", None, "", (f"c:{i}",)) for i in range(8)]
+    orders = {"A": lambda i: ("x0", f"t{i}"), "P": lambda i: ("s", "x0", f"t{i}"),
+              "B": lambda i: ("x0", "x1", "x2", "x3", f"t{i}")}
+    runs = [Run(s, tuple(Ranking(f"q{i}", s, f(i)) for i in range(8)))
+            for s, f in orders.items()]
+    res = tiap.analyze(tiap.rescore(runs, queries, {None: items}, measures="RR@5"),
+                       resamples=1000, answers=False, by_category_tests=False)
+    rows = {(r["system_a"], r["system_b"]): r for r in res.table("system_tests")
+            if r["target"] == "source"}
+    ap, pb = rows[("A", "P")], rows[("P", "B")]
+    assert ap["gap"] is None and ap["winner"] == "not determined" and ap["p"] == 1.0
+    assert ap["gap_lower"] == pytest.approx(-0.5) and ap["gap_upper"] == pytest.approx(1 / 6)
+    assert not ap["significant"]
+    assert pb["gap"] is None and pb["winner"] == "P" and pb["n_undetermined"] == 8
+    assert pb["gap_lower"] == pytest.approx(2 / 15) and pb["gap_upper"] == pytest.approx(0.8)
+    lo = np.full(8, 2 / 15)
+    ref = permutation_test((lo, np.zeros(8)), lambda u, v: np.mean(u - v), vectorized=False,
+                           permutation_type="samples", n_resamples=np.inf)
+    assert pb["p"] == pytest.approx(ref.pvalue, abs=1e-12) == 2 / 256
+    assert pb["significant"]  # Holm over 3 pairs: at most 3 * 2/256 < 0.05
+    t = comparison_table(res, targets=["source"])
+    assert t.to_markdown().splitlines()[-3:] == [
+        "| a | A | 0.500<sup>c</sup> |",
+        "| b | P | [0.333, 1.000]<sup>c</sup> |",
+        "| c | B | 0.200 |",
+    ]
+    assert t.open_best == (("RR@5", "source"),)
+    assert "No bold in RR@5 source: intervals leave the best system open." in t.caption()

@@ -23,7 +23,7 @@ import html
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,8 @@ class ComparisonTable:
     tested: bool = True
     title: str = ""
     digits: int = 3
-    notes: list[str] = field(default_factory=list)
+    #: systems whose pairs each column's correction covers (all the folder tested)
+    tested_systems: int = 0
 
     def __post_init__(self) -> None:
         if not self.title:
@@ -139,7 +140,9 @@ class ComparisonTable:
             if vals:
                 ns.setdefault(t, set()).update(vals)
         every = {n for v in ns.values() for n in v}
-        if len(every) == 1:
+        if not every:
+            n_text = "no system has a value"
+        elif len(every) == 1:
             n_text = f"n = {min(every):,}"
         else:
             n_text = "n = " + ", ".join(
@@ -150,16 +153,18 @@ class ComparisonTable:
             out.append("Systems: " + ", ".join(f"{k} = {v}" for k, v in legend.items()) + ".")
         out.append("Bold: the best system in each column (ties: each of them).")
         if self.tested:
-            corr = {"holm": "Holm-corrected", "bh": "Benjamini-Hochberg-corrected",
-                    "none": "not corrected"}.get(str(o.get("correction")),
-                                                 f"corrected by {o.get('correction')}")
+            corr = {"holm": "Holm-corrected within each column",
+                    "bh": "Benjamini-Hochberg-corrected within each column",
+                    "none": "with no correction for multiple comparisons"}.get(
+                str(o.get("correction")), f"corrected by {o.get('correction')} within each "
+                "column")
             resamples = o.get("resamples")
             res = f"{int(resamples):,}" if isinstance(resamples, int | float) else "?"
             out.append(
                 "Superscripts: the systems (by letter) a system beats in a "
                 f"two-sided paired sign-flip randomization test ({res} resamples, seed "
                 f"{o.get('seed')}) on the queries both define under the target, "
-                f"{corr} within each column, α = {o.get('alpha')}.")
+                f"{corr}{self._family()}, α = {o.get('alpha')}.")
         else:
             out.append("No superscripts: the sensitivity folder has no system_tests.csv "
                        "(rerun tiap sensitivity to test the pairs).")
@@ -173,6 +178,12 @@ class ComparisonTable:
             out.append("Targets: " + ", ".join(f"{a} = {t}" for t, a in
                                                 abbreviations.items()) + ".")
         return " ".join(out)
+
+    def _family(self) -> str:
+        k = self.tested_systems
+        if k <= len(self.systems) or self.options.get("correction") == "none":
+            return ""
+        return f" (over the {k * (k - 1) // 2} pairs of all {k} systems tested)"
 
     # -- Markdown -------------------------------------------------------------------------
 
@@ -479,4 +490,5 @@ def comparison_table(
             cells[(s, m, t)] = Cell(c.mean, c.lower, c.upper, c.n, s in best, beats)
     label = str(title) if title else ""
     return ComparisonTable(name or f"{dataset}_comparison", dataset, tuple(ss), columns,
-                           cells, dict(options), tuple(open_best), tested, label, digits)
+                           cells, dict(options), tuple(open_best), tested, label, digits,
+                           len(info.get("systems") or {}))
