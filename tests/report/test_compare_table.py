@@ -155,8 +155,9 @@ def test_system_tests_written_and_read_back(tmp_path: Path) -> None:
     assert from_folder.to_markdown() == comparison_table(res).to_markdown()
 
 
-def _wide() -> SensitivityResult:
-    """4 systems x 3 targets x 2 measures, names as long as the demo's."""
+def _wide(bounded: bool = False) -> SensitivityResult:
+    """4 systems x 3 targets x 2 measures, names as long as the demo's (``bounded``: the
+    first system's means only bounded, ``[0.312, 0.458]``)."""
     systems = ["f1-bm25", "f5-bm25", "f8-bm25", "native-bm25"]
     targets = ["raw", "source", "canonical"]
     means, rows = [], []
@@ -164,7 +165,9 @@ def _wide() -> SensitivityResult:
         for t in targets:
             for i, s in enumerate(systems):
                 v = 0.3 + 0.1 * i
-                means.append(_means(s, t, v, v, v, 1981, m) | {"dataset": "toy"})
+                row = (_means(s, t, None, 0.312, 0.458, 1981, m) if bounded and i == 0
+                       else _means(s, t, v, v, v, 1981, m))
+                means.append(row)
             for i, a in enumerate(systems):
                 for b in systems[i + 1:]:
                     rows.append(_test(a, b, t, b, True, m))
@@ -177,11 +180,15 @@ def _wide() -> SensitivityResult:
                                                         rows)}, OPTIONS, (), info)
 
 
-@pytest.mark.parametrize("measures", [["nDCG@60"], ["nDCG@60", "RR@60"]])
+@pytest.mark.parametrize(("measures", "bounded"), [(["nDCG@60"], False),
+                                                   (["nDCG@60", "RR@60"], False),
+                                                   (["nDCG@60", "RR@60"], True)])
 def test_latex_compiles_in_one_piece_in_a_column(compile_tex, tmp_path: Path,
-                                                 measures: list[str]) -> None:
-    """In a two-column article (booktabs only), one float, nothing overfull or scaled."""
-    tex = comparison_table(_wide(), measures=measures).to_latex()
+                                                 measures: list[str], bounded: bool) -> None:
+    """In a two-column article (booktabs only), one float, nothing overfull or scaled;
+    intervals are kept."""
+    tex = comparison_table(_wide(bounded), measures=measures).to_latex()
+    assert ("[.312," in tex and ".458]" in tex) == bounded  # on one line, or stacked
     assert tex.count(r"\begin{table}") == 1 and "tiapfit" not in tex
     assert re.search(r"\\(small|footnotesize)\b", tex)
     assert r"\textbf{.600}\textsuperscript{abc}" in tex  # native-bm25 beats every other

@@ -252,24 +252,33 @@ class ComparisonTable:
         (:func:`tiap.report.render.latex_table`), with each size's optical scaling
         measured by pdflatex. ``\\tabcolsep`` is 3pt, with no outer padding (``@{}``);
         measures span their targets (``\\cmidrule``); long target names are abbreviated
-        (said in the caption); values print without the leading 0 (``.361``). Needs
-        ``booktabs``."""
+        (said in the caption) and an interval may be set on two lines (``[.312,`` over
+        ``.458]``) before a smaller size is tried; values print without the leading 0
+        (``.361``). Needs ``booktabs``."""
         letters = self.letters
         measures = list(dict.fromkeys(m for m, _ in self.columns))
         values = {(s, m, t): self.value_text(self.cells.get((s, m, t)), latex=True)
                   for s in self.systems for m, t in self.columns}
 
-        def content_w(m: str, t: str) -> float:  # the widest cell, in \small points
+        def cell_lines(text: str, stack: bool) -> list[str]:  # an interval: on two lines
+            if stack and text.startswith("[") and ", " in text:
+                lo, hi = text.split(", ", 1)
+                return [f"{lo},", hi]
+            return [text]
+
+        def content_w(m: str, t: str, stack: bool) -> float:  # the widest cell, \small pt
             ws = [10.0]
             for s in self.systems:
                 c = self.cells.get((s, m, t))
-                w = text_width_pt(values[(s, m, t)], bool(c and c.bold))
+                w = max(text_width_pt(x, bool(c and c.bold))
+                        for x in cell_lines(values[(s, m, t)], stack))
                 if c is not None and c.beats:
                     w += _SUP * text_width_pt(c.beats)
                 ws.append(w)
             return max(ws)
 
-        body_w = {col: content_w(*col) for col in self.columns}
+        body_w = {(col, stack): content_w(*col, stack) for col in self.columns
+                  for stack in (False, True)}
         # long target names may be shortened (every one, when any is)
         shorts = {t: _ABBREV.get(t, f"{t[:4]}." if len(t) > 5 else t) for _, t in self.columns}
         can_short = len(set(shorts.values())) == len(shorts) and shorts != {
@@ -277,8 +286,8 @@ class ComparisonTable:
         letter_w = max(text_width_pt(x) for x in letters.values())
         name_w = max([text_width_pt(s) for s in self.systems] + [text_width_pt("System")])
 
-        def value_w(short: bool) -> list[float]:
-            out = [max(body_w[c], text_width_pt(shorts[c[1]] if short else c[1]))
+        def value_w(short: bool, stack: bool) -> list[float]:
+            out = [max(body_w[(c, stack)], text_width_pt(shorts[c[1]] if short else c[1]))
                    for c in self.columns]
             for m in measures:  # a measure wider than its targets widens its last column
                 span = [i for i, (x, _) in enumerate(self.columns) if x == m]
@@ -286,19 +295,21 @@ class ComparisonTable:
                 out[span[-1]] += max(0.0, text_width_pt(m) - have)
             return out
 
-        def total(named: bool, short: bool, scale: float) -> float:
-            cols = [letter_w, *([name_w] if named else []), *value_w(short)]
+        def total(named: bool, short: bool, stack: bool, scale: float) -> float:
+            cols = [letter_w, *([name_w] if named else []), *value_w(short, stack)]
             return scale * sum(cols) + 2 * _SEP_PT * (len(cols) - 1) + _MARGIN_PT
 
-        layouts = [(named, short, size, scale)
+        bounded = any(c.mean is None for c in self.cells.values())
+        layouts = [(named, short, stack, size, scale)
                    for named, sizes in ((True, _SIZES[:2]), (False, _SIZES))
                    for size, scale in sizes for short in (False, True)
-                   if can_short or not short]
-        named, short, size, scale = next(
-            (x for x in layouts if total(x[0], x[1], x[3]) <= width), layouts[-1])
+                   for stack in (False, True)
+                   if (can_short or not short) and (bounded or not stack)]
+        named, short, stack, size, scale = next(
+            (x for x in layouts if total(x[0], x[1], x[2], x[4]) <= width), layouts[-1])
         abbrev = {t: a for t, a in shorts.items() if a != t} if short else {}
         heads = {col: abbrev.get(col[1], col[1]) for col in self.columns}
-        fits = total(named, short, scale) <= width
+        fits = total(named, short, stack, scale) <= width
         spans = []
         first = 3 if named else 2
         for m in measures:
@@ -322,9 +333,11 @@ class ComparisonTable:
             cells = [letters[s], tex_escape(s)] if named else [letters[s]]
             for m, t in self.columns:
                 c = self.cells.get((s, m, t))
-                text = tex_escape(values[(s, m, t)])
+                parts = [tex_escape(x) for x in cell_lines(values[(s, m, t)], stack)]
                 if c is not None and c.bold:
-                    text = rf"\textbf{{{text}}}"
+                    parts = [rf"\textbf{{{x}}}" for x in parts]
+                text = parts[0] if len(parts) == 1 else (
+                    r"\begin{tabular}[t]{@{}l@{}}" + r" \\ ".join(parts) + r"\end{tabular}")
                 if c is not None and c.beats:
                     text += rf"\textsuperscript{{{c.beats}}}"
                 cells.append(text)
