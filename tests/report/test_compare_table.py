@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import permutation_test
+from statsmodels.stats.multitest import multipletests
 
 import tiap
 from tiap.report import comparison_table
-from tiap.sensitivity import SensitivityResult, Table, adjust, write_sensitivity
+from tiap.sensitivity import SensitivityResult, Table, write_sensitivity
 from tiap.sensitivity.flips import MEANS_COLUMNS, SYSTEM_TEST_COLUMNS
 
 OPTIONS = {"seed": 0, "resamples": 10_000, "alpha": 0.05, "correction": "holm"}
@@ -99,7 +100,7 @@ def test_without_system_tests_the_caption_says_so() -> None:
 
 def _scores() -> tiap.Scores:
     """Three systems on 9 queries; the evidence turn at a rank per system and query."""
-    ranks = {"A": [1, 1, 2, 1, 3, 1, 1, 2, 1], "B": [2, 3, 1, 4, 2, 5, 3, 1, 2],
+    ranks = {"A": [1, 1, 2, 1, 3, 1, 1, 2, 1], "B": [2, 3, 3, 4, 4, 5, 3, 3, 2],
              "C": [1, 2, 2, 1, 3, 1, 2, 2, 1]}
     qs = [{"query_id": f"q{i}", "evidence": [f"d1:{i}"]} for i in range(9)]
     items = [{"item_id": f"t{i}", "kind": "raw", "sources": [f"d1:{i}"]} for i in range(9)]
@@ -131,19 +132,28 @@ def test_system_tests_p_values_against_scipy_and_the_flips() -> None:
         assert r["n"] == 9
         assert r["p"] == pytest.approx(ref.pvalue, abs=1e-12)
         assert r["gap"] == pytest.approx(float(np.mean(x - y)), abs=1e-15)
-    # Holm within the column (by hand: m = 3; adjust() equals statsmodels, tested there)
+    # Holm within the column, m = 3: sorted p_(1) <= p_(2) <= p_(3) are adjusted to
+    # 3 p_(1), max(that, 2 p_(2)), max(that, p_(3)) (capped at 1); statsmodels' alike
     p = [r["p"] for r in rows]
-    assert [r["p_adjusted"] for r in rows] == pytest.approx(list(adjust(p)), abs=1e-15)
-    assert max(r["p_adjusted"] for r in rows) <= min(1.0, 3 * max(p))
+    order = sorted(range(3), key=p.__getitem__)
+    by_hand = [0.0] * 3
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (3 - rank) * p[i]))
+        by_hand[i] = running
+    assert [r["p_adjusted"] for r in rows] == pytest.approx(by_hand, abs=1e-15)
+    assert list(multipletests(p, method="holm")[1]) == pytest.approx(by_hand, abs=1e-15)
     # the same pair, target and queries in the winner flips: the same raw p-value
     flip = next(f for f in res.table("winner_flips") if (f["system_a"], f["system_b"],
                                                          f["target_1"]) == ("A", "B", "raw"))
     assert flip["n_shared"] == 9 and flip["p_1"] == rows[0]["p"]
-    # A beats B (every query ranks the turn no lower): significant winner, letter b
+    # A ranks the turn higher than B on every query: p = 2 / 2^9, Holm at most 3 times
+    # that, 0.0117: A beats B significantly (letter b); A against C is not significant
+    assert rows[0]["p"] == 2 / 512 and rows[0]["significant"] and rows[0]["winner"] == "A"
+    assert not rows[1]["significant"]
+    # A's mean RR: six 1s, two 1/2, one 1/3 = 7.333 / 9 = 0.815, the best (C: 0.704)
     t = comparison_table(res, targets=["raw"])
-    line = t.to_markdown().splitlines()[-3]
-    assert line.startswith("| a | A | **") and rows[0]["winner"] == "A"
-    assert ("<sup>b" in line) == bool(rows[0]["significant"])
+    assert t.to_markdown().splitlines()[-3] == "| a | A | **0.815**<sup>b</sup> |"
 
 
 def test_system_tests_written_and_read_back(tmp_path: Path) -> None:
