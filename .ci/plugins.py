@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -48,7 +49,8 @@ OPTIONAL = ("ir_datasets", "pyterrier")  # import names; PyPI: ir-datasets, pyte
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
     """Run ``cmd``; its output is shown only when it fails."""
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
         raise SystemExit(f"plugins: failed ({proc.returncode}): {' '.join(cmd)}")
@@ -57,7 +59,7 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
 def pip(venv: Path, *args: str) -> bool:
     proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
                            "--disable-pip-version-check", *args],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write("\n".join(ln for ln in (proc.stdout + proc.stderr).splitlines()
                                    if not ln.startswith("WARNING: Location"))[-2000:] + "\n")
@@ -111,7 +113,7 @@ def outer(args: argparse.Namespace) -> int:
     inner = [str(venv / "bin" / "python"), str(Path(__file__).resolve()), "--inner", str(demo)]
     if args.expect:
         inner += ["--expect", str(Path(args.expect).resolve())]
-    return subprocess.run(inner, cwd=demo, env=env).returncode
+    return subprocess.run(inner, check=False, cwd=demo, env=env).returncode
 
 
 def summary(path: Path) -> dict[tuple[str, str], float]:
@@ -179,7 +181,7 @@ def inside(demo: Path, expect: Path | None) -> int:
                for c in cols]
         print(f"{key[0]:<12} {key[1]:<10} " + " ".join(f"{v:>24.17f}" for v in row))
         for c, v in zip(cols[1:], row[1:], strict=True):
-            worst[c] = max(worst.get(c, 0.0), abs(v - value) if v == v else float("inf"))
+            worst[c] = max(worst.get(c, 0.0), abs(v - value) if not math.isnan(v) else math.inf)
     missing = sorted(set(expected) - set(tiap_means)) if expected else []
     ok = all(w <= TOL for w in worst.values()) and len(tiap_means) == 12 and not missing
     for c, w in worst.items():
