@@ -32,6 +32,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -44,6 +45,7 @@ STORES = {"f1": ["--parser", "heuristic", "--max-facts", "1"],
 TARGETS = ("raw", "source", "canonical")
 MEASURE = "nDCG@60"
 TOL = 1e-12
+MARK = ".plugins-check"  # in the demo folder: an earlier run's, safe to remove
 OPTIONAL = ("ir_datasets", "pyterrier")  # import names; PyPI: ir-datasets, pyterrier
 
 
@@ -76,9 +78,14 @@ def outer(args: argparse.Namespace) -> int:
         raise SystemExit(f"plugins: LoCoMo not found under {data} (set TIAP_DATA)")
     work.mkdir(parents=True, exist_ok=True)
     venv, demo = work / "venv", work / "demo"
+    for old in (venv, demo):  # an earlier run's: the venv is made anew, the demo rebuilt
+        if (old / "pyvenv.cfg").is_file() or (old / MARK).is_file():
+            shutil.rmtree(old)
+        elif old.exists():
+            raise SystemExit(f"plugins: {old} exists and is not an earlier run's: give "
+                             "another work folder")
     t0 = time.time()
-    if not (venv / "bin" / "python").exists():
-        run([sys.executable, "-m", "venv", str(venv)], cwd=work)
+    run([sys.executable, "-m", "venv", str(venv)], cwd=work)
     if not pip(venv, f"{wheel}[bm25]", "ir-measures>=0.3.1"):
         print("plugins: TIAP (with its bm25 extra) and ir_measures did not install: FAILED")
         return 1
@@ -92,11 +99,11 @@ def outer(args: argparse.Namespace) -> int:
 
     env = {**os.environ, "TIAP_DATA": data}
     tiap = str(venv / "bin" / "tiap")
-    demo.mkdir(exist_ok=True)
+    demo.mkdir()
+    (demo / MARK).write_text("made by .ci/plugins.py: removed by its next run\n")
     for store, opts in STORES.items():
-        run([tiap, "build-store", "locomo", *opts, "--out", f"stores/{store}", "--force"],
-            demo, env)
-    run([tiap, "datasets", "export", "locomo", "--out", "locomo", "--force"], demo, env)
+        run([tiap, "build-store", "locomo", *opts, "--out", f"stores/{store}"], demo, env)
+    run([tiap, "datasets", "export", "locomo", "--out", "locomo"], demo, env)
     for store in STORES:
         run([tiap, "retrieve", "--store", f"stores/{store}", "--queries",
              "locomo/queries.jsonl", "--retriever", "bm25", "--k", "60",
@@ -104,10 +111,10 @@ def outer(args: argparse.Namespace) -> int:
     items = [a for s in STORES for a in ("--items", f"{s}-bm25=stores/{s}/items.jsonl")]
     runs = [a for s in STORES for a in ("--run", f"runs/{s}-bm25.jsonl")]
     run([tiap, "rescore", "--queries", "locomo/queries.jsonl", *items, *runs, "--measures",
-         MEASURE, "--credit", "group", "--tokenizer", "none", "--out", "rescore", "--force"],
+         MEASURE, "--credit", "group", "--tokenizer", "none", "--out", "rescore"],
         demo, env)
     run([tiap, "targets", *[a for s in STORES for a in ("--items", f"stores/{s}/items.jsonl")],
-         "--queries", "locomo/queries.jsonl", "--out", "targets", "--force"], demo, env)
+         "--queries", "locomo/queries.jsonl", "--out", "targets"], demo, env)
     print(f"plugins: built the demo's stores, runs, rescore and targets in {demo} "
           f"({time.time() - t0:.0f} s)")
     inner = [str(venv / "bin" / "python"), str(Path(__file__).resolve()), "--inner", str(demo)]
