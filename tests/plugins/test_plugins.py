@@ -242,3 +242,19 @@ def test_the_provider_names_what_a_folder_holds(demo: dict[str, Any]) -> None:
 
     with pytest.raises(KeyError, match="holds stores f1, f5, native and targets raw, source"):
         DatasetProvider().get_dataset(f"{demo['root'] / 'targets'}/f1/nosuch")
+
+
+def test_a_changed_items_file_is_not_read(demo: dict[str, Any], tmp_path: Path) -> None:
+    # the docs are the items `tiap targets` read: an items file given (or found) whose sha256
+    # is not the manifest's is an error naming it, never read as the store
+    from tiap.plugins import TargetsFolder
+
+    changed = tmp_path / "items.jsonl"
+    lines = (demo["root"] / "stores/f1/items.jsonl").read_text().splitlines(keepends=True)
+    changed.write_text("".join(lines[:-1]))
+    folder = TargetsFolder(demo["root"] / "targets", items={"f1": changed})
+    with pytest.raises(TiapError, match="not the file `tiap targets` read") as caught:
+        folder.store("f1")
+    assert str(changed) in str(caught.value)
+    assert len(TargetsFolder(demo["root"] / "targets").store("f1").items) == len(
+        demo["stores"]["f1"].items)  # the recorded file, unchanged, is read
