@@ -67,6 +67,8 @@ PUBLIC_MODULES = (
     "tiap.report",
     "tiap.llm", "tiap.cache", "tiap.config", "tiap.engine", "tiap.errors", "tiap.io",
     "tiap.pipeline", "tiap.limits", "tiap.provenance",
+    "tiap.plugins", "tiap.plugins.ir_measures", "tiap.plugins.ir_datasets",
+    "tiap.plugins.pyterrier",
 )
 
 #: front-door name -> (module, attribute): the one home of each
