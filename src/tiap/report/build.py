@@ -28,7 +28,7 @@ from tiap.report.answers import (
     load_answers_dir,
     section_tables,
 )
-from tiap.report.card import card_json, card_markdown, provenance_md
+from tiap.report.card import appendix_markdown, card_json, card_markdown, provenance_md
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
     after_correction,
@@ -125,7 +125,7 @@ class _Page:
 
 #: What a report folder may hold beside its manifest's outputs.
 REPORT_OUTPUTS = ("index.html", "tables", "tables.md", "tables.tex", "target_card.md",
-                  "target_card.json")
+                  "target_card_appendix.md", "target_card.json")
 
 
 def _slug(text: str) -> str:
@@ -148,7 +148,8 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
                  audits: Sequence[str | Path] = (),
                  answers: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
-    ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
+    ``target_card.md`` (one screen), ``target_card_appendix.md`` (every table in full),
+    ``target_card.json`` (everything, for tools) and ``manifest.json`` into ``out``, replaced whole
     (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
     is not a ``tiap report`` output is refused unless ``force``. The LaTeX tables are laid
     out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`). ``audits``:
@@ -176,8 +177,9 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     ...     measures="Success@1", tokenizer="none")
     >>> _ = write_sensitivity(tiap.analyze(scores, resamples=100), "sensitivity")
     >>> manifest = tiap.build_report(["sensitivity"], "report")
-    >>> manifest["outputs"][:5]
-    ['index.html', 'tables.md', 'tables.tex', 'target_card.md', 'target_card.json']
+    >>> manifest["outputs"][:6]  # doctest: +NORMALIZE_WHITESPACE
+    ['index.html', 'tables.md', 'tables.tex', 'target_card.md', 'target_card_appendix.md',
+     'target_card.json']
     >>> print(Path("report/tables/scores_scores.md").read_text())  # doctest: +ELLIPSIS
     ### scores: mean Success@1 per target
     ...
@@ -185,7 +187,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     |---|---|---|---|---|---|---|
     | A | 1.0000 (2) | 1.0000 (2) | 0.0000 (2) | 1.0000 | 1.0000 | 0.0000 |
     | B | 0.0000 (2) | 1.0000 (2) | 1.0000 (2) | 0.0000 | 1.0000 | 1.0000 |
-    >>> "raw → canonical" in Path("report/target_card.md").read_text()  # the flip, in the card
+    >>> card = Path("report/target_card.md").read_text()  # one screen: the counts
+    >>> "Success@1: 1 flip (0 significant, 0 headline)" in card
+    True
+    >>> "raw → canonical" in Path("report/target_card_appendix.md").read_text()  # every flip
     True
     """
 
@@ -231,13 +236,15 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
             json.dumps(card, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
             encoding="utf-8")
         (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
+        (tmp / "target_card_appendix.md").write_text(appendix_markdown(card),
+                                                      encoding="utf-8")
         man = Manifest.new(
             "report",
             inputs={**{f"{sd.path.name}/manifest.json": input_entry(sd.path / "manifest.json")
                        for sd in sds}, **audit_inputs},
             outputs=["index.html", "tables.md", "tables.tex", "target_card.md",
-                     "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
-                                            for x in ("md", "tex")],
+                     "target_card_appendix.md", "target_card.json"]
+            + [f"tables/{t.name}.{x}" for t in page.tables for x in ("md", "tex")],
             extra={"notes": notes, "latex_width_pt": latex_width})
         man.write(tmp / "manifest.json")
     return man.to_json()
@@ -293,7 +300,7 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
     foot.append(_provenance_html(card.get("provenance")))
     foot.append("<p class=\"note\">Sources: " + esc(", ".join(str(sd.path) for sd in sds))
                 + ". Files: tables/*.md and *.tex (one per table), tables.md, tables.tex, "
-                "target_card.md, target_card.json.</p>")
+                "target_card.md, target_card_appendix.md, target_card.json.</p>")
     return "\n".join([head, *intro, *toc, *page.parts, card_html, *foot,
                       "</main></body></html>\n"])
 
@@ -324,7 +331,8 @@ def _provenance_html(prov: dict[str, Any] | None) -> str:
 def _card_html(card: dict[str, Any]) -> str:
     out = ['<h2 id="card">Target card</h2>',
            "<p>The statement of which stored forms received credit (also in "
-           "<code>target_card.md</code> and <code>target_card.json</code>).</p>"]
+           "<code>target_card.md</code>, <code>target_card_appendix.md</code> and "
+           "<code>target_card.json</code>).</p>"]
     for ds in card["datasets"]:
         out.append(f"<h3>{esc(ds['dataset'])}</h3>")
         out.append(f"<p><b>Credit mode:</b> {esc(ds['credit']['mode'])}: "
@@ -346,7 +354,7 @@ def _card_html(card: dict[str, Any]) -> str:
                       f"{st.get('threshold')})")
         out.append(f"<p>{n_flips} winner flips over all measures ({esc(counts)}); "
                    f"{len(ds['design_changes'])} design recommendations change with the "
-                   "target. Every flip is listed in target_card.md.</p>")
+                   "target. Every flip is listed in target_card_appendix.md.</p>")
     for a in card.get("answers") or []:
         f = a["judge_flips"]
         out.append(f"<h3>Answers and judges ({esc(Path(a['source']).name)})</h3><p>"

@@ -27,7 +27,7 @@ from tiap.provenance import read_manifest
 from tiap.report.load import num, truth
 from tiap.report.render import p_cell
 from tiap.scoring import parse_measure, primary_measure
-from tiap.sensitivity.flips import gap_text
+from tiap.sensitivity.flips import UNDETERMINED, flip_undetermined, gap_text
 
 __all__ = ["CORRECTION_NAMES", "DZ_REASON", "after_correction", "correction_name", "effect_pair",
            "flip_status", "intro_text", "is_legacy", "level_text", "number", "statistics",
@@ -179,11 +179,13 @@ def intro_text(opts: Mapping[str, Any]) -> str:
 
 
 def flip_status(r: Mapping[str, Any]) -> str:
-    """``no`` / ``yes (not significant)`` / ``significant, below threshold`` / ``headline``
-    for a flip row (as read from CSV or as in the card); ``significant`` for older folders
-    that have no headline column."""
+    """``no`` / ``not determined`` / ``yes (not significant)`` / ``significant, below
+    threshold`` / ``headline`` for a flip row (as read from CSV or as in the card);
+    ``significant`` for older folders that have no headline column. ``not determined``: a
+    flip under some lineage partial lineage allows, not under every one."""
     if not truth(r.get("flip")):
-        return "no"
+        # partial lineage: a flip under some lineage, not under every one
+        return UNDETERMINED if flip_undetermined(r) else "no"
     sig = truth(r.get("significant_flip"))
     if r.get("headline") in (None, ""):
         return "significant" if sig else "yes (not significant)"

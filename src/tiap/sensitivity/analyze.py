@@ -400,6 +400,7 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
         if any("in_universe" in e for e in cov.values()):  # partial or inferred lineage
             systems[s]["shared_all_targets_in_universe"] = int(
                 ds.shared((s,), ds.targets, bounded=True).sum())
+    partial = any("shared_all_targets_in_universe" in v for v in systems.values())
     return {
         "name": ds.name,
         "rescore_dirs": [str(d) for d in ds.dirs],
@@ -414,6 +415,9 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
                        for c in dict.fromkeys(ds.categories)},
         "systems": systems,
         "shared_all_systems_all_targets": int(ds.shared(ds.systems, ds.targets).sum()),
+        # partial or inferred lineage: the queries in every universe, values exact or bounded
+        **({"shared_all_systems_all_targets_in_universe": int(
+            ds.shared(ds.systems, ds.targets, bounded=True).sum())} if partial else {}),
         "rescore_options": dict(ds.options),
     }
 

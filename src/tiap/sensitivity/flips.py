@@ -65,9 +65,10 @@ __all__ = [
     "MEANS_COLUMNS",
     "UNDETERMINED",
     "dz_floor",
+    "flip_undetermined",
     "gap_text",
-    "is_flip_interval",
     "is_flip",
+    "is_flip_interval",
     "system_means_rows",
     "winner",
     "winner_flips",
@@ -287,6 +288,28 @@ def is_flip_interval(gap_1: tuple[float | None, float | None],
     if l1 is None or h1 is None or l2 is None or h2 is None:
         return False
     return (l1 > TIE_EPS and h2 < -TIE_EPS) or (h1 < -TIE_EPS and l2 > TIE_EPS)
+
+
+def flip_undetermined(row: Mapping[str, Any]) -> bool:
+    """A flip row (as written, or as read back from CSV) whose flip partial lineage leaves
+    open: not a flip under every lineage (:func:`is_flip_interval`), but one under some (the
+    gap intervals allow opposite signs). Its ``flip`` column is false and its winners
+    ``not determined``; a report shows the flip as not determined, never as "no".
+
+    >>> flip_undetermined({"gap_1_lower": 0.10, "gap_1_upper": 0.15,
+    ...                    "gap_2_lower": -0.08, "gap_2_upper": 0.01})
+    True
+    >>> flip_undetermined({"gap_1_lower": 0.10, "gap_1_upper": 0.15,
+    ...                    "gap_2_lower": 0.02, "gap_2_upper": 0.08})  # no lineage flips it
+    False
+    """
+    g = [numfmt.value(row.get(k)) for k in ("gap_1_lower", "gap_1_upper", "gap_2_lower",
+                                            "gap_2_upper")]
+    if any(x is None for x in g):
+        return False
+    l1, h1, l2, h2 = (float(x) for x in g)  # type: ignore[arg-type]
+    possible = (h1 > TIE_EPS and l2 < -TIE_EPS) or (l1 < -TIE_EPS and h2 > TIE_EPS)
+    return possible and not is_flip_interval((l1, h1), (l2, h2))
 
 
 def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
