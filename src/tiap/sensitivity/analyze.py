@@ -236,10 +236,9 @@ def analyze(
         primaries[ds.name] = pm
         step(f"{ds.name}: per-query change")
         add("change", change_cols, _wilson(change.change_rows(ds), alpha))
-        add("deltas", ("dataset", "system", "measure", "target_1", "target_2", "query_id",
-                       "delta"), change.delta_rows(ds, pm))
+        add("deltas", change.DELTA_COLUMNS, change.delta_rows(ds, pm))
         add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
-                            "bin_high", "count"), change.hist_rows(ds, pm))
+                            "bin_high", "count"), change.hist_rows(ds, pm, notes))
         add("system_means", flips.MEANS_COLUMNS, flips.system_means_rows(ds))
         cost = _cost_rows(ds)
         if cost:
@@ -249,7 +248,8 @@ def analyze(
             flips.winner_flips(ds, seed=seed, resamples=resamples, alpha=alpha,
                                correction=correction, min_effect=min_effect, min_dz=min_dz,
                                notes=notes))
-        add("ranking_stability", stability.RANKING_COLUMNS, stability.ranking_rows(ds))
+        add("ranking_stability", stability.RANKING_COLUMNS,
+            stability.ranking_rows(ds, notes=notes))
         # by category
         cats = np.asarray(ds.categories, dtype=object)
         groups = [({"category": cat}, cats == cat) for cat in dict.fromkeys(ds.categories)]
