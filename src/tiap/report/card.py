@@ -461,7 +461,8 @@ def _short_provenance(prov: Mapping[str, Any]) -> list[str]:
         files = [e for r in src["rescorings"] for e in (r.get("inputs") or {}).values()]
         data = {(f["dataset"], f["file"]): f["sha256"] for r in src["rescorings"]
                 for f in r.get("dataset_files") or []}
-        out.append(f"- Inputs: {len(src['rescorings'])} rescoring(s) of {len(files)} input "
+        n_r = len(src["rescorings"])
+        out.append(f"- Inputs: {n_r} rescoring{'' if n_r == 1 else 's'} of {len(files)} input "
                    "files (queries, stores, runs), each with its sha256 in the appendix"
                    + "".join(f"; dataset {md_escape(d)} `{md_escape(f)}` sha256 "
                              f"`{md_escape(str(h))[:16]}…`" for (d, f), h in data.items())
@@ -490,7 +491,7 @@ def card_markdown(card: dict[str, Any]) -> str:
         primary = ds.get("primary_measure")
         out += [f"## {md_escape(ds['dataset'])}", "",
                 f"- Queries: `{md_escape(Path(str(q.get('path', '–'))).name)}` (sha256 "
-                f"`{md_escape(str(q.get('sha256', '–'))[:16])}…`), {ds.get('n_queries')}; "
+                f"`{md_escape(str(q.get('sha256', '–'))[:16])}…`), {ds.get('n_queries')} queries; "
                 f"primary measure **{md_escape(primary)}** (of "
                 f"{len(ds.get('measures', []))}).",
                 f"- Credit: **{md_escape(ds['credit']['mode'])}**: "
