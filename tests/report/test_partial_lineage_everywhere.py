@@ -7,6 +7,7 @@ design, ranking stability, the per-query deltas and the bar chart, in silence.""
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 import tiap
-from tiap.report import build_report, plots
+from tiap.report import build_report, flip_summary, plots
 from tiap.sensitivity import write_sensitivity
 
 pytest.importorskip("matplotlib")
@@ -212,3 +213,20 @@ def test_the_card_and_the_bar_chart_keep_the_intervals(folders: dict[str, Any]) 
         assert call["kwargs"]["bounds"][t][i] == pytest.approx(BOUNDS[t])
     assert all(b is None for t in series for j, b in enumerate(call["kwargs"]["bounds"][t])
                if j != i)
+
+
+def test_the_terminal_summary_counts_the_open_flips(folders: dict[str, Any]) -> None:
+    """audit-run's flip summary counts the pairs whose flip the lineage leaves open: gap
+    intervals of opposite possible signs, not a flip under every lineage."""
+    def open_(r: dict[str, str]) -> bool:
+        lo1, hi1, lo2, hi2 = (float(r[k]) for k in ("gap_1_lower", "gap_1_upper",
+                                                    "gap_2_lower", "gap_2_upper"))
+        return r["flip"] == "false" and ((hi1 > 0 > lo2) or (lo1 < 0 < hi2))
+
+    expected = sum(open_(r) for r in _rows(folders["sens"] / "winner_flips.csv"))
+    assert expected > 0
+    assert flip_summary(folders["sens"]).undetermined == expected
+    card = json.loads((folders["report"] / "target_card.json").read_text(encoding="utf-8"))
+    ds = card["datasets"][0]
+    assert sum(ds["undetermined_flips"].values()) == expected
+    assert len(ds["winner_flips_not_determined"]) == expected

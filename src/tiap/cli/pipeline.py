@@ -72,12 +72,14 @@ def print_flips(s: FlipSummary | None) -> None:
 
     if s is None:
         return
+    open_ = (f"; {s.undetermined} not determined by partial lineage (winner_flips.csv)"
+             if s.undetermined else "")
     if not s.total:
-        console.print("no winner flip between targets")
+        console.print(f"no winner flip between targets{open_}")
         return
     t = Table(title=f"winner flips on {s.headline} ({len(s.rows)}; {s.significant} significant "
               f"{s.after_correction}, {s.headlines} of them headline: practical threshold "
-              f"{s.threshold}; {s.total} over all measures; gap = system_a - "
+              f"{s.threshold}; {s.total} over all measures{open_}; gap = system_a - "
               "system_b)", title_justify="left")
     for col in ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2",
                 "p adj ", "d_z 1 / 2", "headline"):

@@ -117,6 +117,7 @@ def sensitivity_cmd(
 
 def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     from tiap.report import flip_cells, procedure_text
+    from tiap.sensitivity import flip_undetermined
 
     flips = [r for r in res.table("winner_flips") if r["flip"]]
     primary = res.options["primary"]
@@ -125,6 +126,11 @@ def _print_flips(res) -> None:  # type: ignore[no-untyped-def]
     o = res.options
     how = (f"sign-flip tests, {o['correction']} over each family at {o['alpha']:g}; "
            f"practical threshold: {procedure_text(o)['threshold']}")
+    # partial lineage: pairs whose flip the lineage leaves open, never counted as flips
+    n_open = sum(1 for r in res.table("winner_flips")
+                 if not r["flip"] and flip_undetermined(r))
+    if n_open:
+        how += f"; {n_open} flips not determined by partial lineage"
     if not rows:
         console.print(f"no headline winner flip on the primary measure ({how}; "
                       f"{len(on_primary)} flips there not significant or below the practical "

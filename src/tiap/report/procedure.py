@@ -255,7 +255,9 @@ class FlipSummary:
     ``winner_flips.csv``, each with its ``cells`` (:func:`flip_cells`) and ``verdicts``
     (``yes``, ``below threshold``, ``not significant``); ``significant`` and
     ``headlines``: how many are significant, and headline flips; ``threshold`` and
-    ``after_correction``: :func:`procedure_text`; ``resamples``: of the tests.
+    ``after_correction``: :func:`procedure_text`; ``resamples``: of the tests;
+    ``undetermined``: the pairs over all measures whose flip partial lineage leaves open
+    (:func:`tiap.sensitivity.flips.flip_undetermined`), never counted as flips.
 
     Example:
         >>> FlipSummary(Path("winner_flips.csv"), 0, None, (), (), (), 0, 0, "", "", None).total
@@ -273,6 +275,7 @@ class FlipSummary:
     threshold: str
     after_correction: str
     resamples: Any
+    undetermined: int = 0
 
 
 def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
@@ -297,9 +300,12 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
     if not path.exists():
         return None
     with open(path, newline="", encoding="utf-8") as fh:
-        flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
+        every = list(csv.DictReader(fh))
+    flips = [r for r in every if r["flip"] == "true"]
+    # partial lineage: a flip under some lineage, not under every one
+    open_ = sum(1 for r in every if r["flip"] != "true" and flip_undetermined(r))
     if not flips:
-        return FlipSummary(path, 0, None, (), (), (), 0, 0, "", "", None)
+        return FlipSummary(path, 0, None, (), (), (), 0, 0, "", "", None, open_)
     opts = read_manifest(sdir, step="sensitivity")["options"]
     resamples = opts.get("resamples")
     headline = flip_headline([r["measure"] for r in flips])
@@ -310,7 +316,7 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
         tuple(_verdict(r) for r in rows),
         sum(r.get("significant_flip") == "true" for r in rows),
         sum(r.get("headline") == "true" for r in rows),
-        how["threshold"], how["after_correction"], resamples)
+        how["threshold"], how["after_correction"], resamples, open_)
 
 
 def flip_headline(measures: Sequence[str]) -> str:
