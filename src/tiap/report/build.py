@@ -421,14 +421,14 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
             r = next((x for x in means if x["system"] == s and x["target"] == tg
                       and x["measure"] == primary), None)
             cells.append(f"{mean_text(r)} ({r['n']})" if r else "–")
-            shared.append(f"{f4(r['mean_shared_targets'])}" if r else "–")
+            shared.append(_shared_mean(r) if r else "–")
             series[tg].append(num(r["mean"]) if r else None)
             lo, hi = (num(r.get("lower")), num(r.get("upper"))) if r else (None, None)
             spans[tg].append((lo, hi) if r and num(r["mean"]) is None and lo is not None
                              and hi is not None else None)
-            if r and num(r["mean_shared_targets"]) is None and num(r["n"]):
-                no_shared.append(f"{s} on shared under {tg} (no query exact under every "
-                                 "target: partial lineage; its interval is in its column)")
+            if r and _shared_mean(r) == "–" and num(r["n"]):
+                no_shared.append(f"{s} on shared under {tg} (no query in every target's "
+                                 "universe)")
         t.add([s, *cells, *shared])
     _left_out(t, no_shared)
     page.table(t)
@@ -592,6 +592,20 @@ def _left_out(t: ReportTable, items: Sequence[str]) -> None:
     if items:
         t.caption = (f"{t.caption} " if t.caption else "") + (
             f"Left out or not determined ({len(items)}): " + "; ".join(items) + ".")
+
+
+def _shared_mean(r: dict[str, str]) -> str:
+    """A means row's mean on the system's shared subset: over every query in every target's
+    universe, ``[lower, upper]`` where partial lineage only bounds some value there (an
+    older folder: the mean over the exact queries)."""
+    n_all = r.get("n_shared_targets_in_universe")
+    if n_all in (None, "") or n_all == r.get("n_shared_targets"):
+        return f4(r["mean_shared_targets"])
+    lo, hi = num(r.get("lower_shared_targets")), num(r.get("upper_shared_targets"))
+    if lo is not None and hi is not None and hi - lo <= 1e-12:
+        return f4(lo)  # exact: the lineage decides every value the mean takes
+    return mean_text({"mean": None, "lower": r.get("lower_shared_targets"),
+                      "upper": r.get("upper_shared_targets")})
 
 
 def _open_note(t: ReportTable, rows: Sequence[dict[str, str]]) -> None:

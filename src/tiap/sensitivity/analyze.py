@@ -475,8 +475,8 @@ def write_sensitivity(result: SensitivityResult, out: str | Path, *,
     >>> for line in Path("sensitivity/system_means.csv").read_text().splitlines()[:3]:
     ...     print(line[:46])
     dataset,system,target,measure,n,n_exact,mean,l
-    scores,A,raw,RR@5,1,1,1.0,1.0,1.0,1,1.0,0
-    scores,A,source,RR@5,1,1,1.0,1.0,1.0,1,1.0,0
+    scores,A,raw,RR@5,1,1,1.0,1.0,1.0,1,1.0,0,1,1.
+    scores,A,source,RR@5,1,1,1.0,1.0,1.0,1,1.0,0,1
     """
     with output_folder(out, "sensitivity", force=force, known=("*.csv",)) as tmp:
         outputs: dict[str, dict[str, Any]] = {}

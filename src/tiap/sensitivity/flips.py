@@ -88,7 +88,9 @@ DEFAULT_MIN_DZ = 0.2
 #: Gaps within this of 0 are ties (float noise in a mean of equal values is not a winner).
 TIE_EPS = 1e-12
 MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "n_exact", "mean", "lower",
-                 "upper", "n_shared_targets", "mean_shared_targets", "n_inferred")
+                 "upper", "n_shared_targets", "mean_shared_targets", "n_inferred",
+                 "n_shared_targets_in_universe", "lower_shared_targets",
+                 "upper_shared_targets")
 
 
 def winner(gap: float | None, a: str, b: str) -> str:
@@ -318,12 +320,16 @@ def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
     (``[lower, upper]`` where partial lineage only bounds some values; ``mean`` then empty),
     and over the queries whose values are determined under every target (the system's
     shared subset). ``n_exact`` counts the values the lineage determines, ``n_inferred``
-    those that rest on lineage the import inferred (never counted as exact)."""
+    those that rest on lineage the import inferred (never counted as exact). The last three
+    columns bound the mean over the queries in every target's universe (exact or only
+    bounded; equal to the shared subset and its mean where the lineage is complete)."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         all_t = ds.shared((s,), ds.targets)
+        in_all = ds.shared((s,), ds.targets, bounded=True)
         if mask is not None:
             all_t &= mask
+            in_all &= mask
         for t in ds.targets:
             for m in ds.measures:
                 v = sc.get(t, m)
@@ -343,5 +349,8 @@ def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                     "upper": float(hi[ok].mean()) if n else None,
                     "n_shared_targets": int(all_t.sum()),
                     "mean_shared_targets": float(v[all_t].mean()) if all_t.any() else None,
+                    "n_shared_targets_in_universe": int(in_all.sum()),
+                    "lower_shared_targets": float(lo[in_all].mean()) if in_all.any() else None,
+                    "upper_shared_targets": float(hi[in_all].mean()) if in_all.any() else None,
                 })
     return rows
