@@ -1106,8 +1106,12 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
                       "--cache", str(cache), "--out", str(judged)]):
         res = judge_cases(cases, judged, judges, cache=cache)
     for st in res.stats:
-        for reason, n in st.unscored_reasons.items():
-            log(f"judge: unscored: {st.judge}: {n:,} x {reason}")
+        # information, not an error: a case the judge cannot score stays unjudged (counted
+        # here and in the judged folder's manifest; the graded audit applies its policy)
+        if st.unscored:
+            why = "; ".join(f"{n:,} {reason}" for reason, n in st.unscored_reasons.items())
+            log(f"judge: {st.judge} scored {st.scored:,} of {st.cases:,} cases; "
+                f"{st.unscored:,} left unjudged ({why})")
     for entry in res.manifest["counts"]:
         for code, text in manifest_warnings(entry.get("warnings"), judged / "manifest.json",
                                             who=entry["judge"]):

@@ -15,9 +15,9 @@ The outputs compared byte for byte are the data files: every table (``.csv``), q
 run, store, queries file, case file, trace and report table. Left out are the files that
 record when they were written and so differ between any two clean runs: the manifests
 (``created``, a store's ``elapsed_seconds``), the judge's labels (each verdict's timing),
-the verdict cache, the report page and target card (they quote the manifests) and the step
-records (their ``seconds``). A trace's first line names its store manifest's sha256, so
-where the store was built again only its rankings are compared.
+the verdict cache, the report page, the target card and its appendix (they quote the
+manifests) and the step records (their ``seconds``). A trace's first line names its store
+manifest's sha256, so where the store was built again only its rankings are compared.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _data(tree: dict[str, bytes], *, rankings_only: bool = False) -> dict[str, b
     out = {}
     for rel, data in tree.items():
         name = rel.rsplit("/", 1)[-1]
-        if rel.startswith(".steps/") or name == "target_card.md":
+        if rel.startswith(".steps/") or name in ("target_card.md", "target_card_appendix.md"):
             continue
         if name.endswith((".csv", ".qrels", ".trec", ".md", ".tex")) or name in (
                 "items.jsonl", "queries.jsonl", "cases.jsonl"):

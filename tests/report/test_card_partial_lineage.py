@@ -48,7 +48,7 @@ def test_card_coverage_under_partial_lineage(tmp_path: Path) -> None:
     write_sensitivity(analyze([tmp_path / "rs"], resamples=20, answers=False,
                               by_category_tests=False), tmp_path / "sens")
     build_report([tmp_path / "sens"], tmp_path / "report")
-    md = (tmp_path / "report" / "target_card.md").read_text(encoding="utf-8")
+    md = (tmp_path / "report" / "target_card_appendix.md").read_text(encoding="utf-8")
     assert _rows(md, "sys") == {"raw": "2 of 2 | 0", "source": "2 of 2 (0 exact) | 0",
                                 "canonical": "2 of 2 (0 exact) | 0 to 2"}
     assert ("- sys: 2 queries in every target's universe, 0 of them exact under every "

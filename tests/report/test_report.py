@@ -108,7 +108,11 @@ def test_target_card(report: Path) -> None:
         flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
     assert len(ds["winner_flips"]) == len(flips)
     assert {p["n_shared"] for p in ds["shared_subsets"]["pairs"]} == {3}
-    md = (report / "target_card.md").read_text()
+    card_md = (report / "target_card.md").read_text()
+    assert "## demo" in card_md and "`kind == raw`" in card_md
+    assert "### Headline winner flips (nDCG@10)" in card_md
+    # the long tables are in the appendix
+    md = (report / "target_card_appendix.md").read_text()
     assert "## demo" in md and "kind == raw" in md and "### Winner flips" in md
     # the sensitivity run used the defaults: Holm, |d_z| >= 0.2, no floor in nDCG units
     st = card["statistics"]
@@ -300,8 +304,12 @@ def test_target_card_carries_its_provenance(report: Path) -> None:
     assert "queries" in resc["inputs"] and len(resc["inputs"]) >= 3  # queries, items, runs
     for e in resc["inputs"].values():  # each hash is the file's own
         assert hashlib.sha256(Path(e["path"]).read_bytes()).hexdigest() == e["sha256"]
-    md = (report / "target_card.md").read_text()
+    md = (report / "target_card.md").read_text()  # in short: the commands, seed, resamples
+    assert "## Provenance" in md and "Made by `tiap sensitivity " in md
+    assert "seed 0, 500 resamples" in md
+    md = (report / "target_card_appendix.md").read_text()  # in full: every input's sha256
     assert "## Provenance" in md and "tiap rescore --items" in md
+    assert resc["inputs"]["queries"]["sha256"] in md
     html = (report / "index.html").read_text()
     assert 'id="provenance"' in html and resc["inputs"]["queries"]["sha256"] in html
 

@@ -154,7 +154,13 @@ def test_flip_below_min_effect_is_not_a_headline(flipdemo: Path) -> None:
     assert by["nDCG@5"]["p_1_adjusted"] == pytest.approx(1.5 * by["nDCG@5"]["p_1"])
     assert by["nDCG@5"]["effect_1"] == pytest.approx(0.75 / math.sqrt(0.2))
     assert by["nDCG@5"]["moved_2"] == pytest.approx(0.75)
-    md = (flipdemo / "report" / "target_card.md").read_text()
+    # the one-screen card: the headline flip of the primary measure (nDCG@5: significant,
+    # below the threshold), the counts; the long tables in the appendix
+    head = (flipdemo / "report" / "target_card.md").read_text()
+    assert ("nDCG@5: 1 flip (1 significant, 0 headline); all 2 measures: 2 flips "
+            "(2 significant, 1 headline)") in head
+    assert "| A vs B | raw → canonical |" not in head  # no headline flip on nDCG@5
+    md = (flipdemo / "report" / "target_card_appendix.md").read_text()
     assert "- Correction: **Benjamini-Hochberg** (`bh`" in md
     threshold = "\\|d_z\\| ≥ 0.2 and \\|gap\\| ≥ 0.5 in the measure's units on both gaps"
     assert f"- Practical threshold of a headline: **{threshold}** (min_dz 0.2, min_effect " \
@@ -250,7 +256,7 @@ def test_older_folders_degrade_gracefully(flipdemo: Path, tmp_path: Path,
         "A | raw → canonical | 16 | 100.0% |")  # the share without its interval
     if legacy_manifest:
         assert "older tiap sensitivity" in _row(text, "Statistics")
-        assert "paired bootstrap" in (tmp_path / "r" / "target_card.md").read_text()
+        assert "paired bootstrap" in (tmp_path / "r" / "target_card_appendix.md").read_text()
         assert card["statistics"]["correction"] is None
     else:  # new options, old columns: the missing values read "–"
         row = _row(text, "A vs B | raw → canonical | 16 | +0.2768")

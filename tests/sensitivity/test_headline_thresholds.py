@@ -278,7 +278,7 @@ def test_the_report_prints_the_tie(tmp_path: Path) -> None:
         in text
     # Holm over the group's 9 gaps, 6 of them at the floor 1/2001: 9/2001 = 0.0045
     assert "| raw | 400 | c1 | c1 &gt; c2 = c3 | 0.5000 | ≤ 0.0045 |" in text
-    card = (tmp_path / "rep" / "target_card.md").read_text(encoding="utf-8")
+    card = (tmp_path / "rep" / "target_card_appendix.md").read_text(encoding="utf-8")
     assert "source: tie (not significant): c2, c1" in card
     # an older folder (no tested preference): the report says the margin is untested
     pref = read_csv(tmp_path / "s" / "design_preferred.csv")

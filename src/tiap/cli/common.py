@@ -261,14 +261,17 @@ def print_flips(s: FlipSummary | None) -> None:
     what ``tiap audit-run`` and ``tiap sensitivity`` print (:func:`tiap.report.flip_summary`)."""
     if s is None:
         return
+    # partial lineage: pairs whose flip the lineage leaves open, never counted as flips
+    open_ = (f"; {s.undetermined} not determined by partial lineage (winner_flips.csv)"
+             if s.undetermined else "")
     if not s.total:
-        console.print("no winner flip between targets on any measure, so no headline winner "
-                      f"flip on the primary measure ({s.path})", highlight=False)
+        console.print(f"no winner flip between targets on any measure{open_}, so no headline "
+                      f"winner flip on the primary measure ({s.path})", highlight=False)
         return
     several = len({r.get("dataset") for r in s.rows}) > 1  # name the dataset of each row
     t = Table(title=f"winner flips on {s.headline} ({len(s.rows)}; {s.significant} significant "
               f"{s.after_correction}, {s.headlines} of them headline; practical threshold: "
-              f"{s.threshold}; {s.total} over all measures; gap = system_a - "
+              f"{s.threshold}; {s.total} over all measures{open_}; gap = system_a - "
               "system_b)", title_justify="left")
     cols = ("system_a", "system_b", "target_1", "gap_1", "p adj", "target_2", "gap_2", "p adj ",
             "d_z 1 / 2", "headline")

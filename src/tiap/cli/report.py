@@ -31,7 +31,8 @@ def report_cmd(
     force: ForceOption = False,
 ) -> None:
     """Write index.html (self-contained, figures embedded), tables/*.md and *.tex,
-    tables.md, tables.tex, target_card.md and target_card.json."""
+    tables.md, tables.tex, target_card.md (one screen), target_card_appendix.md (every
+    table in full) and target_card.json."""
     from tiap.report import build_report
 
     if not dirs and not answers:

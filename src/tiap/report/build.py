@@ -28,7 +28,7 @@ from tiap.report.answers import (
     load_answers_dir,
     section_tables,
 )
-from tiap.report.card import card_json, card_markdown, provenance_md
+from tiap.report.card import appendix_markdown, card_json, card_markdown, provenance_md
 from tiap.report.compare import comparison_table
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
@@ -59,7 +59,7 @@ from tiap.report.render import (
     signed,
     signed_pct,
 )
-from tiap.sensitivity.flips import gap_text
+from tiap.sensitivity.flips import flip_undetermined, gap_text
 
 __all__ = ["build_report"]
 
@@ -126,7 +126,7 @@ class _Page:
 
 #: What a report folder may hold beside its manifest's outputs.
 REPORT_OUTPUTS = ("index.html", "tables", "tables.md", "tables.tex", "target_card.md",
-                  "target_card.json")
+                  "target_card_appendix.md", "target_card.json")
 
 
 def _slug(text: str) -> str:
@@ -149,7 +149,8 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
                  audits: Sequence[str | Path] = (),
                  answers: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
-    ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
+    ``target_card.md`` (one screen), ``target_card_appendix.md`` (every table in full),
+    ``target_card.json`` (everything, for tools) and ``manifest.json`` into ``out``, replaced whole
     (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
     is not a ``tiap report`` output is refused unless ``force``. The LaTeX tables are laid
     out to fit ``latex_width`` points (:func:`tiap.report.render.latex_table`). ``audits``:
@@ -177,8 +178,9 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     ...     measures="Success@1", tokenizer="none")
     >>> _ = write_sensitivity(tiap.analyze(scores, resamples=100), "sensitivity")
     >>> manifest = tiap.build_report(["sensitivity"], "report")
-    >>> manifest["outputs"][:5]
-    ['index.html', 'tables.md', 'tables.tex', 'target_card.md', 'target_card.json']
+    >>> manifest["outputs"][:6]  # doctest: +NORMALIZE_WHITESPACE
+    ['index.html', 'tables.md', 'tables.tex', 'target_card.md', 'target_card_appendix.md',
+     'target_card.json']
     >>> print(Path("report/tables/scores_scores.md").read_text())  # doctest: +ELLIPSIS
     ### scores: mean Success@1 per system and target
     ...
@@ -186,7 +188,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     |---|---|---|---|---|
     | a | A | **1.000** | **1.000** | 0.000 |
     | b | B | 0.000 | **1.000** | **1.000** |
-    >>> "raw → canonical" in Path("report/target_card.md").read_text()  # the flip, in the card
+    >>> card = Path("report/target_card.md").read_text()  # one screen: the counts
+    >>> "Success@1: 1 flip (0 significant, 0 headline)" in card
+    True
+    >>> "raw → canonical" in Path("report/target_card_appendix.md").read_text()  # every flip
     True
     """
 
@@ -232,13 +237,15 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
             json.dumps(card, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
             encoding="utf-8")
         (tmp / "target_card.md").write_text(card_markdown(card), encoding="utf-8")
+        (tmp / "target_card_appendix.md").write_text(appendix_markdown(card),
+                                                      encoding="utf-8")
         man = Manifest.new(
             "report",
             inputs={**{f"{sd.path.name}/manifest.json": input_entry(sd.path / "manifest.json")
                        for sd in sds}, **audit_inputs},
             outputs=["index.html", "tables.md", "tables.tex", "target_card.md",
-                     "target_card.json"] + [f"tables/{t.name}.{x}" for t in page.tables
-                                            for x in ("md", "tex")],
+                     "target_card_appendix.md", "target_card.json"]
+            + [f"tables/{t.name}.{x}" for t in page.tables for x in ("md", "tex")],
             extra={"notes": notes, "latex_width_pt": latex_width})
         man.write(tmp / "manifest.json")
     return man.to_json()
@@ -294,7 +301,7 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
     foot.append(_provenance_html(card.get("provenance")))
     foot.append("<p class=\"note\">Sources: " + esc(", ".join(str(sd.path) for sd in sds))
                 + ". Files: tables/*.md and *.tex (one per table), tables.md, tables.tex, "
-                "target_card.md, target_card.json.</p>")
+                "target_card.md, target_card_appendix.md, target_card.json.</p>")
     return "\n".join([head, *intro, *toc, *page.parts, card_html, *foot,
                       "</main></body></html>\n"])
 
@@ -325,7 +332,8 @@ def _provenance_html(prov: dict[str, Any] | None) -> str:
 def _card_html(card: dict[str, Any]) -> str:
     out = ['<h2 id="card">Target card</h2>',
            "<p>The statement of which stored forms received credit (also in "
-           "<code>target_card.md</code> and <code>target_card.json</code>).</p>"]
+           "<code>target_card.md</code>, <code>target_card_appendix.md</code> and "
+           "<code>target_card.json</code>).</p>"]
     for ds in card["datasets"]:
         out.append(f"<h3>{esc(ds['dataset'])}</h3>")
         out.append(f"<p><b>Credit mode:</b> {esc(ds['credit']['mode'])}: "
@@ -347,7 +355,7 @@ def _card_html(card: dict[str, Any]) -> str:
                       f"{st.get('threshold')})")
         out.append(f"<p>{n_flips} winner flips over all measures ({esc(counts)}); "
                    f"{len(ds['design_changes'])} design recommendations change with the "
-                   "target. Every flip is listed in target_card.md.</p>")
+                   "target. Every flip is listed in target_card_appendix.md.</p>")
     for a in card.get("answers") or []:
         f = a["judge_flips"]
         out.append(f"<h3>Answers and judges ({esc(Path(a['source']).name)})</h3><p>"
@@ -371,6 +379,8 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     legacy = is_legacy(opts)
     flips = [r for r in sd.rows("winner_flips", name) if truth(r["flip"])]
     pflips = [r for r in flips if r["measure"] == primary]
+    p_open = sum(flip_undetermined(r) for r in sd.rows("winner_flips", name, measure=primary)
+                 if not truth(r["flip"]))
     n_sig = sum(truth(r["significant_flip"]) for r in pflips)
     n_head = sum(truth(r.get("headline")) for r in pflips)
     changes = [r for r in sd.rows("change", name, measure=primary)]
@@ -388,8 +398,9 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         (f"queries changed ({primary})", f"{100 * min(fr):.1f}–{100 * max(fr):.1f}%" if fr
          else "–"),
         (f"winner flips ({primary})",
-         f"{len(pflips)} ({n_sig} significant)" if legacy else
-         f"{len(pflips)} ({n_sig} significant, {n_head} headline)"),
+         (f"{len(pflips)} ({n_sig} significant)" if legacy else
+          f"{len(pflips)} ({n_sig} significant, {n_head} headline)")
+         + (f"; {p_open} not determined" if p_open else "")),
     ])
 
     # scores
@@ -398,11 +409,16 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     page.table(comparison_table(sd, dataset=name, measures=[primary], name=f"{slug}_scores",
                                 title=f"{label}: mean {primary} per system and target"))
     series: dict[str, list[float | None]] = {tg: [] for tg in targets}
+    # partial lineage: a mean only bounded goes to the chart as its interval
+    spans: dict[str, list[tuple[float, float] | None]] = {tg: [] for tg in targets}
     for s in systems:
         for tg in targets:
             r = next((x for x in means if x["system"] == s and x["target"] == tg
                       and x["measure"] == primary), None)
             series[tg].append(num(r["mean"]) if r else None)
+            lo, hi = (num(r.get("lower")), num(r.get("upper"))) if r else (None, None)
+            spans[tg].append((lo, hi) if r and num(r["mean"]) is None and lo is not None
+                             and hi is not None else None)
     all_m = ReportTable(f"{slug}_scores_all", f"{label}: every measure per target",
                         ["system", "target", *ds.get("measures", [])], key=2)
     for s in systems:
@@ -414,10 +430,13 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                 row.append(mean_text(r) if r else "–")
             all_m.add(row)
     page.table(all_m)
+    n_spans = sum(b is not None for v in spans.values() for b in v)
     page.figure(_safe(lambda: plots.bars(f"{label}: mean {primary} per target", systems,
-                                         series, primary), notes, "scores"),
+                                         series, primary, bounds=spans), notes, "scores"),
                 f"Mean {primary} per system and target (over the queries defined under the "
-                "target; the table gives n and the means on the shared subset).")
+                "target; the table gives n and the means on the shared subset)."
+                + (f" Hatched: {n_spans} means partial lineage only bounds, drawn from their "
+                   "lower to their upper bound." if n_spans else ""))
 
     # per-query change
     page.h(3, "Per-query change between targets")
@@ -441,14 +460,21 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     pairs = list(dict.fromkeys(f"{r['target_1']} → {r['target_2']}" for r in deltas)) or [
         f"{a} → {b}" for a, b in combinations(targets, 2)]  # the pairs Stage III compared
     panels: dict[tuple[str, str], list[float]] = {}
+    open_d: dict[str, int] = {}
     for r in deltas:
         v = num(r["delta"])
         if v is not None:
             panels.setdefault((r["system"], f"{r['target_1']} → {r['target_2']}"), []).append(v)
+        else:  # only bounded (delta_lower / delta_upper): no bin to put it in
+            open_d[r["system"]] = open_d.get(r["system"], 0) + 1
     page.figure(_safe(lambda: plots.delta_histograms(
         f"{label}: per-query Δ {primary}", panels, systems[:12], pairs), notes, "deltas"),
         f"Distribution of the per-query change of {primary} per system and pair of targets "
-        "(the paper's Figure 3; bins of 0.1).")
+        "(the paper's Figure 3; bins of 0.1)."
+        + (" Not in a bin: " + "; ".join(f"{s}: {n} Δ only bounded by partial lineage"
+                                         for s, n in open_d.items())
+           + " (their bounds: deltas.csv; the change table above counts them)."
+           if open_d else ""))
 
     # winner flips
     page.h(3, "Winner flips between systems")
@@ -481,13 +507,18 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                       p_cell(r, "p_2_adjusted", res), effect_pair(r), _mde_pair(r)]
         t.add([*cells, f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}", flip_status(r)],
               mark=flip and _significant(r))
+    _open_note(t, rows)
     page.table(t)
     seen: set[tuple[str, str]] = set()
-    unbounded = 0
+    unbounded = only_bounded = 0
     for r in rows:
         lab = f"{r['system_a']} vs {r['system_b']}"
         for side, tg in (("1", r["target_1"]), ("2", r["target_2"])):
             g, lo, hi = num(r[f"gap_{side}"]), num(r[f"ci_{side}_low"]), num(r[f"ci_{side}_high"])
+            if g is None and (lab, tg) not in seen and num(r.get(f"gap_{side}_lower")) is not None:
+                seen.add((lab, tg))
+                only_bounded += 1  # partial lineage: no point to draw; in the table
+                continue
             if g is None or (lab, tg) in seen:
                 continue
             seen.add((lab, tg))
@@ -507,11 +538,14 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                    f"; it excludes 0 exactly when the adjusted p-value is at most "
                    f"{number(opts.get('alpha'))}), on the first shared subset the pair appears in"
                    + (f"; {unbounded} unbounded interval(s) not drawn" if unbounded else "")
+                   + (f"; {only_bounded} gap(s) partial lineage only bounds not drawn (their "
+                      "intervals are in the table)" if only_bounded else "")
                    + ".")
         page.figure(_safe(lambda: plots.forest_plot(f"{label}: {primary} gaps", entries[:150],
                                                     targets, xlabel=xlabel), notes, "forest"),
                     cap)
-    other = [r for r in flips if r["measure"] != primary]
+    other = [r for r in sd.rows("winner_flips", name)
+             if r["measure"] != primary and _open_flip(r)]
     if other:
         t = ReportTable(f"{slug}_winner_flips_other", f"{label}: winner flips on other measures",
                         ["measure", "A vs B", "targets", "n", "gap 1 [CI]", "gap 2 [CI]",
@@ -526,6 +560,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                    *([] if legacy else [_p_pair(r, opts), effect_pair(r)]),
                    ("yes" if truth(r["significant_flip"]) else "no") if legacy
                    else flip_status(r)], mark=_significant(r))
+        _open_note(t, other)
         page.table(t)
     _ranking_section(page, sd, name, label, slug, primary)
 
@@ -536,6 +571,28 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     _cost_section(page, sd, name, label, slug, primary, targets, notes)
     _aggregation_section(page, sd, name, label, slug, primary)
     _answers_section(page, sd, name, label, slug)
+
+
+def _left_out(t: ReportTable, items: Sequence[str]) -> None:
+    """Say under a table (its caption: HTML, Markdown and LaTeX) what it leaves out and
+    why, counted; nothing when it leaves nothing out."""
+    if items:
+        t.caption = (f"{t.caption} " if t.caption else "") + (
+            f"Left out or not determined ({len(items)}): " + "; ".join(items) + ".")
+
+
+def _open_note(t: ReportTable, rows: Sequence[dict[str, str]]) -> None:
+    """Say, counted, which flips of a flip table partial lineage leaves not determined."""
+    n = sum(1 for r in rows if not truth(r["flip"]) and flip_undetermined(r))
+    if n:
+        t.caption += (f" Flip not determined ({n} rows): partial lineage bounds a gap by an "
+                      "interval that contains 0, so the winners flip under some lineage the "
+                      "store allows and not under another.")
+
+
+def _open_flip(r: dict[str, str]) -> bool:
+    """A flip row to list among the flips: a flip, or one partial lineage leaves open."""
+    return truth(r["flip"]) or flip_undetermined(r)
 
 
 def _ci(r: dict[str, str], side: int | str, legacy: bool) -> str:
@@ -608,6 +665,11 @@ def _ranking_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
                f4(r.get("kendall_tau"), 3), f4(r.get("tau_ap"), 3),
                f"{d} / {c + d + ti}" if known else "–",
                str(ti) if num(r.get("tied_pairs")) is not None else "–"], mark=known and d > 0)
+    _left_out(t, [f"{r.get('target_1')} → {r.get('target_2')}: the statistics (a ranked "
+                  "system's mean is only bounded by partial lineage; the notes name it)"
+                  for r in rows if num(r.get("kendall_tau")) is None
+                  and int(num(r.get("n_systems")) or 0) >= 2 and num(r.get("n_queries"))
+                  and num(r.get("discordant_pairs")) is None])
     page.table(t)
 
 
@@ -650,12 +712,15 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
         changed = truth(chg.get((r["group"], comp), {}).get("changes", "false"))
         tested = not legacy and num(r.get("p")) is not None
         eff = num(r.get("effect"))
-        t.add([r["group"], comp, r["target"], signed(r["gap"]),
+        gap = (signed(r["gap"]) if num(r["gap"]) is not None or not r.get("gap_lower") else
+               gap_text({"gap_1_lower": r["gap_lower"], "gap_1_upper": r["gap_upper"]}, 1))
+        t.add([r["group"], comp, r["target"], gap,
                ci(r["ci_low"], r["ci_high"], open_ends=tested),
                p_cell(r, "p" if legacy else "p_adjusted", opts.get("resamples")),
                *([] if legacy else [signed(eff, 2), pct(r.get("moved"))]),
                r["preferred"] + (" *" if truth(r["significant"]) else ""),
-               "yes" if changed else "no"], mark=changed)
+               "yes" if changed else "not determined" if chg.get((r["group"], comp), {}).get(
+                   "changes", "false") == "" else "no"], mark=changed)
     page.table(t)
     if legacy:
         page.p("* the interval (paired bootstrap, percentile) excludes 0.", "note")
@@ -674,10 +739,14 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
                                r["target"] == tg and r["config"] == c), None))
                      for c in configs] for tg in targets
                 if any(r["target"] == tg for r in means if r["group"] == g)}
+        open_m = [f"{r['config']} under {r['target']}" for r in means if r["group"] == g
+                  and num(r["mean"]) is None and num(r.get("lower")) is not None]
         page.figure(_safe(lambda g=g, configs=configs, by_t=by_t: plots.design_plot(
             f"{label} / {g}: {primary}", configs, by_t), notes, f"design {g}"),
             f"{g}: each configuration's mean {primary} minus the first configuration's, per "
-            "target (a line crossing another means the recommendation changes).")
+            "target (a line crossing another means the recommendation changes)."
+            + (f" Not drawn ({len(open_m)}): " + ", ".join(open_m) + ": means partial "
+               "lineage only bounds (design_means.csv: lower, upper)." if open_m else ""))
 
 
 def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
@@ -694,14 +763,18 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
                                  "mean Δ", "|Δ| ≥ 0.1"],
                     caption=f"changed: share of the shared queries with Δ ≠ 0, with its {level} "
                     "Wilson interval.", key=3)
+    empty: list[str] = []
     for r in rows:
         if r["n_shared"] in ("", "0"):
+            empty.append(f"{r['category'] or '(none)'} / {r['system']} / {r['target_1']} → "
+                         f"{r['target_2']} (no shared query)")
             continue
         t.add([r["category"] or "(none)", r["system"], f"{r['target_1']} → {r['target_2']}",
                r["n_shared"], pct_range_ci(r, "changed_fraction"),
                bounded(r, "mean_delta", signed), bounded(r, "share_abs_delta_ge_0.1", pct)])
+    _left_out(t, empty)
     page.table(t)
-    cf = [r for r in sd.rows("category_flips", name, measure=primary) if truth(r["flip"])]
+    cf = [r for r in sd.rows("category_flips", name, measure=primary) if _open_flip(r)]
     if sd.tables.get("category_flips") is not None:
         if legacy:
             t = ReportTable(f"{slug}_category_flips", f"{label}: winner flips within "
@@ -731,6 +804,7 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
             else:
                 cells += [_p_pair(r, opts), _mde_pair(r), flip_status(r)]
             t.add(cells, mark=_significant(r))
+        _open_note(t, cf)
         page.table(t)
 
 
@@ -747,6 +821,10 @@ def _cardinality_section(page: _Page, sd: SensitivityDir, name: str, label: str,
         t.add([r["system"], f"{r['target_2']} − {r['target_1']}", r["n"], f4(r["pearson_r"], 3),
                f4(r["r_squared"], 3), pval(r["p_value"]), f4(r["mean_size_diff"], 2),
                signed(r["mean_shift"])])
+    zero = [f"{r['system']} {r['target_2']} − {r['target_1']}" for r in corr
+            if r["n"] in ("", "0")]
+    _left_out(t, [f"{z} (n 0: no query whose target sizes and values the lineage "
+                  "determines)" for z in zero])
     page.table(t)
     bins = sd.rows("cardinality_bins", name, measure=primary, system="all")
     if not bins:
@@ -761,6 +839,7 @@ def _cardinality_section(page: _Page, sd: SensitivityDir, name: str, label: str,
                f4(r["t"], 2), pval(r["p_value"])])
         series.setdefault(comp, []).append((r["bin"], num(r["mean_shift"]), num(r["sd_shift"]),
                                             int(num(r["n"]) or 0)))
+    _left_out(t, [f"{z}: not pooled (n 0 in the table above)" for z in zero])
     page.table(t)
     page.figure(_safe(lambda: plots.cardinality_plot(f"{label}: shift by extra ids", series),
                       notes, "cardinality"),
@@ -784,6 +863,9 @@ def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug:
     cells: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
     for r in rows:
         cells.setdefault((r["system"], f"{r['target_1']} → {r['target_2']}"), {})[r["k"]] = r
+    _left_out(t, [f"{system} {pair} at k {k} (n 0: no query the lineage determines under "
+                  "both targets)" for (system, pair), by_k in cells.items()
+                  for k, r in by_k.items() if r["n"] in ("", "0")])
     for (system, pair), by_k in cells.items():
         n = next(iter(by_k.values()))["n"]
         t.add([system, pair, n, *[
@@ -943,17 +1025,25 @@ def _aggregation_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     for r in rows:
         novel = truth(r["novel"])
         t.add([r["subset"], r["scheme"], r["n"], r["ranking"], r["means"],
-               "yes" if novel else ("no" if r["novel"] else ""),
+               "yes" if novel else ("no" if r["novel"] else "not determined"
+                                    if r["kind"] == "aggregate" and r["ranking"] else ""),
                "yes" if truth(r["target_dependent"]) else ("no" if r["target_dependent"]
                                                            else "")], mark=novel)
+    agree = sd.rows("agreement", name, measure=primary)
+    _left_out(t, ["the rankings on the agreement subset (partial lineage leaves some hit open, "
+                  "so the subset is not determined; the agreement table bounds n agree)"]
+              if any(not r.get("n_agree_all_systems") and r.get("n_agree_lower")
+                     for r in agree) else [])
     page.table(t)
     t = ReportTable(f"{slug}_agreement", f"{label}: agreement filtering ({primary})",
                     ["system", "hit k", "n common", "targets agree", "retained",
                      "spread (all)", "spread (agreeing)", "agree for every system"])
     for r in sd.rows("agreement", name, measure=primary):
-        t.add([r["system"], r["hit_k"], r["n_common"], r["n_agree"], pct(r["retained_fraction"]),
+        n_agree = (r["n_agree"] if r["n_agree"] or not r.get("n_agree_lower") else
+                   f"{r['n_agree_lower']} to {r['n_agree_upper']}")
+        t.add([r["system"], r["hit_k"], r["n_common"], n_agree, pct(r["retained_fraction"]),
                f4(r["mean_spread_common"]), f4(r["mean_spread_agree"]),
-               r["n_agree_all_systems"]])
+               r["n_agree_all_systems"] or "not determined"])
     page.table(t)
 
 

@@ -28,12 +28,16 @@ from tiap.report.procedure import (
     number,
     statistics,
 )
-from tiap.report.render import FLOOR_NOTE, ci, f4, md_escape, p_cell
-from tiap.sensitivity.flips import gap_text
+from tiap.report.render import FLOOR_NOTE, ci, f4, md_escape, mean_text, p_cell
+from tiap.sensitivity.flips import UNDETERMINED, flip_undetermined, gap_text
 
-__all__ = ["CREDIT_MODES", "card_json", "card_markdown"]
+__all__ = ["CARD_FILES", "CREDIT_MODES", "appendix_markdown", "card_json", "card_markdown"]
 
 CARD_SCHEMA_VERSION = 1
+
+#: The card's files: the one-screen card, its appendix (every table in full), and the JSON
+#: that holds everything both say (complete, for tools).
+CARD_FILES = ("target_card.md", "target_card_appendix.md", "target_card.json")
 
 CREDIT_MODES = {
     "group": "group credit (the paper's scorer): walking the top k, an item earns gain 1 when "
@@ -42,6 +46,13 @@ CREDIT_MODES = {
              "matched groups / groups; the ideal DCG has min(groups, k) ones.",
     "set": "set credit (trec_eval semantics): the relevant set is the union of the groups and "
            "every member is relevant; the ideal DCG has min(|set|, k) ones.",
+}
+
+#: The credit modes in one line each (the card; :data:`CREDIT_MODES` in full in the appendix).
+CREDIT_SHORT = {
+    "group": "the paper's scorer: an item earns gain 1 for the first evidence group it "
+             "matches, later members of that group earn 0; recall counts matched groups",
+    "set": "trec_eval's: every member of the union of the groups is relevant",
 }
 
 _FLOATS = ("gap_1", "gap_2", "gap_1_lower", "gap_1_upper", "gap_2_lower", "gap_2_upper",
@@ -78,6 +89,10 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
         for ds in sd.datasets:
             name = ds["name"]
             flips = [_flip_json(r) for r in sd.rows("winner_flips", name) if truth(r["flip"])]
+            # partial lineage: a flip under some lineage but not under every one
+            open_flips = [{**_flip_json(r), "flip": UNDETERMINED}
+                          for r in sd.rows("winner_flips", name)
+                          if not truth(r["flip"]) and flip_undetermined(r)]
             pairs = {}
             for r in sd.rows("winner_flips", name):
                 key = (r["system_a"], r["system_b"], r["target_1"], r["target_2"])
@@ -88,6 +103,15 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
                                                if r["significant_change"] else None)}
                        for r in sd.rows("design_changes", name) if truth(r["changes"])]
             credit = ds.get("credit", "group")
+            # each system's mean of the primary measure per target: an interval where partial
+            # lineage only bounds it
+            means: dict[str, dict[str, Any]] = {}
+            for r in sd.rows("system_means", name, measure=ds.get("primary_measure") or ""):
+                means.setdefault(r["system"], {})[r["target"]] = {
+                    "n": int(num(r["n"]) or 0), "n_exact": int(num(r.get("n_exact")) or 0)
+                    if r.get("n_exact") not in (None, "") else None,
+                    "mean": num(r["mean"]), "lower": num(r.get("lower")),
+                    "upper": num(r.get("upper"))}
             datasets.append({
                 "dataset": sd.labels.get(name, name),
                 "queries": ds.get("queries"),
@@ -106,10 +130,17 @@ def card_json(dirs: Sequence[SensitivityDir]) -> dict[str, Any]:
                              for s, v in (ds.get("systems") or {}).items()},
                 "shared_subsets": {
                     "all_systems_all_targets": ds.get("shared_all_systems_all_targets"),
+                    **({"all_systems_all_targets_in_universe": ds[
+                        "shared_all_systems_all_targets_in_universe"]}
+                       if "shared_all_systems_all_targets_in_universe" in ds else {}),
                     "pairs": [{"system_a": a, "system_b": b, "target_1": t1, "target_2": t2,
                                "n_shared": n} for (a, b, t1, t2), n in pairs.items()],
                 },
+                "means": means,
                 "winner_flips": flips,
+                "winner_flips_not_determined": open_flips,
+                "undetermined_flips": {m: n for m in ds.get("measures", [])
+                                       if (n := sum(f["measure"] == m for f in open_flips))},
                 "design_changes": changes,
             })
     opts = dirs[0].manifest.get("options", {}) if dirs else {}
@@ -224,20 +255,26 @@ def _statistics_md(st: dict[str, Any]) -> list[str]:
             f"- Effect sizes: {md_escape(st['effect_size'])}.", ""]
 
 
-def card_markdown(card: dict[str, Any]) -> str:
+def appendix_markdown(card: dict[str, Any]) -> str:
+    """The card's appendix (``target_card_appendix.md``): every table behind the one-screen
+    card, in full: the statistical procedure, target-set sizes and coverage per system and
+    target, the shared subset of every pair of systems and targets, every winner flip on every
+    measure, the design recommendations that change with the target, and the provenance with
+    every input's sha256."""
     st = card["statistics"]
     res = st.get("resamples")
     if not card["datasets"] and card.get("answers"):  # a report of answers alone
-        out = ["# Target card", "", "No retrieval targets were analysed: this card states the "
-               "judge configurations of fixed answers and what they change.", "",
+        out = ["# Target card: appendix", "", "No retrieval targets were analysed: the card "
+               "states the judge configurations of fixed answers and what they change.", "",
                *answers_card_md(card["answers"])]
         if card.get("provenance"):
             out += provenance_md(card["provenance"])
         return "\n".join(out)
-    out = ["# Target card", "",
-           "Which stored forms received retrieval credit, how many queries each target covers, "
-           "on which shared subsets systems were compared, and where the winner depends on "
-           "the target.", "", *_statistics_md(st)]
+    out = ["# Target card: appendix", "",
+           f"Every table behind the one-screen card ({CARD_FILES[0]}): which stored forms "
+           "received retrieval credit, how many queries each target covers, on which shared "
+           "subsets systems were compared, and every winner flip on every measure. "
+           f"{CARD_FILES[2]} holds all of it for tools.", "", *_statistics_md(st)]
     for src, other in (card.get("statistics_per_source") or {}).items():
         if other != st:
             out += [f"Statistics of {md_escape(src)} (they differ from the above):", "",
@@ -301,8 +338,10 @@ def card_markdown(card: dict[str, Any]) -> str:
             else:
                 out.append(f"- {md_escape(s)}: {c.get('shared_all_targets')} queries defined "
                            "under every target")
-        out.append(f"- every system under every target: "
-                   f"{ds['shared_subsets']['all_systems_all_targets']}")
+        sub = ds["shared_subsets"]
+        out.append(f"- every system under every target: {sub['all_systems_all_targets']}"
+                   + (f" exact, {sub['all_systems_all_targets_in_universe']} in every universe"
+                      if sub.get("all_systems_all_targets_in_universe") is not None else ""))
         pairs = ds["shared_subsets"]["pairs"]
         if pairs:
             out += ["", "| system A | system B | targets | n shared |", "|---|---|---|---|"]
@@ -347,6 +386,17 @@ def card_markdown(card: dict[str, Any]) -> str:
                     f"{p_cell(f, 'p_1_adjusted', res)} | "
                     f"{p_cell(f, 'p_2_adjusted', res)} | {effect_pair(f)} | "
                     f"{'yes' if f['significant_flip'] else 'no'} | {head} |")
+        if ds.get("winner_flips_not_determined"):
+            out += ["", "### Winner flips the lineage does not determine", "",
+                    f"{len(ds['winner_flips_not_determined'])} pairs whose gap intervals "
+                    "(partial lineage) allow a flip under some lineage but not under every "
+                    "one: neither a flip nor no flip.", "",
+                    "| measure | A vs B | targets | n | gap 1 | gap 2 |",
+                    "|---|---|---|---|---|---|"]
+            out += [f"| {md_escape(f['measure'])} | {md_escape(f['system_a'])} vs "
+                    f"{md_escape(f['system_b'])} | {md_escape(f['target_1'])} → "
+                    f"{md_escape(f['target_2'])} | {f['n_shared']} | {gap_text(f, 1)} | "
+                    f"{gap_text(f, 2)} |" for f in ds["winner_flips_not_determined"]]
         if ds["design_changes"]:
             out += ["", "### Design recommendations that change with the target", "",
                     "| group | measure | comparison | preferred per target | significant |",
@@ -361,4 +411,152 @@ def card_markdown(card: dict[str, Any]) -> str:
         out += provenance_md(card["provenance"])
     if card.get("answers"):
         out += ["", *answers_card_md(card["answers"])]
+    return "\n".join(out)
+
+
+def _coverage_cell(c: Mapping[str, Any], t: str) -> str:
+    """A system's coverage of one target on the card: ``n 1981``, the queries defined under
+    it; under partial lineage the queries in its universe and how many of them are exact,
+    and the zero-target range where the lineage may leave more targets empty."""
+    cov = (c.get("targets") or {}).get(t, {})
+    zero = (c.get("zero_target_queries") or {}).get(t)
+    maybe = (c.get("possibly_empty_queries") or {}).get(t, 0)
+    if "in_universe" in cov:
+        n = f"n {cov['in_universe']}, {cov['exact']} exact"
+    else:
+        n = f"n {cov.get('defined', '–')}"
+    if isinstance(zero, int) and maybe:
+        return f"{n}, zero-target {zero} to {zero + maybe}"
+    return n
+
+
+def _pair_sizes(pairs: Sequence[Mapping[str, Any]]) -> str:
+    """``raw vs source 1981; raw vs canonical 1876`` (``1876 to 1981`` where the pairs of
+    systems compared on a pair of targets differ)."""
+    by: dict[tuple[str, str], list[int]] = {}
+    for p in pairs:
+        by.setdefault((p["target_1"], p["target_2"]), []).append(int(p["n_shared"]))
+    return "; ".join(f"{md_escape(a)} vs {md_escape(b)} {min(ns)}" if min(ns) == max(ns) else
+                     f"{md_escape(a)} vs {md_escape(b)} {min(ns)} to {max(ns)}"
+                     for (a, b), ns in by.items())
+
+
+def _flip_counts(flips: Sequence[Mapping[str, Any]], undetermined: int) -> str:
+    """``8 flips (6 significant, 4 headline)``, and the flips partial lineage leaves open."""
+    n_sig = sum(1 for f in flips if f["significant_flip"])
+    n_head = sum(1 for f in flips if f.get("headline"))
+    text = f"{len(flips)} flip{'' if len(flips) == 1 else 's'} ({n_sig} significant, " \
+           f"{n_head} headline)"
+    return text + (f", {undetermined} not determined by the lineage" if undetermined else "")
+
+
+def _short_provenance(prov: Mapping[str, Any]) -> list[str]:
+    rep = prov["report"]
+    out = [f"- This card: TIAP {md_escape(rep['tiap'])}, commit "
+           f"`{md_escape(rep['tiap_commit'])}`."]
+    for src in prov["sources"]:
+        cl = " ".join(src.get("command_line") or []) or "command line not recorded"
+        out.append(f"- Made by `{md_escape(cl)}`; seed {src.get('seed')}, "
+                   f"{src.get('resamples')} resamples.")
+        files = [e for r in src["rescorings"] for e in (r.get("inputs") or {}).values()]
+        data = {(f["dataset"], f["file"]): f["sha256"] for r in src["rescorings"]
+                for f in r.get("dataset_files") or []}
+        n_r = len(src["rescorings"])
+        out.append(f"- Inputs: {n_r} rescoring{'' if n_r == 1 else 's'} of {len(files)} input "
+                   "files (queries, stores, runs), each with its sha256 in the appendix"
+                   + "".join(f"; dataset {md_escape(d)} `{md_escape(f)}` sha256 "
+                             f"`{md_escape(str(h))[:16]}…`" for (d, f), h in data.items())
+                   + ".")
+    return out
+
+
+def card_markdown(card: dict[str, Any]) -> str:
+    """The one-screen target card (``target_card.md``): per dataset the targets and the
+    credit, the coverage and n of each shared subset, the headline winner flips of the
+    primary measure (with the counts of all flips), the judge configurations where answers
+    were judged, and the provenance in short. Every table in full is in the appendix
+    (:func:`appendix_markdown`); ``target_card.json`` holds everything."""
+    st = card["statistics"]
+    res = st.get("resamples")
+    out = ["# Target card", ""]
+    if not card["datasets"] and card.get("answers"):  # a report of answers alone
+        out += ["No retrieval targets were analysed: this card states the judge "
+                "configurations of fixed answers and what they change.", ""]
+    else:
+        out += [f"What received retrieval credit, what each target covers, and where the "
+                f"winner depends on the target. Every table in full: {CARD_FILES[1]}; "
+                f"everything for tools: {CARD_FILES[2]}.", ""]
+    for ds in card["datasets"]:
+        q = ds.get("queries") or {}
+        primary = ds.get("primary_measure")
+        out += [f"## {md_escape(ds['dataset'])}", "",
+                f"- Queries: `{md_escape(Path(str(q.get('path', '–'))).name)}` (sha256 "
+                f"`{md_escape(str(q.get('sha256', '–'))[:16])}…`), {ds.get('n_queries')} queries; "
+                f"primary measure **{md_escape(primary)}** (of "
+                f"{len(ds.get('measures', []))}).",
+                f"- Credit: **{md_escape(ds['credit']['mode'])}**: "
+                f"{md_escape(CREDIT_SHORT.get(ds['credit']['mode'], 'see the appendix'))} "
+                "(in full: appendix).", "",
+                "| target | credits (spec) | what it credits |", "|---|---|---|"]
+        out += [f"| {md_escape(t.get('name'))} | `{md_escape(t.get('spec', t.get('qrels')))}` "
+                f"| {md_escape(t.get('description', ''))} |" for t in ds["targets"]]
+        tnames = [t.get("name") for t in ds["targets"]]
+        out += ["", f"Mean {md_escape(primary)} per target (`[lower, upper]`: partial lineage "
+                "only bounds it), with n, the queries defined under the target (the others "
+                "are zero-target: no evidence the target can credit); every target: the "
+                "system's shared subset.", "",
+                "| system | " + " | ".join(md_escape(t) for t in tnames) + " | every target |",
+                "|---|" + "---|" * (len(tnames) + 1)]
+        for s, c in ds["coverage"].items():
+            every = c.get("shared_all_targets")
+            if c.get("shared_all_targets_in_universe") is not None:
+                every = f"{c['shared_all_targets_in_universe']} ({every} exact)"
+            m = (ds.get("means") or {}).get(s, {})
+            out.append(f"| {md_escape(s)} | " + " | ".join(
+                f"{mean_text(m[t]) if t in m else '–'} ({_coverage_cell(c, t)})"
+                for t in tnames) + f" | {every} |")
+        every = ds["shared_subsets"]["all_systems_all_targets"]
+        if ds["shared_subsets"].get("all_systems_all_targets_in_universe") is not None:
+            every = (f"{ds['shared_subsets']['all_systems_all_targets_in_universe']} "
+                     f"({every} exact)")
+        out += ["", f"Shared subsets: every system under every target "
+                f"{every}; a pair of targets is "
+                f"compared on {_pair_sizes(ds['shared_subsets']['pairs'])} queries.", ""]
+        flips = [f for f in ds["winner_flips"] if f["measure"] == primary]
+        open_p = int((ds.get("undetermined_flips") or {}).get(str(primary), 0))
+        open_all = sum(int(v) for v in (ds.get("undetermined_flips") or {}).values())
+        heads = [f for f in flips if f.get("headline")]
+        out += [f"### Headline winner flips ({md_escape(primary)})", "",
+                f"{md_escape(primary)}: {_flip_counts(flips, open_p)}; all "
+                f"{len(ds.get('measures', []))} measures: "
+                f"{_flip_counts(ds['winner_flips'], open_all)}. Every flip is in the "
+                "appendix.", ""]
+        if heads:
+            out += ["| A vs B | targets | n | gap 1 [CI] | gap 2 [CI] | p adj 1 / 2 | "
+                    "d_z 1 / 2 |", "|---|---|---|---|---|---|---|"]
+            out += [f"| {md_escape(f['system_a'])} vs {md_escape(f['system_b'])} | "
+                    f"{md_escape(f['target_1'])} → {md_escape(f['target_2'])} | "
+                    f"{f['n_shared']} | {gap_text(f, 1)} {_ci(f, 1)} | {gap_text(f, 2)} "
+                    f"{_ci(f, 2)} | {p_cell(f, 'p_1_adjusted', res)} / "
+                    f"{p_cell(f, 'p_2_adjusted', res)} | {effect_pair(f)} |" for f in heads]
+            out.append("")
+            if "≤" in "".join(p_cell(f, f"p_{i}_adjusted", res) for f in heads for i in (1, 2)):
+                out += [f"{FLOOR_NOTE}.", ""]
+        if st.get("correction") is not None:
+            out += [f"A headline flip: both gaps significant {md_escape(after_correction(st))} "
+                    f"at alpha {number(st['alpha'])} (paired sign-flip test, {res} resamples, "
+                    f"seed {st['seed']}) and past the practical threshold, "
+                    f"{md_escape(st.get('threshold'))}. The procedure in full: appendix.", ""]
+        if ds["design_changes"]:
+            n_sig = sum(1 for c in ds["design_changes"] if c["significant_change"])
+            out += [f"Design recommendations that change with the target: "
+                    f"{len(ds['design_changes'])} ({n_sig} significant); all in the appendix.",
+                    ""]
+    if card.get("answers"):
+        out += answers_card_md(card["answers"])
+    else:
+        out += ["## Judge configurations", "", "None: no judged answers were given to this "
+                "report (`tiap report --answers`).", ""]
+    if card.get("provenance"):
+        out += ["## Provenance", "", *_short_provenance(card["provenance"]), ""]
     return "\n".join(out)

@@ -46,16 +46,25 @@ def _png(fig: Any) -> bytes:
 
 
 def bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float | None]],
-         ylabel: str) -> bytes:
-    """Grouped bars: one group per system, one bar per target."""
+         ylabel: str, *,
+         bounds: Mapping[str, Sequence[tuple[float, float] | None]] | None = None) -> bytes:
+    """Grouped bars: one group per system, one bar per target. ``bounds[target][i]`` is
+    ``(lower, upper)`` where partial lineage only bounds the mean (its ``series`` value is
+    then ``None``): drawn as a hatched bar from lower to upper, never dropped."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series)) / 2), 3))
     width = 0.8 / max(1, len(series))
     x = np.arange(len(groups))
     for i, (name, vals) in enumerate(series.items()):
         v = [np.nan if y is None else y for y in vals]
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, v, width, label=lbl(name),
-               color=_COLORS[i % len(_COLORS)])
+        pos = x + (i - (len(series) - 1) / 2) * width
+        ax.bar(pos, v, width, label=lbl(name), color=_COLORS[i % len(_COLORS)])
+        spans = [(p, b) for p, b in zip(pos, (bounds or {}).get(name) or (), strict=False)
+                 if b is not None]
+        if spans:  # an interval: a hatched bar over [lower, upper]
+            ax.bar([p for p, _ in spans], [hi - lo for _, (lo, hi) in spans], width,
+                   bottom=[lo for _, (lo, _) in spans], color="none",
+                   edgecolor=_COLORS[i % len(_COLORS)], hatch="///")
     ax.set_xticks(x)
     ax.set_xticklabels([lbl(g) for g in groups], rotation=20 if len(groups) > 4 else 0,
                        ha="right" if len(groups) > 4 else "center")

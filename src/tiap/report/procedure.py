@@ -27,7 +27,7 @@ from tiap.provenance import read_manifest
 from tiap.report.load import num, truth
 from tiap.report.render import p_cell
 from tiap.scoring import parse_measure, primary_measure
-from tiap.sensitivity.flips import gap_text
+from tiap.sensitivity.flips import UNDETERMINED, flip_undetermined, gap_text
 
 __all__ = ["CORRECTION_NAMES", "DZ_REASON", "after_correction", "correction_name", "effect_pair",
            "flip_status", "intro_text", "is_legacy", "level_text", "number", "statistics",
@@ -179,11 +179,13 @@ def intro_text(opts: Mapping[str, Any]) -> str:
 
 
 def flip_status(r: Mapping[str, Any]) -> str:
-    """``no`` / ``yes (not significant)`` / ``significant, below threshold`` / ``headline``
-    for a flip row (as read from CSV or as in the card); ``significant`` for older folders
-    that have no headline column."""
+    """``no`` / ``not determined`` / ``yes (not significant)`` / ``significant, below
+    threshold`` / ``headline`` for a flip row (as read from CSV or as in the card);
+    ``significant`` for older folders that have no headline column. ``not determined``: a
+    flip under some lineage partial lineage allows, not under every one."""
     if not truth(r.get("flip")):
-        return "no"
+        # partial lineage: a flip under some lineage, not under every one
+        return UNDETERMINED if flip_undetermined(r) else "no"
     sig = truth(r.get("significant_flip"))
     if r.get("headline") in (None, ""):
         return "significant" if sig else "yes (not significant)"
@@ -253,7 +255,9 @@ class FlipSummary:
     ``winner_flips.csv``, each with its ``cells`` (:func:`flip_cells`) and ``verdicts``
     (``yes``, ``below threshold``, ``not significant``); ``significant`` and
     ``headlines``: how many are significant, and headline flips; ``threshold`` and
-    ``after_correction``: :func:`procedure_text`; ``resamples``: of the tests.
+    ``after_correction``: :func:`procedure_text`; ``resamples``: of the tests;
+    ``undetermined``: the pairs over all measures whose flip partial lineage leaves open
+    (:func:`tiap.sensitivity.flips.flip_undetermined`), never counted as flips.
 
     Example:
         >>> FlipSummary(Path("winner_flips.csv"), 0, None, (), (), (), 0, 0, "", "", None).total
@@ -271,6 +275,7 @@ class FlipSummary:
     threshold: str
     after_correction: str
     resamples: Any
+    undetermined: int = 0
 
 
 def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
@@ -295,9 +300,12 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
     if not path.exists():
         return None
     with open(path, newline="", encoding="utf-8") as fh:
-        flips = [r for r in csv.DictReader(fh) if r["flip"] == "true"]
+        every = list(csv.DictReader(fh))
+    flips = [r for r in every if r["flip"] == "true"]
+    # partial lineage: a flip under some lineage, not under every one
+    open_ = sum(1 for r in every if r["flip"] != "true" and flip_undetermined(r))
     if not flips:
-        return FlipSummary(path, 0, None, (), (), (), 0, 0, "", "", None)
+        return FlipSummary(path, 0, None, (), (), (), 0, 0, "", "", None, open_)
     opts = read_manifest(sdir, step="sensitivity")["options"]
     resamples = opts.get("resamples")
     headline = flip_headline([r["measure"] for r in flips])
@@ -308,7 +316,7 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
         tuple(_verdict(r) for r in rows),
         sum(r.get("significant_flip") == "true" for r in rows),
         sum(r.get("headline") == "true" for r in rows),
-        how["threshold"], how["after_correction"], resamples)
+        how["threshold"], how["after_correction"], resamples, open_)
 
 
 def flip_headline(measures: Sequence[str]) -> str:

@@ -15,7 +15,7 @@ from tiap.sensitivity.analyze import SensitivityResult, Table, analyze, write_se
 from tiap.sensitivity.compare import Comparison, compare
 from tiap.sensitivity.design import parse_configs
 from tiap.sensitivity.files import sensitivity_files
-from tiap.sensitivity.flips import is_flip, is_flip_interval
+from tiap.sensitivity.flips import flip_undetermined, is_flip, is_flip_interval
 from tiap.sensitivity.stats import CORRECTIONS, Gap, GapResult, adjust, evaluate_gaps
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "analyze",
     "compare",
     "evaluate_gaps",
+    "flip_undetermined",
     "is_flip",
     "is_flip_interval",
     "parse_configs",

@@ -236,10 +236,9 @@ def analyze(
         primaries[ds.name] = pm
         step(f"{ds.name}: per-query change")
         add("change", change_cols, _wilson(change.change_rows(ds), alpha))
-        add("deltas", ("dataset", "system", "measure", "target_1", "target_2", "query_id",
-                       "delta"), change.delta_rows(ds, pm))
+        add("deltas", change.DELTA_COLUMNS, change.delta_rows(ds, pm))
         add("change_hist", ("dataset", "system", "measure", "target_1", "target_2", "bin_low",
-                            "bin_high", "count"), change.hist_rows(ds, pm))
+                            "bin_high", "count"), change.hist_rows(ds, pm, notes))
         add("system_means", flips.MEANS_COLUMNS, flips.system_means_rows(ds))
         cost = _cost_rows(ds)
         if cost:
@@ -252,7 +251,8 @@ def analyze(
         add("system_tests", flips.SYSTEM_TEST_COLUMNS,
             flips.system_tests(ds, seed=seed, resamples=resamples, alpha=alpha,
                                correction=correction, notes=notes))
-        add("ranking_stability", stability.RANKING_COLUMNS, stability.ranking_rows(ds))
+        add("ranking_stability", stability.RANKING_COLUMNS,
+            stability.ranking_rows(ds, notes=notes))
         # by category
         cats = np.asarray(ds.categories, dtype=object)
         groups = [({"category": cat}, cats == cat) for cat in dict.fromkeys(ds.categories)]
@@ -403,6 +403,7 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
         if any("in_universe" in e for e in cov.values()):  # partial or inferred lineage
             systems[s]["shared_all_targets_in_universe"] = int(
                 ds.shared((s,), ds.targets, bounded=True).sum())
+    partial = any("shared_all_targets_in_universe" in v for v in systems.values())
     return {
         "name": ds.name,
         "rescore_dirs": [str(d) for d in ds.dirs],
@@ -417,6 +418,9 @@ def _dataset_info(ds: Dataset, primary: Measure) -> dict[str, Any]:
                        for c in dict.fromkeys(ds.categories)},
         "systems": systems,
         "shared_all_systems_all_targets": int(ds.shared(ds.systems, ds.targets).sum()),
+        # partial or inferred lineage: the queries in every universe, values exact or bounded
+        **({"shared_all_systems_all_targets_in_universe": int(
+            ds.shared(ds.systems, ds.targets, bounded=True).sum())} if partial else {}),
         "rescore_options": dict(ds.options),
     }
 
@@ -474,8 +478,8 @@ def write_sensitivity(result: SensitivityResult, out: str | Path, *,
     >>> for line in Path("sensitivity/system_means.csv").read_text().splitlines()[:3]:
     ...     print(line[:46])
     dataset,system,target,measure,n,n_exact,mean,l
-    scores,A,raw,RR@5,1,1,1.0,1.0,1.0,1,1.0,0
-    scores,A,source,RR@5,1,1,1.0,1.0,1.0,1,1.0,0
+    scores,A,raw,RR@5,1,1,1.0,1.0,1.0,1,1.0,0,1,1.
+    scores,A,source,RR@5,1,1,1.0,1.0,1.0,1,1.0,0,1
     """
     with output_folder(out, "sensitivity", force=force, known=("*.csv",)) as tmp:
         outputs: dict[str, dict[str, Any]] = {}

@@ -44,6 +44,7 @@ from tiap.sensitivity.load import Dataset
 __all__ = [
     "CHANGE_BOUND_COLUMNS",
     "CHANGE_COLUMNS",
+    "DELTA_COLUMNS",
     "HIST_EDGES",
     "change_rows",
     "change_stats",
@@ -196,23 +197,38 @@ def change_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
     return rows
 
 
+#: The columns of ``deltas.csv``: ``delta`` where the lineage determines both values, else
+#: empty, with ``delta_lower`` / ``delta_upper`` (always written; equal to ``delta`` where it
+#: is exact) bounding it over every lineage, each target's bounds read on their own.
+DELTA_COLUMNS = ("dataset", "system", "measure", "target_1", "target_2", "query_id", "delta",
+                 "delta_lower", "delta_upper")
+
+
 def delta_rows(ds: Dataset, measure: Measure) -> list[dict[str, Any]]:
-    """Per-query Δ of ``measure`` for every system and pair of targets (Figure 3's data)."""
+    """Per-query Δ of ``measure`` for every system and pair of targets (Figure 3's data):
+    every query in both targets' universes, ``[lo2 - hi1, hi2 - lo1]`` where partial lineage
+    only bounds a value (:data:`DELTA_COLUMNS`)."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         for t1, t2 in ds.target_pairs:
-            v1, v2 = sc.get(t1, measure), sc.get(t2, measure)
-            both = np.flatnonzero(~np.isnan(v1) & ~np.isnan(v2))
-            for i, d in zip(both.tolist(), (v2[both] - v1[both]).tolist(), strict=True):
+            (lo1, hi1), (lo2, hi2) = sc.interval(t1, measure), sc.interval(t2, measure)
+            both = np.flatnonzero(~np.isnan(lo1) & ~np.isnan(lo2))
+            exact = (lo1 == hi1) & (lo2 == hi2)
+            for i in both.tolist():
+                lo, hi = float(lo2[i] - hi1[i]), float(hi2[i] - lo1[i])
                 rows.append({"dataset": ds.name, "system": s, "measure": str(measure),
                              "target_1": t1, "target_2": t2, "query_id": ds.query_ids[i],
-                             "delta": d})
+                             "delta": lo if exact[i] else None, "delta_lower": lo,
+                             "delta_upper": hi})
     return rows
 
 
-def hist_rows(ds: Dataset, measure: Measure) -> list[dict[str, Any]]:
+def hist_rows(ds: Dataset, measure: Measure,
+              notes: list[str] | None = None) -> list[dict[str, Any]]:
     """The Δ histogram of ``measure`` per system and pair of targets: bins of width 0.1
-    on [-1, 1] (left-closed; the last also closed), plus a bin of exactly-zero Δ."""
+    on [-1, 1] (left-closed; the last also closed), plus a bin of exactly-zero Δ. A Δ
+    partial lineage only bounds has no bin: ``notes`` receives how many each histogram
+    leaves out (``deltas.csv`` bounds them)."""
     edges = np.asarray(HIST_EDGES)
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
@@ -223,6 +239,12 @@ def hist_rows(ds: Dataset, measure: Measure) -> list[dict[str, Any]]:
             zero = np.abs(d) <= CHANGED_EPS
             base = {"dataset": ds.name, "system": s, "measure": str(measure),
                     "target_1": t1, "target_2": t2}
+            open_ = int((~np.isnan(sc.interval(t1, measure)[0])
+                         & ~np.isnan(sc.interval(t2, measure)[0])).sum() - both.sum())
+            if open_ and notes is not None:
+                notes.append(f"{ds.name}: {s} {t1} → {t2}: {open_} queries' {measure} Δ only "
+                             "bounded by partial lineage, left out of change_hist.csv (their "
+                             "bounds are in deltas.csv)")
             rows.append({**base, "bin_low": 0.0, "bin_high": 0.0, "count": int(zero.sum())})
             counts, _ = np.histogram(np.clip(d[~zero], -1, 1), bins=edges)
             for lo, hi, c in zip(edges[:-1].tolist(), edges[1:].tolist(), counts.tolist(),

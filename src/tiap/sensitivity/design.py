@@ -25,8 +25,16 @@ configuration), per measure and target:
   each is significantly worse than the other's under the other target: a significant
   reversal of that pair).
 
-Targets under which some configuration has no defined query are left out (with a note),
-since no matched subset can include them.
+Targets under which some configuration has no query in the universe are left out (with a
+note), since no matched subset can include them.
+
+**Partial lineage.** A query whose value the lineage only bounds is in the matched subset
+like an exact one: its gap is bounded as a winner flip's (:mod:`tiap.sensitivity.flips`,
+the test covering every lineage), a mean is ``[lower, upper]`` (``mean`` and ``rank``
+empty), and the ranking is written only where the intervals decide it (else ``not
+determined``). The preferred configuration is then the one whose gap to every other is
+significant and positive; else the tie names every configuration that no other beats
+significantly; ``margin`` is empty.
 """
 
 from __future__ import annotations
@@ -36,7 +44,13 @@ from itertools import combinations
 from typing import Any
 
 from tiap.errors import TiapError
-from tiap.sensitivity.flips import TIE_EPS, winner
+from tiap.sensitivity.flips import (
+    TIE_EPS,
+    UNDETERMINED,
+    bounded_differences,
+    winner,
+    winner_interval,
+)
 from tiap.sensitivity.load import Dataset
 from tiap.sensitivity.stats import (
     DEFAULT_ALPHA,
@@ -58,7 +72,7 @@ __all__ = [
 ]
 
 DESIGN_MEANS_COLUMNS = ("dataset", "group", "measure", "target", "config", "n_matched",
-                        "mean", "rank")
+                        "mean", "rank", "lower", "upper")
 DESIGN_PREFERRED_COLUMNS = ("dataset", "group", "measure", "target", "n_matched",
                             "preferred", "ranking", "margin", "margin_p", "margin_p_adjusted",
                             "significant", "tied")
@@ -66,7 +80,7 @@ DESIGN_PREFERRED_COLUMNS = ("dataset", "group", "measure", "target", "n_matched"
 TIE = "tie (not significant)"
 DESIGN_PAIR_COLUMNS = ("dataset", "group", "measure", "config_a", "config_b", "target",
                        "n_matched", "gap", "ci_low", "ci_high", "p", "p_adjusted", "effect",
-                       "moved", "preferred", "significant")
+                       "moved", "preferred", "significant", "gap_lower", "gap_upper")
 DESIGN_CHANGE_COLUMNS = ("dataset", "group", "measure", "comparison", "preferences",
                          "changes", "significant_change")
 
@@ -107,6 +121,32 @@ def ranking_text(means: Mapping[str, float]) -> str:
     return out
 
 
+def _changes(pairs: Sequence[tuple[str, str]]) -> bool | None:
+    """Whether a preference changes between the targets of some compared pair: ``None``
+    (not determined) when none certainly does but a preference partial lineage leaves open
+    is involved."""
+    if any(a != b and UNDETERMINED not in (a, b) for a, b in pairs):
+        return True
+    return None if any(UNDETERMINED in (a, b) for a, b in pairs) else False
+
+
+def _oriented(r: GapResult, a: str, b: str, forward: bool) -> tuple[float | None, float | None]:
+    """The gap interval of ``a - b`` from a test of ``a - b`` (``forward``) or ``b - a``."""
+    if forward:
+        return r.gap_lower, r.gap_upper
+    return (None if r.gap_upper is None else -r.gap_upper,
+            None if r.gap_lower is None else -r.gap_lower)
+
+
+def _interval_ranking(bounds: Mapping[str, tuple[float, float]]) -> str:
+    """Names by decreasing lower mean, joined by ``>`` when every adjacent pair is apart
+    (one's lower mean above the next one's upper mean); else ``not determined``."""
+    items = sorted(bounds.items(), key=lambda kv: -kv[1][0])
+    if all(x[1][0] > y[1][1] + TIE_EPS for x, y in zip(items, items[1:], strict=False)):
+        return " > ".join(s for s, _ in items)
+    return UNDETERMINED
+
+
 def _ranks(means: Mapping[str, float]) -> dict[str, int]:
     vals = list(means.values())
     return {k: 1 + sum(1 for x in vals if x > v + TIE_EPS) for k, v in means.items()}
@@ -142,19 +182,19 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
                tables: dict[str, list[dict[str, Any]]], notes: list[str],
                seed: int, resamples: int, alpha: float, correction: str) -> None:
     targets = [t for t in ds.targets
-               if all(ds.systems[s].determined(t, ds.measures).any() for s in systems)]
+               if all(ds.systems[s].in_universe(t, ds.measures).any() for s in systems)]
     for t in ds.targets:
         if t not in targets:
             notes.append(f"{ds.name}/{group}: target {t!r} left out of the design comparison "
                          "(a configuration has no query defined under it)")
     if not targets:
         return
-    matched = ds.shared(systems, targets)
+    matched = ds.shared(systems, targets, bounded=True)
     n = int(matched.sum())
     base = {"dataset": ds.name, "group": group}
     pairs = list(combinations(systems, 2))
     gaps = [Gap((ds.name, "design", group, str(m)), matched,
-                ds.systems[a].get(t, m)[matched] - ds.systems[b].get(t, m)[matched])
+                *bounded_differences(ds, a, b, t, m, matched))
             for a, b in pairs for t in targets for m in ds.measures]
     results = evaluate_gaps(gaps, seed=seed, dataset=ds.name, resamples=resamples, alpha=alpha,
                         correction=correction, notes=notes)
@@ -168,30 +208,49 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
         best_by_target: dict[str, str] = {}
         tied_by_target: dict[str, frozenset[str]] = {}
         for ti, t in enumerate(targets):
-            means = {s: float(ds.systems[s].get(t, m)[matched].mean()) if n else float("nan")
-                     for s in systems}
-            ranks = _ranks(means) if n else {s: None for s in systems}
+            bounds = {s: (float(ds.systems[s].interval(t, m)[0][matched].mean()),
+                          float(ds.systems[s].interval(t, m)[1][matched].mean())) if n
+                      else (float("nan"), float("nan")) for s in systems}
+            exact = all(hi - lo <= TIE_EPS for lo, hi in bounds.values())
+            means = {s: lo for s, (lo, _) in bounds.items()}
+            ranks = _ranks(means) if n and exact else {s: None for s in systems}
             for s in systems:
                 tables["means"].append({**base, "measure": str(m), "target": t, "config": s,
-                                        "n_matched": n, "mean": means[s] if n else None,
-                                        "rank": ranks[s]})
+                                        "n_matched": n,
+                                        "mean": means[s] if n and exact else None,
+                                        "rank": ranks[s],
+                                        "lower": bounds[s][0] if n else None,
+                                        "upper": bounds[s][1] if n else None})
             if not n:
                 continue
-            text = ranking_text(means)
-            order = sorted(systems, key=lambda s: -means[s])  # stable: as ranking_text
-            first = order[0]
-            tied = [first, *(s for s in order[1:]
-                             if not pair_test(first, s, ti, mi).significant)]
-            margin = pair_test(first, order[1], ti, mi)
+            if exact:
+                text = ranking_text(means)
+                order = sorted(systems, key=lambda s: -means[s])  # stable: as ranking_text
+                first = order[0]
+                tied = [first, *(s for s in order[1:]
+                                 if not pair_test(first, s, ti, mi).significant)]
+                margin = pair_test(first, order[1], ti, mi)
+                margin_gap: float | None = means[first] - means[order[1]]
+            else:  # partial lineage: only what every lineage's test decides
+                beats = {(a, b) for a in systems for b in systems if a != b
+                         and (r := pair_test(a, b, ti, mi)).significant
+                         and winner_interval(_oriented(r, a, b, (a, b) in pair_tests),
+                                             a, b) == a}
+                text = _interval_ranking(bounds)
+                tied = [s for s in sorted(systems, key=lambda s: -bounds[s][0])
+                        if not any((o, s) in beats for o in systems)]
+                first = tied[0] if tied else systems[0]
+                margin, margin_gap = None, None
             preferred = first if len(tied) == 1 else f"{TIE}: {', '.join(tied)}"
             best_by_target[t] = preferred
             tied_by_target[t] = frozenset(tied)
             tables["preferred"].append({**base, "measure": str(m), "target": t,
                                         "n_matched": n, "preferred": preferred,
                                         "ranking": text,
-                                        "margin": means[first] - means[order[1]],
-                                        "margin_p": margin.p,
-                                        "margin_p_adjusted": margin.p_adjusted,
+                                        "margin": margin_gap,
+                                        "margin_p": margin.p if margin else None,
+                                        "margin_p_adjusted": margin.p_adjusted
+                                        if margin else None,
                                         "significant": len(tied) == 1,
                                         "tied": ", ".join(tied)})
         compared = [(t1, t2) for t1, t2 in ds.target_pairs if t1 in targets and t2 in targets]
@@ -208,19 +267,21 @@ def _one_group(ds: Dataset, group: str, systems: tuple[str, ...],
             prefs: dict[str, tuple[str, bool]] = {}
             for ti, t in enumerate(targets):
                 r = test[ti * nm + mi]
-                pref = winner(r.gap, a, b)
+                pref = (winner(r.gap, a, b) if r.gap is not None or r.gap_lower is None
+                        else winner_interval((r.gap_lower, r.gap_upper), a, b))
                 prefs[t] = (pref, r.significant)
                 tables["pairwise"].append({
                     **base, "measure": str(m), "config_a": a, "config_b": b, "target": t,
                     "n_matched": n, "gap": r.gap, "ci_low": r.ci_low, "ci_high": r.ci_high,
                     "p": r.p, "p_adjusted": r.p_adjusted, "effect": r.effect,
                     "moved": r.moved, "preferred": pref, "significant": r.significant,
+                    "gap_lower": r.gap_lower, "gap_upper": r.gap_upper,
                 })
             if n:
                 tables["changes"].append({
                     **base, "measure": str(m), "comparison": f"{a} vs {b}",
                     "preferences": "; ".join(f"{t}: {p}" for t, (p, _) in prefs.items()),
-                    "changes": any(prefs[t1][0] != prefs[t2][0] for t1, t2 in compared),
+                    "changes": _changes([(prefs[t1][0], prefs[t2][0]) for t1, t2 in compared]),
                     "significant_change": any(
                         prefs[t1][1] and prefs[t2][1] and "tie" not in (prefs[t1][0], prefs[t2][0])
                         and prefs[t1][0] != prefs[t2][0] for t1, t2 in compared),

@@ -66,9 +66,10 @@ __all__ = [
     "SYSTEM_TEST_COLUMNS",
     "UNDETERMINED",
     "dz_floor",
+    "flip_undetermined",
     "gap_text",
-    "is_flip_interval",
     "is_flip",
+    "is_flip_interval",
     "system_means_rows",
     "system_tests",
     "winner",
@@ -95,7 +96,9 @@ SYSTEM_TEST_COLUMNS = (
     "winner", "significant",
 )
 MEANS_COLUMNS = ("dataset", "system", "target", "measure", "n", "n_exact", "mean", "lower",
-                 "upper", "n_shared_targets", "mean_shared_targets", "n_inferred")
+                 "upper", "n_shared_targets", "mean_shared_targets", "n_inferred",
+                 "n_shared_targets_in_universe", "lower_shared_targets",
+                 "upper_shared_targets")
 
 
 def winner(gap: float | None, a: str, b: str) -> str:
@@ -347,18 +350,44 @@ def is_flip_interval(gap_1: tuple[float | None, float | None],
     return (l1 > TIE_EPS and h2 < -TIE_EPS) or (h1 < -TIE_EPS and l2 > TIE_EPS)
 
 
+def flip_undetermined(row: Mapping[str, Any]) -> bool:
+    """A flip row (as written, or as read back from CSV) whose flip partial lineage leaves
+    open: not a flip under every lineage (:func:`is_flip_interval`), but one under some (the
+    gap intervals allow opposite signs). Its ``flip`` column is false and its winners
+    ``not determined``; a report shows the flip as not determined, never as "no".
+
+    >>> flip_undetermined({"gap_1_lower": 0.10, "gap_1_upper": 0.15,
+    ...                    "gap_2_lower": -0.08, "gap_2_upper": 0.01})
+    True
+    >>> flip_undetermined({"gap_1_lower": 0.10, "gap_1_upper": 0.15,
+    ...                    "gap_2_lower": 0.02, "gap_2_upper": 0.08})  # no lineage flips it
+    False
+    """
+    g = [numfmt.value(row.get(k)) for k in ("gap_1_lower", "gap_1_upper", "gap_2_lower",
+                                            "gap_2_upper")]
+    if any(x is None for x in g):
+        return False
+    l1, h1, l2, h2 = (float(x) for x in g)  # type: ignore[arg-type]
+    possible = (h1 > TIE_EPS and l2 < -TIE_EPS) or (l1 < -TIE_EPS and h2 > TIE_EPS)
+    return possible and not is_flip_interval((l1, h1), (l2, h2))
+
+
 def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                       extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Per system, target and measure: the mean over the queries defined under the target
     (``[lower, upper]`` where partial lineage only bounds some values; ``mean`` then empty),
     and over the queries whose values are determined under every target (the system's
     shared subset). ``n_exact`` counts the values the lineage determines, ``n_inferred``
-    those that rest on lineage the import inferred (never counted as exact)."""
+    those that rest on lineage the import inferred (never counted as exact). The last three
+    columns bound the mean over the queries in every target's universe (exact or only
+    bounded; equal to the shared subset and its mean where the lineage is complete)."""
     rows: list[dict[str, Any]] = []
     for s, sc in ds.systems.items():
         all_t = ds.shared((s,), ds.targets)
+        in_all = ds.shared((s,), ds.targets, bounded=True)
         if mask is not None:
             all_t &= mask
+            in_all &= mask
         for t in ds.targets:
             for m in ds.measures:
                 v = sc.get(t, m)
@@ -378,5 +407,8 @@ def system_means_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
                     "upper": float(hi[ok].mean()) if n else None,
                     "n_shared_targets": int(all_t.sum()),
                     "mean_shared_targets": float(v[all_t].mean()) if all_t.any() else None,
+                    "n_shared_targets_in_universe": int(in_all.sum()),
+                    "lower_shared_targets": float(lo[in_all].mean()) if in_all.any() else None,
+                    "upper_shared_targets": float(hi[in_all].mean()) if in_all.any() else None,
                 })
     return rows

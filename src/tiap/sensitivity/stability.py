@@ -222,41 +222,54 @@ def ranking_stats(reference: ArrayLike, compared: ArrayLike,
 
 
 def ranking_rows(ds: Dataset, *, mask: NDArray[np.bool_] | None = None,
-                 extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                 extra: dict[str, Any] | None = None,
+                 notes: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per measure and pair of targets ``(t1, t2)`` (in the dataset's order): how
     much the rankings of the systems by their mean under ``t1`` and under ``t2`` agree.
 
-    The systems ranked are those with a mean, i.e. with at least one query whose value is
-    determined under both ``t1`` and ``t2`` (and in ``mask``); the others are left out and
-    ``n_systems`` counts those ranked. The means are taken over one shared subset ``S``: the
-    queries determined under ``t1`` and ``t2`` for every system ranked
-    (``ds.shared(systems, (t1, t2), (m,))``, queries that partial lineage only bounds are not
-    in it), restricted to ``mask`` (e.g. a category); ``n_queries = |S|``. The statistics
+    The systems ranked are those with a mean, i.e. with at least one query in the universe
+    of both ``t1`` and ``t2`` (and in ``mask``); the others are left out and ``n_systems``
+    counts those ranked. The means are taken over one shared subset ``S``: the queries in
+    both universes for every system ranked (``ds.shared(systems, (t1, t2), (m,),
+    bounded=True)``), restricted to ``mask`` (e.g. a category); ``n_queries = |S|``. The statistics
     (:func:`ranking_stats`: Kendall's tau-b, tau-AP with ``t1``'s ranking as the reference,
     concordant / discordant / tied pairs, a pair tied when its means are within 1e-12 under
     either target) are empty (None) when fewer than 2 systems are ranked or ``S`` is empty.
     ``extra`` columns follow ``dataset``; the columns are :data:`RANKING_COLUMNS`.
+
+    Partial lineage: a system whose values under ``t1`` or ``t2`` are only bounded is ranked
+    too, and ``S`` holds the queries in both targets' universes; where some mean on ``S`` is
+    then only an interval, the statistics are not determined (empty), and ``notes``
+    receives why.
     """
     rows: list[dict[str, Any]] = []
     for m in ds.measures:
         for t1, t2 in ds.target_pairs:
             ranked = []
             for s, sc in ds.systems.items():
-                own = sc.determined(t1, (m,)) & sc.determined(t2, (m,))
+                own = sc.in_universe(t1, (m,)) & sc.in_universe(t2, (m,))
                 if mask is not None:
                     own &= mask
                 if own.any():
                     ranked.append(s)
-            shared = ds.shared(ranked, (t1, t2), (m,)) if ranked else np.zeros(ds.n, bool)
+            shared = (ds.shared(ranked, (t1, t2), (m,), bounded=True) if ranked
+                      else np.zeros(ds.n, bool))
             if mask is not None:
                 shared &= mask
             n_q = int(shared.sum())
-            if len(ranked) >= 2 and n_q:
+            bounded = [s for s in ranked
+                       if (np.isnan(ds.systems[s].get(t1, m)[shared]).any()
+                           or np.isnan(ds.systems[s].get(t2, m)[shared]).any())]
+            if len(ranked) >= 2 and n_q and not bounded:
                 m1 = np.array([ds.systems[s].get(t1, m)[shared].mean() for s in ranked])
                 m2 = np.array([ds.systems[s].get(t2, m)[shared].mean() for s in ranked])
                 stats = ranking_stats(m1, m2)
             else:
                 stats = dict.fromkeys(_STATS_KEYS)
+                if bounded and len(ranked) >= 2 and n_q and notes is not None:
+                    notes.append(f"{ds.name}: ranking_stability {m} {t1} → {t2}: not "
+                                 f"determined ({', '.join(bounded)}: means only bounded by "
+                                 "partial lineage)")
             rows.append({"dataset": ds.name, **(extra or {}), "measure": str(m),
                          "target_1": t1, "target_2": t2, "n_systems": len(ranked),
                          "n_queries": n_q, **stats})
