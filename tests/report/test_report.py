@@ -436,3 +436,44 @@ def test_latex_tables_compile_and_fit_a_one_column_article(report: Path, tmp_pat
     assert re.search(r"In [2-9] parts, each repeating A vs B, targets\.", wide)  # 13 columns
     for tex in [report / "tables.tex", *sorted((report / "tables").glob("*.tex"))]:
         compile_tex(f"\\input{{{tex.resolve()}}}", tmp_path / tex.stem)
+
+
+def test_query_view_shows_judged_answers(report: Path, tmp_path: Path) -> None:
+    """Answers judged by two configurations (``tiap answers analyze``, given with
+    ``--answers``) appear in the per-query view of their query, each verdict as recorded;
+    with the answers file changed after the analysis, the view says they are not shown."""
+    from tiap.answers import analyze_files
+
+    rows = [{"dataset": "demo", "system": "A", "query_id": "q2", "answer": "in 2023",
+             "verdicts": [{"judge": "strict", "kind": "offline", "label": "correct"},
+                          {"judge": "lenient", "kind": "offline", "label": "correct"}]},
+            {"dataset": "demo", "system": "B", "query_id": "q2", "answer": "a race",
+             "verdicts": [{"judge": "strict", "kind": "offline", "label": "wrong"}]}]
+    answers = _jsonl(tmp_path / "answers.jsonl", rows)
+    analyze_files(str(answers), str(tmp_path / "analysis"), resamples=100)
+    assert main(["report", str(report.parent / "sens"), "--answers", str(tmp_path / "analysis"),
+                 "--out", str(tmp_path / "r")]) == 0
+    html = (tmp_path / "r" / "index.html").read_text()
+    [block] = re.findall(r'<script type="application/json" id="tiap-query-data">(.*?)</script>',
+                         html, re.DOTALL)
+    [rec] = json.loads(block)
+    assert rec["answer_systems"] == ["A", "B"] and rec["judges"] == ["strict", "lenient"]
+    q2 = next(q for q in rec["queries"] if q["id"] == "q2")
+    assert q2["jv"] == [[0, "in 2023", ["correct", "correct"]], [1, "a race", ["wrong", None]]]
+    if shutil.which("chromium") is not None or os.environ.get("TIAP_REQUIRE_BROWSER"):
+        _chromium()
+        got = run_probe(tmp_path / "r", tmp_path / "b", _PROBE, SORT_TABLE="demo_scores_all",
+                        SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q2")
+        assert got["console"] == []
+        assert "Ain 2023correctcorrect" in got["view_text"]
+        assert "Ba racewrongnot judged" in got["view_text"]
+    # the answers file changed since the analysis: not shown, and the notes say why
+    answers.write_text(answers.read_text().replace("in 2023", "in 2024"))
+    assert main(["report", str(report.parent / "sens"), "--answers", str(tmp_path / "analysis"),
+                 "--out", str(tmp_path / "r2")]) == 0
+    html = (tmp_path / "r2" / "index.html").read_text()
+    [block] = re.findall(r'<script type="application/json" id="tiap-query-data">(.*?)</script>',
+                         html, re.DOTALL)
+    [rec] = json.loads(block)
+    assert "jv" not in json.dumps(rec) and "answers of" in rec["notes"][0]
+    assert "sha256" in rec["notes"][0]

@@ -32,7 +32,7 @@ from tiap.report.answers import (
     section_tables,
 )
 from tiap.report.card import card_json, card_markdown, provenance_md
-from tiap.report.explore import SCRIPT, json_block, query_data, script_hash
+from tiap.report.explore import SCRIPT, attach_answers, json_block, query_data, script_hash
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
     after_correction,
@@ -267,6 +267,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
         audit_inputs[f"{Path(a).name}/manifest.json"] = _audit_section(page, Path(a))
     for ad in ads:
         audit_inputs[f"{ad.path.name}/manifest.json"] = _answers_analysis_section(page, ad)
+        attach_answers(page.queries, ad.path, ad.manifest)
     if ads:
         card["answers"] = [answers_card(ad) for ad in ads]
     for sd in sds:

@@ -28,7 +28,7 @@ from tiap.io import iter_csv
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.scoring.folder import read_per_query
 
-__all__ = ["SCRIPT", "QueryData", "json_block", "query_data", "script_hash"]
+__all__ = ["SCRIPT", "QueryData", "attach_answers", "json_block", "query_data", "script_hash"]
 
 #: Characters of an evidence unit's text the per-query view shows.
 UNIT_TEXT = 280
@@ -226,6 +226,62 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str) -> QueryDa
               "kinds": list(kinds), "credit": str(ds.get("credit") or "group"),
               "notes": notes, "queries": [queries[q] for q in order]}
     return QueryData(record, primary_values)
+
+
+def attach_answers(records: list[dict[str, Any]], path: Path,
+                   manifest: Mapping[str, Any]) -> None:
+    """Add the answers and verdicts behind a ``tiap answers analyze`` folder (``path``,
+    its ``manifest``) to the per-query ``records``: to a dataset's record where its queries
+    are there (key ``jv`` per query, the record's ``answer_systems`` and ``judges``), else
+    as a record of its own. The answers file must still be the one the analysis read
+    (sha256); otherwise every record says so in its notes.
+
+    >>> recs = [{"label": "d", "notes": [], "queries": []}]
+    >>> attach_answers(recs, Path("gone"), {"inputs": {}})
+    >>> recs[0]["notes"]  # doctest: +ELLIPSIS
+    ['answers of gone: not shown: ...']
+    """
+    from tiap.answers import load_answers
+    from tiap.provenance import verify_input
+
+    try:
+        answers = load_answers(verify_input(manifest, path / "manifest.json", "answers"))
+    except TiapError as exc:
+        for r in records or [{"notes": []}]:
+            r["notes"].append(f"answers of {path}: not shown: {_first_line(exc)}")
+        return
+    by_ds: dict[str, list[Any]] = {}
+    for a in answers:
+        by_ds.setdefault(a.dataset, []).append(a)
+    judges = list(answers.judges)
+    for dataset, own in by_ds.items():
+        ids = {a.query_id for a in own}
+        target = next((r for r in records if ids & {q["id"] for q in r["queries"]}), None)
+        if target is None:
+            target = {"label": f"{dataset} (answers of {path.name})", "systems": [],
+                      "targets": [], "measures": [], "primary": "", "k": None, "kinds": [],
+                      "credit": "", "notes": [], "queries": []}
+            records.append(target)
+        systems = target.setdefault("answer_systems", [])
+        target["judges"] = list(dict.fromkeys([*target.get("judges", []), *judges]))
+        jx = {j: i for i, j in enumerate(target["judges"])}
+        qby = {q["id"]: q for q in target["queries"]}
+        for a in own:
+            q = qby.get(a.query_id)
+            if q is None:
+                q = qby[a.query_id] = {"id": a.query_id, "v": [], "g": []}
+                if a.question:
+                    q["q"] = a.question
+                if a.reference:
+                    q["a"] = a.reference
+                target["queries"].append(q)
+            if a.system not in systems:
+                systems.append(a.system)
+            labels: list[str | None] = [None] * len(target["judges"])
+            for v in a.verdicts:
+                labels[jx[v.judge]] = v.label
+            q.setdefault("jv", []).append([systems.index(a.system), (a.answer or "")[:500],
+                                           labels])
 
 
 def _cell(arr: np.ndarray | None, i: int, iv: tuple[float, float] | None) -> Any:
@@ -444,37 +500,7 @@ function table(cls, heads) {
   t.appendChild(document.createElement("tbody"));
   return t;
 }
-function showQuery(label, qid) {
-  var ds = null, q = null;
-  data().forEach(function (d) {
-    if (d.label !== label) return;
-    ds = d;
-    d.queries.forEach(function (x) { if (x.id === qid) q = x; });
-  });
-  var out = document.getElementById("tiap-q-view");
-  out.textContent = "";
-  if (!ds || !q) { out.appendChild(el("p", "note", "no query " + qid)); return false; }
-  out.dataset.query = qid;
-  out.dataset.dataset = label;
-  out.appendChild(el("h4", "", q.id + (q.c ? " \u00b7 " + q.c : "") + " \u00b7 " + ds.label));
-  if (q.q !== undefined) out.appendChild(el("p", "question", q.q));
-  if (q.a) out.appendChild(el("p", "note", "reference answer: " + q.a));
-  var ev = q.ev || [];
-  if (q.ev === undefined) {
-    out.appendChild(el("p", "note", "the queries file the rescoring read is not reachable: no question or evidence"));
-  } else {
-    var ul = el("ul", "evidence");
-    if (!ev.length) ul.appendChild(el("li", "", "no evidence units"));
-    ev.forEach(function (u, j) {
-      var li = el("li");
-      li.appendChild(el("code", "", u));
-      if (q.et && q.et[j]) li.appendChild(document.createTextNode(" " + q.et[j]));
-      ul.appendChild(li);
-    });
-    out.appendChild(el("p", "", "Evidence units (" + ev.length + "):"));
-    out.appendChild(ul);
-  }
-  // ranks of each group's members
+function showRanks(ds, q, ev, out) {
   out.appendChild(el("p", "", "Where each system ranked the members of each evidence unit's group" +
     (ds.k ? " (cutoff of " + ds.primary + ": " + ds.k + ")" : "") +
     (ds.credit === "set" ? "; every member within the cutoff earns credit (set credit)" :
@@ -555,6 +581,38 @@ function showQuery(label, qid) {
     });
   });
   out.appendChild(vt);
+}
+function showQuery(label, qid) {
+  var ds = null, q = null;
+  data().forEach(function (d) {
+    if (d.label !== label) return;
+    ds = d;
+    d.queries.forEach(function (x) { if (x.id === qid) q = x; });
+  });
+  var out = document.getElementById("tiap-q-view");
+  out.textContent = "";
+  if (!ds || !q) { out.appendChild(el("p", "note", "no query " + qid)); return false; }
+  out.dataset.query = qid;
+  out.dataset.dataset = label;
+  out.appendChild(el("h4", "", q.id + (q.c ? " \u00b7 " + q.c : "") + " \u00b7 " + ds.label));
+  if (q.q !== undefined) out.appendChild(el("p", "question", q.q));
+  if (q.a) out.appendChild(el("p", "note", "reference answer: " + q.a));
+  var ev = q.ev || [];
+  if (q.ev === undefined) {
+    out.appendChild(el("p", "note", "the queries file the rescoring read is not reachable: no question or evidence"));
+  } else {
+    var ul = el("ul", "evidence");
+    if (!ev.length) ul.appendChild(el("li", "", "no evidence units"));
+    ev.forEach(function (u, j) {
+      var li = el("li");
+      li.appendChild(el("code", "", u));
+      if (q.et && q.et[j]) li.appendChild(document.createTextNode(" " + q.et[j]));
+      ul.appendChild(li);
+    });
+    out.appendChild(el("p", "", "Evidence units (" + ev.length + "):"));
+    out.appendChild(ul);
+  }
+  if (ds.systems.length) showRanks(ds, q, ev, out);
   if (q.ans) {
     out.appendChild(el("p", "", "Answers (heuristic extractive answerer, no language model; correct: token F1 \u2265 0.5):"));
     var at = table("answers", ["system", "answer", "F1", "correct", "hits"]);
@@ -568,6 +626,19 @@ function showQuery(label, qid) {
       at.tBodies[0].appendChild(tr);
     });
     out.appendChild(at);
+  }
+  if (q.jv) {
+    out.appendChild(el("p", "", "Answers and the verdict of each judge configuration (tiap answers):"));
+    var jt = table("verdicts", ["system", "answer"].concat(ds.judges));
+    jt.id = "tiap-q-verdicts";
+    q.jv.forEach(function (x) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "", ds.answer_systems[x[0]]));
+      tr.appendChild(el("td", "", x[1]));
+      x[2].forEach(function (l) { tr.appendChild(el("td", "", l === null ? "not judged" : l)); });
+      jt.tBodies[0].appendChild(tr);
+    });
+    out.appendChild(jt);
   }
   if (ds.notes.length) {
     var nl = el("ul", "note");
@@ -600,7 +671,8 @@ if (view) {
       });
     });
     var c = document.getElementById("tiap-q-count");
-    c.textContent = total + " queries match" + (total > n ? ", first " + n + " listed" : "");
+    c.textContent = total + (total === 1 ? " query matches" : " queries match") +
+      (total > n ? ", first " + n + " listed" : "");
   }
   search.addEventListener("input", find);
   search.addEventListener("focus", function () { if (!hits.childNodes.length) find(); }, {once: true});
