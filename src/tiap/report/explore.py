@@ -665,7 +665,11 @@ if (view) {
         b.dataset.query = q.id;
         b.dataset.dataset = d.label;
         b.textContent = q.id + (data().length > 1 ? " (" + d.label + ")" : "") + ": " + (q.q || "");
-        b.addEventListener("click", function () { showQuery(d.label, q.id); });
+        b.addEventListener("click", function () {
+          showQuery(d.label, q.id);
+          hits.textContent = "";  // the list gives way to the view; typing lists again
+          document.getElementById("tiap-q-count").textContent = "showing " + q.id;
+        });
         li.appendChild(b);
         hits.appendChild(li);
       });
