@@ -505,7 +505,8 @@ function showRanks(ds, q, ev, out) {
     (ds.k ? " (cutoff of " + ds.primary + ": " + ds.k + ")" : "") +
     (ds.credit === "set" ? "; every member within the cutoff earns credit (set credit)" :
      "; bold: the member credited (group credit: the first of its group within the cutoff)") +
-    "; \u2717: no member retrieved."));
+    "; \u2717: no member retrieved; \u201c= unit\u201d: the item whose id is the unit's, " +
+    "\u201c\u2026#f1\u201d: an item whose id continues the unit's (the full id on hover)."));
   var rt = table("ranks", ["system", "target"].concat(ev.length ? ev : ["groups"]));
   rt.id = "tiap-q-ranks";
   ds.systems.forEach(function (s, i) {
@@ -540,7 +541,12 @@ function showRanks(ds, q, ev, out) {
             var s = el("span", "rank" + (beyond ? " beyond" : "") + (credited ? " credited" : ""));
             s.dataset.rank = h[0];
             s.dataset.item = h[1];
-            s.textContent = "#" + h[0] + " " + h[1] + " (" + ds.kinds[h[2]] + ")" +
+            // an item named after its unit shows the rest of its id (the full id on hover)
+            var unit = g[0] >= 0 ? ev[g[0]] : "";
+            var name = unit && h[1] === unit ? "= unit" :
+              unit && h[1].indexOf(unit) === 0 ? "\u2026" + h[1].slice(unit.length) : h[1];
+            s.title = h[1];
+            s.textContent = "#" + h[0] + " " + name + " (" + ds.kinds[h[2]] + ")" +
               (ds.k && h[0] > ds.k ? " beyond @" + ds.k : "");
             td.appendChild(s);
           });
