@@ -126,3 +126,33 @@ def test_cost_labels_never_overlap() -> None:
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] + 1e-9 or b[3] <= a[1] + 1e-9
+
+
+def test_latency_column_only_where_a_run_records_latency(tmp_path: Path) -> None:
+    """No run records latency: the cost table has no latency column, and says so once.
+    One run records it: the column is there, "–" for the run without (not zero)."""
+    items = [Item("t1", "raw", ("u1",), text="one two").to_json()]
+    queries = [{"query_id": "q1", "question": "?", "evidence": ["u1"]}]
+    _jsonl(tmp_path / "items.jsonl", items)
+    _jsonl(tmp_path / "queries.jsonl", queries)
+    for with_latency in (False, True):
+        out = tmp_path / f"lat{int(with_latency)}"
+        out.mkdir()
+        a = [{"query_id": "q1", "ranking": ["t1"], **({"latency_ms": 12.5} if with_latency
+                                                        else {})}]
+        b = [{"query_id": "q1", "ranking": ["t1"]}]
+        assert main(["rescore", "--items", str(tmp_path / "items.jsonl"), "--queries",
+                     str(tmp_path / "queries.jsonl"), "--measures", "nDCG@1",
+                     "--run", f"A={_jsonl(out / 'a.jsonl', a)}",
+                     "--run", f"B={_jsonl(out / 'b.jsonl', b)}", "--out", str(out / "rs")]) == 0
+        assert main(["sensitivity", f"d={out / 'rs'}", "--out", str(out / "sens"),
+                     "--resamples", "20"]) == 0
+        assert main(["report", str(out / "sens"), "--out", str(out / "report")]) == 0
+        md = (out / "report" / "tables" / "d_cost.md").read_text()
+        head = next(ln for ln in md.splitlines() if ln.startswith("| system"))
+        if with_latency:
+            assert head.endswith("| latency ms (mean / median / p95) |")
+            assert "| A | 1 | 1 | 2 | 2 | 2 | 12.5 / 12.5 / 12.5 (1) |" in md
+            assert md.count("| – |") >= 1 and "no latency recorded" not in md
+        else:
+            assert "latency ms" not in head and md.count("no latency recorded") == 1

@@ -524,7 +524,9 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                                          series, primary), notes, "scores"),
                 f"Mean {primary} per system and target over the queries defined under the "
                 "target, with the 95% t interval of the mean over those queries (Student's "
-                "t, from the per-query values of the rescoring); a mean that partial lineage "
+                "t, from the per-query values of the rescoring"
+                + ("" if _scipy_stats() is not None else "; not drawn: the stats extra, "
+                   "scipy, is not installed") + "); a mean that partial lineage "
                 "only bounds is drawn as a hatched range from its lower to its upper bound. "
                 "The table under Scores gives n and the means on the shared subset.",
                 summary=True)
@@ -648,6 +650,14 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     _answers_section(page, sd, name, label, slug)
 
 
+def _scipy_stats() -> Any:
+    """scipy.stats, or ``None`` without the ``stats`` extra."""
+    try:
+        return require("scipy.stats", "stats")
+    except MissingExtraError:
+        return None
+
+
 def _bar(row: dict[str, str] | None, values: Any) -> plots.Bar | None:
     """A bar of the score chart: the mean with the 95% t interval of the mean over the
     queries' values (scipy), or the bounds of a mean partial lineage leaves open."""
@@ -659,7 +669,9 @@ def _bar(row: dict[str, str] | None, values: Any) -> plots.Bar | None:
         return None if lo is None or hi is None else plots.Bar(None, lo, hi)
     if values is None or len(values) < 2:
         return plots.Bar(mean, mean, mean)
-    scipy_stats = require("scipy.stats", "stats")
+    scipy_stats = _scipy_stats()
+    if scipy_stats is None:  # the chart without its intervals, and its caption says so
+        return plots.Bar(mean, mean, mean)
     sem = float(scipy_stats.sem(values))
     if not sem > 0:
         return plots.Bar(mean, mean, mean, mean, mean)

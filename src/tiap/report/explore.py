@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from tiap.answers import load_answers
 from tiap.errors import TiapError
 from tiap.io import iter_csv
+from tiap.provenance import verify_input
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.scoring.folder import read_per_query
 
@@ -241,9 +243,6 @@ def attach_answers(records: list[dict[str, Any]], path: Path,
     >>> recs[0]["notes"]  # doctest: +ELLIPSIS
     ['answers of gone: not shown: ...']
     """
-    from tiap.answers import load_answers
-    from tiap.provenance import verify_input
-
     try:
         answers = load_answers(verify_input(manifest, path / "manifest.json", "answers"))
     except TiapError as exc:

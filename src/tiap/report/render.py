@@ -478,7 +478,7 @@ class ReportTable:
                        f"tables/{esc(self.name)}.md</p>")
             data = json.dumps({"rows": self.rows, "marked": [i for i, m in
                                                              enumerate(self.marked) if m]},
-                              ensure_ascii=False, separators=(",", ":"))
+                              ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             out.append('<script type="application/json" class="tiap-rows">'
                        + data.replace("<", "\\u003c") + "</script>")
         out.append("</div>")
