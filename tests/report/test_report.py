@@ -269,6 +269,8 @@ window.addEventListener("load", () => {
                                                       s.classList.contains("credited")]),
     tr.textContent]);
   out.view_text = document.getElementById("tiap-q-view").textContent;
+  out.keys = KEYS.map((k) => { const v = window.tiapSortKey(k);
+                               return Number.isNaN(v) ? "text" : v; });
   out.view_markup = document.querySelectorAll("#tiap-q-view script, #tiap-q-view img, " +
                                               "#tiap-q-view b, #tiap-q-view i").length;
   const pre = document.createElement("pre");
@@ -318,9 +320,15 @@ def test_page_works_with_events_in_the_browser(report: Path, tmp_path: Path) -> 
     shows the ranks of its group members and the values of per_query.csv."""
     _chromium()
     html = (report / "index.html").read_text()
+    keys = {"[+0.012, +0.046]": 0.029, "(-∞, +0.5]": 0.5, "(-∞, +∞)": None,
+            "≤\u00a00.0036": 0.0036, "12.3% [10.1, 14.8]": 12.3, "18.1–95.4%": 56.75,
+            "1,981": 1981, "–": None, "raw → source": "text", "0.5000 (1981)": 0.5,
+            "\u22120.25": -0.25}
     got = run_probe(report, tmp_path, _PROBE, SORT_TABLE="demo_scores_all",
-                    SORT_COLUMN="nDCG@5", FILTER="sys<i>", QUERY="q2")
+                    SORT_COLUMN="nDCG@5", FILTER="sys<i>", QUERY="q2", KEYS=list(keys))
     assert got["console"] == []
+    # sort keys: an interval by its midpoint, or its finite end; a share by its value
+    assert got["keys"] == pytest.approx(list(keys.values()))
     assert got["details"] >= 10 and got["closed_at_load"] == got["details"]
     assert got["opened"] == got["details"]
     assert got["problems"] == [], got["problems"]
@@ -361,7 +369,7 @@ def test_query_view_shows_untrusted_text_as_text(report: Path, tmp_path: Path) -
     """q1's question and answer hold markup: the view shows it as text, adds no element."""
     _chromium()
     got = run_probe(report, tmp_path, _PROBE, SORT_TABLE="demo_scores_all",
-                    SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q1")
+                    SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q1", KEYS=[])
     assert got["console"] == [] and got["hit"] == "q1"
     assert EVIL in got["view_text"] and got["view_markup"] == 0
 
@@ -463,7 +471,7 @@ def test_query_view_shows_judged_answers(report: Path, tmp_path: Path) -> None:
     if shutil.which("chromium") is not None or os.environ.get("TIAP_REQUIRE_BROWSER"):
         _chromium()
         got = run_probe(tmp_path / "r", tmp_path / "b", _PROBE, SORT_TABLE="demo_scores_all",
-                        SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q2")
+                        SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q2", KEYS=[])
         assert got["console"] == []
         assert "Ain 2023correctcorrect" in got["view_text"]
         assert "Ba racewrongnot judged" in got["view_text"]

@@ -697,5 +697,6 @@ Array.prototype.forEach.call(document.querySelectorAll('a[href^="#"]'), function
 });
 if (location.hash) reveal(decodeURIComponent(location.hash.slice(1)));
 window.tiapShowQuery = showQuery;
+window.tiapSortKey = sortKey;
 })();
 """
