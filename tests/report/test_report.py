@@ -485,3 +485,14 @@ def test_query_view_shows_judged_answers(report: Path, tmp_path: Path) -> None:
     [rec] = json.loads(block)
     assert "jv" not in json.dumps(rec) and "answers of" in rec["notes"][0]
     assert "sha256" in rec["notes"][0]
+
+
+def test_no_query_view(report: Path, tmp_path: Path) -> None:
+    """--no-query-view: no per-query data and no view (no store or run is read); the rest
+    of the page, the chart's intervals included, is there."""
+    assert main(["report", str(report.parent / "sens"), "--no-query-view", "--out",
+                 str(tmp_path / "r")]) == 0
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert 'id="tiap-query-data"' not in html and 'id="queries"' not in html
+    assert 'id="summary"' in html and "95% t interval of the mean" in html
+    assert "not drawn" not in html

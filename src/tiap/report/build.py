@@ -125,6 +125,7 @@ class _Page:
     tables: list[ReportTable] = field(default_factory=list)
     toc: list[tuple[str, str]] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    query_view: bool = True
     #: the per-query data of each dataset (:func:`tiap.report.explore.query_data`)
     queries: list[dict[str, Any]] = field(default_factory=list)
     _open: dict[str, Any] | None = None
@@ -207,7 +208,8 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
 def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = False,
                  latex_width: float = LATEX_WIDTH_PT,
                  audits: Sequence[str | Path] = (),
-                 answers: Sequence[str | Path] = ()) -> dict[str, Any]:
+                 answers: Sequence[str | Path] = (),
+                 query_view: bool = True) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
     ``target_card.md|.json`` and ``manifest.json`` into ``out``, replaced whole
     (:func:`tiap.io.output_folder`: no table of an earlier report survives); a folder that
@@ -216,8 +218,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     output folders of ``tiap audit graded``, each a section on what survives the judges
     (graded nDCG, composed support). ``answers``: output folders of ``tiap answers
     analyze``, each an "Answers and judges" section (:mod:`tiap.report.answers`) and its part
-    of the card (the judge configurations); with answers, ``dirs`` may be empty. Returns the
-    report's manifest.
+    of the card (the judge configurations); with answers, ``dirs`` may be empty.
+    ``query_view``: the per-query view (:func:`tiap.report.explore.query_data`, which reads
+    each rescoring's store, queries and runs; without it the report reads only the
+    rescorings' values). Returns the report's manifest.
 
     Example: two systems on two queries, analysed and reported. Under Raw only ``A``'s
     first items are raw turns (Success@1 = 1, 1 for A; 0, 0 for B); under Canonical only
@@ -256,7 +260,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     sds = load_sensitivity_dirs(dirs) if dirs or not answers else []
     ads = [load_answers_dir(a) for a in answers]
     plots.pyplot()  # fail early with the install hint when matplotlib is missing
-    page = _Page()
+    page = _Page(query_view=query_view)
     notes: list[str] = []
     card = card_json(sds)
     for sd in sds:
@@ -267,7 +271,8 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
         audit_inputs[f"{Path(a).name}/manifest.json"] = _audit_section(page, Path(a))
     for ad in ads:
         audit_inputs[f"{ad.path.name}/manifest.json"] = _answers_analysis_section(page, ad)
-        attach_answers(page.queries, ad.path, ad.manifest)
+        if query_view:
+            attach_answers(page.queries, ad.path, ad.manifest)
     if ads:
         card["answers"] = [answers_card(ad) for ad in ads]
     for sd in sds:
@@ -484,8 +489,10 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
          f"{len(pflips)} ({n_sig} significant, {n_head} headline)"),
     ])
     _headline_flips(page, slug, pflips, primary, legacy)
-    qd = query_data(sd, ds, label)
-    page.queries.append(qd.record)
+    qd = query_data(sd, ds, label, inputs=page.query_view)
+    if page.query_view:
+        page.queries.append(qd.record)
+    primary_values = qd.primary_values
 
     # scores
     page.h(3, "Scores under each target", what=f"Mean {primary} and every other measure "
@@ -506,7 +513,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                       and x["measure"] == primary), None)
             cells.append(f"{mean_text(r)} ({r['n']})" if r else "–")
             shared.append(f"{f4(r['mean_shared_targets'])}" if r else "–")
-            series[tg].append(_bar(r, qd.primary_values.get((s, tg))))
+            series[tg].append(_bar(r, primary_values.get((s, tg))))
         t.add([s, *cells, *shared])
     page.table(t)
     all_m = ReportTable(f"{slug}_scores_all", f"{label}: every measure per target",

@@ -70,8 +70,10 @@ def _intervals(path: Path) -> dict[tuple[str, str, str, str], tuple[float, float
     return out
 
 
-def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str) -> QueryData:
-    """The per-query record of dataset ``ds`` of ``sd`` (see the module's docstring).
+def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
+               inputs: bool = True) -> QueryData:
+    """The per-query record of dataset ``ds`` of ``sd`` (see the module's docstring);
+    without ``inputs``, the values only (no store, queries file or run is read).
 
     Example: a folder without its rescorings (moved away) still gives a record, which says
     what it could not read.
@@ -141,6 +143,8 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str) -> QueryDa
                                         ivs.get((s, t, qid, m))) for m in measures]
                                  for t in targets]
         # questions, evidence, stores and runs: what the rescoring read
+        if not inputs:
+            continue
         try:
             stores, qs, runs, _ = load_rescore_inputs(rd)
         except TiapError as exc:
