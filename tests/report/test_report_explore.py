@@ -156,3 +156,30 @@ def test_latency_column_only_where_a_run_records_latency(tmp_path: Path) -> None
             assert md.count("| – |") >= 1 and "no latency recorded" not in md
         else:
             assert "latency ms" not in head and md.count("no latency recorded") == 1
+
+
+def test_unreachable_inputs_are_said_not_filled_in(tmp_path: Path) -> None:
+    """The store changed after the rescoring: the view keeps the values (from
+    per_query.csv) and says why it shows no ranks; the rescore folder gone: it says that."""
+    items = [Item("t1", "raw", ("u1",), text="one").to_json()]
+    queries = [{"query_id": "q1", "question": "?", "evidence": ["u1"]}]
+    store = _jsonl(tmp_path / "items.jsonl", items)
+    run = [{"query_id": "q1", "ranking": ["t1"]}]
+    assert main(["rescore", "--items", str(store), "--queries",
+                 str(_jsonl(tmp_path / "queries.jsonl", queries)), "--measures", "RR@5",
+                 "--run", f"A={_jsonl(tmp_path / 'a.jsonl', run)}",
+                 "--out", str(tmp_path / "rs")]) == 0
+    assert main(["sensitivity", f"d={tmp_path / 'rs'}", "--out", str(tmp_path / "sens"),
+                 "--resamples", "20"]) == 0
+    store.write_text(store.read_text() + json.dumps(
+        Item("t2", "raw", ("u2",), text="two").to_json()) + "\n")
+    assert main(["report", str(tmp_path / "sens"), "--out", str(tmp_path / "r1")]) == 0
+    [rec] = _query_data((tmp_path / "r1" / "index.html").read_text())
+    [q] = rec["queries"]
+    assert q["v"] == [[[1], [1], [None]]] and q["g"] == [None]  # canonical: no member
+    assert len(rec["notes"]) == 1 and "A: ranks not shown:" in rec["notes"][0]
+    assert "items.jsonl" in rec["notes"][0] and "sha256" in rec["notes"][0]
+    (tmp_path / "rs" / "per_query.csv").rename(tmp_path / "moved.csv")
+    assert main(["report", str(tmp_path / "sens"), "--out", str(tmp_path / "r2")]) == 0
+    [rec] = _query_data((tmp_path / "r2" / "index.html").read_text())
+    assert rec["queries"] == [] and "rescore folder" in rec["notes"][0]

@@ -145,6 +145,10 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
         # questions, evidence, stores and runs: what the rescoring read
         if not inputs:
             continue
+        if any("spec" not in t for t in rd.options.get("targets") or ()):
+            notes.append(f"{', '.join(members)}: ranks not shown: the rescoring in {path} "
+                         "took its targets from qrels files, which hold no evidence groups")
+            continue
         try:
             stores, qs, runs, _ = load_rescore_inputs(rd)
         except TiapError as exc:
@@ -608,7 +612,7 @@ function showQuery(label, qid) {
   if (q.a) out.appendChild(el("p", "note", "reference answer: " + q.a));
   var ev = q.ev || [];
   if (q.ev === undefined) {
-    out.appendChild(el("p", "note", "the queries file the rescoring read is not reachable: no question or evidence"));
+    out.appendChild(el("p", "note", "no question or evidence: the rescoring read no queries file, or it is not reachable (see the notes)"));
   } else {
     var ul = el("ul", "evidence");
     if (!ev.length) ul.appendChild(el("li", "", "no evidence units"));
