@@ -209,12 +209,13 @@ def test_the_card_and_the_bar_chart_keep_the_intervals(folders: dict[str, Any]) 
     [call] = [c for c in folders["bars"] if "nDCG@10" in c["args"][0]]
     title, systems, series, ylabel = call["args"]
     i = list(systems).index("P")
-    assert series["raw"][i] == pytest.approx(RAW)
+    assert series["raw"][i].mean == pytest.approx(RAW)
     for t in ("source", "canonical"):
-        assert series[t][i] is None  # no single mean: the interval instead
-        assert call["kwargs"]["bounds"][t][i] == pytest.approx(BOUNDS[t])
-    assert all(b is None for t in series for j, b in enumerate(call["kwargs"]["bounds"][t])
-               if j != i)
+        bar = series[t][i]
+        assert bar.mean is None  # no single mean: the interval instead, drawn as a range
+        assert (bar.lower, bar.upper) == pytest.approx(BOUNDS[t])
+    # every other system's mean is exact
+    assert all(b.mean is not None for t in series for j, b in enumerate(series[t]) if j != i)
 
 
 def test_the_terminal_summary_counts_the_open_flips(folders: dict[str, Any]) -> None:

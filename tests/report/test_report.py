@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import io
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tiap.cli.main import main
+from tiap.report.explore import SCRIPT
 from tiap.report.render import ReportTable, ci, md_escape, tex_escape
 
 pytest.importorskip("matplotlib")
@@ -82,7 +84,18 @@ def test_files_present(report: Path) -> None:
 
 def test_html_escapes_untrusted_text(report: Path) -> None:
     html = (report / "index.html").read_text(encoding="utf-8")
-    assert "<script" not in html.lower()  # no script at all, escaped or ours
+    # one script runs, the page's own, allowed by its hash; the others are JSON data blocks
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.DOTALL)
+    code = [body for attrs, body in scripts if "application/json" not in attrs]
+    assert len(code) == 1 and code[0] == SCRIPT
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    [csp] = re.findall(r'Content-Security-Policy" content="([^"]+)"', html)
+    directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
+    assert directives["script-src"] == f"'sha256-{digest}'"  # no 'unsafe-inline', no URL
+    assert directives["default-src"] == "'none'"
+    assert "<script>alert" not in html.lower() and html.lower().count("<script") == len(scripts)
+    for attrs, body in scripts:  # no data can close its block: every "<" is escaped
+        assert "<" not in body or body == SCRIPT
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
     assert "<img src=x" not in html and "<i>A</i>" not in html and "<b>single</b>" not in html
     assert "sys&lt;i&gt;A&lt;/i&gt;" in html
@@ -161,13 +174,17 @@ def test_report_rejects_rescore_dir(report: Path) -> None:
                  str(report.parent / "r2")]) == 2
 
 
-def test_chromium_screenshot_not_blank_no_console_errors(report: Path, tmp_path: Path) -> None:
-    from PIL import Image
-
+def _chromium() -> None:
     if shutil.which("chromium") is None:
         if os.environ.get("TIAP_REQUIRE_BROWSER"):  # CI (.ci/run) installs it
             pytest.fail("TIAP_REQUIRE_BROWSER is set but chromium is not installed")
         pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+
+
+def test_chromium_screenshot_not_blank_no_console_errors(report: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    _chromium()
     # every figure the page shows is a readable image, every table has rows
     html = (report / "index.html").read_text()
     figures = re.findall(r'<img[^>]+src="([^"]+)"', html)
@@ -193,60 +210,172 @@ def test_chromium_screenshot_not_blank_no_console_errors(report: Path, tmp_path:
     assert hi - lo > 100  # not a blank page
     hist = im.histogram()
     assert max(hist) < 0.97 * sum(hist)  # more than one colour covers the page
-    # what the browser laid out: every figure decoded and shown at a size, within the page;
-    # every table shown with rows (a wide one may scroll in its own box, never be hidden)
-    layout = _browser_layout(report, tmp_path)
-    assert layout["images"] == len(figures) and layout["tables"] == html.count("<table")
-    assert layout["problems"] == [], layout["problems"]
 
 
-#: Run in the page once it has loaded: what is not visible, written into the DOM.
-_VISIBILITY_PROBE = """<script>
+#: Run in the page once it has loaded, driving it with events as a reader would: open every
+#: section by a click on its summary, then check what is not visible; sort a table by a
+#: click on a header (twice); filter a table; find a query and open its view. What it found
+#: is written into the DOM, which chromium --dump-dom prints.
+_PROBE = """
 window.addEventListener("load", () => {
-  const problems = [], page = document.documentElement.clientWidth;
+  const out = {problems: []}, page = document.documentElement.clientWidth;
+  const click = (el) => el.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  const details = [...document.querySelectorAll("details")];
+  out.closed_at_load = details.filter((d) => !d.open).length;
+  out.details = details.length;
+  details.forEach((d) => click(d.querySelector(":scope > summary")));
+  out.opened = details.filter((d) => d.open).length;
   const hidden = (el) => el.offsetParent === null || getComputedStyle(el).visibility !== "visible";
-  const imgs = [...document.images], tables = [...document.querySelectorAll("table")];
+  const imgs = [...document.images], tables = [...document.querySelectorAll("main table")];
   imgs.forEach((img, i) => {
     const r = img.getBoundingClientRect();
-    if (!img.complete || img.naturalWidth === 0) problems.push(`img ${i}: not decoded`);
-    if (hidden(img) || r.width < 50 || r.height < 50) problems.push(`img ${i}: not shown`);
-    if (r.right > page + 1) problems.push(`img ${i}: wider than the page`);
+    if (!img.complete || img.naturalWidth === 0) out.problems.push(`img ${i}: not decoded`);
+    if (hidden(img) || r.width < 50 || r.height < 50) out.problems.push(`img ${i}: not shown`);
+    if (r.right > page + 1) out.problems.push(`img ${i}: wider than the page`);
   });
   tables.forEach((t, i) => {
     const r = t.getBoundingClientRect();
-    if (hidden(t) || r.height === 0 || t.rows.length < 2) problems.push(`table ${i}: not shown`);
+    if (hidden(t) || r.height === 0 || t.rows.length < 2) out.problems.push(`table ${i}: not shown`);
     let box = t.parentElement, clipped = r.right > page + 1;
     for (; box && clipped; box = box.parentElement) {
       if (["auto", "scroll"].includes(getComputedStyle(box).overflowX)) clipped = false;
     }
-    if (clipped) problems.push(`table ${i}: cut at the page's right edge`);
+    if (clipped) out.problems.push(`table ${i}: cut at the page's right edge`);
   });
-  const out = document.createElement("pre");
-  out.id = "tiap-probe";
-  out.textContent = JSON.stringify({images: imgs.length, tables: tables.length, problems});
-  document.body.appendChild(out);
+  out.images = imgs.length;
+  out.tables = tables.length;
+  // sorting: a click on a header sorts ascending, a second one descending
+  const table = document.getElementById(SORT_TABLE);
+  const col = [...table.tHead.rows[0].cells].findIndex((th) => th.textContent === SORT_COLUMN);
+  const column = () => [...table.tBodies[0].rows].map((tr) => tr.cells[col].textContent);
+  out.before = column();
+  click(table.tHead.rows[0].cells[col]);
+  out.ascending = column();
+  click(table.tHead.rows[0].cells[col]);
+  out.descending = column();
+  // filtering: the box above the table hides the rows that do not hold its text
+  const box = table.parentElement.querySelector("div.ctl input");
+  box.value = FILTER;
+  box.dispatchEvent(new Event("input", {bubbles: true}));
+  out.filtered = [...table.tBodies[0].rows].map((tr) => [...tr.cells].map((c) => c.textContent));
+  // the per-query view: type the query's id, click the first hit
+  const search = document.getElementById("tiap-q-search");
+  search.value = QUERY;
+  search.dispatchEvent(new Event("input", {bubbles: true}));
+  const hit = document.querySelector("#tiap-q-hits button");
+  out.hit = hit ? hit.dataset.query : null;
+  if (hit) click(hit);
+  const rows = (id) => [...document.querySelectorAll(`#${id} tbody tr`)];
+  out.values = rows("tiap-q-values").map((tr) => [tr.dataset.system, tr.dataset.target,
+    ...[...tr.cells].slice(2).map((td) => [td.dataset.measure, td.textContent])]);
+  out.ranks = rows("tiap-q-ranks").map((tr) => [tr.dataset.system, tr.dataset.target,
+    [...tr.querySelectorAll("span.rank")].map((s) => [+s.dataset.rank, s.dataset.item,
+                                                      s.classList.contains("credited")]),
+    tr.textContent]);
+  out.view_text = document.getElementById("tiap-q-view").textContent;
+  out.keys = KEYS.map((k) => { const v = window.tiapSortKey(k);
+                               return Number.isNaN(v) ? "text" : v; });
+  out.view_markup = document.querySelectorAll("#tiap-q-view script, #tiap-q-view img, " +
+                                              "#tiap-q-view b, #tiap-q-view i").length;
+  const pre = document.createElement("pre");
+  pre.id = "tiap-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
 });
-</script>"""
+"""
 
 
-def _browser_layout(report: Path, tmp_path: Path) -> dict:
-    """Load a copy of the report, with :data:`_VISIBILITY_PROBE` added (and allowed by the
-    page's Content-Security-Policy), in headless Chromium at a laptop's width and read what
-    the probe found."""
+def run_probe(report: Path, tmp_path: Path, probe: str, **consts: str) -> dict:
+    """Load a copy of the report with ``probe`` added (its constants set from ``consts``,
+    its hash allowed by the page's Content-Security-Policy beside the page's own script) in
+    headless Chromium at a laptop's width; return what the probe wrote, with the page's
+    console messages under ``console``."""
+    for k, v in consts.items():
+        probe = probe.replace(k, json.dumps(v))
     page = tmp_path / "probe"
     shutil.copytree(report, page)
     index = page / "index.html"
     text = index.read_text()
-    assert text.count("default-src 'none';") == 1  # the page runs no script of its own
-    text = text.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
-    index.write_text(text.replace("</body>", _VISIBILITY_PROBE + "</body>"))
+    assert text.count("script-src 'sha256-") == 1
+    digest = base64.b64encode(hashlib.sha256(probe.encode()).digest()).decode()
+    text = text.replace("script-src 'sha256-", f"script-src 'sha256-{digest}' 'sha256-", 1)
+    index.write_text(text.replace("</body>", f"<script>{probe}</script></body>"))
     proc = subprocess.run(
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
-         "--virtual-time-budget=10000", "--dump-dom", index.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120, check=False)
-    found = re.search(r'<pre id="tiap-probe">(.*?)</pre>', proc.stdout, re.S)
+         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--dump-dom",
+         index.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180, check=False)
+    found = re.search(r'<pre id="tiap-probe">(.*?)</pre>', proc.stdout, re.DOTALL)
     assert found, proc.stderr[-2000:]
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    out = json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">")
+                     .replace("&quot;", '"').replace("&amp;", "&"))
+    out["console"] = [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
+    return out
+
+
+def _key(text: str) -> float:
+    return float(text.replace("\u2212", "-"))
+
+
+def test_page_works_with_events_in_the_browser(report: Path, tmp_path: Path) -> None:
+    """In headless Chromium, driven by events: no console message; every section is closed
+    at load and opens with a click; a header click sorts by the numbers (ascending, then
+    descending); the filter hides the rows without its text; the per-query view of q2
+    shows the ranks of its group members and the values of per_query.csv."""
+    _chromium()
+    html = (report / "index.html").read_text()
+    keys = {"[+0.012, +0.046]": 0.029, "(-∞, +0.5]": 0.5, "(-∞, +∞)": None,
+            "≤\u00a00.0036": 0.0036, "12.3% [10.1, 14.8]": 12.3, "18.1–95.4%": 56.75,
+            "1,981": 1981, "–": None, "raw → source": "text", "0.5000 (1981)": 0.5,
+            "\u22120.25": -0.25}
+    got = run_probe(report, tmp_path, _PROBE, SORT_TABLE="demo_scores_all",
+                    SORT_COLUMN="nDCG@5", FILTER="sys<i>", QUERY="q2", KEYS=list(keys))
+    assert got["console"] == []
+    # sort keys: an interval by its midpoint, or its finite end; a share by its value
+    assert got["keys"] == pytest.approx(list(keys.values()))
+    assert got["details"] >= 10 and got["closed_at_load"] == got["details"]
+    assert got["opened"] == got["details"]
+    assert got["problems"] == [], got["problems"]
+    assert got["images"] == html.count("<img") and got["tables"] == html.count("<table")
+    # sorting: the same cells, in order of their numbers
+    nums = [_key(x) for x in got["before"]]
+    assert sorted(nums) != nums  # the test could fail: the rows are not sorted at load
+    assert [_key(x) for x in got["ascending"]] == sorted(nums)
+    assert [_key(x) for x in got["descending"]] == sorted(nums, reverse=True)
+    # filtering: 2 systems x 3 targets; the filter keeps system sys<i>A</i>'s 3 rows
+    assert len(got["before"]) == 6
+    assert sorted(r[:2] for r in got["filtered"]) == [["sys<i>A</i>", t] for t in
+                                                      ("canonical", "raw", "source")]
+    # the per-query view of q2: values as per_query.csv has them (4 decimals)
+    assert got["hit"] == "q2"
+    with open(report.parent / "rescore" / "per_query.csv", newline="") as fh:
+        expected = {(r["system"], r["target"], r["measure"]): r["value"]
+                    for r in csv.DictReader(fh) if r["query_id"] == "q2"}
+    shown = {(s, t, m): v for s, t, *cells in got["values"] for m, v in cells}
+    assert len(shown) == len(expected) == 2 * 3 * 5
+    for key, value in expected.items():
+        assert shown[key] == f"{float(value):.4f}", key
+    # ranks, by hand from RUNS: sys<i>A</i> ranks x, t2, f2 for q2: raw's group {t2} at 2;
+    # source's {f2, t2}: t2 at 2 (credited, the first), f2 at 3; canonical's {f2} at 3.
+    # B ranks f2, x: raw's {t2} not retrieved; source's f2 at 1; canonical's f2 at 1.
+    ranks = {(s, t): (spans, text) for s, t, spans, text in got["ranks"]}
+    assert ranks[("sys<i>A</i>", "raw")][0] == [[2, "t2", True]]
+    assert ranks[("sys<i>A</i>", "source")][0] == [[2, "t2", True], [3, "f2", False]]
+    assert ranks[("sys<i>A</i>", "canonical")][0] == [[3, "f2", True]]
+    assert ranks[("B", "raw")][0] == [] and "\u2717 (1 member)" in ranks[("B", "raw")][1]
+    assert ranks[("B", "source")][0] == [[1, "f2", True]]
+    assert ranks[("B", "canonical")][0] == [[1, "f2", True]]
+    assert "u2" in got["view_text"] and "Melanie ran a charity race." in got["view_text"]
+    assert "When did Melanie run a race?" in got["view_text"]
+
+
+def test_query_view_shows_untrusted_text_as_text(report: Path, tmp_path: Path) -> None:
+    """q1's question and answer hold markup: the view shows it as text, adds no element."""
+    _chromium()
+    got = run_probe(report, tmp_path, _PROBE, SORT_TABLE="demo_scores_all",
+                    SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q1", KEYS=[])
+    assert got["console"] == [] and got["hit"] == "q1"
+    assert EVIL in got["view_text"] and got["view_markup"] == 0
 
 
 def test_same_dataset_in_two_folders_gets_folder_labels(report: Path, tmp_path: Path) -> None:
@@ -323,3 +452,55 @@ def test_latex_tables_compile_and_fit_a_one_column_article(report: Path, tmp_pat
     assert re.search(r"In [2-9] parts, each repeating A vs B, targets\.", wide)  # 13 columns
     for tex in [report / "tables.tex", *sorted((report / "tables").glob("*.tex"))]:
         compile_tex(f"\\input{{{tex.resolve()}}}", tmp_path / tex.stem)
+
+
+def test_query_view_shows_judged_answers(report: Path, tmp_path: Path) -> None:
+    """Answers judged by two configurations (``tiap answers analyze``, given with
+    ``--answers``) appear in the per-query view of their query, each verdict as recorded;
+    with the answers file changed after the analysis, the view says they are not shown."""
+    from tiap.answers import analyze_files
+
+    rows = [{"dataset": "demo", "system": "A", "query_id": "q2", "answer": "in 2023",
+             "verdicts": [{"judge": "strict", "kind": "offline", "label": "correct"},
+                          {"judge": "lenient", "kind": "offline", "label": "correct"}]},
+            {"dataset": "demo", "system": "B", "query_id": "q2", "answer": "a race",
+             "verdicts": [{"judge": "strict", "kind": "offline", "label": "wrong"}]}]
+    answers = _jsonl(tmp_path / "answers.jsonl", rows)
+    analyze_files(str(answers), str(tmp_path / "analysis"), resamples=100)
+    assert main(["report", str(report.parent / "sens"), "--answers", str(tmp_path / "analysis"),
+                 "--out", str(tmp_path / "r")]) == 0
+    html = (tmp_path / "r" / "index.html").read_text()
+    [block] = re.findall(r'<script type="application/json" id="tiap-query-data">(.*?)</script>',
+                         html, re.DOTALL)
+    [rec] = json.loads(block)
+    assert rec["answer_systems"] == ["A", "B"] and rec["judges"] == ["strict", "lenient"]
+    q2 = next(q for q in rec["queries"] if q["id"] == "q2")
+    assert q2["jv"] == [[0, "in 2023", ["correct", "correct"]], [1, "a race", ["wrong", None]]]
+    if shutil.which("chromium") is not None or os.environ.get("TIAP_REQUIRE_BROWSER"):
+        _chromium()
+        got = run_probe(tmp_path / "r", tmp_path / "b", _PROBE, SORT_TABLE="demo_scores_all",
+                        SORT_COLUMN="nDCG@5", FILTER="B", QUERY="q2", KEYS=[])
+        assert got["console"] == []
+        assert "Ain 2023correctcorrect" in got["view_text"]
+        assert "Ba racewrongnot judged" in got["view_text"]
+    # the answers file changed since the analysis: not shown, and the notes say why
+    answers.write_text(answers.read_text().replace("in 2023", "in 2024"))
+    assert main(["report", str(report.parent / "sens"), "--answers", str(tmp_path / "analysis"),
+                 "--out", str(tmp_path / "r2")]) == 0
+    html = (tmp_path / "r2" / "index.html").read_text()
+    [block] = re.findall(r'<script type="application/json" id="tiap-query-data">(.*?)</script>',
+                         html, re.DOTALL)
+    [rec] = json.loads(block)
+    assert "jv" not in json.dumps(rec) and "answers of" in rec["notes"][0]
+    assert "sha256" in rec["notes"][0]
+
+
+def test_no_query_view(report: Path, tmp_path: Path) -> None:
+    """--no-query-view: no per-query data and no view (no store or run is read); the rest
+    of the page, the chart's intervals included, is there."""
+    assert main(["report", str(report.parent / "sens"), "--no-query-view", "--out",
+                 str(tmp_path / "r")]) == 0
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert 'id="tiap-query-data"' not in html and 'id="queries"' not in html
+    assert 'id="summary"' in html and "95% t interval of the mean" in html
+    assert "not drawn" not in html

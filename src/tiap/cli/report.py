@@ -28,18 +28,22 @@ def report_cmd(
         "--answers", help="An output folder of `tiap answers analyze`: an 'Answers and "
         "judges' section and the judge configurations in the card. Repeatable.",
         show_default=False)] = None,
+    query_view: Annotated[bool, typer.Option(
+        "--query-view/--no-query-view", help="The per-query view (reads each rescoring's "
+        "store, queries and runs: slower and more memory on a large store).")] = True,
     force: ForceOption = False,
 ) -> None:
-    """Write index.html (self-contained, figures embedded), tables/*.md and *.tex,
-    tables.md, tables.tex, target_card.md (one screen), target_card_appendix.md (every
-    table in full) and target_card.json."""
+    """Write index.html (self-contained, figures embedded, sections to open, tables to sort
+    and filter, a per-query view), tables/*.md and *.tex, tables.md, tables.tex,
+    target_card.md (one screen), target_card_appendix.md (every table in full) and
+    target_card.json."""
     from tiap.report import build_report
 
     if not dirs and not answers:
         raise TiapError("give the output folder of tiap sensitivity, or --answers",
                         code="usage")
     man = build_report(dirs or [], out, force=force, latex_width=latex_width,
-                       audits=audit or (), answers=answers or ())
+                       audits=audit or (), answers=answers or (), query_view=query_view)
     for n in man.get("notes", []):
         err_console.print(f"[yellow]note[/]: {n}", highlight=False, soft_wrap=True)
     err_console.print(f"wrote {out / 'index.html'}")

@@ -1,9 +1,12 @@
 """``tiap report``: one self-contained HTML page, Markdown and LaTeX tables, a target card.
 
-The page has no script and no external resource: figures are PNGs embedded as ``data:``
-URIs, the style is inline, and a Content-Security-Policy forbids everything else, so an
-escaping mistake could not run code. Every piece of text from the data (questions, answers,
-memory text, system names, categories, target specs) goes through :func:`html.escape`.
+The page needs no server and no network: figures are PNGs embedded as ``data:`` URIs, the
+style is inline, the per-query data is one JSON block, and its one script
+(:data:`tiap.report.explore.SCRIPT`) is allowed by its sha256 in a Content-Security-Policy
+that forbids everything else, so an escaping mistake could not run code. Every piece of
+text from the data (questions, answers, memory text, system names, categories, target
+specs) goes through :func:`html.escape` in the HTML, and the script sets text only with
+``textContent``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tiap.errors import MissingExtraError
+from tiap.errors import MissingExtraError, require
 from tiap.io import check_output_folder, iter_csv, output_folder
 from tiap.limits import check
 from tiap.provenance import Manifest, input_entry, read_manifest
@@ -30,6 +33,7 @@ from tiap.report.answers import (
 )
 from tiap.report.card import appendix_markdown, card_json, card_markdown, provenance_md
 from tiap.report.compare import comparison_table
+from tiap.report.explore import SCRIPT, attach_answers, json_block, query_data, script_hash
 from tiap.report.load import SensitivityDir, load_sensitivity_dirs, num, truth, unique
 from tiap.report.procedure import (
     after_correction,
@@ -66,7 +70,9 @@ __all__ = ["build_report"]
 #: The options that decide what the statistics mean (compared across folders).
 _STAT_KEYS = ("resamples", "seed", "alpha", "correction", "min_effect", "min_dz")
 HTML_LIMIT = 60
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+#: Nothing but the page's own: images as data: URIs, inline style, and the one script
+#: allowed by its hash (no other script, inline or fetched, runs).
+CSP = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src {script_hash()}"
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;
@@ -89,20 +95,66 @@ figure{margin:12px 0 22px} figure img{max-width:100%;height:auto;border:1px soli
 figcaption{font-size:12px;color:#555}
 .note{font-size:12px;color:#555} code{background:#f3f6f9;padding:0 3px}
 nav ul{columns:2;font-size:14px}
+details.sec{border:1px solid #d5dde5;border-radius:4px;margin:10px 0;padding:0 14px}
+details.sec[open]{padding-bottom:10px}
+details.sec>summary{cursor:pointer;padding:9px 0;list-style-position:outside}
+details.sec>summary .st{font-weight:600;color:#18324a;font-size:16px}
+details.sec>summary .what{color:#555;font-size:13px}
+#summary{margin-bottom:18px}
+div.tw{margin:10px 0 18px} div.tw table.t{margin-top:4px}
+div.ctl{font-size:12px;display:flex;gap:10px;align-items:center}
+div.ctl input{font-size:12px;padding:2px 4px;width:220px}
+div.ctl .count{color:#555}
+th.sortable{cursor:pointer;user-select:none} th[aria-sort=ascending]::after{content:" ▲"}
+th[aria-sort=descending]::after{content:" ▼"}
+#tiap-q-hits{list-style:none;padding:0;margin:4px 0;max-height:260px;overflow-y:auto}
+#tiap-q-hits button{background:none;border:none;color:#1b6ca8;cursor:pointer;text-align:left;
+padding:1px 0;font-size:13px}
+#tiap-q-view .question{font-size:16px;font-weight:600}
+#tiap-q-view span.rank{display:block;white-space:nowrap} #tiap-q-view span.credited{font-weight:600}
+#tiap-q-view span.beyond{color:#888} #tiap-q-view span.miss{color:#b00}
 """
 
 
 @dataclass
 class _Page:
+    """The page's parts: the summary (always shown), then sections, each a ``<details>``
+    closed by default whose ``<summary>`` line says what it holds (its title, a sentence,
+    and how many tables, rows and figures it has)."""
+
     parts: list[str] = field(default_factory=list)
     tables: list[ReportTable] = field(default_factory=list)
     toc: list[tuple[str, str]] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    query_view: bool = True
+    #: the per-query data of each dataset (:func:`tiap.report.explore.query_data`)
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    _open: dict[str, Any] | None = None
 
-    def h(self, level: int, text: str, anchor: str | None = None) -> None:
+    def h(self, level: int, text: str, anchor: str | None = None, what: str = "") -> None:
+        """Level 2: a heading over sections; level 3: a new collapsed section."""
+        self.close()
         a = f' id="{esc(anchor)}"' if anchor else ""
-        self.parts.append(f"<h{level}{a}>{esc(text)}</h{level}>")
-        if anchor and level == 2:
-            self.toc.append((anchor, text))
+        if level == 2:
+            self.parts.append(f"<h2{a}>{esc(text)}</h2>")
+            if anchor:
+                self.toc.append((anchor, text))
+            return
+        self._open = {"title": text, "what": what, "anchor": a, "at": len(self.parts),
+                      "tables": 0, "rows": 0, "figures": 0}
+        self.parts.append("")  # the <details><summary>, written when the section closes
+
+    def close(self) -> None:
+        sec, self._open = self._open, None
+        if sec is None:
+            return
+        counts = [f"{sec[k]:,} {k if sec[k] != 1 else k[:-1]}" for k in ("tables", "rows",
+                                                                          "figures") if sec[k]]
+        self.parts[sec["at"]] = (
+            f'<details class="sec"{sec["anchor"]}><summary><span class="st">'
+            f'{esc(sec["title"])}</span> <span class="what">{esc(sec["what"])}'
+            + (f" ({esc(', '.join(counts))})" if counts else "") + "</span></summary>")
+        self.parts.append("</details>")
 
     def p(self, text: str, cls: str = "") -> None:
         c = f' class="{cls}"' if cls else ""
@@ -111,16 +163,26 @@ class _Page:
     def table(self, t: ReportTable, limit: int | None = HTML_LIMIT) -> None:
         self.tables.append(t)
         self.parts.append(t.to_html(limit=limit))
+        if self._open is not None:
+            self._open["tables"] += 1
+            self._open["rows"] += len(t.rows)
 
-    def figure(self, png: bytes | None, caption: str) -> None:
+    def figure(self, png: bytes | None, caption: str, summary: bool = False) -> None:
+        """A figure in the current section, or (``summary``) in the summary."""
         if not png:
             return
         data = base64.b64encode(png).decode("ascii")
-        self.parts.append(f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,'
-                          f'{data}"><figcaption>{esc(caption)}</figcaption></figure>')
+        html_fig = (f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,'
+                    f'{data}"><figcaption>{esc(caption)}</figcaption></figure>')
+        if summary:
+            self.summary.append(html_fig)
+            return
+        self.parts.append(html_fig)
+        if self._open is not None:
+            self._open["figures"] += 1
 
     def kpis(self, items: Sequence[tuple[str, str]]) -> None:
-        self.parts.append('<div class="kpi">' + "".join(
+        self.summary.append('<div class="kpi">' + "".join(
             f"<div><b>{esc(v)}</b>{esc(k)}</div>" for k, v in items) + "</div>")
 
 
@@ -147,7 +209,8 @@ def _safe(fn: Callable[[], bytes], notes: list[str], what: str) -> bytes | None:
 def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = False,
                  latex_width: float = LATEX_WIDTH_PT,
                  audits: Sequence[str | Path] = (),
-                 answers: Sequence[str | Path] = ()) -> dict[str, Any]:
+                 answers: Sequence[str | Path] = (),
+                 query_view: bool = True) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
     ``target_card.md`` (one screen), ``target_card_appendix.md`` (every table in full),
     ``target_card.json`` (everything, for tools) and ``manifest.json`` into ``out``, replaced whole
@@ -157,8 +220,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     output folders of ``tiap audit graded``, each a section on what survives the judges
     (graded nDCG, composed support). ``answers``: output folders of ``tiap answers
     analyze``, each an "Answers and judges" section (:mod:`tiap.report.answers`) and its part
-    of the card (the judge configurations); with answers, ``dirs`` may be empty. Returns the
-    report's manifest.
+    of the card (the judge configurations); with answers, ``dirs`` may be empty.
+    ``query_view``: the per-query view (:func:`tiap.report.explore.query_data`, which reads
+    each rescoring's store, queries and runs; without it the report reads only the
+    rescorings' values). Returns the report's manifest.
 
     Example: two systems on two queries, analysed and reported. Under Raw only ``A``'s
     first items are raw turns (Success@1 = 1, 1 for A; 0, 0 for B); under Canonical only
@@ -201,7 +266,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     sds = load_sensitivity_dirs(dirs) if dirs or not answers else []
     ads = [load_answers_dir(a) for a in answers]
     plots.pyplot()  # fail early with the install hint when matplotlib is missing
-    page = _Page()
+    page = _Page(query_view=query_view)
     notes: list[str] = []
     card = card_json(sds)
     for sd in sds:
@@ -212,6 +277,8 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
         audit_inputs[f"{Path(a).name}/manifest.json"] = _audit_section(page, Path(a))
     for ad in ads:
         audit_inputs[f"{ad.path.name}/manifest.json"] = _answers_analysis_section(page, ad)
+        if query_view:
+            attach_answers(page.queries, ad.path, ad.manifest)
     if ads:
         card["answers"] = [answers_card(ad) for ad in ads]
     for sd in sds:
@@ -256,6 +323,11 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
 
 def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
           notes: list[str]) -> str:
+    """The page: the summary (key figures, headline flips, the card's essentials), the
+    per-query view and every other section collapsed, the notes and provenance last; one
+    script (:data:`tiap.report.explore.SCRIPT`, allowed by its hash) and the per-query data
+    as one JSON block."""
+    page.close()
     opts = sds[0].manifest.get("options", {}) if sds else {}
     names = ", ".join(sd.labels.get(d["name"], d["name"]) for sd in sds for d in sd.datasets)
     if sds:
@@ -273,27 +345,51 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
         f"<title>TIAP {title[0].lower() + title[1:]}</title>"
         f'<link rel="icon" href="data:,"><style>{_STYLE}</style></head><body>'
         f"<header><h1>{esc(title)}</h1><p>{esc(lead)}</p></header><main>")
-    intro = [] if not sds else [
+    intro = [] if not sds else [(
         "<p>Each ranked trace was rescored under several <i>targets</i> (which stored forms "
         "earn credit for an evidence turn). On fixed outputs, every difference below comes "
         "from the target alone. Gaps are compared on <i>shared subsets</i> (queries defined "
         "under every compared target for every compared system). Highlighted rows are flips "
-        "significant after the correction, or changed recommendations.</p>",
-        f'<p id="procedure">{esc(intro_text(opts))}</p>']
+        "significant after the correction, or changed recommendations. Every section below "
+        "the summary opens with a click; every table sorts by a click on a column's header "
+        "and filters by the box above it.</p>")]
     stat = [", ".join(f"{k} {sd.manifest.get('options', {}).get(k, '–')}" for k in _STAT_KEYS)
             for sd in sds]
+    proc = [] if not sds else [f'<p id="procedure">{esc(intro_text(opts))}</p>']
     if len(set(stat)) > 1:
-        intro.append('<p class="note">' + esc(
+        proc.append('<p class="note">' + esc(
             "The folders were analysed with different statistical options (the paragraph "
             "above describes the first): " + "; ".join(f"{sd.path.name}: {st}" for sd, st
                                                         in zip(sds, stat, strict=True)))
-                     + ".</p>")
-    toc = ["<nav><b>Contents</b><ul>"] + [
+                    + ".</p>")
+    summary = ['<section id="summary"><h2>Summary</h2>', *intro, *page.summary,
+               _card_html(card), "</section>"]
+    toc = ["<nav><b>Contents</b><ul>", '<li><a href="#summary">Summary</a></li>'] + (
+        ['<li><a href="#queries">Per-query view</a></li>'] if page.queries else []) + [
         f'<li><a href="#{esc(a)}">{esc(t)}</a></li>' for a, t in page.toc] + [
-        '<li><a href="#card">Target card</a></li><li><a href="#notes">Notes and provenance'
-        "</a></li></ul></nav>"]
-    card_html = _card_html(card)
-    foot = ['<h2 id="notes">Notes and provenance</h2>']
+        '<li><a href="#notes">Notes and provenance</a></li></ul></nav>']
+    sections: list[str] = []
+    if proc:
+        sections += [('<details class="sec" id="procedure-sec"><summary><span class="st">'
+                      'Procedure</span> <span class="what">How the tests, intervals and '
+                      "the correction were computed.</span></summary>"), *proc, "</details>"]
+    if page.queries:
+        n = sum(len(r["queries"]) for r in page.queries)
+        sections += [
+            ('<details class="sec" id="queries"><summary><span class="st">Per-query view'
+             f'</span> <span class="what">Pick one of {n:,} queries: its evidence, where each '
+             "system ranked each credited item under each target, its values and answers."
+             "</span></summary>"),
+            ('<p><input type="search" id="tiap-q-search" placeholder="query id or words of '
+             'the question" aria-label="find a query by id or question" size="40"> '
+             '<span id="tiap-q-count" class="note"></span></p><ul id="tiap-q-hits"></ul>'
+             '<div id="tiap-q-view"></div>'),
+            '<noscript><p class="note">The per-query view needs JavaScript.</p></noscript>',
+            "</details>"]
+    foot = ['<details class="sec" id="notes"><summary><span class="st">Notes and provenance'
+            '</span> <span class="what">'
+            + esc(f"{len(notes)} notes of the analyses; the commands, versions, seeds and "
+                  "inputs' sha256 behind every number.") + "</span></summary>"]
     if notes:
         foot += ['<ul class="note">', *(f"<li>{esc(n)}</li>" for n in notes), "</ul>"]
     else:
@@ -301,9 +397,10 @@ def _html(page: _Page, sds: Sequence[SensitivityDir], card: dict[str, Any],
     foot.append(_provenance_html(card.get("provenance")))
     foot.append("<p class=\"note\">Sources: " + esc(", ".join(str(sd.path) for sd in sds))
                 + ". Files: tables/*.md and *.tex (one per table), tables.md, tables.tex, "
-                "target_card.md, target_card_appendix.md, target_card.json.</p>")
-    return "\n".join([head, *intro, *toc, *page.parts, card_html, *foot,
-                      "</main></body></html>\n"])
+                "target_card.md, target_card_appendix.md, target_card.json.</p></details>")
+    data = [json_block("tiap-query-data", page.queries)] if page.queries else []
+    return "\n".join([head, *summary, *toc, *sections, *page.parts, *foot, "</main>",
+                      *data, f"<script>{SCRIPT}</script>", "</body></html>\n"])
 
 
 def _provenance_html(prov: dict[str, Any] | None) -> str:
@@ -330,12 +427,12 @@ def _provenance_html(prov: dict[str, Any] | None) -> str:
 
 
 def _card_html(card: dict[str, Any]) -> str:
-    out = ['<h2 id="card">Target card</h2>',
+    out = ['<h3 id="card">Target card</h3>',
            "<p>The statement of which stored forms received credit (also in "
            "<code>target_card.md</code>, <code>target_card_appendix.md</code> and "
            "<code>target_card.json</code>).</p>"]
     for ds in card["datasets"]:
-        out.append(f"<h3>{esc(ds['dataset'])}</h3>")
+        out.append(f"<h4>{esc(ds['dataset'])}</h4>")
         out.append(f"<p><b>Credit mode:</b> {esc(ds['credit']['mode'])}: "
                    f"{esc(ds['credit']['definition'])}</p>")
         t = ReportTable("card_targets", "Targets", ["target", "spec", "description"])
@@ -390,6 +487,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                                        (num(r.get("changed_fraction_lower")),
                                         num(r.get("changed_fraction_upper"))))
           if x is not None]
+    page.summary.append(f"<h3>{esc(label)}</h3>")
     page.kpis([
         ("queries", f"{ds.get('n_queries', 0):,}"),
         ("systems", str(len(systems))),
@@ -402,23 +500,25 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
           f"{len(pflips)} ({n_sig} significant, {n_head} headline)")
          + (f"; {p_open} not determined" if p_open else "")),
     ])
+    _headline_flips(page, slug, pflips, primary, legacy)
+    qd = query_data(sd, ds, label, inputs=page.query_view)
+    if page.query_view:
+        page.queries.append(qd.record)
+    primary_values = qd.primary_values
 
     # scores
-    page.h(3, "Scores under each target")
+    page.h(3, "Scores under each target", what=f"Mean {primary} and every other measure "
+           "per system and target (the chart of the means and their intervals is in the "
+           "summary).")
     means = sd.rows("system_means", name)
     page.table(comparison_table(sd, dataset=name, measures=[primary], name=f"{slug}_scores",
                                 title=f"{label}: mean {primary} per system and target"))
-    series: dict[str, list[float | None]] = {tg: [] for tg in targets}
-    # partial lineage: a mean only bounded goes to the chart as its interval
-    spans: dict[str, list[tuple[float, float] | None]] = {tg: [] for tg in targets}
+    series: dict[str, list[plots.Bar | None]] = {tg: [] for tg in targets}
     for s in systems:
         for tg in targets:
             r = next((x for x in means if x["system"] == s and x["target"] == tg
                       and x["measure"] == primary), None)
-            series[tg].append(num(r["mean"]) if r else None)
-            lo, hi = (num(r.get("lower")), num(r.get("upper"))) if r else (None, None)
-            spans[tg].append((lo, hi) if r and num(r["mean"]) is None and lo is not None
-                             and hi is not None else None)
+            series[tg].append(_bar(r, primary_values.get((s, tg))))
     all_m = ReportTable(f"{slug}_scores_all", f"{label}: every measure per target",
                         ["system", "target", *ds.get("measures", [])], key=2)
     for s in systems:
@@ -430,16 +530,19 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                 row.append(mean_text(r) if r else "–")
             all_m.add(row)
     page.table(all_m)
-    n_spans = sum(b is not None for v in spans.values() for b in v)
     page.figure(_safe(lambda: plots.bars(f"{label}: mean {primary} per target", systems,
-                                         series, primary, bounds=spans), notes, "scores"),
-                f"Mean {primary} per system and target (over the queries defined under the "
-                "target; the table gives n and the means on the shared subset)."
-                + (f" Hatched: {n_spans} means partial lineage only bounds, drawn from their "
-                   "lower to their upper bound." if n_spans else ""))
+                                         series, primary), notes, "scores"),
+                f"Mean {primary} per system and target over the queries defined under the "
+                "target, with the 95% t interval of the mean over those queries (Student's "
+                "t, from the per-query values of the rescoring"
+                + ("" if _scipy_stats() is not None else "; not drawn: the stats extra, "
+                   "scipy, is not installed") + "); a mean that partial lineage "
+                "only bounds is drawn as a hatched range from its lower to its upper bound. "
+                "The comparison table under Scores gives n and the paired tests.",
+                summary=True)
 
     # per-query change
-    page.h(3, "Per-query change between targets")
+    page.h(3, "Per-query change between targets", what=f"How many queries change {primary} between two targets, by how much, and the distribution of the change.")
     level = level_text(opts)
     t = ReportTable(f"{slug}_change", f"{label}: per-query change of {primary}",
                     ["system", "targets", "n shared", f"changed [{level} CI]", "mean Δ",
@@ -477,7 +580,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
            if open_d else ""))
 
     # winner flips
-    page.h(3, "Winner flips between systems")
+    page.h(3, "Winner flips between systems", what=f"Every pair of systems whose order by {primary} (and other measures) changes between two targets, with gaps, intervals and tests.")
     rows = sd.rows("winner_flips", name, measure=primary)
     if legacy:
         t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under "
@@ -595,6 +698,59 @@ def _open_flip(r: dict[str, str]) -> bool:
     return truth(r["flip"]) or flip_undetermined(r)
 
 
+def _scipy_stats() -> Any:
+    """scipy.stats, or ``None`` without the ``stats`` extra."""
+    try:
+        return require("scipy.stats", "stats")
+    except MissingExtraError:
+        return None
+
+
+def _bar(row: dict[str, str] | None, values: Any) -> plots.Bar | None:
+    """A bar of the score chart: the mean with the 95% t interval of the mean over the
+    queries' values (scipy), or the bounds of a mean partial lineage leaves open."""
+    if row is None:
+        return None
+    mean = num(row["mean"])
+    if mean is None:
+        lo, hi = num(row.get("lower")), num(row.get("upper"))
+        return None if lo is None or hi is None else plots.Bar(None, lo, hi)
+    if values is None or len(values) < 2:
+        return plots.Bar(mean, mean, mean)
+    scipy_stats = _scipy_stats()
+    if scipy_stats is None:  # the chart without its intervals, and its caption says so
+        return plots.Bar(mean, mean, mean)
+    sem = float(scipy_stats.sem(values))
+    if not sem > 0:
+        return plots.Bar(mean, mean, mean, mean, mean)
+    lo, hi = scipy_stats.t.interval(0.95, len(values) - 1, loc=float(values.mean()),
+                                    scale=sem)
+    return plots.Bar(mean, mean, mean, float(lo), float(hi))
+
+
+def _headline_flips(page: _Page, slug: str, flips: list[dict[str, str]], primary: str,
+                    legacy: bool) -> None:
+    """The summary's flips: the headline ones of the primary measure (in a folder written
+    before headlines, the significant ones); the rest are counted and listed further down."""
+    which = "significant" if legacy else "headline"
+    top = [r for r in flips if truth(r["significant_flip"] if legacy else r.get("headline"))]
+    if not top:
+        page.summary.append(f'<p class="note">No {which} winner flip on {esc(primary)} '
+                            f"({len(flips)} flip(s) in all: see Winner flips).</p>")
+        return
+    t = ReportTable(f"{slug}_headline_flips", f"{which.capitalize()} winner flips on {primary}",
+                    ["A vs B", "targets", "n shared", "gap 1 [CI]", "gap 2 [CI]",
+                     "winner 1 → 2"],
+                    caption=f"{len(top)} of {len(flips)} flips on {primary}; every flip, with "
+                    "its tests, under Winner flips.")
+    for r in top:
+        t.add([f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
+               r["n_shared"], f"{gap_text(r, 1)} {_ci(r, 1, legacy)}",
+               f"{gap_text(r, 2)} {_ci(r, 2, legacy)}",
+               f"{r['winner_1'] or '–'} → {r['winner_2'] or '–'}"], mark=True)
+    page.summary.append(t.to_html(limit=HTML_LIMIT))
+
+
 def _ci(r: dict[str, str], side: int | str, legacy: bool) -> str:
     """A flip row's interval ``side``: a tested gap (p-value present) with an empty end has an
     unbounded interval (new procedure), else ``–``."""
@@ -645,7 +801,7 @@ def _ranking_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
     rows = sd.rows("ranking_stability", name, measure=primary)
     if not rows:
         return
-    page.h(3, "Ranking stability")
+    page.h(3, "Ranking stability", what="How much the order of all systems agrees between two targets (Kendall τ-b, τ-AP).")
     t = ReportTable(f"{slug}_ranking_stability", f"{label}: agreement of the system rankings "
                     f"by {primary} under pairs of targets",
                     ["targets", "n systems", "n queries", "Kendall τ-b", "τ-AP",
@@ -678,7 +834,7 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
     pref = sd.rows("design_preferred", name, measure=primary)
     if not pref:
         return
-    page.h(3, "Design recommendations per target")
+    page.h(3, "Design recommendations per target", what="Which configuration each target prefers, and the pairwise tests behind it.")
     groups = unique(r["group"] for r in pref)
     opts = sd.manifest.get("options", {})
     legacy = is_legacy(opts)
@@ -754,7 +910,7 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
     rows = sd.rows("category_change", name, measure=primary)
     if not rows or len(unique(r["category"] for r in rows)) < 2 and not rows[0]["category"]:
         return
-    page.h(3, "By category")
+    page.h(3, "By category", what="The per-query change and the winner flips within each question category.")
     opts = sd.manifest.get("options", {})
     legacy = is_legacy(opts)
     level = level_text(opts)
@@ -813,7 +969,7 @@ def _cardinality_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     corr = sd.rows("cardinality", name, measure=primary)
     if not corr:
         return
-    page.h(3, "Cardinality: does target-set size explain the shift?")
+    page.h(3, "Cardinality: does target-set size explain the shift?", what="Correlation of the shift with the number of extra credited items.")
     t = ReportTable(f"{slug}_cardinality", f"{label}: size difference vs {primary} shift",
                     ["system", "comparison", "n", "Pearson r", "R²", "p", "mean size diff",
                      "mean shift"], key=2)
@@ -854,7 +1010,7 @@ def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug:
     ks = unique(r["k"] for r in rows)
     if len(ks) < 2:
         return
-    page.h(3, "Depth: the shift at several cutoffs")
+    page.h(3, "Depth: the shift at several cutoffs", what="The relative shift of the measure at each cutoff k.")
     t = ReportTable(f"{slug}_depth", f"{label}: {fam} by cutoff",
                     ["system", "targets", "n", *[f"{fam}@{k}: mean 1 → mean 2 (relative)"
                                                  for k in ks]],
@@ -912,6 +1068,8 @@ def _audit_section(page: _Page, gdir: Path) -> dict[str, Any]:
         else gdir.name  # audit-run writes OUT/<name>/audit/graded
     slug = re.sub(r"[^A-Za-z0-9]+", "_", name)
     page.h(2, f"Semantic audit: what survives checking ({name})", anchor=f"audit-{slug}")
+    page.h(3, "Graded nDCG and composed support", what="What of each system's credit the "
+           "judges' labels keep, and whether its top k support every evidence unit.")
     page.p(f"Every contested credit (an item a relaxed target credits and Raw does not) "
               f"judged by {who}. An offline judge is a heuristic, not a language model: its "
               "verdicts bound what a careful reader would accept, they do not replace one "
@@ -961,6 +1119,9 @@ def _answers_analysis_section(page: _Page, ad: AnswersDir) -> dict[str, Any]:
     """Answers and judges, from a ``tiap answers analyze`` folder; its manifest's entry."""
     slug = re.sub(r"[^A-Za-z0-9]+", "_", ad.path.name)
     page.h(2, f"Answers and judges ({ad.path.name})", anchor=f"answers-{slug}")
+    page.h(3, "Accuracy, rankings and flips across judges", what="Each judge "
+           "configuration's accuracy per system, the rankings and winner flips across them, "
+           "agreement with human labels and the run-to-run noise.")
     page.p("Fixed answers, judged under several judge configurations (model, prompt, "
            "decoding, run): how much of each accuracy, and of each ranking of systems, is the "
            "judge. On fixed answers every difference below comes from the judge alone.")
@@ -978,21 +1139,25 @@ def _cost_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: 
     rows = sd.rows("cost", name)
     if not rows:
         return
-    page.h(3, "Cost: context tokens against quality")
+    page.h(3, "Cost: context tokens against quality", what="Tokens of each system's top k against its score under each target.")
     k = primary.rsplit("@", 1)[1] if "@" in primary else "all"
     tok = ", ".join(unique(r["tokenizer"] for r in rows))
+    latency = any(num(r["mean_latency_ms"]) is not None for r in rows)
     t = ReportTable(f"{slug}_cost", f"{label}: context tokens of the top k per query",
                     ["system", "k", "queries", "mean tokens", "median", "max",
-                     "latency ms (mean / median / p95)"],
+                     *(["latency ms (mean / median / p95)"] if latency else [])],
                     caption="Tokens of the top k items' text, summed per query"
-                    + (f" ({tok})" if tok else "") + "; latency where the run records it "
-                    "(– : not recorded, not zero).", key=2)
+                    + (f" ({tok})" if tok else "") + (
+                        "; latency where the run records it (– : not recorded, not zero)."
+                        if latency else "; no latency recorded (no run records one)."),
+                    key=2)
     for r in rows:
         lat = ("–" if num(r["mean_latency_ms"]) is None else
                f"{f4(r['mean_latency_ms'], 1)} / {f4(r['median_latency_ms'], 1)} / "
                f"{f4(r['p95_latency_ms'], 1)} ({r['latency_queries']})")
         t.add([r["system"], r["cutoff"], r["queries"], f4(r["mean_tokens"], 0),
-               f4(r["median_tokens"], 0), r["max_tokens"] or "–", lat])
+               f4(r["median_tokens"], 0), r["max_tokens"] or "–",
+               *([lat] if latency else [])])
     page.table(t)
     tokens = {r["system"]: num(r["mean_tokens"]) for r in rows if r["cutoff"] == k}
     points: dict[str, list[tuple[str, float, float, float, float]]] = {}
@@ -1018,7 +1183,7 @@ def _aggregation_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     rows = sd.rows("aggregation", name, measure=primary)
     if not rows:
         return
-    page.h(3, "Aggregation over targets and agreement filtering")
+    page.h(3, "Aggregation over targets and agreement filtering", what="System rankings when the targets are pooled, and on the queries where they agree.")
     t = ReportTable(f"{slug}_aggregation", f"{label}: system rankings ({primary})",
                     ["subset", "scheme", "n", "ranking", "means", "novel ranking",
                      "target-dependent"], key=2)
@@ -1051,7 +1216,7 @@ def _answers_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
     rows = sd.rows("answer_alignment", name)
     if not rows:
         return
-    page.h(3, "Answer-level alignment")
+    page.h(3, "Answer-level alignment", what="Whether a target hit goes with a correct answer (heuristic answerer), with examples.")
     depth = rows[0]["depth"]
     t = ReportTable(f"{slug}_answers", f"{label}: target hits in the top {depth} vs answer "
                     "correctness", ["system", "target", "n", "hit rate", "F1 | hit", "F1 | miss",

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tiap.errors import require
 
-__all__ = ["bars", "cardinality_plot", "cost_plot", "delta_histograms", "depth_plot",
-           "design_plot", "forest_plot"]
+__all__ = ["Bar", "bars", "cardinality_plot", "cost_plot", "delta_histograms", "depth_plot",
+           "design_plot", "forest_plot", "place_labels"]
 
 #: Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, reddish purple, sky
 #: blue, vermillion, black); no red beside green.
@@ -45,26 +45,58 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float | None]],
-         ylabel: str, *,
-         bounds: Mapping[str, Sequence[tuple[float, float] | None]] | None = None) -> bytes:
-    """Grouped bars: one group per system, one bar per target. ``bounds[target][i]`` is
-    ``(lower, upper)`` where partial lineage only bounds the mean (its ``series`` value is
-    then ``None``): drawn as a hatched bar from lower to upper, never dropped."""
+class Bar(NamedTuple):
+    """One bar of :func:`bars`: ``mean`` (``None`` where partial lineage only bounds it),
+    the bounds ``lower``/``upper`` of the mean (equal to it when exact), and the interval
+    ``ci_low``/``ci_high`` drawn as an error bar (``None``: none)."""
+
+    mean: float | None
+    lower: float
+    upper: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+def bars(title: str, groups: Sequence[str],
+         series: Mapping[str, Sequence[Bar | float | None]], ylabel: str) -> bytes:
+    """Grouped bars: one group per system, one bar per target. An exact mean is a bar with
+    its interval as an error bar; a mean known only as ``[lower, upper]`` is a hatched
+    range from its lower to its upper bound (never left out); a missing one, a gap.
+
+    >>> png = bars("t", ["A", "B"], {"raw": [Bar(0.5, 0.5, 0.5, 0.4, 0.6),
+    ...                                      Bar(None, 0.2, 0.3)]}, "nDCG@10")
+    >>> png[:4] == b"\\x89PNG"
+    True
+    """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series)) / 2), 3))
     width = 0.8 / max(1, len(series))
     x = np.arange(len(groups))
+    ranged = False
     for i, (name, vals) in enumerate(series.items()):
-        v = [np.nan if y is None else y for y in vals]
-        pos = x + (i - (len(series) - 1) / 2) * width
-        ax.bar(pos, v, width, label=lbl(name), color=_COLORS[i % len(_COLORS)])
-        spans = [(p, b) for p, b in zip(pos, (bounds or {}).get(name) or (), strict=False)
-                 if b is not None]
-        if spans:  # an interval: a hatched bar over [lower, upper]
-            ax.bar([p for p, _ in spans], [hi - lo for _, (lo, hi) in spans], width,
-                   bottom=[lo for _, (lo, _) in spans], color="none",
-                   edgecolor=_COLORS[i % len(_COLORS)], hatch="///")
+        color = _COLORS[i % len(_COLORS)]
+        xs = x + (i - (len(series) - 1) / 2) * width
+        bs = [Bar(float(v), float(v), float(v)) if isinstance(v, int | float) else v
+              for v in vals]
+        exact = [b.mean if b is not None and b.mean is not None else np.nan for b in bs]
+        ax.bar(xs, exact, width, label=lbl(name), color=color)
+        for xi, b in zip(xs, bs, strict=True):
+            if b is None:
+                continue
+            if b.mean is None:  # bounded: the range itself
+                ranged = True
+                ax.bar([xi], [b.upper - b.lower], width, bottom=[b.lower], color="white",
+                       edgecolor=color, hatch="////", linewidth=1.2)
+                ax.plot([xi - width / 2, xi + width / 2], [b.lower, b.lower], color=color,
+                        lw=1.5)
+                ax.plot([xi - width / 2, xi + width / 2], [b.upper, b.upper], color=color,
+                        lw=1.5)
+            elif b.ci_low is not None and b.ci_high is not None:
+                ax.errorbar([xi], [b.mean], yerr=[[b.mean - b.ci_low], [b.ci_high - b.mean]],
+                            fmt="none", ecolor="#222222", capsize=2.5, lw=0.9)
+    if ranged:
+        ax.bar([], [], color="white", edgecolor="#555555", hatch="////",
+               label="bounded mean: [lower, upper]")
     ax.set_xticks(x)
     ax.set_xticklabels([lbl(g) for g in groups], rotation=20 if len(groups) > 4 else 0,
                        ha="right" if len(groups) > 4 else "center")
@@ -194,6 +226,34 @@ def depth_plot(title: str, series: Mapping[str, Sequence[tuple[int, float | None
     return _png(fig)
 
 
+def place_labels(points: Sequence[tuple[float, float, float]], height: float = 10.0,
+                 gap: float = 6.0) -> list[tuple[float, float]]:
+    """Where to put labels beside points so that no two overlap: ``points`` are ``(x, y,
+    width)`` in points (1/72 in) of the figure; returns each label's lower-left corner.
+
+    A label starts right of its point, centred on it, and moves up past every label already
+    placed that it would overlap (labels are placed from the lowest point up).
+
+    >>> place_labels([(0, 0, 30), (1, 1, 30), (200, 0, 30)])
+    [(6.0, -5.0), (7.0, 5.0), (206.0, -5.0)]
+    """
+    placed: list[tuple[float, float, float]] = []  # x0, x1, y
+    out: list[tuple[float, float] | None] = [None] * len(points)
+    for i in sorted(range(len(points)), key=lambda j: (points[j][1], points[j][0])):
+        x, y, w = points[i]
+        lx, ly = x + gap, y - height / 2
+        moved = True
+        while moved:
+            moved = False
+            for x0, x1, py in placed:
+                if lx < x1 and x0 < lx + w and abs(ly - py) < height:
+                    ly = py + height
+                    moved = True
+        placed.append((lx, lx + w, ly))
+        out[i] = (lx, ly)
+    return [p for p in out if p is not None]
+
+
 def cost_plot(title: str, xlabel: str, ylabel: str,
               points: Mapping[str, Sequence[tuple[str, float, float, float, float]]]) -> bytes:
     """Quality against cost: per target (a marker and colour) one point per system, ``(system,
@@ -207,9 +267,22 @@ def cost_plot(title: str, xlabel: str, ylabel: str,
             ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]] if hi > lo else None,
                         fmt=markers[i % len(markers)], color=color, capsize=2,
                         label=lbl(target) if j == 0 else None)
-            if i == 0:  # a system's points share its x: name it once, below the first
-                ax.annotate(lbl(system), (x, y), textcoords="offset points",
-                            xytext=(3, -11 - 8 * (j % 2)), fontsize=7, color="#333333")
+    # a system's points share its x: name it once, beside its first target's point, with
+    # labels moved apart where points crowd (place_labels) and a leader line when moved
+    first = next(iter(points.values()), [])
+    fig.canvas.draw()
+    to_pt = 72.0 / fig.dpi
+    anchors = []
+    for system, x, y, _, _ in first:
+        px, py = ax.transData.transform((x, y))
+        anchors.append((px * to_pt, py * to_pt, 4.3 * len(str(system)) + 2))
+    for (system, x, y, _, _), (ax_pt, ay_pt, _), (lx, ly) in zip(
+            first, anchors, place_labels(anchors), strict=True):
+        dx, dy = lx - ax_pt, ly - ay_pt + 2
+        ax.annotate(lbl(system), (x, y), textcoords="offset points", xytext=(dx, dy),
+                    fontsize=7, color="#333333", annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5,
+                                "shrinkA": 0, "shrinkB": 2} if abs(dy + 3) > 4 else None)
     ax.set_xlabel(lbl(xlabel))
     ax.set_ylabel(lbl(ylabel))
     ax.set_title(lbl(title))

@@ -9,6 +9,7 @@ through) and a backslash before ``|``, LaTeX with the usual backslash escapes.
 from __future__ import annotations
 
 import html
+import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -458,7 +459,19 @@ class ReportTable:
         return latex_table(self, width)
 
     def to_html(self, *, limit: int | None = None) -> str:
-        out = [f'<table class="t" id="{esc(self.name)}">']
+        """The table in a ``<div class="tw">`` the page's script makes sortable and
+        filterable: the first ``limit`` rows as HTML (what a reader without script sees);
+        past ``limit``, every row also as one JSON block the script renders on demand
+        (never thousands of rows in the page's DOM).
+
+        >>> t = ReportTable("t", "T", ["a"])
+        >>> for i in range(3):
+        ...     t.add([i])
+        >>> html = t.to_html(limit=2)
+        >>> html.count("<tr>"), '"rows":[["0"],["1"],["2"]]' in html
+        (3, True)
+        """
+        out = ['<div class="tw">', f'<table class="t" id="{esc(self.name)}">']
         out.append(f"<caption><b>{esc(self.title)}</b>"
                    + (f" {esc(self.caption)}" if self.caption else "") + "</caption>")
         out.append("<thead><tr>" + "".join(f"<th>{esc(c)}</th>" for c in self.columns)
@@ -472,6 +485,12 @@ class ReportTable:
             out.append(f'<tr><td colspan="{len(self.columns)}"><i>no rows</i></td></tr>')
         out.append("</tbody></table>")
         if limit is not None and len(rows) > limit:
-            out.append(f'<p class="note">{len(rows) - limit:,} more rows in '
+            out.append(f'<p class="note more">{len(rows) - limit:,} more rows in '
                        f"tables/{esc(self.name)}.md</p>")
+            data = json.dumps({"rows": self.rows, "marked": [i for i, m in
+                                                             enumerate(self.marked) if m]},
+                              ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            out.append('<script type="application/json" class="tiap-rows">'
+                       + data.replace("<", "\\u003c") + "</script>")
+        out.append("</div>")
         return "\n".join(out)
