@@ -112,6 +112,14 @@ class ComparisonTable:
             self.title = f"{self.dataset}: mean {ms} per system and target"
 
     @property
+    def rows(self) -> list[list[str]]:
+        """One row per system: its letter, its name and each column's value as text (no
+        bold, no superscripts), as a report counts and lists rows."""
+        letters = self.letters
+        return [[letters[s], s, *(self.value_text(self.cells.get((s, m, t)))
+                                  for m, t in self.columns)] for s in self.systems]
+
+    @property
     def letters(self) -> dict[str, str]:
         """Each system's letter: a, b, ..., z, then aa, ab, ..."""
         return {s: _letter(i) for i, s in enumerate(self.systems)}
