@@ -507,12 +507,15 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
     primary_values = qd.primary_values
 
     # scores
-    page.h(3, "Scores under each target", what=f"Mean {primary} and every other measure "
-           "per system and target (the chart of the means and their intervals is in the "
-           "summary).")
+    page.h(3, "Scores under each target", what="Every measure per system and target (the "
+           f"comparison table of {primary} with its tests, and the chart of the means with "
+           "their intervals, are in the summary).")
     means = sd.rows("system_means", name)
-    page.table(comparison_table(sd, dataset=name, measures=[primary], name=f"{slug}_scores",
-                                title=f"{label}: mean {primary} per system and target"))
+    # the table a paper pastes, in the summary (and in tables/ as Markdown and LaTeX)
+    scores = comparison_table(sd, dataset=name, measures=[primary], name=f"{slug}_scores",
+                              title=f"{label}: mean {primary} per system and target")
+    page.tables.append(scores)
+    page.summary.append(scores.to_html())
     series: dict[str, list[plots.Bar | None]] = {tg: [] for tg in targets}
     for s in systems:
         for tg in targets:
@@ -538,7 +541,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                 + ("" if _scipy_stats() is not None else "; not drawn: the stats extra, "
                    "scipy, is not installed") + "); a mean that partial lineage "
                 "only bounds is drawn as a hatched range from its lower to its upper bound. "
-                "The comparison table under Scores gives n and the paired tests.",
+                "The comparison table above gives n and the paired tests.",
                 summary=True)
 
     # per-query change
