@@ -85,6 +85,7 @@ h3{margin-top:28px;color:#18324a}
 table.t{border-collapse:collapse;margin:10px 0 18px;font-size:13px;display:block;
 overflow-x:auto;max-width:100%}
 table.t caption{text-align:left;padding:4px 0;color:#333}
+div.cmp p.cap{font-size:13px;color:#333;max-width:60em;margin:14px 0 0}
 table.t th{background:#eef2f6;text-align:left;padding:4px 8px;border-bottom:1px solid #b9c4cf}
 table.t td{padding:3px 8px;border-bottom:1px solid #e3e7eb;vertical-align:top}
 table.t tr.mark td{background:#fff1d6;font-weight:600}

@@ -219,13 +219,15 @@ class ComparisonTable:
     # -- HTML -----------------------------------------------------------------------------
 
     def to_html(self, *, limit: int | None = None) -> str:
-        """A ``<table class="t">`` with a caption, measures over targets in two header
+        """A ``<table class="t">`` under its caption, measures over targets in two header
         rows, bold as ``<b>`` and superscripts as ``<sup>``; every text escaped. ``limit``
         is accepted for the report's tables and ignored (a system per row)."""
         e = html.escape
         measures = list(dict.fromkeys(m for m, _ in self.columns))
-        out = [f'<table class="t" id="{e(self.name)}">',
-               f"<caption><b>{e(self.title)}</b> {e(self.caption())}</caption>", "<thead>",
+        # the caption as a paragraph above the table: a <caption> would wrap to the narrow
+        # table's width
+        out = [f'<div class="cmp"><p class="cap"><b>{e(self.title)}</b> {e(self.caption())}</p>',
+               f'<table class="t" id="{e(self.name)}">', "<thead>",
                '<tr><th rowspan="2"></th><th rowspan="2">system</th>'
                + "".join(f'<th colspan="{sum(1 for x, _ in self.columns if x == m)}">'
                          f"{e(m)}</th>" for m in measures) + "</tr>",
@@ -244,7 +246,7 @@ class ComparisonTable:
                 cells.append(f"<td>{text}</td>")
             out.append(f"<tr><td>{e(letters[s])}</td><td>{e(s)}</td>" + "".join(cells)
                        + "</tr>")
-        out.append("</tbody></table>")
+        out.append("</tbody></table></div>")
         return "\n".join(out)
 
     # -- LaTeX ----------------------------------------------------------------------------
