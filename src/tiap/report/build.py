@@ -534,13 +534,19 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                 row.append(mean_text(r) if r else "–")
             all_m.add(row)
     page.table(all_m)
+    bars_ = [b for v in series.values() for b in v if b is not None and b.mean is not None]
+    n_exact, n_ci = len(bars_), sum(b.ci_low is not None for b in bars_)
     page.figure(_safe(lambda: plots.bars(f"{label}: mean {primary} per target", systems,
                                          series, primary), notes, "scores"),
                 f"Mean {primary} per system and target over the queries defined under the "
                 "target, with the 95% t interval of the mean over those queries (Student's "
                 "t, from the per-query values of the rescoring"
                 + ("" if _scipy_stats() is not None else "; not drawn: the stats extra, "
-                   "scipy, is not installed") + "); a mean that partial lineage "
+                   "scipy, is not installed")
+                + (f"; drawn for {n_ci} of {n_exact} exact means, the others' per-query "
+                   "values could not be read: the per-query view says why"
+                   if _scipy_stats() is not None and n_ci < n_exact else "")
+                + "); a mean that partial lineage "
                 "only bounds is drawn as a hatched range from its lower to its upper bound. "
                 "The comparison table above gives n and the paired tests.",
                 summary=True)

@@ -94,15 +94,18 @@ def bars(title: str, groups: Sequence[str],
             elif b.ci_low is not None and b.ci_high is not None:
                 ax.errorbar([xi], [b.mean], yerr=[[b.mean - b.ci_low], [b.ci_high - b.mean]],
                             fmt="none", ecolor="#222222", capsize=2.5, lw=0.9)
-    if ranged:
-        ax.bar([], [], color="white", edgecolor="#555555", hatch="////",
-               label="bounded mean: [lower, upper]")
+    handles, labels = ax.get_legend_handles_labels()
+    if ranged:  # a hatched swatch (an empty bar's handle would take the next fill colour)
+        patches = require("matplotlib.patches", "report")
+        handles.append(patches.Patch(facecolor="white", edgecolor="#555555", hatch="////"))
+        labels.append("bounded mean: [lower, upper]")
     ax.set_xticks(x)
     ax.set_xticklabels([lbl(g) for g in groups], rotation=20 if len(groups) > 4 else 0,
                        ha="right" if len(groups) > 4 else "center")
     ax.set_ylabel(lbl(ylabel))
     ax.set_title(lbl(title))
-    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(handles, labels, frameon=False, fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
     return _png(fig)
 
 
