@@ -62,21 +62,24 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     scores = tiap.rescore(runs, queries, items, measures="nDCG@10,Success@1,Success@10,RR@10")
     result = tiap.analyze(scores, resamples=200, configs={"grp": ["A", "P"]}, answers=False)
     write_sensitivity(result, tmp / "sens")
-    calls: list[dict[str, Any]] = []
-    real = plots.bars
+    calls: dict[str, list[dict[str, Any]]] = {"bars": [], "forest_plot": [], "design_plot": []}
 
-    def spy(*args: Any, **kwargs: Any) -> bytes:
-        calls.append({"args": args, "kwargs": kwargs})
-        return real(*args, **kwargs)
+    def spy(name: str) -> Any:
+        real = getattr(plots, name)
+
+        def record(*args: Any, **kwargs: Any) -> bytes:
+            calls[name].append({"args": args, "kwargs": kwargs})
+            return real(*args, **kwargs)
+        return record
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(plots, "bars", spy)
+    for name in calls:
+        mp.setattr(plots, name, spy(name))
     try:
         build_report([tmp / "sens"], tmp / "report")
     finally:
         mp.undo()
-    return {"sens": tmp / "sens", "report": tmp / "report", "bars": calls,
-            "notes": result.notes}
+    return {"sens": tmp / "sens", "report": tmp / "report", **calls, "notes": result.notes}
 
 
 # P's nDCG@10 by hand (group credit, one evidence group {c:i} per query, ideal DCG 1):
@@ -233,3 +236,19 @@ def test_the_terminal_summary_counts_the_open_flips(folders: dict[str, Any]) -> 
     ds = card["datasets"][0]
     assert sum(ds["undetermined_flips"].values()) == expected
     assert len(ds["winner_flips_not_determined"]) == expected
+
+
+def test_the_forest_and_design_plots_draw_the_bounded_values(folders: dict[str, Any]) -> None:
+    """P's bounded gaps and means reach the plots as ranges, never dropped."""
+    [forest] = [c for c in folders["forest_plot"] if "nDCG@10" in c["args"][0]]
+    bounded = [e for e in forest["args"][1] if e[2] is None]
+    assert bounded and all(len(e) == 7 and "P" in e[0] and e[5] < e[6] for e in bounded)
+    # every pair with P under source or canonical is bounded; under raw its gaps are exact
+    assert {e[1] for e in bounded} <= {"source", "canonical"}
+    [design] = [c for c in folders["design_plot"] if "nDCG@10" in c["args"][0]]
+    _, configs, by_target = design["args"]
+    i = list(configs).index("P")
+    assert by_target["raw"][i] == pytest.approx(RAW)
+    for t in ("source", "canonical"):
+        assert by_target[t][i] == pytest.approx(BOUNDS[t])  # (lower, upper), as a range
+

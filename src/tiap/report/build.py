@@ -552,7 +552,9 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                 summary=True)
 
     # per-query change
-    page.h(3, "Per-query change between targets", what=f"How many queries change {primary} between two targets, by how much, and the distribution of the change.")
+    page.h(3, "Per-query change between targets",
+           what=f"How many queries change {primary} between two targets, by how much, and the "
+                f"distribution of the change.")
     level = level_text(opts)
     t = ReportTable(f"{slug}_change", f"{label}: per-query change of {primary}",
                     ["system", "targets", "n shared", f"changed [{level} CI]", "mean Δ",
@@ -590,7 +592,9 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
            if open_d else ""))
 
     # winner flips
-    page.h(3, "Winner flips between systems", what=f"Every pair of systems whose order by {primary} (and other measures) changes between two targets, with gaps, intervals and tests.")
+    page.h(3, "Winner flips between systems",
+           what=f"Every pair of systems whose order by {primary} (and other measures) changes "
+                f"between two targets, with gaps, intervals and tests.")
     rows = sd.rows("winner_flips", name, measure=primary)
     if legacy:
         t = ReportTable(f"{slug}_winner_flips", f"{label}: system gaps on {primary} under "
@@ -606,7 +610,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                                              "p adj 1", "gap 2", "CI 2", "p adj 2",
                                              "d_z 1 / 2", "MDE 1 / 2", "winner 1 → 2", "flip"],
                         caption=_flip_caption(opts), key=2)
-    entries: list[tuple[str, str, float, float, float]] = []
+    entries: list[tuple[Any, ...]] = []  # forest plot: (pair, target, gap, ci, [bounds])
     for r in rows:
         flip = truth(r["flip"])
         cells = [f"{r['system_a']} vs {r['system_b']}", f"{r['target_1']} → {r['target_2']}",
@@ -628,9 +632,12 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
         lab = f"{r['system_a']} vs {r['system_b']}"
         for side, tg in (("1", r["target_1"]), ("2", r["target_2"])):
             g, lo, hi = num(r[f"gap_{side}"]), num(r[f"ci_{side}_low"]), num(r[f"ci_{side}_high"])
-            if g is None and (lab, tg) not in seen and num(r.get(f"gap_{side}_lower")) is not None:
+            glo, ghi = num(r.get(f"gap_{side}_lower")), num(r.get(f"gap_{side}_upper"))
+            if (g is None and (lab, tg) not in seen and glo is not None
+                    and ghi is not None):  # partial lineage: the gap's range, drawn as such
                 seen.add((lab, tg))
-                only_bounded += 1  # partial lineage: no point to draw; in the table
+                only_bounded += 1
+                entries.append((lab, tg, None, lo, hi, glo, ghi))
                 continue
             if g is None or (lab, tg) in seen:
                 continue
@@ -651,8 +658,8 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                    f"; it excludes 0 exactly when the adjusted p-value is at most "
                    f"{number(opts.get('alpha'))}), on the first shared subset the pair appears in"
                    + (f"; {unbounded} unbounded interval(s) not drawn" if unbounded else "")
-                   + (f"; {only_bounded} gap(s) partial lineage only bounds not drawn (their "
-                      "intervals are in the table)" if only_bounded else "")
+                   + (f"; {only_bounded} gap(s) partial lineage only bounds drawn as hatched "
+                      "boxes from their lower to their upper bound" if only_bounded else "")
                    + ".")
         page.figure(_safe(lambda: plots.forest_plot(f"{label}: {primary} gaps", entries[:150],
                                                     targets, xlabel=xlabel), notes, "forest"),
@@ -811,7 +818,8 @@ def _ranking_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
     rows = sd.rows("ranking_stability", name, measure=primary)
     if not rows:
         return
-    page.h(3, "Ranking stability", what="How much the order of all systems agrees between two targets (Kendall τ-b, τ-AP).")
+    page.h(3, "Ranking stability",
+           what="How much the order of all systems agrees between two targets (Kendall τ-b, τ-AP).")
     t = ReportTable(f"{slug}_ranking_stability", f"{label}: agreement of the system rankings "
                     f"by {primary} under pairs of targets",
                     ["targets", "n systems", "n queries", "Kendall τ-b", "τ-AP",
@@ -844,7 +852,8 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
     pref = sd.rows("design_preferred", name, measure=primary)
     if not pref:
         return
-    page.h(3, "Design recommendations per target", what="Which configuration each target prefers, and the pairwise tests behind it.")
+    page.h(3, "Design recommendations per target",
+           what="Which configuration each target prefers, and the pairwise tests behind it.")
     groups = unique(r["group"] for r in pref)
     opts = sd.manifest.get("options", {})
     legacy = is_legacy(opts)
@@ -901,8 +910,8 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
     means = sd.rows("design_means", name, measure=primary)
     for g in groups:
         configs = unique(r["config"] for r in means if r["group"] == g)
-        by_t = {tg: [num(next((r["mean"] for r in means if r["group"] == g and
-                               r["target"] == tg and r["config"] == c), None))
+        by_t = {tg: [_design_point(next((r for r in means if r["group"] == g and
+                                         r["target"] == tg and r["config"] == c), None))
                      for c in configs] for tg in targets
                 if any(r["target"] == tg for r in means if r["group"] == g)}
         open_m = [f"{r['config']} under {r['target']}" for r in means if r["group"] == g
@@ -911,8 +920,21 @@ def _design_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug
             f"{label} / {g}: {primary}", configs, by_t), notes, f"design {g}"),
             f"{g}: each configuration's mean {primary} minus the first configuration's, per "
             "target (a line crossing another means the recommendation changes)."
-            + (f" Not drawn ({len(open_m)}): " + ", ".join(open_m) + ": means partial "
-               "lineage only bounds (design_means.csv: lower, upper)." if open_m else ""))
+            + (f" Drawn as ranges ({len(open_m)}): " + ", ".join(open_m) + ": means partial "
+               "lineage only bounds, so their difference is every value it may take "
+               "(design_means.csv: lower, upper)." if open_m else ""))
+
+
+def _design_point(r: dict[str, str] | None) -> float | tuple[float, float] | None:
+    """A design_means row as the design plot takes it: the mean, or ``(lower, upper)``
+    where partial lineage only bounds it."""
+    if r is None:
+        return None
+    mean = num(r["mean"])
+    if mean is not None:
+        return mean
+    lo, hi = num(r.get("lower")), num(r.get("upper"))
+    return None if lo is None or hi is None else (lo, hi)
 
 
 def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: str,
@@ -920,7 +942,8 @@ def _category_section(page: _Page, sd: SensitivityDir, name: str, label: str, sl
     rows = sd.rows("category_change", name, measure=primary)
     if not rows or len(unique(r["category"] for r in rows)) < 2 and not rows[0]["category"]:
         return
-    page.h(3, "By category", what="The per-query change and the winner flips within each question category.")
+    page.h(3, "By category",
+           what="The per-query change and the winner flips within each question category.")
     opts = sd.manifest.get("options", {})
     legacy = is_legacy(opts)
     level = level_text(opts)
@@ -979,7 +1002,8 @@ def _cardinality_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     corr = sd.rows("cardinality", name, measure=primary)
     if not corr:
         return
-    page.h(3, "Cardinality: does target-set size explain the shift?", what="Correlation of the shift with the number of extra credited items.")
+    page.h(3, "Cardinality: does target-set size explain the shift?",
+           what="Correlation of the shift with the number of extra credited items.")
     t = ReportTable(f"{slug}_cardinality", f"{label}: size difference vs {primary} shift",
                     ["system", "comparison", "n", "Pearson r", "R²", "p", "mean size diff",
                      "mean shift"], key=2)
@@ -1020,7 +1044,8 @@ def _depth_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug:
     ks = unique(r["k"] for r in rows)
     if len(ks) < 2:
         return
-    page.h(3, "Depth: the shift at several cutoffs", what="The relative shift of the measure at each cutoff k.")
+    page.h(3, "Depth: the shift at several cutoffs",
+           what="The relative shift of the measure at each cutoff k.")
     t = ReportTable(f"{slug}_depth", f"{label}: {fam} by cutoff",
                     ["system", "targets", "n", *[f"{fam}@{k}: mean 1 → mean 2 (relative)"
                                                  for k in ks]],
@@ -1149,7 +1174,8 @@ def _cost_section(page: _Page, sd: SensitivityDir, name: str, label: str, slug: 
     rows = sd.rows("cost", name)
     if not rows:
         return
-    page.h(3, "Cost: context tokens against quality", what="Tokens of each system's top k against its score under each target.")
+    page.h(3, "Cost: context tokens against quality",
+           what="Tokens of each system's top k against its score under each target.")
     k = primary.rsplit("@", 1)[1] if "@" in primary else "all"
     tok = ", ".join(unique(r["tokenizer"] for r in rows))
     latency = any(num(r["mean_latency_ms"]) is not None for r in rows)
@@ -1193,7 +1219,8 @@ def _aggregation_section(page: _Page, sd: SensitivityDir, name: str, label: str,
     rows = sd.rows("aggregation", name, measure=primary)
     if not rows:
         return
-    page.h(3, "Aggregation over targets and agreement filtering", what="System rankings when the targets are pooled, and on the queries where they agree.")
+    page.h(3, "Aggregation over targets and agreement filtering",
+           what="System rankings when the targets are pooled, and on the queries where they agree.")
     t = ReportTable(f"{slug}_aggregation", f"{label}: system rankings ({primary})",
                     ["subset", "scheme", "n", "ranking", "means", "novel ranking",
                      "target-dependent"], key=2)
@@ -1226,7 +1253,9 @@ def _answers_section(page: _Page, sd: SensitivityDir, name: str, label: str, slu
     rows = sd.rows("answer_alignment", name)
     if not rows:
         return
-    page.h(3, "Answer-level alignment", what="Whether a target hit goes with a correct answer (heuristic answerer), with examples.")
+    page.h(3, "Answer-level alignment",
+           what="Whether a target hit goes with a correct answer (heuristic answerer), with "
+                "examples.")
     depth = rows[0]["depth"]
     t = ReportTable(f"{slug}_answers", f"{label}: target hits in the top {depth} vs answer "
                     "correctness", ["system", "target", "n", "hit rate", "F1 | hit", "F1 | miss",

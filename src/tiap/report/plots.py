@@ -140,43 +140,88 @@ def delta_histograms(title: str, panels: Mapping[tuple[str, str], Sequence[float
     return _png(fig)
 
 
-def forest_plot(title: str, entries: Sequence[tuple[str, str, float, float, float]],
+def forest_plot(title: str,
+                entries: Sequence[tuple[str, str, float | None, float | None, float | None]
+                                  | tuple[str, str, float | None, float | None, float | None,
+                                          float, float]],
                 targets: Sequence[str],
                 xlabel: str = "gap (A − B) with its sign-flip interval (family-adjusted level)",
                 ) -> bytes:
-    """Gaps with intervals: ``(pair label, target, gap, ci_low, ci_high)``; the default x
-    label names the interval of ``tiap sensitivity``: the inverted sign-flip test at each gap's
-    family-adjusted effective level (not a fixed 95%)."""
+    """Gaps with intervals: ``(pair label, target, gap, ci_low, ci_high)``; a gap partial
+    lineage only bounds is ``(pair label, target, None, ci_low, ci_high, lower, upper)``,
+    drawn as a hatched box from its lower to its upper bound (its interval, where known, as
+    the line). The default x label names the interval of ``tiap sensitivity``: the inverted
+    sign-flip test at each gap's family-adjusted effective level (not a fixed 95%).
+
+    >>> png = forest_plot("t", [("A vs B", "raw", 0.1, 0.05, 0.15),
+    ...                         ("A vs B", "source", None, -0.2, 0.3, -0.1, 0.2)],
+    ...                   ["raw", "source"])
+    >>> png[:4] == b"\\x89PNG"
+    True
+    """
     plt = pyplot()
+    patches = require("matplotlib.patches", "report")
     labels = list(dict.fromkeys(e[0] for e in entries))
     fig, ax = plt.subplots(figsize=(6.5, 0.35 * len(labels) * max(1, len(targets)) / 1.6 + 1))
     off = {t: (i - (len(targets) - 1) / 2) * 0.22 for i, t in enumerate(targets)}
+    bounded = False
     for e in entries:
         y = labels.index(e[0]) + off.get(e[1], 0)
         c = _COLORS[list(targets).index(e[1]) % len(_COLORS)] if e[1] in targets else "#555"
-        ax.plot([e[3], e[4]], [y, y], color=c, lw=1.5)
-        ax.plot([e[2]], [y], "o", color=c, ms=4)
-    for i, t in enumerate(targets):
-        ax.plot([], [], "o-", color=_COLORS[i % len(_COLORS)], label=lbl(t))
+        if e[3] is not None and e[4] is not None:
+            ax.plot([e[3], e[4]], [y, y], color=c, lw=1.5)
+        if e[2] is not None:
+            ax.plot([e[2]], [y], "o", color=c, ms=4)
+        elif len(e) == 7:  # bounded: the range of the gap over every lineage
+            bounded = True
+            ax.add_patch(patches.Rectangle((e[5], y - 0.09), e[6] - e[5], 0.18, facecolor="white",
+                                           edgecolor=c, hatch="////", lw=1.0, zorder=3))
+    handles = [plt.Line2D([], [], marker="o", color=_COLORS[i % len(_COLORS)], label=lbl(t))
+               for i, t in enumerate(targets)]
+    if bounded:
+        handles.append(patches.Patch(facecolor="white", edgecolor="#555555", hatch="////",
+                                     label="bounded gap: [lower, upper]"))
     ax.axvline(0, color="#444", lw=0.7)
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels([lbl(x) for x in labels], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel(lbl(xlabel))
     ax.set_title(lbl(title))
-    ax.legend(frameon=False, fontsize=7, loc="best")
+    ax.legend(handles=handles, frameon=False, fontsize=7, loc="best")
     return _png(fig)
 
 
 def design_plot(title: str, configs: Sequence[str],
-                by_target: Mapping[str, Sequence[float | None]]) -> bytes:
-    """Per target, each configuration's mean minus the first configuration's mean."""
+                by_target: Mapping[str, Sequence[float | tuple[float, float] | None]]) -> bytes:
+    """Per target, each configuration's mean minus the first configuration's mean. A mean
+    partial lineage only bounds is ``(lower, upper)``: its difference is drawn as a range
+    (every value it may take), never left out.
+
+    >>> png = design_plot("t", ["f1", "f5"], {"raw": [0.3, 0.25], "source": [0.5, (0.4, 0.6)]})
+    >>> png[:4] == b"\\x89PNG"
+    True
+    """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.8, 3))
     x = np.arange(len(configs))
+    ranged = False
     for i, (t, vals) in enumerate(by_target.items()):
-        v = np.array([np.nan if y is None else y for y in vals], dtype=float)
-        ax.plot(x, v - v[0], "o-", color=_COLORS[i % len(_COLORS)], label=lbl(t))
+        color = _COLORS[i % len(_COLORS)]
+        lo = np.array([np.nan if y is None else (y[0] if isinstance(y, tuple) else y)
+                       for y in vals], dtype=float)
+        hi = np.array([np.nan if y is None else (y[1] if isinstance(y, tuple) else y)
+                       for y in vals], dtype=float)
+        # the difference to the first configuration, bounded over every lineage of both
+        d_lo, d_hi = lo - hi[0], hi - lo[0]
+        exact = np.where(d_lo == d_hi, d_lo, np.nan)
+        ax.plot(x, exact, "o-", color=color, label=lbl(t))
+        for xi, a, b in zip(x, d_lo, d_hi, strict=True):
+            if not np.isnan(a) and a != b:
+                ranged = True
+                ax.plot([xi + 0.04 * i, xi + 0.04 * i], [a, b], color=color, lw=4, alpha=0.45,
+                        solid_capstyle="butt")
+    if ranged:
+        ax.plot([], [], color="#555555", lw=4, alpha=0.45, label="bounded: [lower, upper]")
     ax.axhline(0, color="#444", lw=0.6)
     ax.set_xticks(x)
     ax.set_xticklabels([lbl(c) for c in configs], fontsize=8)
