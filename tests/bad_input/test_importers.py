@@ -429,3 +429,19 @@ def test_read_run_dedup_first_says_what_was_done(tmp_path: Path) -> None:
     assert str(exc.value) == (f"{run_file}:3, query q1: item 'd1' appears more than once in the "
                               "ranking (ranks 1 and 3; first on line 1) (system 's'); pass "
                               "dedup='first' to keep its first occurrence")
+
+
+def test_graphiti_a_boolean_query_id_and_a_non_list_communities_are_located(
+        data_dir: Path, tmp_path: Path) -> None:
+    """Found by the property test: ``"query_id": false`` passed as an id (a bool is an int)
+    and ``"communities": 1`` raised a TypeError; both are now located problems."""
+    from tiap.importers.graphiti import read_graphiti
+
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"query_id": "conv-26:q0", "communities": 1, "edges": []}\n'
+                    '{"query_id": false, "edges": []}\n')
+    with pytest.raises(TiapError) as err:
+        read_graphiti(path, data_dir=data_dir)
+    text = str(err.value)
+    assert f"{path}:1, query conv-26:q0: 'communities' must be a list" in text
+    assert f"{path}:2: search result has no 'query_id'" in text

@@ -94,7 +94,7 @@ def test_inference_passes_to_derived_items() -> None:
 
 
 def test_stage_three_and_the_card_count_inferred_values(tmp_path: Path) -> None:
-    from tiap.report.card import card_json, card_markdown
+    from tiap.report.card import appendix_markdown, card_json, card_markdown
     from tiap.report.load import load_sensitivity_dirs
     from tiap.sensitivity import analyze, write_sensitivity
 
@@ -112,8 +112,9 @@ def test_stage_three_and_the_card_count_inferred_values(tmp_path: Path) -> None:
     cov = card["datasets"][0]["coverage"]["sys"]["targets"]
     assert {t: (c["exact"], c["inferred"], c["bounded"]) for t, c in cov.items()} == {
         "raw": (3, 1, 0), "source": (1, 3, 0), "canonical": (0, 4, 0)}
-    md = card_markdown(card)
-    assert "| sys | canonical | 4 | 0 | 4 | 0 |" in md
+    assert "| sys | canonical | 4 | 0 | 4 | 0 |" in appendix_markdown(card)  # in full
+    # the one-screen card counts them too, beside each mean
+    assert "(n 4, 0 exact, 4 inferred)" in card_markdown(card)
 
 
 def test_inferred_field_round_trips() -> None:

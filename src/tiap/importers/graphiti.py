@@ -294,7 +294,7 @@ def read_graphiti(
             probs.add("a search result must be a JSON object", line, file=path)
             continue
         qid = rec.get("query_id")
-        if not isinstance(qid, (str, int)) or qid == "":
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or qid == "":
             probs.add("search result has no 'query_id'", line, file=path)
             continue
         qid = str(qid)
@@ -306,7 +306,11 @@ def read_graphiti(
         if qid not in by_id:
             src = queries_path if queries_path is not None else f"dataset {dataset!r}"
             probs.add(f"query is not in {src}", line, qid, file=path)
-        communities += len(rec.get("communities") or [])
+        found = rec.get("communities")
+        if found is not None and not isinstance(found, list):
+            probs.add("'communities' must be a list", line, qid, file=path)
+        else:
+            communities += len(found or [])
         if key not in rec:
             probs.add(f"no '{key}' list: --level {level} ranks the result's {key} (give "
                       f"them, even empty, or pass the --level the results hold)", line, qid,

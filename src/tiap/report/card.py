@@ -416,13 +416,15 @@ def appendix_markdown(card: dict[str, Any]) -> str:
 
 def _coverage_cell(c: Mapping[str, Any], t: str) -> str:
     """A system's coverage of one target on the card: ``n 1981``, the queries defined under
-    it; under partial lineage the queries in its universe and how many of them are exact,
-    and the zero-target range where the lineage may leave more targets empty."""
+    it; under partial lineage the queries in its universe and how many of them are exact (and
+    inferred, where an import assumed the lineage), and the zero-target range where the lineage may leave more targets empty."""
     cov = (c.get("targets") or {}).get(t, {})
     zero = (c.get("zero_target_queries") or {}).get(t)
     maybe = (c.get("possibly_empty_queries") or {}).get(t, 0)
     if "in_universe" in cov:
         n = f"n {cov['in_universe']}, {cov['exact']} exact"
+        if cov.get("inferred"):  # resting on lineage an import assumed: counted as such
+            n += f", {cov['inferred']} inferred"
     else:
         n = f"n {cov.get('defined', '–')}"
     if isinstance(zero, int) and maybe:
