@@ -295,3 +295,24 @@ def test_the_report_prints_the_tie(tmp_path: Path) -> None:
     build_report([tmp_path / "s"], tmp_path / "old")
     old = next((tmp_path / "old" / "tables").glob("*_design.md")).read_text(encoding="utf-8")
     assert "the margin's significance is not known" in old and "margin p adj" not in old
+
+
+def test_flips_on_another_measure_say_the_primary_has_none(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The flips shown are on the flipped measure nearest the headline; when the primary
+    measure has none, the display says so first (docs/transfer.md's case: Success@1 flips,
+    nDCG@60 none)."""
+    from tiap.cli.common import print_flips
+    from tiap.report import FlipSummary
+
+    row = {"dataset": "d", "system_a": "A", "system_b": "B", "target_1": "raw",
+           "target_2": "source"}
+    cells = {"gap_1": "+0.1", "p_1": "0.01", "gap_2": "-0.1", "p_2": "0.01", "effect": "+1 / -1"}
+    s = FlipSummary(Path("winner_flips.csv"), 1, "Success@1", (row,), (cells,), ("yes",), 1, 1,
+                    "|d_z| ≥ 0.2 on both gaps", "after Holm", 1000, 0, ("nDCG@60",), 0)
+    print_flips(s)
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("no headline winner flip on the primary measure (nDCG@60: no flip there); below, "
+            "the flips on Success@1") in out
+    print_flips(FlipSummary(Path("winner_flips.csv"), 1, "nDCG@60", (row,), (cells,), ("yes",),
+                            1, 1, "t", "after Holm", 1000, 0, ("nDCG@60",), 1))
+    assert "no flip there" not in capsys.readouterr().out

@@ -268,6 +268,9 @@ def print_flips(s: FlipSummary | None) -> None:
         console.print(f"no winner flip between targets on any measure{open_}, so no headline "
                       f"winner flip on the primary measure ({s.path})", highlight=False)
         return
+    if s.primary and not s.primary_flips:  # the flips shown are on another measure
+        console.print(f"no headline winner flip on the primary measure ({', '.join(s.primary)}: "
+                      f"no flip there); below, the flips on {s.headline}", highlight=False)
     several = len({r.get("dataset") for r in s.rows}) > 1  # name the dataset of each row
     t = Table(title=f"winner flips on {s.headline} ({len(s.rows)}; {s.significant} significant "
               f"{s.after_correction}, {s.headlines} of them headline; practical threshold: "

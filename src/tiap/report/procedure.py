@@ -257,7 +257,9 @@ class FlipSummary:
     ``headlines``: how many are significant, and headline flips; ``threshold`` and
     ``after_correction``: :func:`procedure_text`; ``resamples``: of the tests;
     ``undetermined``: the pairs over all measures whose flip partial lineage leaves open
-    (:func:`tiap.sensitivity.flips.flip_undetermined`), never counted as flips.
+    (:func:`tiap.sensitivity.flips.flip_undetermined`), never counted as flips;
+    ``primary``: the primary measure(s) of the folder's datasets, and ``primary_flips``
+    the flips on them (the measure shown is another one when that is 0).
 
     Example:
         >>> FlipSummary(Path("winner_flips.csv"), 0, None, (), (), (), 0, 0, "", "", None).total
@@ -276,6 +278,8 @@ class FlipSummary:
     after_correction: str
     resamples: Any
     undetermined: int = 0
+    primary: tuple[str, ...] = ()
+    primary_flips: int = 0
 
 
 def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
@@ -308,6 +312,10 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
         return FlipSummary(path, 0, None, (), (), (), 0, 0, "", "", None, open_)
     opts = read_manifest(sdir, step="sensitivity")["options"]
     resamples = opts.get("resamples")
+    given = opts.get("primary") or {}
+    primary = tuple(sorted(set(given.values() if isinstance(given, dict) else [given])))
+    norm = {str(parse_measure(m)) for m in primary}
+    on_primary = sum(1 for r in flips if str(parse_measure(r["measure"])) in norm)
     headline = flip_headline([r["measure"] for r in flips])
     rows = tuple(r for r in flips if r["measure"] == headline)
     how = procedure_text(opts)
@@ -316,7 +324,7 @@ def flip_summary(sensitivity_dir: str | Path) -> FlipSummary | None:
         tuple(_verdict(r) for r in rows),
         sum(r.get("significant_flip") == "true" for r in rows),
         sum(r.get("headline") == "true" for r in rows),
-        how["threshold"], how["after_correction"], resamples, open_)
+        how["threshold"], how["after_correction"], resamples, open_, primary, on_primary)
 
 
 def flip_headline(measures: Sequence[str]) -> str:
