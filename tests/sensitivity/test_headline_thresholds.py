@@ -316,3 +316,10 @@ def test_flips_on_another_measure_say_the_primary_has_none(capsys) -> None:  # t
     print_flips(FlipSummary(Path("winner_flips.csv"), 1, "nDCG@60", (row,), (cells,), ("yes",),
                             1, 1, "t", "after Holm", 1000, 0, ("nDCG@60",), 1))
     assert "no flip there" not in capsys.readouterr().out
+    # no headline among the other measure's flips: the primary is never named as Success@1
+    print_flips(FlipSummary(Path("winner_flips.csv"), 1, "Success@1", (row,), (cells,),
+                            ("not significant",), 0, 0, "t", "after Holm", 1000, 0,
+                            ("nDCG@60",), 0))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "primary measure (nDCG@60: no flip there)" in out
+    assert "primary measure (Success@1)" not in out

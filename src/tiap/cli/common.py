@@ -291,7 +291,7 @@ def print_flips(s: FlipSummary | None) -> None:
     if floor:
         console.print(f"≤: the raw p-value is the floor of {s.resamples:,} resamples, "
                       f"1/{s.resamples + 1:,}: an upper bound")
-    if not s.headlines:
+    if not s.headlines and (s.primary_flips or not s.primary):  # else said above
         console.print(f"no headline winner flip on the primary measure ({s.headline})",
                       highlight=False)
     console.print(f"all winner flips, with intervals and p-values: {s.path}")
