@@ -20,6 +20,7 @@ problems (file, line, record).
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -43,7 +44,18 @@ def nearest(key: str, known: Collection[str], cutoff: float = 0.6) -> str | None
 
 
 def near_miss(key: str, known: Collection[str]) -> str | None:
-    """The known key that ``key`` is a near miss of (module docstring), or None."""
+    """The known key that ``key`` is a near miss of (module docstring), or None.
+
+    >>> near_miss("sorces", {"sources", "parents"}), near_miss("speaker", {"sources"})
+    ('sources', None)
+    """
+    return _near_miss(key, known if isinstance(known, frozenset) else frozenset(known))
+
+
+@functools.lru_cache(maxsize=4096)
+def _near_miss(key: str, known: frozenset[str]) -> str | None:
+    # cached: a file's rows repeat the same few extra keys (a million rows of a store name
+    # the same four), and each comparison runs difflib over every known key
     best: tuple[float, str] | None = None
     for k in sorted(known):
         if _norm(k) == _norm(key):
@@ -64,6 +76,7 @@ def key_problems(record: Mapping[str, Any], known: Collection[str], what: str, *
     (``extras`` says what the format does with the others). ``what`` names the record
     (``"an item record"``)."""
     out: list[str] = []
+    frozen = known if isinstance(known, frozenset) else None
     for key in record:
         if key in known:
             continue
@@ -73,7 +86,9 @@ def key_problems(record: Mapping[str, Any], known: Collection[str], what: str, *
                     else f"expected only {', '.join(repr(k) for k in sorted(known))}")
             out.append(f"unknown key {key!r} in {what}; {hint}")
             continue
-        near = near_miss(key, known)
+        if frozen is None:
+            frozen = frozenset(known)
+        near = _near_miss(key, frozen)
         if near is not None:
             out.append(f"unknown key {key!r} in {what}; did you mean {near!r}? ({extras}, "
                        "but not one this close to a known key: rename it)")

@@ -219,8 +219,8 @@ class Item:
         return dict(self.meta).get(name)
 
 
-_KNOWN = {"item_id", "kind", "sources", "parents", "serving", "text", "collection", "store",
-          "uncertain", "placeholder", "inferred"}
+_KNOWN = frozenset({"item_id", "kind", "sources", "parents", "serving", "text", "collection",
+                    "store", "uncertain", "placeholder", "inferred"})
 
 
 def _kind_of(value: Any) -> str:
