@@ -615,6 +615,7 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
 
 
 @functools.cache
+@functools.cache
 def _code_identity() -> str:
     """The sha256 of TIAP's own source files: a step run by changed code is run again (a
     version number does not change while one develops a parser)."""
@@ -904,6 +905,17 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
             step(f"store-{s.name}", spec, [sdir / "items.jsonl", sdir / "manifest.json"],
                  build)
 
+    # Each store is read once, at the first step that needs it, and kept for the later
+    # steps (retrieval, rescoring, Stage III's alignment): one copy of its items in memory.
+    read_stores: dict[str, Any] = {}
+
+    def store_of(s: StoreSpec) -> Any:
+        got = read_stores.get(s.name)
+        if got is None:
+            got = read_stores[s.name] = read_store(root / "stores" / s.name / "items.jsonl")
+            gc.freeze()  # kept to the end: out of the collector's way (see below)
+        return got
+
     # 3. retrieval
     for system, s, r in cfg.systems():
         trace = root / "runs" / f"{system}.jsonl"
@@ -951,7 +963,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         for system, s, _ in cfg.systems():
             ipath, rpath = inputs[f"items:{system}"], inputs[f"run:{system}"]
             if s.name not in loaded:
-                loaded[s.name] = read_store(ipath)
+                loaded[s.name] = store_of(s)
                 preloaded[ipath.resolve()] = loaded[s.name]
             stores[system] = loaded[s.name]
             got = read_run(rpath, system=system)

@@ -60,9 +60,9 @@ from pathlib import Path
 from typing import Any
 
 from tiap.errors import Problems, TiapError
-from tiap.fields import key_problems, nearest
-from tiap.ids import id_problem
-from tiap.io import iter_jsonl, write_jsonl
+from tiap.fields import key_problems, near_miss, nearest
+from tiap.ids import id_ok, id_problem
+from tiap.io import gc_paused, iter_jsonl, write_jsonl
 
 RAW_KIND = "raw"
 _STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -270,6 +270,14 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
     suggesting the key (:mod:`tiap.fields`). A row without ``sources`` is an error: its
     lineage is never taken to be empty by default (``require_sources=False``: a format whose
     items may state their lineage by ``parents`` or ``uncertain`` alone, the generic import)."""
+    if type(obj) is dict and (item := _plain_item(obj, require_sources)) is not None:
+        return item
+    return _checked_item(obj, file, line, require_sources)
+
+
+def _checked_item(obj: Any, file: str | Path | None, line: int | None,
+                  require_sources: bool) -> Item:
+    """:func:`item_from_json` with every check: each problem of the row, located."""
     if not isinstance(obj, dict):
         raise TiapError("an item must be a JSON object", file=file, line=line)
     rec = _Record(file, line)
@@ -326,6 +334,66 @@ def item_from_json(obj: Any, *, file: str | Path | None = None, line: int | None
         placeholder=placeholder,
         inferred=inferred,
     )
+
+
+#: Keys a row may have for :func:`_plain_item` to read it (the others take the full checks).
+_PLAIN_KEYS = frozenset({"item_id", "kind", "sources", "parents", "serving", "text",
+                         "collection", "store"})
+_STORE_NAMES_OK: set[str] = set()  # store names already checked (a file repeats one)
+_EXTRA_OK: set[str] = set()  # extra keys already checked: metadata, no near miss
+
+
+def _plain_item(obj: dict[str, Any], require_sources: bool) -> Item | None:
+    """The item of a row with exact lineage and well-typed fields (nearly every row of a
+    store), read without building its problem list; ``None`` for any other row, which
+    :func:`item_from_json` then checks in full (so every problem is still reported, and
+    found by the same code). The item equals the one the full checks build."""
+    item_id, kind, sources = obj.get("item_id"), obj.get("kind"), obj.get("sources")
+    if (type(item_id) is not str or not id_ok(item_id) or type(kind) is not str or not kind
+            or (sources is None and (require_sources or "sources" in obj))):
+        return None
+    meta = []
+    for key in obj:
+        if key not in _PLAIN_KEYS:
+            if key not in _EXTRA_OK:
+                if key in _KNOWN or near_miss(key, _KNOWN) is not None:
+                    return None
+                _EXTRA_OK.add(key)
+            meta.append(key)
+    text, coll, serving, store = (obj.get("text"), obj.get("collection"), obj.get("serving"),
+                                  obj.get("store"))
+    if ((text is not None and type(text) is not str)
+            or (coll is not None and type(coll) is not str)
+            or (serving is not None and type(serving) is not bool)):
+        return None
+    if store is not None and store not in _STORE_NAMES_OK:
+        if type(store) is not str or not _STORE_NAME.fullmatch(store):
+            return None
+        _STORE_NAMES_OK.add(store)
+    parents = obj.get("parents")
+    src: tuple[str, ...] = ()
+    par: tuple[str, ...] = ()
+    if sources:
+        if type(sources) is not list or not all(type(v) is str for v in sources):
+            return None
+        src = tuple(sources)
+    elif sources is not None and sources != []:
+        return None
+    if parents:
+        if type(parents) is not list or not all(type(v) is str for v in parents):
+            return None
+        par = tuple(parents)
+    elif parents is not None and parents != []:
+        return None
+    meta.sort()
+    # the dataclass's own __init__ sets each of its twelve fields through
+    # object.__setattr__ (frozen): setting the instance's dict at once is several times faster
+    item = object.__new__(Item)
+    object.__setattr__(item, "__dict__", {
+        "item_id": item_id, "kind": kind, "sources": src, "parents": par, "serving": serving,
+        "text": text, "collection": coll, "meta": tuple([(k, obj[k]) for k in meta]),
+        "store": store, "uncertain": None, "placeholder": None, "inferred": None})
+    return item
 
 
 _INFERRED_KEYS = ("possible_sources", "kind")
@@ -462,6 +530,16 @@ def read_items(path: str | Path) -> list[Item]:
     items: list[Item] = []
     seen: dict[str, int] = {}
     problems = Problems(path)
+    with gc_paused():
+        _read_rows(path, items, seen, problems)
+    problems.raise_if_any()
+    if not items:
+        raise TiapError("empty items file: it holds no items", file=path)
+    return items
+
+
+def _read_rows(path: str | Path, items: list[Item], seen: dict[str, int],
+               problems: Problems) -> None:
     first_store: tuple[str | None, int] | None = None
     for line, obj in iter_jsonl(path, problems):
         try:
@@ -481,10 +559,6 @@ def read_items(path: str | Path) -> list[Item]:
             continue
         seen[item.item_id] = line
         items.append(item)
-    problems.raise_if_any()
-    if not items:
-        raise TiapError("empty items file: it holds no items", file=path)
-    return items
 
 
 @dataclass(frozen=True, eq=False)
