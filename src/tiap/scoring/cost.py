@@ -23,9 +23,12 @@ the query, as the Mem0 harness records around each ``search``) gets its mean, me
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,19 +55,64 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+#: bpe-openai's encodings' token limit (its ``chunk_limit`` for cl100k_base and o200k_base)
+_CHUNK_LIMIT = 200_000
+
+
+def _bpe_backend(name: str) -> Any:
+    """bpe-openai's Rust tokenizer of encoding ``name``, loaded without the package's
+    ``__init__``: importing ``bpe_openai`` decodes the rank files of three encodings into
+    Python dicts (about 2 s) that counting never reads, since the Rust backend carries its
+    own. ``None`` where the package's layout is not the one this expects."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    if "bpe_openai._bindings" in sys.modules:
+        mod = sys.modules["bpe_openai._bindings"]
+    else:
+        found = sorted(p for d in spec.submodule_search_locations
+                       for p in Path(d).glob("_bindings*") if p.suffix in (".so", ".pyd"))
+        if not found:
+            return None
+        got = importlib.util.spec_from_file_location("bpe_openai._bindings", found[0])
+        if got is None or got.loader is None:
+            return None
+        mod = importlib.util.module_from_spec(got)
+        got.loader.exec_module(mod)
+    make = getattr(mod, "tokenizer_for_encoding", None)
+    return None if make is None else make(name)
+
+
 class _Bpe:
     def __init__(self, name: str) -> None:
-        import bpe_openai
-
         self.name = name
-        self.version = f"bpe-openai {bpe_openai.__version__}"
-        self._enc = bpe_openai.get_encoding(name)
+        try:
+            self._backend = _bpe_backend(name)
+        except Exception:  # noqa: BLE001 (another layout: the package's own API below)
+            self._backend = None
+        if self._backend is None:
+            import bpe_openai
+
+            self._enc: Any = bpe_openai.get_encoding(name)
+        self.version = f"bpe-openai {importlib.metadata.version('bpe-openai')}"
         self._seen: dict[str, int] = {}  # stores share texts (the raw turns): count once
 
     def count(self, text: str) -> int:
         n = self._seen.get(text)
         if n is None:  # ordinary: text that looks like a special token is text
-            n = self._seen[text] = len(self._enc.encode_ordinary(text))
+            if self._backend is None:
+                n = len(self._enc.encode_ordinary(text))
+            else:  # what encode_ordinary does: lone surrogates replaced, the limit checked
+                try:
+                    text.encode("utf-8")
+                    clean = text
+                except UnicodeEncodeError:
+                    clean = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+                n = len(self._backend.encode(clean)) if clean else 0
+                if n > _CHUNK_LIMIT:
+                    raise TiapError(f"a text of {n:,} tokens is over the tokenizer's limit "
+                                    f"of {_CHUNK_LIMIT:,}", code="invalid-value")
+            self._seen[text] = n
         return n
 
 
