@@ -132,11 +132,11 @@ def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
 def token_counts(texts: Mapping[str, str | None], ids: Iterable[str],
                  tokenizer: Tokenizer) -> dict[str, int | None]:
     """Tokens of each id's text (``None``: the item has no text; unknown ids likewise)."""
-    out: dict[str, int | None] = {}
-    for i in ids:
-        if i not in out:
-            t = texts.get(i)
-            out[i] = None if t is None else tokenizer.count(t)
+    out: dict[str, int | None] = dict.fromkeys(ids)  # each id once, first seen first
+    for i in out:
+        t = texts.get(i)
+        if t is not None:
+            out[i] = tokenizer.count(t)
     return out
 
 
@@ -171,26 +171,26 @@ def cost_rows(system: str, rankings: Sequence[Sequence[str]], tokens: Mapping[st
     the whole ranking; queries whose top k holds an item of unknown size are left out and
     the count says so) and the latency its rankings record."""
     lat = np.array([x for x in latency_ms if x is not None], np.float64)
-    # per ranking, running token totals and running counts of items of unknown size
-    totals, unknown, lengths = [], [], []
-    for r in rankings:
-        sizes = [tokens.get(i) for i in r]
-        totals.append(np.cumsum([0 if x is None else x for x in sizes], dtype=np.int64))
-        unknown.append(np.cumsum([x is None for x in sizes], dtype=np.int64))
-        lengths.append(len(sizes))
+    # every ranking's items end to end: running token totals and running counts of items of
+    # unknown size, read at each ranking's start and at its k-th item
+    lengths = np.fromiter(map(len, rankings), np.int64, len(rankings))
+    starts = np.zeros(len(rankings), np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    sizes = [tokens.get(i) for r in rankings for i in r]
+    unknown = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(np.fromiter((x is None for x in sizes), bool, len(sizes)), out=unknown[1:])
+    totals = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(np.fromiter((0 if x is None else x for x in sizes), np.int64, len(sizes)),
+              out=totals[1:])
     rows = []
     for k in cutoffs:
-        sums = []
-        for tot, unk, n in zip(totals, unknown, lengths, strict=True):
-            m = n if k is None else min(k, n)
-            if m == 0:
-                sums.append(0)
-            elif unk[m - 1] == 0:
-                sums.append(int(tot[m - 1]))
-        arr = np.array(sums, np.float64)
+        ends = starts + (lengths if k is None else np.minimum(lengths, k))
+        # a ranking whose top k holds an item of unknown size is left out
+        known = unknown[ends] == unknown[starts]
+        arr = (totals[ends] - totals[starts])[known].astype(np.float64)
         rows.append({
             "system": system, "cutoff": "all" if k is None else k, "tokenizer": tokenizer,
-            "queries": len(sums),
+            "queries": int(arr.size),
             "mean_tokens": float(arr.mean()) if arr.size else None,
             "median_tokens": float(np.median(arr)) if arr.size else None,
             "max_tokens": int(arr.max()) if arr.size else None,

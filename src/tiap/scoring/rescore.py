@@ -811,7 +811,9 @@ def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
     covered = [q.query_id for q in queries
                if k >= pool.get(getattr(q, "collection_id", None) or None, total)]
     ranked = sum(min(len(r), k) for r in rankings)
-    known = sum(len({i for i in r[:k] if i in items and i not in inexact}) for r in rankings)
+    held = items.keys()  # (a set view: the ranked ids are looked up, the store not walked)
+    known = sum(len((held & r[:k]) - inexact) if inexact else len(held & r[:k])
+                for r in rankings)
     with_ev = [q for q in queries if q.evidence]
     sessions = [{facts.session(u) for u in dict.fromkeys(q.evidence)} for q in with_ev]
     one = [q.query_id for q, ss in zip(with_ev, sessions, strict=True)
