@@ -123,3 +123,19 @@ def test_cost_csv_and_latency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(TiapError, match="latency_ms") as err:
         read_run(bad)
     assert err.value.problems[0].line == 1
+
+
+def test_counts_equal_the_packages_own_encoder() -> None:
+    """TIAP counts with bpe-openai's Rust backend, loaded without the package's import (which
+    decodes three rank files it never reads): the counts are the package's own
+    ``encode_ordinary`` lengths, on text that looks like a special token, non-ASCII text,
+    a lone surrogate (replaced, as the package does) and the empty string."""
+    import bpe_openai
+
+    texts = ["hello world", "<|endoftext|> and <|fim_prefix|>", "ünïcödé 日本語 😀",
+             "a \ud800 b", "", "  spaces\n\nand\tlines  "]
+    for name in ("cl100k_base", "o200k_base"):
+        ref = bpe_openai.get_encoding(name)
+        tok = get_tokenizer(name)
+        assert getattr(tok, "_backend", None) is not None  # the fast path is the one tested
+        assert [tok.count(t) for t in texts] == [len(ref.encode_ordinary(t)) for t in texts]

@@ -6,6 +6,7 @@ import pytest
 from fixtures_targets import item, store
 
 from tiap.errors import TiapError
+from tiap.memory.store import Item, Placeholder
 from tiap.targets import build_lineage
 
 
@@ -93,3 +94,22 @@ def test_dangling_parents_and_cycles_reported_together() -> None:
     assert len(ei.value.problems) == 4
     # the CLI prints one line per problem, naming the item
     assert "record f1: dangling parent" in str(ei.value)
+
+
+def test_flat_store_lineage_by_hand() -> None:
+    """A store where no item has parents or partial lineage is resolved in one pass: each
+    item's lineage is its own sources, sorted and de-duplicated; a family is its members
+    sorted by id whatever the store order; an item without sources is an orphan; the
+    families are listed in order of first appearance; a placeholder makes the lineage
+    uncertain, and without one it is certain."""
+    items = [Item("t2", "raw", ("u2",)), Item("m", "fact", ("u2", "u1", "u2")),
+             Item("t1", "raw", ("u1",)), Item("o", "fact", ())]
+    lineage = build_lineage(items)
+    assert [lineage.sources_of(i) for i in ("t2", "m", "t1", "o")] == [
+        ("u2",), ("u1", "u2"), ("u1",), ()]
+    assert dict(lineage.families) == {"u2": ("m", "t2"), "u1": ("m", "t1")}
+    assert list(lineage.families) == ["u2", "u1"] and len(lineage.families) == 2
+    assert lineage.orphans == ("o",) and not lineage.uncertain
+    assert lineage.family("u9") == () and not lineage.has_unit("u9")
+    held = build_lineage([*items, Item("p", "fact", ("u1",), placeholder=Placeholder())])
+    assert held.uncertain and held.family("u1") == ("m", "p", "t1")

@@ -63,6 +63,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
+from operator import ge
 from pathlib import Path
 from typing import Any, Literal
 
@@ -722,7 +723,9 @@ def _parse_jsonl_rankings(
         if not isinstance(ranking, list):
             probs.add("'ranking' must be a list of item ids", lineno, qid)
             continue
-        items = [_id_value(v) for v in ranking]
+        # every id a non-empty string (a trace's rankings): the list as it is
+        items = (ranking if {*map(type, ranking)} <= {str} and all(ranking)
+                 else [_id_value(v) for v in ranking])
         bad_pos = [i + 1 for i, v in enumerate(items) if v is None]
         if bad_pos:
             probs.add(
@@ -747,13 +750,17 @@ def _parse_jsonl_rankings(
             )
             continue
         else:
-            values = [_score_value(v) for v in raw_scores]
+            if {*map(type, raw_scores)} <= {float}:  # JSON reals: floats already
+                values: list[float | None] = raw_scores
+            else:
+                values = [_score_value(v) for v in raw_scores]
             bad = [i + 1 for i, v in enumerate(values) if v is None]
             if bad:
                 probs.add(f"'scores' value at position {bad[0]} is not a number", lineno, qid)
                 continue
             scores = [v for v in values if v is not None]
-            nonfinite = [i + 1 for i, v in enumerate(scores) if not math.isfinite(v)]
+            nonfinite = ([] if all(map(math.isfinite, scores)) else
+                         [i + 1 for i, v in enumerate(scores) if not math.isfinite(v)])
             if nonfinite:
                 probs.add(
                     f"'scores' holds {len(nonfinite)} values that are not finite (NaN or "
@@ -778,7 +785,8 @@ def _parse_jsonl_rankings(
             probs.add("'latency_ms' must be a finite number of milliseconds, at least 0",
                       lineno, qid)
             continue
-        groups[key] = _ListGroup(lineno, [v for v in items if v is not None], scores,
+        groups[key] = _ListGroup(lineno, [v for v in items if v is not None] if items is not
+                                 ranking else ranking, scores,
                                  None if latency is None else float(latency))
     return groups
 
@@ -1059,7 +1067,7 @@ def _finish(
         lines = [lines[i] for i in keep]
         if scores is not None:
             scores = [scores[i] for i in keep]
-    if order_by == "rank" and scores is not None and any(b >= a for a, b in pairwise(scores)):
+    if order_by == "rank" and scores is not None and any(map(ge, scores[1:], scores[:-1])):
         rises = [i for i in range(1, len(scores)) if scores[i] > scores[i - 1]]
         code = "score_order" if rises else "score_ties"
         bad = rises[0] if rises else next(

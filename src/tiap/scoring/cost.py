@@ -23,9 +23,12 @@ the query, as the Mem0 harness records around each ``search``) gets its mean, me
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,19 +55,64 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+#: bpe-openai's encodings' token limit (its ``chunk_limit`` for cl100k_base and o200k_base)
+_CHUNK_LIMIT = 200_000
+
+
+def _bpe_backend(name: str) -> Any:
+    """bpe-openai's Rust tokenizer of encoding ``name``, loaded without the package's
+    ``__init__``: importing ``bpe_openai`` decodes the rank files of three encodings into
+    Python dicts (about 2 s) that counting never reads, since the Rust backend carries its
+    own. ``None`` where the package's layout is not the one this expects."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    if "bpe_openai._bindings" in sys.modules:
+        mod = sys.modules["bpe_openai._bindings"]
+    else:
+        found = sorted(p for d in spec.submodule_search_locations
+                       for p in Path(d).glob("_bindings*") if p.suffix in (".so", ".pyd"))
+        if not found:
+            return None
+        got = importlib.util.spec_from_file_location("bpe_openai._bindings", found[0])
+        if got is None or got.loader is None:
+            return None
+        mod = importlib.util.module_from_spec(got)
+        got.loader.exec_module(mod)
+    make = getattr(mod, "tokenizer_for_encoding", None)
+    return None if make is None else make(name)
+
+
 class _Bpe:
     def __init__(self, name: str) -> None:
-        import bpe_openai
-
         self.name = name
-        self.version = f"bpe-openai {bpe_openai.__version__}"
-        self._enc = bpe_openai.get_encoding(name)
+        try:
+            self._backend = _bpe_backend(name)
+        except Exception:  # noqa: BLE001 (another layout: the package's own API below)
+            self._backend = None
+        if self._backend is None:
+            import bpe_openai
+
+            self._enc: Any = bpe_openai.get_encoding(name)
+        self.version = f"bpe-openai {importlib.metadata.version('bpe-openai')}"
         self._seen: dict[str, int] = {}  # stores share texts (the raw turns): count once
 
     def count(self, text: str) -> int:
         n = self._seen.get(text)
         if n is None:  # ordinary: text that looks like a special token is text
-            n = self._seen[text] = len(self._enc.encode_ordinary(text))
+            if self._backend is None:
+                n = len(self._enc.encode_ordinary(text))
+            else:  # what encode_ordinary does: lone surrogates replaced, the limit checked
+                try:
+                    text.encode("utf-8")
+                    clean = text
+                except UnicodeEncodeError:
+                    clean = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+                n = len(self._backend.encode(clean)) if clean else 0
+                if n > _CHUNK_LIMIT:
+                    raise TiapError(f"a text of {n:,} tokens is over the tokenizer's limit "
+                                    f"of {_CHUNK_LIMIT:,}", code="invalid-value")
+            self._seen[text] = n
         return n
 
 
@@ -84,11 +132,11 @@ def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
 def token_counts(texts: Mapping[str, str | None], ids: Iterable[str],
                  tokenizer: Tokenizer) -> dict[str, int | None]:
     """Tokens of each id's text (``None``: the item has no text; unknown ids likewise)."""
-    out: dict[str, int | None] = {}
-    for i in ids:
-        if i not in out:
-            t = texts.get(i)
-            out[i] = None if t is None else tokenizer.count(t)
+    out: dict[str, int | None] = dict.fromkeys(ids)  # each id once, first seen first
+    for i in out:
+        t = texts.get(i)
+        if t is not None:
+            out[i] = tokenizer.count(t)
     return out
 
 
@@ -123,26 +171,26 @@ def cost_rows(system: str, rankings: Sequence[Sequence[str]], tokens: Mapping[st
     the whole ranking; queries whose top k holds an item of unknown size are left out and
     the count says so) and the latency its rankings record."""
     lat = np.array([x for x in latency_ms if x is not None], np.float64)
-    # per ranking, running token totals and running counts of items of unknown size
-    totals, unknown, lengths = [], [], []
-    for r in rankings:
-        sizes = [tokens.get(i) for i in r]
-        totals.append(np.cumsum([0 if x is None else x for x in sizes], dtype=np.int64))
-        unknown.append(np.cumsum([x is None for x in sizes], dtype=np.int64))
-        lengths.append(len(sizes))
+    # every ranking's items end to end: running token totals and running counts of items of
+    # unknown size, read at each ranking's start and at its k-th item
+    lengths = np.fromiter(map(len, rankings), np.int64, len(rankings))
+    starts = np.zeros(len(rankings), np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    sizes = [tokens.get(i) for r in rankings for i in r]
+    unknown = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(np.fromiter((x is None for x in sizes), bool, len(sizes)), out=unknown[1:])
+    totals = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(np.fromiter((0 if x is None else x for x in sizes), np.int64, len(sizes)),
+              out=totals[1:])
     rows = []
     for k in cutoffs:
-        sums = []
-        for tot, unk, n in zip(totals, unknown, lengths, strict=True):
-            m = n if k is None else min(k, n)
-            if m == 0:
-                sums.append(0)
-            elif unk[m - 1] == 0:
-                sums.append(int(tot[m - 1]))
-        arr = np.array(sums, np.float64)
+        ends = starts + (lengths if k is None else np.minimum(lengths, k))
+        # a ranking whose top k holds an item of unknown size is left out
+        known = unknown[ends] == unknown[starts]
+        arr = (totals[ends] - totals[starts])[known].astype(np.float64)
         rows.append({
             "system": system, "cutoff": "all" if k is None else k, "tokenizer": tokenizer,
-            "queries": len(sums),
+            "queries": int(arr.size),
             "mean_tokens": float(arr.mean()) if arr.size else None,
             "median_tokens": float(np.median(arr)) if arr.size else None,
             "max_tokens": int(arr.max()) if arr.size else None,

@@ -33,7 +33,8 @@ from __future__ import annotations
 import importlib.util
 import re
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Literal
@@ -307,8 +308,8 @@ def rescore(
         cut_rankings = [r[:depth] if depth is not None else r for r in rankings]
         tokens: dict[str, int | None] = {}
         if tok is not None:
-            texts = {i: it.text for i, it in lineage.items.items()}
-            tokens = token_counts(texts, (i for r in cut_rankings for i in r), tok)
+            tokens = token_counts(_Texts(lineage.items), (i for r in cut_rankings for i in r),
+                                  tok)
             cuts = sorted({m.cutoff for m in ms if m.cutoff is not None}) + (
                 [None] if any(m.cutoff is None and m.budget is None for m in ms) else [])
             cost += cost_rows(run.system, cut_rankings, tokens, cuts,
@@ -378,6 +379,22 @@ def rescore(
         whole_k=whole,
         queries=tuple(qlist),
     )
+
+
+class _Texts(Mapping[str, str | None]):
+    """Item id -> its text, read from the items where asked (no copy of a store's texts)."""
+
+    def __init__(self, items: Mapping[str, Item]) -> None:
+        self._items = items
+
+    def __getitem__(self, iid: str) -> str | None:
+        return self._items[iid].text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 @dataclass(frozen=True)
@@ -586,6 +603,9 @@ def _inference_index(lineage: Lineage) -> _Inferences:
     """The :class:`_Inferences` of a store, computed once per lineage."""
     if lineage in _INFERENCES:
         return _INFERENCES[lineage]
+    if lineage.inferred == 0:  # counted when the lineage was built: nothing to look for
+        _INFERENCES[lineage] = _Inferences({}, {}, {}, {})
+        return _INFERENCES[lineage]
     items = lineage.items
     got: dict[str, tuple[frozenset[str] | None, bool] | None] = {}
 
@@ -784,15 +804,18 @@ def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
     """
     ks = [m.cutoff for m in measures if m.cutoff is not None]
     k = max(ks) if ks else (depth or max((len(r) for r in rankings), default=0))
-    pool, session, exact = _store_facts(lineage)
+    facts = _store_facts(lineage)
+    pool, items, inexact = facts.pool, lineage.items, facts.inexact
     total = len(lineage.items)
     n = len(queries)
     covered = [q.query_id for q in queries
                if k >= pool.get(getattr(q, "collection_id", None) or None, total)]
     ranked = sum(min(len(r), k) for r in rankings)
-    known = sum(len(exact.intersection(r[:k])) for r in rankings)
+    held = items.keys()  # (a set view: the ranked ids are looked up, the store not walked)
+    known = sum(len((held & r[:k]) - inexact) if inexact else len(held & r[:k])
+                for r in rankings)
     with_ev = [q for q in queries if q.evidence]
-    sessions = [{session.get(u) for u in dict.fromkeys(q.evidence)} for q in with_ev]
+    sessions = [{facts.session(u) for u in dict.fromkeys(q.evidence)} for q in with_ev]
     one = [q.query_id for q, ss in zip(with_ev, sessions, strict=True)
            if None not in ss and len(ss) == 1]
     unknown = sum(1 for ss in sessions if None in ss)
@@ -811,26 +834,54 @@ def integrity_rows(system: str, lineage: Lineage, queries: Sequence[QueryLike],
     ]
 
 
-_FACTS: weakref.WeakKeyDictionary[Lineage, tuple[dict[str | None, int], dict[str, str],
-                                                  frozenset[str]]] = weakref.WeakKeyDictionary()
-
-
-def _store_facts(lineage: Lineage) -> tuple[dict[str | None, int], dict[str, str],
-                                            frozenset[str]]:
+class _StoreFacts:
     """What :func:`integrity_rows` reads of a store, computed once per lineage (the runs of
-    a store share it): items per collection, the session of each raw turn, and the items
-    whose lineage is known."""
+    a store share it): items per collection (``pool``), the items whose lineage is not known
+    (``inexact``: partial lineage or a placeholder), and the session of a raw turn, looked
+    up for the units asked about."""
+
+    def __init__(self, lineage: Lineage) -> None:
+        self.lineage = lineage
+        self.pool: dict[str | None, int] = dict(Counter(
+            it.collection for it in lineage.items.values()))
+        if lineage.placeholders == 0:  # counted when the lineage was built
+            self.inexact: frozenset[str] = frozenset(lineage.possible)
+        else:
+            self.inexact = frozenset(lineage.possible).union(
+                i for i, it in lineage.items.items() if it.placeholder is not None)
+        self._sessions: dict[str, str | None] = {}
+        self._order: dict[str, int] | None = None
+
+    def session(self, unit: str) -> str | None:
+        """``collection:session`` of the raw item whose one source is ``unit`` (the last
+        such item in store order), ``None`` when no raw item with a session has it."""
+        if unit in self._sessions:
+            return self._sessions[unit]
+        items = self.lineage.items
+        found: list[tuple[str, str]] = []
+        for iid in self.lineage.family(unit):
+            it = items[iid]
+            if len(it.sources) == 1 and it.sources[0] == unit and it.is_raw:
+                sid = dict(it.meta).get("session_id")
+                if sid is not None:
+                    found.append((iid, f"{it.collection}:{sid}"))
+        if len(found) > 1:  # several turns claim the unit: the last one in the store wins
+            if self._order is None:
+                self._order = {iid: n for n, iid in enumerate(items)}
+            order = self._order
+            found.sort(key=lambda f: order[f[0]])
+        got = found[-1][1] if found else None
+        self._sessions[unit] = got
+        return got
+
+
+_FACTS: weakref.WeakKeyDictionary[Lineage, _StoreFacts] = weakref.WeakKeyDictionary()
+
+
+def _store_facts(lineage: Lineage) -> _StoreFacts:
+    """The :class:`_StoreFacts` of a store, computed once per lineage."""
     if lineage not in _FACTS:
-        pool: dict[str | None, int] = {}
-        session: dict[str, str] = {}
-        for it in lineage.items.values():
-            pool[it.collection] = pool.get(it.collection, 0) + 1
-            sid = dict(it.meta).get("session_id")
-            if it.is_raw and sid is not None and len(it.sources) == 1:
-                session[it.sources[0]] = f"{it.collection}:{sid}"
-        exact = frozenset(i for i, it in lineage.items.items()
-                          if i not in lineage.possible and it.placeholder is None)
-        _FACTS[lineage] = (pool, session, exact)
+        _FACTS[lineage] = _StoreFacts(lineage)
     return _FACTS[lineage]
 
 

@@ -27,9 +27,10 @@ families (:attr:`Lineage.families`) hold only certain members.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import pairwise
 from types import MappingProxyType
 
 from tiap.errors import Problem, TiapError
@@ -104,10 +105,18 @@ class Lineage:
     possible_families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     open_items: tuple[str, ...] = ()
 
+    #: items with a placeholder, as :func:`build_lineage` found them (``None``: not looked
+    #: for; :attr:`uncertain` then looks)
+    placeholders: int | None = field(default=None, repr=False, compare=False)
+    #: items whose lineage the import inferred (``Item.inferred``), likewise
+    inferred: int | None = field(default=None, repr=False, compare=False)
+
     @cached_property
     def uncertain(self) -> bool:
         """Whether some lineage, or the existence or number of some items, is not
         determined (partial lineage, placeholders)."""
+        if self.placeholders is not None:
+            return bool(self.possible) or self.placeholders > 0
         return bool(self.possible) or any(it.placeholder is not None
                                           for it in self.items.values())
 
@@ -165,6 +174,10 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
             problems.append(Problem("duplicate item id", record=it.item_id))
             continue
         by_id[it.item_id] = it
+    if not problems:
+        flat = _flat_lineage(by_id)
+        if flat is not None:
+            return flat
 
     # Parent edges. indegree counts an item's distinct, existing parents; children maps a
     # parent to the items that list it. Most items (raw turns) have no parents at all.
@@ -207,7 +220,7 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
         if parents is None:
             # Reuse the item's own tuple when it is already sorted and unique (the common
             # raw-turn case: one source), so 250k items cost no extra tuples.
-            if len(own) <= 1 or all(a < b for a, b in zip(own, own[1:], strict=False)):
+            if len(own) <= 1 or all(a < b for a, b in pairwise(own)):
                 sources[iid] = own
             else:
                 sources[iid] = tuple(sorted(set(own)))
@@ -265,6 +278,73 @@ def build_lineage(items: Iterable[Item]) -> Lineage:
             {u: tuple(sorted(ids)) for u, ids in maybe_lists.items()}),
         open_items=tuple(sorted(open_items)),
     )
+
+
+class _Families(Mapping[str, tuple[str, ...]]):
+    """Unit -> its family, sorted when first read: the families of a store are many (one
+    per turn), the ones a rescoring reads few (its queries' evidence)."""
+
+    def __init__(self, lists: dict[str, list[str]]) -> None:
+        self._lists = lists
+        self._sorted: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, unit: str) -> tuple[str, ...]:
+        got = self._sorted.get(unit)
+        if got is None:
+            got = self._sorted[unit] = tuple(sorted(self._lists[unit]))
+        return got
+
+    def __contains__(self, unit: object) -> bool:
+        return unit in self._lists
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lists)
+
+    def __len__(self) -> int:
+        return len(self._lists)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def _flat_lineage(by_id: dict[str, Item]) -> Lineage | None:
+    """The :class:`Lineage` of a store where no item has parents or partial lineage (every
+    item's lineage is its own sources), in one pass; ``None`` for any other store."""
+    sources: dict[str, tuple[str, ...]] = {}
+    fam_lists: dict[str, list[str]] = {}
+    orphans: list[str] = []
+    placeholders = inferred = 0
+    for iid, it in by_id.items():
+        if it.parents or it.uncertain is not None:
+            return None
+        own = it.sources
+        if len(own) == 1:
+            u = own[0]
+            lst = fam_lists.get(u)
+            if lst is None:
+                fam_lists[u] = [iid]
+            else:
+                lst.append(iid)
+        else:
+            if len(own) > 1 and not all(a < b for a, b in pairwise(own)):
+                own = tuple(sorted(set(own)))
+            if not own:
+                orphans.append(iid)
+            for u in own:
+                lst = fam_lists.get(u)
+                if lst is None:
+                    fam_lists[u] = [iid]
+                else:
+                    lst.append(iid)
+        sources[iid] = own
+        if it.placeholder is not None:
+            placeholders += 1
+        if it.inferred is not None:
+            inferred += 1
+    return Lineage(items=MappingProxyType(by_id), sources=MappingProxyType(sources),
+                   families=_Families(fam_lists), orphans=tuple(orphans),
+                   possible=MappingProxyType({}), possible_families=MappingProxyType({}),
+                   open_items=(), placeholders=placeholders, inferred=inferred)
 
 
 def _possible(item: Item, certain: tuple[str, ...],
