@@ -323,6 +323,7 @@ def graded_rescore(
     target_defs: Sequence[Any] | None = None,
     k: int = 60,
     unjudged: SupportPolicy | None = None,
+    shared: Any = None,
 ) -> GradedResult:
     """Raw, binary, graded and retained nDCG@k of every run under each relaxed target, and
     the composed-support measures (:func:`composed_support`) under Raw and each of them.
@@ -337,6 +338,8 @@ def graded_rescore(
     composed-support measures. A chosen ``keep``, ``partial`` or ``drop`` decides both
     exactly. ``unknown`` bounds the composed-support measures; the nDCG columns, which need
     one relevance per member, then use ``keep`` (:attr:`GradedResult.unjudged` says so).
+    ``shared``: the :class:`tiap.audit.cases.RescoreInputs` that ``runs``, ``queries`` and
+    ``stores`` come from (its store lineages and target groups are used and kept).
 
     Example: the store holds a raw turn and a fact for each of two evidence turns; ``A``
     ranks ``m1, t1`` for ``q1`` and ``m2`` alone for ``q2``. The judges say ``m1``
@@ -395,8 +398,9 @@ def graded_rescore(
     for run in runs:
         if run.system not in stores and None not in stores:
             raise TiapError(f"no store for run {run.system!r}")
-    run_stores = store_lineages(runs, stores)
-    groups_of: dict[str, Any] = {}  # store name -> its target sets
+    run_stores = shared.lineages() if shared is not None else store_lineages(runs, stores)
+    # store name -> its target sets
+    groups_of: dict[str, Any] = shared.groups(defs) if shared is not None else {}
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     qrels: dict[str, dict[str, dict[str, dict[str, int]]]] = {}

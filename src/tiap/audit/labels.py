@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ __all__ = [
     "normalize_label",
     "normalize_serving",
     "read_labels",
+    "redactor",
     "select_judges",
     "write_labels",
 ]
@@ -458,7 +459,38 @@ def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
     >>> row["case_id"], row["judge"], row["label"]
     ('A:q1:canonical', 'lexical', 'partial')
     """
-    return write_jsonl(path, (redact(r.to_json()) for r in records))
+    red = redactor()
+    return write_jsonl(path, (red(r.to_json()) for r in records))
+
+
+def redactor() -> Callable[[Any], Any]:
+    """A :func:`tiap.llm.client.redact` that remembers the strings it has redacted: the
+    same result, each distinct string checked once (the rows of one file repeat their
+    settings, labels and ids). For one batch of rows: a secret registered later is not
+    seen by the strings already remembered.
+
+    >>> red = redactor()
+    >>> red({"note": "sent Authorization: Bearer sk-abc123", "n": [1, "ok"]})
+    {'note': 'sent Authorization: Bearer [redacted]', 'n': [1, 'ok']}
+    """
+    memo: dict[str, str] = {}
+
+    def red(value: Any) -> Any:
+        t = type(value)
+        if t is str:
+            got = memo.get(value)
+            if got is None:
+                got = memo[value] = redact(value)
+            return got
+        if t is dict:
+            return {red(k): red(v) for k, v in value.items()}
+        if t is list:
+            return [red(v) for v in value]
+        if value is None or t is int or t is float or t is bool:
+            return value
+        return redact(value)  # tuples, subclasses: as redact treats them
+
+    return red
 
 
 def canonical_json(obj: Any) -> str:

@@ -70,7 +70,7 @@ from typing import Any, Protocol
 
 from tiap.audit.cases import Case  # noqa: F401 - the examples build cases
 from tiap.audit.judges import Judge, Request, make_judge, request_key
-from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
+from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json, redactor
 from tiap.cache import KeyedCache, Table
 from tiap.engine import current_engine, endpoint_tasks
 from tiap.errors import TiapError
@@ -189,8 +189,9 @@ class VerdictCache(KeyedCache):
         if not rows:
             return
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        red = redactor()
         with self.transaction():
-            self.store("verdicts", [_row(*r, now) for r in rows])
+            self.store("verdicts", [_row(*r, now, red) for r in rows])
             self.remove("failures", [(r[0],) for r in rows])
 
     @property
@@ -245,9 +246,10 @@ class VerdictCache(KeyedCache):
 
 
 def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
-         timing: dict[str, Any], created: str) -> tuple[str, ...]:
-    return (key, judge, case_id, verdict.label, canonical_json(redact(request)),
-            json.dumps(redact(_verdict_to_json(verdict)), ensure_ascii=False, allow_nan=False),
+         timing: dict[str, Any], created: str,
+         red: Callable[[Any], Any] = redact) -> tuple[str, ...]:
+    return (key, judge, case_id, verdict.label, canonical_json(red(request)),
+            json.dumps(red(_verdict_to_json(verdict)), ensure_ascii=False, allow_nan=False),
             json.dumps(timing, allow_nan=False), created)
 
 
