@@ -324,13 +324,15 @@ def _credited(ranking: Sequence[str], groups: Sequence[Sequence[str]], k: int,
     ``group`` credit: an item earns gain when it belongs to a group not yet matched (every
     unmatched group it belongs to is then matched). ``set`` credit: every member earns gain.
     """
+    top = ranking[:k]
+    seen = set(top)  # only the retrieved members are looked up: a group may be large
     member_of: dict[str, list[int]] = {}
     for g, members in enumerate(groups):
-        for m in members:
+        for m in seen.intersection(members):
             member_of.setdefault(m, []).append(g)
     out: list[int] = []
     matched: set[int] = set()
-    for i, item in enumerate(ranking[:k]):
+    for i, item in enumerate(top):
         gs = member_of.get(item)
         if not gs:
             continue

@@ -66,6 +66,7 @@ zero-target case under ``T`` has no value; one whose groups partial lineage leav
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,13 +207,24 @@ def retained_ndcg(ranking: Sequence[str], relevance: Mapping[str, float], k: int
     NaN when ``S`` is empty."""
     if not relevance:
         return math.nan
+    log2, ideal = _discounts(k)
     dcg = 0.0
     for i, item in enumerate(ranking[:k]):
         rel = relevance.get(item)
         if rel:
-            dcg += (rel / max_grade) / math.log2(i + 2)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevance), k)))
-    return dcg / ideal
+            dcg += (rel / max_grade) / log2[i]
+    return dcg / ideal[min(len(relevance), k)]
+
+
+@functools.cache
+def _discounts(k: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``log2(i + 2)`` for the ranks ``i < k``, and the ideal DCG of ``n`` ones for ``n <=
+    k`` summed in rank order (the same floats as computing each anew)."""
+    log2 = tuple(math.log2(i + 2) for i in range(k))
+    ideal = [0]
+    for i in range(k):
+        ideal.append(ideal[-1] + 1.0 / log2[i])
+    return log2, tuple(ideal)
 
 
 @dataclass(frozen=True)
@@ -640,6 +652,11 @@ def write_graded(result: GradedResult, out: str | Path, *,
     (``error[stale-output]``) unless ``force``."""
 
     def fmt(v: Any) -> Any:
+        t = type(v)  # the common types first, by one test
+        if t is float:
+            return repr(v)
+        if t is str or t is int:
+            return v
         if isinstance(v, bool):
             return "true" if v else "false"
         return "" if v is None else (repr(v) if isinstance(v, float) else v)
@@ -655,8 +672,7 @@ def write_graded(result: GradedResult, out: str | Path, *,
             with open(tmp / name, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
                 w.writerow(cols)
-                for r in rows:
-                    w.writerow([fmt(r[c]) for c in cols])
+                w.writerows([fmt(r[c]) for c in cols] for r in rows)
             outputs[name] = {"sha256": sha256_file(tmp / name), "rows": len(rows)}
         (tmp / "qrels").mkdir()
         files: dict[str, dict[str, str]] = {}  # store -> target -> qrels path

@@ -482,8 +482,10 @@ def redactor() -> Callable[[Any], Any]:
             if got is None:
                 got = memo[value] = redact(value)
             return got
-        if t is dict:
-            return {red(k): red(v) for k, v in value.items()}
+        if t is dict:  # a string key or value looked up here, without a call
+            return {(g if (g := memo.get(k)) is not None else red(k)):
+                    (g if type(v) is str and (g := memo.get(v)) is not None else red(v))
+                    for k, v in value.items()}
         if t is list:
             return [red(v) for v in value]
         if value is None or t is int or t is float or t is bool:
