@@ -14,7 +14,7 @@ Each function returns CPU seconds (``time.process_time``) of one pass in this pr
   so the bytes written equal the outputs';
 - :func:`audit_time` and :func:`shared_audit_time`: the step itself, as ``tiap.pipeline``
   runs it (``_offline_audit``), and with the inputs read once and shared
-  (:class:`tiap.audit.cases.RescoreInputs`, the judge given find_cases' result).
+  (:class:`tiap.audit.cases.RescoreInputs`, each step given the previous one's result).
 
 The audit reads its inputs at the paths the rescoring's manifest records; run it where they
 are (``/work/run37.sh`` binds the demo's outputs at the recorded path). Usage::
@@ -121,8 +121,8 @@ def shared_audit_time(rescore: str | Path, out: str | Path) -> float:
     out.mkdir(parents=True)
     shared = RescoreInputs.load(rescore)
     found = find_cases(rescore, out / "cases.jsonl", each=True, preloaded=shared)
-    judge_cases(found, out / "judged", ["lexical"], cache=out / "verdicts.sqlite")
-    graded_audit(rescore, [out / "judged/labels.jsonl"], out / "graded", preloaded=shared)
+    judged = judge_cases(found, out / "judged", ["lexical"], cache=out / "verdicts.sqlite")
+    graded_audit(rescore, [judged], out / "graded", preloaded=shared)
     return time.process_time() - t
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import tiap
 import tiap.memory.store
+from tiap.audit import steps
 from tiap.audit.cases import Case, ContestedItem, RescoreInputs, read_cases, write_cases
 from tiap.audit.labels import redactor
 from tiap.audit.steps import _as_read, find_cases, graded_audit, judge_cases
@@ -83,9 +84,10 @@ def _files(folder: Path) -> dict[str, object]:
 def _audit(rs: Path, out: Path, shared: RescoreInputs | None) -> None:
     out.mkdir()
     found = find_cases(rs, out / "cases.jsonl", each=True, preloaded=shared)
-    judge_cases(found if shared else out / "cases.jsonl", out / "judged", ["lexical"],
-                cache=out / "v.sqlite")
-    graded_audit(rs, [out / "judged/labels.jsonl"], out / "graded", preloaded=shared)
+    judged = judge_cases(found if shared else out / "cases.jsonl", out / "judged",
+                         ["lexical"], cache=out / "v.sqlite")
+    graded_audit(rs, [judged if shared else out / "judged/labels.jsonl"], out / "graded",
+                 preloaded=shared)
 
 
 def test_inputs_read_once_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
@@ -120,6 +122,30 @@ def test_the_cases_file_is_read_when_it_changed(tmp_path: Path) -> None:
     write_cases(tmp_path / "cases.jsonl", found.cases[:1])  # changed after find_cases
     got = judge_cases(found, tmp_path / "judged", ["lexical"])
     assert got.n_cases == 1 and got.records[0].case_id == found.cases[0].case_id
+
+
+def test_the_labels_file_is_read_when_it_changed(tmp_path: Path, monkeypatch) -> None:
+    rs = _rescored(tmp_path)
+    judged = judge_cases(find_cases(rs, tmp_path / "cases.jsonl", each=True),
+                         tmp_path / "judged", ["lexical"])
+    assert len(judged.rows) == len(judged.records) > 1
+    seen: list[object] = []
+    real = steps.read_labels
+
+    def spy(paths, *, held=None):  # type: ignore[no-untyped-def]
+        seen.append(sorted(held or {}))
+        return real(paths, held=held)
+
+    monkeypatch.setattr(steps, "read_labels", spy)
+    labels = tmp_path / "judged/labels.jsonl"
+    graded_audit(rs, [judged], tmp_path / "g1")
+    assert seen[-1] == [labels]  # unchanged: the rows in memory
+    lines = labels.read_text().splitlines(keepends=True)
+    labels.write_text("".join(lines[:1]))  # one label left
+    graded_audit(rs, [judged], tmp_path / "g2")
+    assert seen[-1] == []  # changed: the file is read
+    manifest = json.loads((tmp_path / "g2/manifest.json").read_text())
+    assert manifest["inputs"]["labels:0"]["bytes"] == len(lines[0].encode())
 
 
 def test_preloaded_inputs_are_for_their_own_rescoring_only(tmp_path: Path) -> None:

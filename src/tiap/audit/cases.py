@@ -485,24 +485,33 @@ def contested_cases(
         else:
             ds_run = run.benchmark or ""
         raw_tg = tsets[raw_target]
+        target_tgs = [(t, tsets[t]) for t in targets]
         for ranking in run.rankings:
             q = qby.get(ranking.query_id)
             if q is None:
                 continue
             ids = ranking.item_ids
             raw_groups = raw_tg[q.query_id]
-            raw_members = {i for g in raw_groups for i in g}
-            raw_hits = _credited(ids, raw_groups, k, credit) if raw_groups else []
-            extra = dict(getattr(q, "extra", ()) or ())
-            ds = ds_run or str(extra.get("dataset") or extra.get("benchmark") or "")
-            for t in targets:
-                groups = tsets[t][q.query_id]
+            # what Raw credits, and the dataset, only for a query with a contested credit
+            raw_members: set[str] | None = None
+            raw_hits: list[int] | None = None
+            ds = ""
+            for t, tg in target_tgs:
+                groups = tg[q.query_id]
                 if not groups:
                     continue
-                hits = [i for i in _credited(ids, groups, k, credit)
-                        if ids[i] not in raw_members]
+                credited = _credited(ids, groups, k, credit)
+                if not credited:
+                    continue
+                if raw_members is None:
+                    raw_members = {i for g in raw_groups for i in g}
+                hits = [i for i in credited if ids[i] not in raw_members]
                 if not hits:
                     continue
+                if raw_hits is None:
+                    raw_hits = _credited(ids, raw_groups, k, credit) if raw_groups else []
+                    extra = dict(getattr(q, "extra", ()) or ())
+                    ds = ds_run or str(extra.get("dataset") or extra.get("benchmark") or "")
                 for h in hits if each else hits[:1]:
                     out.append(_case(run.system, q, t, ids, h, hits, raw_hits, items,
                                      store=sname, dataset=ds, raw_target=raw_target,

@@ -563,10 +563,11 @@ def _support(system: str, store: str, rankings: Sequence[Any], tsets: Any, targe
     rows: list[dict[str, Any]] = []
     bounds: list[SupportBounds] = []
     undetermined = zero = 0
+    by_q, raw_by_q = tsets[target].queries, tsets[raw_target].queries
     for r in rankings:
         q = r.query_id
-        qg = tsets[target].queries[q]
-        rq = tsets[raw_target].queries[q]
+        qg = by_q[q]
+        rq = raw_by_q[q]
         det = qg.determined and rq.determined
         base = {"system": system, "store": store, "target": target, "query_id": q}
         if not det or not qg.groups:

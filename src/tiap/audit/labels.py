@@ -50,6 +50,7 @@ __all__ = [
     "LabelRecord",
     "Verdict",
     "binary_label",
+    "label_rows",
     "normalize_label",
     "normalize_serving",
     "read_labels",
@@ -325,8 +326,13 @@ def iter_labels(path: str | Path) -> Iterator[LabelRecord]:
         yield LabelRecord.from_json(obj, file=path, line=line)
 
 
-def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
+def read_labels(paths: str | Path | Iterable[str | Path], *,
+                held: Mapping[Path, Sequence[Mapping[str, Any]]] | None = None,
+                ) -> list[LabelRecord]:
     """Read one or more ``labels.jsonl`` files.
+
+    ``held``: the rows of some of the files (by path, as given), already in memory (what
+    :func:`label_rows` gave the writer of the file): they are read as the file's lines.
 
     A (case, judge) pair labelled twice, in one file or across files, is an error naming
     both places: agreement statistics need one label per rater and case. A file with no
@@ -356,7 +362,8 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
     problems: list[Problem] = []
     for p in paths:
         before = len(out) + len(problems)
-        for line, obj in iter_jsonl(p):
+        rows = held.get(Path(p)) if held else None
+        for line, obj in (enumerate(rows, start=1) if rows is not None else iter_jsonl(p)):
             rec = LabelRecord.from_json(obj, file=p, line=line)
             key = (rec.case_id, rec.judge)
             if key in seen:
@@ -459,8 +466,17 @@ def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
     >>> row["case_id"], row["judge"], row["label"]
     ('A:q1:canonical', 'lexical', 'partial')
     """
+    return write_jsonl(path, label_rows(records))
+
+
+def label_rows(records: Iterable[LabelRecord]) -> list[dict[str, Any]]:
+    """The rows :func:`write_labels` writes, one per record, redacted.
+
+    >>> label_rows([LabelRecord("A:q1:canonical", "lexical", "partial")])[0]["label"]
+    'partial'
+    """
     red = redactor()
-    return write_jsonl(path, (red(r.to_json()) for r in records))
+    return [red(r.to_json()) for r in records]
 
 
 def redactor() -> Callable[[Any], Any]:

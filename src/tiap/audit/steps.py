@@ -54,12 +54,12 @@ from tiap.audit.graded import (
 )
 from tiap.audit.human import read_human_labels
 from tiap.audit.judges import make_judge, parse_judge_spec
-from tiap.audit.labels import LabelRecord, read_labels, write_labels
+from tiap.audit.labels import LabelRecord, label_rows, read_labels, write_labels
 from tiap.audit.paper import read_paper_cases, read_paper_labels
 from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
 from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
-from tiap.io import check_output_folder, output_folder, sha256_file, split_named
+from tiap.io import check_output_folder, output_folder, sha256_file, split_named, write_jsonl
 from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
 from tiap.provenance import Manifest, input_entry
 from tiap.scoring.measures import parse_measure
@@ -313,13 +313,17 @@ class LabelSet:
 @dataclass(frozen=True)
 class JudgeResult:
     """What :func:`judge_cases` wrote into ``out``: the verdicts of ``n_cases`` cases
-    (``records``, as in labels.jsonl), each judge's counts (``stats``) and the manifest."""
+    (``records``, as in labels.jsonl), each judge's counts (``stats``) and the manifest;
+    ``rows`` and ``sha256``: the rows of labels.jsonl and its sha256 (:func:`graded_audit`,
+    given this result, reads the labels from memory while the file is unchanged)."""
 
     out: Path
     n_cases: int
     records: list[LabelRecord]
     stats: list[JudgeStats]
     manifest: dict[str, Any] = field(repr=False)
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
+    sha256: str | None = field(default=None, repr=False)
 
     def label_counts(self, judge: str) -> dict[str, int]:
         """``{label: count}`` of one judge's verdicts, unscored ones included."""
@@ -518,11 +522,12 @@ def judge_cases(
                        extra={"judges": list(labels.judges),
                               "counts": [s.to_json() for s in labels.stats]},
                        outputs=["labels.jsonl"])
+    rows = label_rows(labels.records)  # what write_labels writes
     with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
-        write_labels(tmp / "labels.jsonl", labels.records)
+        write_jsonl(tmp / "labels.jsonl", rows)
         man.write(tmp / "manifest.json")
     return JudgeResult(out, labels.n_cases, list(labels.records), list(labels.stats),
-                       man.to_json())
+                       man.to_json(), rows, sha256_file(out / "labels.jsonl"))
 
 
 def _held_cases(found: CasesResult | None, sha256: str) -> list[Case] | None:
@@ -656,7 +661,7 @@ class GradedAudit:
 
 def graded_audit(
     rescore_dir: str | Path,
-    labels: Sequence[str | Path],
+    labels: Sequence[str | Path | JudgeResult],
     out: str | Path,
     *,
     items: Sequence[str] = (),
@@ -680,6 +685,8 @@ def graded_audit(
     partial, drop or unknown (default: keep for nDCG, unknown for composed support);
     ``judges``: use only these judges' labels. ``preloaded``: the rescoring's inputs
     already read (:class:`~tiap.audit.cases.RescoreInputs`, as :func:`find_cases` takes it).
+    A labels entry may be what :func:`judge_cases` returned: its labels.jsonl, read from
+    memory while the file has the sha256 it was written with.
 
     Example: the rescoring of :func:`find_cases`'s example, with labels that say the fact
     ``m1`` supports the answer of ``q1`` and ``m2`` does not support that of ``q2``. Under
@@ -748,8 +755,18 @@ def graded_audit(
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH")
     names = {name for name, _ in (shared.lineages() if shared
                                   else store_lineages(loaded, stores)).values()}
-    paths = [Path(p) for p in labels]
-    rel = item_relevance(read_labels(paths), tie_rule=tie_rule,  # type: ignore[arg-type]
+    paths: list[Path] = []
+    held: dict[Path, list[dict[str, Any]]] = {}
+    for entry in labels:
+        if isinstance(entry, JudgeResult):
+            p = entry.out / "labels.jsonl"
+            if entry.rows and p.is_file() and entry.sha256 == sha256_file(p):
+                held[p] = entry.rows
+        else:
+            p = Path(entry)
+        paths.append(p)
+    rel = item_relevance(read_labels(paths, held=held),
+                         tie_rule=tie_rule,  # type: ignore[arg-type]
                          judges=None if judges is None else list(judges), stores=names)
     result = graded_rescore(loaded, qs, stores, rel, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=cut,
