@@ -90,3 +90,21 @@ def test_offline_judges_run_in_batches_and_are_cached(tmp_path) -> None:
         assert [r.label for r in run.records] == ["supports"] * 20
         run_judges(cases, [j], vc)
         assert calls == [8, 8, 4]
+
+
+def test_an_offline_judge_commits_its_verdicts_in_batches(tmp_path, monkeypatch) -> None:
+    # 5 distinct requests with OFFLINE_COMMIT = 2: committed as 2 + 2 + 1 (3 transactions,
+    # not 5); every verdict is in the cache, and a second run asks nothing
+    import tiap.audit.run as run_mod
+
+    monkeypatch.setattr(run_mod, "OFFLINE_COMMIT", 2)
+    cases = [case(i, "q", answer="Paris", text=f"Paris {i}") for i in range(5)]
+    sizes: list[int] = []
+    with VerdictCache(tmp_path / "c.sqlite") as vc:
+        real = vc.put_many
+        monkeypatch.setattr(vc, "put_many", lambda rows: (sizes.append(len(rows)), real(rows)))
+        first = run_judges(cases, [LexicalJudge()], vc)
+        assert sizes == [2, 2, 1] and len(vc) == 5
+        again = run_judges(cases, [LexicalJudge()], vc)
+    assert (first.stats[0].asked, again.stats[0].asked, again.stats[0].cached) == (5, 0, 5)
+    assert set(first.records[0].timing) == {"started", "seconds", "attempts"}

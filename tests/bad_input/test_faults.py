@@ -47,9 +47,11 @@ def _cases(tmp_path: Path) -> Path:
 
 def test_disk_full_while_judging_keeps_verdicts_and_resumes(tmp_path, monkeypatch,
                                                             capsys) -> None:
+    import tiap.audit.run
+
     cases = _cases(tmp_path)
     out = tmp_path / "judged"
-    real_put = VerdictCache.put
+    real_put = VerdictCache.put_many
     calls = {"n": 0}
 
     def put(self, *a, **kw):  # type: ignore[no-untyped-def]
@@ -58,7 +60,9 @@ def test_disk_full_while_judging_keeps_verdicts_and_resumes(tmp_path, monkeypatc
             raise sqlite3.OperationalError("database or disk is full")
         return real_put(self, *a, **kw)
 
-    monkeypatch.setattr(VerdictCache, "put", put)
+    # an offline judge commits its verdicts in batches: here one verdict per commit
+    monkeypatch.setattr(tiap.audit.run, "OFFLINE_COMMIT", 1)
+    monkeypatch.setattr(VerdictCache, "put_many", put)
     argv = ["audit", "judge", str(cases), "--judge", "lexical", "--out", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -69,7 +73,7 @@ def test_disk_full_while_judging_keeps_verdicts_and_resumes(tmp_path, monkeypatc
     assert len(_verdicts(out)) == 5  # what was committed is kept
     assert not (out / "labels.jsonl").exists()  # nothing half-written
 
-    monkeypatch.setattr(VerdictCache, "put", real_put)
+    monkeypatch.setattr(VerdictCache, "put_many", real_put)
     assert main(argv) == 0
     assert len(_verdicts(out)) == N
     assert len(read_labels(out / "labels.jsonl")) == N

@@ -47,7 +47,14 @@ from tiap.audit.agreement import (
     krippendorff_alpha,
     percent_agreement,
 )
-from tiap.audit.cases import Case, contested_cases, read_cases, sample_cases, write_cases
+from tiap.audit.cases import (
+    Case,
+    RescoreInputs,
+    contested_cases,
+    read_cases,
+    sample_cases,
+    write_cases,
+)
 from tiap.audit.graded import UNJUDGED, graded_rescore, item_relevance
 from tiap.audit.human import read_human_labels
 from tiap.audit.judges import Judge, list_judges, make_judge, register_judge
@@ -89,6 +96,7 @@ __all__ = [
     "Judge",
     "LabelRecord",
     "LabelSet",
+    "RescoreInputs",
     "Verdict",
     "VerdictCache",
     "agreement",

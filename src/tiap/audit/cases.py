@@ -51,6 +51,7 @@ __all__ = [
     "RANK_BUCKETS",
     "Case",
     "ContestedItem",
+    "RescoreInputs",
     "contested_cases",
     "rank_bucket",
     "read_cases",
@@ -323,13 +324,15 @@ def _credited(ranking: Sequence[str], groups: Sequence[Sequence[str]], k: int,
     ``group`` credit: an item earns gain when it belongs to a group not yet matched (every
     unmatched group it belongs to is then matched). ``set`` credit: every member earns gain.
     """
+    top = ranking[:k]
+    seen = set(top)  # only the retrieved members are looked up: a group may be large
     member_of: dict[str, list[int]] = {}
     for g, members in enumerate(groups):
-        for m in members:
+        for m in seen.intersection(members):
             member_of.setdefault(m, []).append(g)
     out: list[int] = []
     matched: set[int] = set()
-    for i, item in enumerate(ranking[:k]):
+    for i, item in enumerate(top):
         gs = member_of.get(item)
         if not gs:
             continue
@@ -395,6 +398,7 @@ def contested_cases(
     measure: str = "",
     dataset: str | Mapping[str, str] | None = None,
     each: bool = False,
+    shared: RescoreInputs | None = None,
 ) -> list[Case]:
     """Every contested credit of every run, as cases (in run, query, target order).
 
@@ -419,6 +423,8 @@ def contested_cases(
         each: one case per contested credit (``case_id`` ``SYSTEM:QUERY:TARGET:ITEM``)
             instead of one per (query, system, target) for the first: every contested item
             then gets a label, for the graded targets.
+        shared: the :class:`RescoreInputs` that ``runs``, ``queries`` and ``stores`` come
+            from: its store lineages and target groups are used, and kept for the next step.
 
     Example: the store holds a raw turn and a derived fact for each of two evidence turns.
     System ``A`` ranks the fact ``m1`` above the turn ``t1`` for ``q1``, and only the fact
@@ -462,8 +468,9 @@ def contested_cases(
     for run in runs:
         if run.system not in stores and None not in stores:
             raise TiapError(f"no store for run {run.system!r}")
-    run_stores = store_lineages(runs, stores)
-    groups_of: dict[str, Any] = {}  # store name -> its target sets
+    run_stores = shared.lineages() if shared is not None else store_lineages(runs, stores)
+    # store name -> its target sets
+    groups_of: dict[str, Any] = shared.groups(defs) if shared is not None else {}
     out: list[Case] = []
     for run in runs:
         sname, lineage = run_stores[run.system]
@@ -478,24 +485,33 @@ def contested_cases(
         else:
             ds_run = run.benchmark or ""
         raw_tg = tsets[raw_target]
+        target_tgs = [(t, tsets[t]) for t in targets]
         for ranking in run.rankings:
             q = qby.get(ranking.query_id)
             if q is None:
                 continue
             ids = ranking.item_ids
             raw_groups = raw_tg[q.query_id]
-            raw_members = {i for g in raw_groups for i in g}
-            raw_hits = _credited(ids, raw_groups, k, credit) if raw_groups else []
-            extra = dict(getattr(q, "extra", ()) or ())
-            ds = ds_run or str(extra.get("dataset") or extra.get("benchmark") or "")
-            for t in targets:
-                groups = tsets[t][q.query_id]
+            # what Raw credits, and the dataset, only for a query with a contested credit
+            raw_members: set[str] | None = None
+            raw_hits: list[int] | None = None
+            ds = ""
+            for t, tg in target_tgs:
+                groups = tg[q.query_id]
                 if not groups:
                     continue
-                hits = [i for i in _credited(ids, groups, k, credit)
-                        if ids[i] not in raw_members]
+                credited = _credited(ids, groups, k, credit)
+                if not credited:
+                    continue
+                if raw_members is None:
+                    raw_members = {i for g in raw_groups for i in g}
+                hits = [i for i in credited if ids[i] not in raw_members]
                 if not hits:
                     continue
+                if raw_hits is None:
+                    raw_hits = _credited(ids, raw_groups, k, credit) if raw_groups else []
+                    extra = dict(getattr(q, "extra", ()) or ())
+                    ds = ds_run or str(extra.get("dataset") or extra.get("benchmark") or "")
                 for h in hits if each else hits[:1]:
                     out.append(_case(run.system, q, t, ids, h, hits, raw_hits, items,
                                      store=sname, dataset=ds, raw_target=raw_target,
@@ -628,11 +644,14 @@ class RescoreDir:
                             file=self.path / "manifest.json")
         return str(primary_measure(self.measures))
 
-    def values(self, measure: str) -> dict[tuple[str, str, str], float]:
-        """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN)."""
+    def values(self, measure: str, per_query: Any = None) -> dict[tuple[str, str, str], float]:
+        """``(system, target, query_id) -> value`` of ``measure`` (undefined: NaN), from
+        ``per_query`` (the :class:`tiap.scoring.folder.PerQuery` of this folder's
+        ``per_query.csv``, held by the caller that wrote it) or else read from the file."""
         path = self.path / "per_query.csv"
         # the whole file is checked (finite values in range, unique rows, none missing)
-        pq = read_per_query(path, self.manifest, self.path / "manifest.json")
+        pq = (per_query if per_query is not None
+              else read_per_query(path, self.manifest, self.path / "manifest.json"))
         out: dict[tuple[str, str, str], float] = {}
         for (s, t, m), arr in pq.values.items():
             if m == measure:
@@ -739,6 +758,82 @@ def load_rescore_inputs(
     qs = read_queries(qpath)
     inputs["queries"] = qpath
     return stores, qs, loaded, inputs
+
+
+@dataclass
+class RescoreInputs:
+    """The stores, queries and runs of a rescoring (:func:`load_rescore_inputs`: the files
+    its manifest records, each checked against its recorded sha256), read once for several
+    audit steps: :func:`tiap.audit.steps.find_cases` and
+    :func:`tiap.audit.steps.graded_audit` take it as ``preloaded`` and then read no input
+    again; the store lineages and target groups they build are kept here and shared.
+    ``per_query``: the rescoring's values (:func:`tiap.scoring.folder.per_query_of`), when
+    the caller holds them; else ``per_query.csv`` is read when needed.
+
+    Example: the rescoring of :func:`tiap.audit.steps.find_cases`'s example, read once.
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> import tiap
+    >>> def jsonl(path, rows):
+    ...     return Path(path).write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> Path("s1").mkdir()
+    >>> _ = jsonl("s1/items.jsonl", [
+    ...     {"item_id": "t1", "kind": "raw", "sources": ["d1:1"], "text": "I went to the park."},
+    ...     {"item_id": "m1", "kind": "fact", "sources": ["d1:1"], "text": "She saw the park."}])
+    >>> _ = jsonl("queries.jsonl", [{"query_id": "q1", "question": "Where did she go?",
+    ...                              "answer": "the park", "evidence": ["d1:1"]}])
+    >>> _ = jsonl("A.jsonl", [{"query_id": "q1", "system": "A", "ranking": ["m1", "t1"]}])
+    >>> scores = tiap.rescore("A.jsonl", "queries.jsonl", "s1/items.jsonl", measures="nDCG@5",
+    ...                       tokenizer="none")
+    >>> _ = scores.to_folder("rs", inputs={"queries": "queries.jsonl",
+    ...                                    "items": "s1/items.jsonl", "run:A": "A.jsonl"})
+    >>> ins = RescoreInputs.load("rs")
+    >>> [r.system for r in ins.runs], [q.query_id for q in ins.queries], sorted(ins.inputs)
+    (['A'], ['q1'], ['items', 'queries', 'run:A'])
+    """
+
+    rescore: RescoreDir
+    stores: dict[str | None, Any]
+    queries: list[Any]
+    runs: list[Any]
+    inputs: dict[str, Path]
+    per_query: Any = field(default=None, repr=False)
+    _lineages: dict[str, Any] | None = field(default=None, repr=False)
+    _groups: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, rescore_dir: str | Path | RescoreDir, *, per_query: Any = None
+             ) -> RescoreInputs:
+        """Read the inputs the rescoring in ``rescore_dir`` records (checked)."""
+        rd = rescore_dir if isinstance(rescore_dir, RescoreDir) else RescoreDir.open(
+            rescore_dir)
+        stores, qs, loaded, inputs = load_rescore_inputs(rd)
+        return cls(rd, stores, qs, loaded, inputs, per_query)
+
+    def lineages(self) -> dict[str, Any]:
+        """:func:`tiap.scoring.rescore.store_lineages` of the runs and stores, built once."""
+        from tiap.scoring.rescore import store_lineages
+
+        if self._lineages is None:
+            self._lineages = store_lineages(self.runs, self.stores)
+        return self._lineages
+
+    def groups(self, defs: Sequence[Any]) -> dict[str, Any]:
+        """Store name -> its target groups under ``defs`` (filled as they are built)."""
+        return self._groups.setdefault(tuple(str(d) for d in defs), {})
+
+    def of(self, rescore_dir: str | Path, given: bool) -> RescoreInputs:
+        """These inputs, checked to be those of ``rescore_dir`` with no file given instead
+        (``given``: the caller was also given --items, --queries or --run)."""
+        if given:
+            raise TiapError("give the inputs as files (--items, --queries, --run) or "
+                            "preloaded, not both", code="usage")
+        if Path(rescore_dir).resolve() != self.rescore.path.resolve():
+            raise TiapError(f"the preloaded inputs are those of the rescoring in "
+                            f"{self.rescore.path}, not of this one", file=rescore_dir,
+                            code="usage")
+        return self
 
 
 def iter_strata(cases: Iterable[Case]) -> Iterator[tuple[tuple[str, ...], list[Case]]]:

@@ -66,6 +66,7 @@ zero-target case under ``T`` has no value; one whose groups partial lineage leav
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,13 +207,24 @@ def retained_ndcg(ranking: Sequence[str], relevance: Mapping[str, float], k: int
     NaN when ``S`` is empty."""
     if not relevance:
         return math.nan
+    log2, ideal = _discounts(k)
     dcg = 0.0
     for i, item in enumerate(ranking[:k]):
         rel = relevance.get(item)
         if rel:
-            dcg += (rel / max_grade) / math.log2(i + 2)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevance), k)))
-    return dcg / ideal
+            dcg += (rel / max_grade) / log2[i]
+    return dcg / ideal[min(len(relevance), k)]
+
+
+@functools.cache
+def _discounts(k: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``log2(i + 2)`` for the ranks ``i < k``, and the ideal DCG of ``n`` ones for ``n <=
+    k`` summed in rank order (the same floats as computing each anew)."""
+    log2 = tuple(math.log2(i + 2) for i in range(k))
+    ideal = [0]
+    for i in range(k):
+        ideal.append(ideal[-1] + 1.0 / log2[i])
+    return log2, tuple(ideal)
 
 
 @dataclass(frozen=True)
@@ -323,6 +335,7 @@ def graded_rescore(
     target_defs: Sequence[Any] | None = None,
     k: int = 60,
     unjudged: SupportPolicy | None = None,
+    shared: Any = None,
 ) -> GradedResult:
     """Raw, binary, graded and retained nDCG@k of every run under each relaxed target, and
     the composed-support measures (:func:`composed_support`) under Raw and each of them.
@@ -337,6 +350,8 @@ def graded_rescore(
     composed-support measures. A chosen ``keep``, ``partial`` or ``drop`` decides both
     exactly. ``unknown`` bounds the composed-support measures; the nDCG columns, which need
     one relevance per member, then use ``keep`` (:attr:`GradedResult.unjudged` says so).
+    ``shared``: the :class:`tiap.audit.cases.RescoreInputs` that ``runs``, ``queries`` and
+    ``stores`` come from (its store lineages and target groups are used and kept).
 
     Example: the store holds a raw turn and a fact for each of two evidence turns; ``A``
     ranks ``m1, t1`` for ``q1`` and ``m2`` alone for ``q2``. The judges say ``m1``
@@ -395,8 +410,9 @@ def graded_rescore(
     for run in runs:
         if run.system not in stores and None not in stores:
             raise TiapError(f"no store for run {run.system!r}")
-    run_stores = store_lineages(runs, stores)
-    groups_of: dict[str, Any] = {}  # store name -> its target sets
+    run_stores = shared.lineages() if shared is not None else store_lineages(runs, stores)
+    # store name -> its target sets
+    groups_of: dict[str, Any] = shared.groups(defs) if shared is not None else {}
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     qrels: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
@@ -547,10 +563,11 @@ def _support(system: str, store: str, rankings: Sequence[Any], tsets: Any, targe
     rows: list[dict[str, Any]] = []
     bounds: list[SupportBounds] = []
     undetermined = zero = 0
+    by_q, raw_by_q = tsets[target].queries, tsets[raw_target].queries
     for r in rankings:
         q = r.query_id
-        qg = tsets[target].queries[q]
-        rq = tsets[raw_target].queries[q]
+        qg = by_q[q]
+        rq = raw_by_q[q]
         det = qg.determined and rq.determined
         base = {"system": system, "store": store, "target": target, "query_id": q}
         if not det or not qg.groups:
@@ -636,6 +653,11 @@ def write_graded(result: GradedResult, out: str | Path, *,
     (``error[stale-output]``) unless ``force``."""
 
     def fmt(v: Any) -> Any:
+        t = type(v)  # the common types first, by one test
+        if t is float:
+            return repr(v)
+        if t is str or t is int:
+            return v
         if isinstance(v, bool):
             return "true" if v else "false"
         return "" if v is None else (repr(v) if isinstance(v, float) else v)
@@ -651,8 +673,7 @@ def write_graded(result: GradedResult, out: str | Path, *,
             with open(tmp / name, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh)
                 w.writerow(cols)
-                for r in rows:
-                    w.writerow([fmt(r[c]) for c in cols])
+                w.writerows([fmt(r[c]) for c in cols] for r in rows)
             outputs[name] = {"sha256": sha256_file(tmp / name), "rows": len(rows)}
         (tmp / "qrels").mkdir()
         files: dict[str, dict[str, str]] = {}  # store -> target -> qrels path

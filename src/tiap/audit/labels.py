@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,9 +50,11 @@ __all__ = [
     "LabelRecord",
     "Verdict",
     "binary_label",
+    "label_rows",
     "normalize_label",
     "normalize_serving",
     "read_labels",
+    "redactor",
     "select_judges",
     "write_labels",
 ]
@@ -324,8 +326,13 @@ def iter_labels(path: str | Path) -> Iterator[LabelRecord]:
         yield LabelRecord.from_json(obj, file=path, line=line)
 
 
-def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
+def read_labels(paths: str | Path | Iterable[str | Path], *,
+                held: Mapping[Path, Sequence[Mapping[str, Any]]] | None = None,
+                ) -> list[LabelRecord]:
     """Read one or more ``labels.jsonl`` files.
+
+    ``held``: the rows of some of the files (by path, as given), already in memory (what
+    :func:`label_rows` gave the writer of the file): they are read as the file's lines.
 
     A (case, judge) pair labelled twice, in one file or across files, is an error naming
     both places: agreement statistics need one label per rater and case. A file with no
@@ -355,7 +362,8 @@ def read_labels(paths: str | Path | Iterable[str | Path]) -> list[LabelRecord]:
     problems: list[Problem] = []
     for p in paths:
         before = len(out) + len(problems)
-        for line, obj in iter_jsonl(p):
+        rows = held.get(Path(p)) if held else None
+        for line, obj in (enumerate(rows, start=1) if rows is not None else iter_jsonl(p)):
             rec = LabelRecord.from_json(obj, file=p, line=line)
             key = (rec.case_id, rec.judge)
             if key in seen:
@@ -458,7 +466,49 @@ def write_labels(path: str | Path, records: Iterable[LabelRecord]) -> int:
     >>> row["case_id"], row["judge"], row["label"]
     ('A:q1:canonical', 'lexical', 'partial')
     """
-    return write_jsonl(path, (redact(r.to_json()) for r in records))
+    return write_jsonl(path, label_rows(records))
+
+
+def label_rows(records: Iterable[LabelRecord]) -> list[dict[str, Any]]:
+    """The rows :func:`write_labels` writes, one per record, redacted.
+
+    >>> label_rows([LabelRecord("A:q1:canonical", "lexical", "partial")])[0]["label"]
+    'partial'
+    """
+    red = redactor()
+    return [red(r.to_json()) for r in records]
+
+
+def redactor() -> Callable[[Any], Any]:
+    """A :func:`tiap.llm.client.redact` that remembers the strings it has redacted: the
+    same result, each distinct string checked once (the rows of one file repeat their
+    settings, labels and ids). For one batch of rows: a secret registered later is not
+    seen by the strings already remembered.
+
+    >>> red = redactor()
+    >>> red({"note": "sent Authorization: Bearer sk-abc123", "n": [1, "ok"]})
+    {'note': 'sent Authorization: Bearer [redacted]', 'n': [1, 'ok']}
+    """
+    memo: dict[str, str] = {}
+
+    def red(value: Any) -> Any:
+        t = type(value)
+        if t is str:
+            got = memo.get(value)
+            if got is None:
+                got = memo[value] = redact(value)
+            return got
+        if t is dict:  # a string key or value looked up here, without a call
+            return {(g if (g := memo.get(k)) is not None else red(k)):
+                    (g if type(v) is str and (g := memo.get(v)) is not None else red(v))
+                    for k, v in value.items()}
+        if t is list:
+            return [red(v) for v in value]
+        if value is None or t is int or t is float or t is bool:
+            return value
+        return redact(value)  # tuples, subclasses: as redact treats them
+
+    return red
 
 
 def canonical_json(obj: Any) -> str:

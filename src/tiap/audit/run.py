@@ -3,8 +3,10 @@
 :func:`run_judges` asks every judge about every case and returns one
 :class:`~tiap.audit.labels.LabelRecord` per (judge, case). Each finished verdict is committed
 to a :class:`VerdictCache` (SQLite in WAL mode, ``synchronous=FULL``: a committed verdict
-survives the process being killed at any moment, ``kill -9`` included) before the next is
-recorded. A run started again with the same cache asks only for what is not in it:
+survives the process being killed at any moment, ``kill -9`` included): a network judge's
+before the next is recorded, an offline judge's :data:`OFFLINE_COMMIT` at a time (or a batch
+at a time: a killed run computes at most those again). A run started again with the same
+cache asks only for what is not in it:
 
 - a verdict's key is its *request key*: the sha256 of the request the judge makes for the
   case (:meth:`Judge.request <tiap.audit.judges.Judge.request>`: for the ``openai`` judge
@@ -68,7 +70,7 @@ from typing import Any, Protocol
 
 from tiap.audit.cases import Case  # noqa: F401 - the examples build cases
 from tiap.audit.judges import Judge, Request, make_judge, request_key
-from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json
+from tiap.audit.labels import UNSCORED, LabelRecord, Verdict, canonical_json, redactor
 from tiap.cache import KeyedCache, Table
 from tiap.engine import current_engine, endpoint_tasks
 from tiap.errors import TiapError
@@ -78,6 +80,8 @@ from tiap.llm.client import InvalidReplies, redact
 __all__ = ["JudgeRun", "Judged", "VerdictCache", "run_judges"]
 
 Progress = Callable[[str, int, int], None]
+#: How many verdicts of an offline judge asked one at a time are committed together.
+OFFLINE_COMMIT = 2048
 
 
 class Judged(Protocol):
@@ -99,7 +103,8 @@ CacheRow = tuple[str, str, str, Request, Verdict, dict[str, Any]]
 
 class VerdictCache(KeyedCache):
     """Finished verdicts by request key, in SQLite (:class:`tiap.cache.KeyedCache`: WAL,
-    ``synchronous=FULL``, one commit per verdict).
+    ``synchronous=FULL``; a network judge's verdicts one commit each, an offline judge's
+    in batches).
 
     Each row holds the request itself (the exact body sent, never a key), the verdict, its
     timing, and the judge and case it was first asked for; table ``failures`` notes the
@@ -180,10 +185,13 @@ class VerdictCache(KeyedCache):
                                  datetime.now(UTC).isoformat(timespec="seconds"))])
 
     def put_many(self, rows: Sequence[CacheRow]) -> None:
-        """Commit several verdicts in one transaction."""
+        """Commit several verdicts in one transaction (none: nothing is written)."""
+        if not rows:
+            return
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        red = redactor()
         with self.transaction():
-            self.store("verdicts", [_row(*r, now) for r in rows])
+            self.store("verdicts", [_row(*r, now, red) for r in rows])
             self.remove("failures", [(r[0],) for r in rows])
 
     @property
@@ -238,9 +246,10 @@ class VerdictCache(KeyedCache):
 
 
 def _row(key: str, judge: str, case_id: str, request: Request, verdict: Verdict,
-         timing: dict[str, Any], created: str) -> tuple[str, ...]:
-    return (key, judge, case_id, verdict.label, canonical_json(redact(request)),
-            json.dumps(redact(_verdict_to_json(verdict)), ensure_ascii=False, allow_nan=False),
+         timing: dict[str, Any], created: str,
+         red: Callable[[Any], Any] = redact) -> tuple[str, ...]:
+    return (key, judge, case_id, verdict.label, canonical_json(red(request)),
+            json.dumps(red(_verdict_to_json(verdict)), ensure_ascii=False, allow_nan=False),
             json.dumps(timing, allow_nan=False), created)
 
 
@@ -461,6 +470,24 @@ def _run_one(judge: Judge, cases: Sequence[Judged], cache: VerdictCache, retry_u
             n_done += len(chunk)
             if progress:
                 progress(judge.name, n_done, total)
+    elif not judge.endpoint:
+        # an offline judge asked one request at a time: in this thread, its verdicts
+        # committed OFFLINE_COMMIT at a time (a verdict lost to a kill is cheap to compute
+        # again; one transaction per verdict made the disk's syncs the whole cost)
+        rows = []
+        for n_done, (k, c, r) in enumerate(items, 1):
+            started = datetime.now(UTC).isoformat(timespec="milliseconds")
+            t = time.monotonic()
+            v = judge.ask(r)
+            timing = {"started": started, "seconds": round(time.monotonic() - t, 4),
+                      "attempts": v.attempts}
+            commit(k, c, r, v, timing, rows)
+            if len(rows) >= OFFLINE_COMMIT:
+                cache.put_many(rows)
+                rows = []
+            if progress:
+                progress(judge.name, n_done, total)
+        cache.put_many(rows)
     else:
         for n_done, (k, c, r, v, started, seconds) in enumerate(_run_threaded(judge, items),
                                                                 1):

@@ -24,6 +24,7 @@ The lower-level pieces they combine (:func:`~tiap.audit.cases.contested_cases`,
 from __future__ import annotations
 
 import contextlib
+import math
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from tiap.audit.agreement import AGREEMENT_COMMAND, AgreementReport, agreement, 
 from tiap.audit.cases import (
     Case,
     RescoreDir,
+    RescoreInputs,
     contested_cases,
     load_rescore_inputs,
     measure_cutoff,
@@ -52,12 +54,12 @@ from tiap.audit.graded import (
 )
 from tiap.audit.human import read_human_labels
 from tiap.audit.judges import make_judge, parse_judge_spec
-from tiap.audit.labels import LabelRecord, read_labels, write_labels
+from tiap.audit.labels import LabelRecord, label_rows, read_labels, write_labels
 from tiap.audit.paper import read_paper_cases, read_paper_labels
 from tiap.audit.run import JudgeRun, JudgeStats, VerdictCache, run_judges
 from tiap.engine import make_engine, use_engine
 from tiap.errors import TiapError
-from tiap.io import check_output_folder, output_folder, split_named
+from tiap.io import check_output_folder, output_folder, sha256_file, split_named, write_jsonl
 from tiap.llm.local import CLIENT_DEFAULTS, LocalServer, local_endpoint
 from tiap.provenance import Manifest, input_entry
 from tiap.scoring.measures import parse_measure
@@ -97,13 +99,17 @@ def _option_measure(option: str, measure: str) -> Any:
 @dataclass(frozen=True)
 class CasesResult:
     """What :func:`find_cases` wrote: ``written`` of the ``found`` contested credits, by
-    stratum (:func:`~tiap.audit.cases.strata_counts`), and the sidecar manifest."""
+    stratum (:func:`~tiap.audit.cases.strata_counts`), and the sidecar manifest; ``cases``
+    and ``sha256``: the cases written and the file's sha256 (:func:`judge_cases`, given
+    this result, judges them without reading the file back while it is unchanged)."""
 
     out: Path
     found: int
     written: int
     strata: list[dict[str, Any]]
     manifest: dict[str, Any]
+    cases: tuple[Case, ...] = field(default=(), repr=False, compare=False)
+    sha256: str | None = field(default=None, repr=False)
 
 
 def find_cases(
@@ -122,6 +128,7 @@ def find_cases(
     seed: int = 0,
     dataset: str | None = None,
     each: bool = False,
+    preloaded: RescoreInputs | None = None,
 ) -> CasesResult:
     """The contested credits of the rescoring in ``rescore_dir`` (retrieved items a relaxed
     target credits and Raw does not), written to ``out`` (cases.jsonl) with
@@ -132,7 +139,9 @@ def find_cases(
     ``k``: nDCG@k, not both) is the measure whose values the cases carry and whose cutoff
     bounds the walk (default: the rescoring's headline measure). ``each``: one case per
     contested credit instead of one per (query, system, target). ``sample="stratified"``
-    draws ``per_stratum`` cases per stratum with ``seed``.
+    draws ``per_stratum`` cases per stratum with ``seed``. ``preloaded``: the rescoring's
+    inputs already read (:class:`~tiap.audit.cases.RescoreInputs`, for several steps; then
+    ``items``, ``queries`` and ``runs`` are not given).
 
     Example: a store with a raw turn and a derived fact for each of two evidence turns, and
     a run ``A`` that ranks the fact ``m1`` above the turn ``t1`` for ``q1`` and the fact
@@ -182,7 +191,9 @@ def find_cases(
     if k is not None:
         measure = f"nDCG@{k}"
     out = Path(out)
-    rd = RescoreDir.open(rescore_dir)
+    shared = (None if preloaded is None
+              else preloaded.of(rescore_dir, bool(items or runs or queries is not None)))
+    rd = RescoreDir.open(rescore_dir) if shared is None else shared.rescore
     m = str(_option_measure(opt, measure)) if measure else rd.default_measure()
     cut = measure_cutoff(m)
     if measure is not None and m not in rd.measures:
@@ -192,12 +203,17 @@ def find_cases(
                         code="invalid-value")
     if cut is None:
         raise TiapError(f"the measure {m!r} has no cutoff; pass e.g. --measure nDCG@60")
-    stores, qs, loaded, inputs = load_rescore_inputs(rd, items=list(items), queries=queries,
-                                                     runs=list(runs))
+    if shared is None:
+        stores, qs, loaded, inputs = load_rescore_inputs(rd, items=list(items),
+                                                         queries=queries, runs=list(runs))
+    else:
+        stores, qs, loaded, inputs = (shared.stores, shared.queries, shared.runs,
+                                      dict(shared.inputs))
     tlist = list(targets)
     found = contested_cases(loaded, qs, stores, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=cut, credit=rd.credit,
-                            values=rd.values(m), measure=m, dataset=dataset, each=each)
+                            values=rd.values(m, shared.per_query if shared else None),
+                            measure=m, dataset=dataset, each=each, shared=shared)
     chosen = sample_cases(found, sample, per_stratum=per_stratum, seed=seed)  # type: ignore[arg-type]
     n = write_cases(out, chosen)
     strata = strata_counts(chosen)
@@ -210,10 +226,12 @@ def find_cases(
                  "credit": rd.credit, "each": each,
                  "sample": sample, "per_stratum": per_stratum if sample != "all" else None,
                  "seed": seed if sample != "all" else None},
-        extra={"stores": {s: name for s, (name, _) in store_lineages(loaded, stores).items()},
+        extra={"stores": {s: name for s, (name, _) in (
+                   shared.lineages() if shared else store_lineages(loaded, stores)).items()},
                "counts": {"contested": len(found), "written": n, "strata": strata}})
     _write_sidecar(out, man)
-    return CasesResult(out, len(found), n, strata, man.to_json())
+    return CasesResult(out, len(found), n, strata, man.to_json(), tuple(chosen),
+                       sha256_file(out))
 
 
 # ------------------------------------------------------------------------------------------
@@ -295,13 +313,17 @@ class LabelSet:
 @dataclass(frozen=True)
 class JudgeResult:
     """What :func:`judge_cases` wrote into ``out``: the verdicts of ``n_cases`` cases
-    (``records``, as in labels.jsonl), each judge's counts (``stats``) and the manifest."""
+    (``records``, as in labels.jsonl), each judge's counts (``stats``) and the manifest;
+    ``rows`` and ``sha256``: the rows of labels.jsonl and its sha256 (:func:`graded_audit`,
+    given this result, reads the labels from memory while the file is unchanged)."""
 
     out: Path
     n_cases: int
     records: list[LabelRecord]
     stats: list[JudgeStats]
     manifest: dict[str, Any] = field(repr=False)
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False, compare=False)
+    sha256: str | None = field(default=None, repr=False)
 
     def label_counts(self, judge: str) -> dict[str, int]:
         """``{label: count}`` of one judge's verdicts, unscored ones included."""
@@ -423,7 +445,7 @@ def judge(
 
 
 def judge_cases(
-    cases: str | Path,
+    cases: str | Path | CasesResult,
     out: str | Path,
     judges: Sequence[str],
     *,
@@ -449,7 +471,9 @@ def judge_cases(
     """Judge every case of ``cases`` (cases.jsonl) with every judge spec of ``judges``
     (``lexical``, ``embedding``, ``openai`` or ``NAME(key=value, ...)``); writes
     ``out/labels.jsonl`` and ``out/manifest.json``, replacing ``out`` whole (a foreign
-    folder is refused unless ``force``). The judging is :func:`judge`'s.
+    folder is refused unless ``force``). The judging is :func:`judge`'s. ``cases`` may be
+    what :func:`find_cases` returned: its cases are then judged as held in memory when the
+    file still has the sha256 it was written with (else the file is read).
 
     The verdict cache (``cache``, default ``out/cache.sqlite``, kept across the swap) holds
     every finished verdict: a rerun asks only for the ones it lacks. ``local_model`` serves
@@ -479,27 +503,62 @@ def judge_cases(
     from tiap.memory.build import cache_entries
 
     out = Path(out)
-    cases = Path(cases)
+    found = cases if isinstance(cases, CasesResult) else None
+    cases = found.out if found is not None else Path(cases)
     cache_path = Path(cache) if cache is not None else out / "cache.sqlite"
     keep = cache_entries(cache_path, out)  # used in place, kept across the swap
     check_output_folder(out, JUDGE_COMMAND, force=force, keep=keep)  # before any request
-    labels = judge(cases, judges, model=model, base_url=base_url, api_key_env=api_key_env,
+    entry = input_entry(cases)
+    held = _held_cases(found, entry["sha256"])
+    labels = judge(held if held is not None else cases, judges, model=model, base_url=base_url, api_key_env=api_key_env,
                    concurrency=concurrency, max_retries=max_retries, timeout=timeout,
                    backoff=backoff, max_invalid=max_invalid,
                    response_format=response_format, local_model=local_model,
                    local_port=local_port, cache=cache_path, retry_unscored=retry_unscored,
                    limit=limit, engine=engine, progress=progress, log=log)
-    man = Manifest.new(JUDGE_COMMAND, inputs={"cases": input_entry(cases)},
+    man = Manifest.new(JUDGE_COMMAND, inputs={"cases": entry},
                        options={"limit": limit, "retry_unscored": retry_unscored,
                                 "cache": str(cache_path), "local_model": labels.local_model},
                        extra={"judges": list(labels.judges),
                               "counts": [s.to_json() for s in labels.stats]},
                        outputs=["labels.jsonl"])
+    rows = label_rows(labels.records)  # what write_labels writes
     with output_folder(out, JUDGE_COMMAND, force=force, keep=keep) as tmp:
-        write_labels(tmp / "labels.jsonl", labels.records)
+        write_jsonl(tmp / "labels.jsonl", rows)
         man.write(tmp / "manifest.json")
     return JudgeResult(out, labels.n_cases, list(labels.records), list(labels.stats),
-                       man.to_json())
+                       man.to_json(), rows, sha256_file(out / "labels.jsonl"))
+
+
+def _held_cases(found: CasesResult | None, sha256: str) -> list[Case] | None:
+    """The cases :func:`find_cases` wrote, as :func:`~tiap.audit.cases.read_cases` would read
+    them back from the file (which has ``sha256``); ``None``: read the file (not the file
+    written, or cases a reader would report, which it does with their lines)."""
+    if found is None or not found.cases or found.sha256 != sha256:
+        return None
+    if len({c.case_id for c in found.cases}) != len(found.cases):
+        return None
+    return [_as_read(c) for c in found.cases]
+
+
+_CASE_TEXTS = ("case_id", "system", "query_id", "target", "item_id", "item_text", "question",
+               "answer", "item_kind", "dataset", "store", "raw_target", "case_type",
+               "measure", "credit", "category", "collection")
+
+
+def _as_read(c: Case) -> Case:
+    """``c`` as a line of cases.jsonl reads back (:meth:`Case.from_json`): the same object
+    when writing and reading change nothing (plain strings, no empty optional text, no
+    NaN value), else read back from its row."""
+    if (any(type(getattr(c, f)) is not str for f in _CASE_TEXTS)
+            or c.raw_support_item_id == "" or c.raw_support_text == ""
+            or any(v is not None and (type(v) is not float or math.isnan(v))
+                   for v in (c.raw_value, c.target_value))
+            or type(c.credited_rank) is not int or (c.k is not None and type(c.k) is not int)
+            or any(type(x.kind) is not str or type(x.item_id) is not str
+                   for x in c.contested)):
+        return Case.from_json(c.to_json())
+    return c
 
 
 def _judge_run(all_cases: list[Case], specs: Sequence[str], defaults: dict[str, Any],
@@ -602,7 +661,7 @@ class GradedAudit:
 
 def graded_audit(
     rescore_dir: str | Path,
-    labels: Sequence[str | Path],
+    labels: Sequence[str | Path | JudgeResult],
     out: str | Path,
     *,
     items: Sequence[str] = (),
@@ -615,6 +674,7 @@ def graded_audit(
     judges: Sequence[str] | None = None,
     tie_rule: str = "conservative",
     force: bool = False,
+    preloaded: RescoreInputs | None = None,
 ) -> GradedAudit:
     """The labels of ``labels`` (labels.jsonl files) as graded relevance on the rescoring in
     ``rescore_dir``: how much of each relaxed target's nDCG@``k`` gain over Raw survives
@@ -623,7 +683,10 @@ def graded_audit(
     ``items`` and ``runs`` are ``[NAME=]PATH`` specs (default: the rescoring's); ``k``
     defaults to the cutoff of the rescoring's headline measure; ``unjudged`` is keep,
     partial, drop or unknown (default: keep for nDCG, unknown for composed support);
-    ``judges``: use only these judges' labels.
+    ``judges``: use only these judges' labels. ``preloaded``: the rescoring's inputs
+    already read (:class:`~tiap.audit.cases.RescoreInputs`, as :func:`find_cases` takes it).
+    A labels entry may be what :func:`judge_cases` returned: its labels.jsonl, read from
+    memory while the file has the sha256 it was written with.
 
     Example: the rescoring of :func:`find_cases`'s example, with labels that say the fact
     ``m1`` supports the answer of ``q1`` and ``m2`` does not support that of ``q2``. Under
@@ -674,23 +737,40 @@ def graded_audit(
     out = Path(out)
     tlist = list(targets)
     check_output_folder(out, GRADED_COMMAND, force=force)
-    rd = RescoreDir.open(rescore_dir)
+    shared = (None if preloaded is None
+              else preloaded.of(rescore_dir, bool(items or runs or queries is not None)))
+    rd = RescoreDir.open(rescore_dir) if shared is None else shared.rescore
     cut = (_option_measure("--k", f"nDCG@{k}").cutoff if k is not None
            else measure_cutoff(rd.default_measure()))
     if cut is None:
         raise TiapError("pass --k: the rescoring's nDCG measure has no cutoff")
-    stores, qs, loaded, inputs = load_rescore_inputs(rd, items=list(items), queries=queries,
-                                                     runs=list(runs))
+    if shared is None:
+        stores, qs, loaded, inputs = load_rescore_inputs(rd, items=list(items),
+                                                         queries=queries, runs=list(runs))
+    else:
+        stores, qs, loaded, inputs = (shared.stores, shared.queries, shared.runs,
+                                      dict(shared.inputs))
     for r in loaded:
         if r.system not in stores and None not in stores:
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH")
-    names = {name for name, _ in store_lineages(loaded, stores).values()}
-    paths = [Path(p) for p in labels]
-    rel = item_relevance(read_labels(paths), tie_rule=tie_rule,  # type: ignore[arg-type]
+    names = {name for name, _ in (shared.lineages() if shared
+                                  else store_lineages(loaded, stores)).values()}
+    paths: list[Path] = []
+    held: dict[Path, list[dict[str, Any]]] = {}
+    for entry in labels:
+        if isinstance(entry, JudgeResult):
+            p = entry.out / "labels.jsonl"
+            if entry.rows and p.is_file() and entry.sha256 == sha256_file(p):
+                held[p] = entry.rows
+        else:
+            p = Path(entry)
+        paths.append(p)
+    rel = item_relevance(read_labels(paths, held=held),
+                         tie_rule=tie_rule,  # type: ignore[arg-type]
                          judges=None if judges is None else list(judges), stores=names)
     result = graded_rescore(loaded, qs, stores, rel, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=cut,
-                            unjudged=unjudged)  # type: ignore[arg-type]
+                            unjudged=unjudged, shared=shared)  # type: ignore[arg-type]
     for i, p in enumerate(paths):
         inputs[f"labels:{i}"] = p
     per_store = {n: sum(1 for key in rel if key[0] == n) for n in sorted(names)}
