@@ -70,10 +70,43 @@ def _intervals(path: Path) -> dict[tuple[str, str, str, str], tuple[float, float
     return out
 
 
+def _held_inputs(rd: Any, preloaded: Mapping[Path, Any],
+                 ) -> tuple[dict[str | None, Any], list[Any], list[Any]] | None:
+    """The stores, queries and runs of rescoring ``rd`` as ``preloaded`` holds them (by
+    resolved path: a :class:`~tiap.memory.store.Store`, a list of queries, a list of runs),
+    or ``None`` unless it holds every one."""
+    qpath = rd.input_paths("queries").get(None)
+    stores_at = rd.input_paths("items")
+    runs_at = rd.input_paths("run")
+    if qpath is None or not stores_at or not runs_at:
+        return None
+    qs = preloaded.get(qpath.resolve())
+    stores = {n: preloaded.get(p.resolve()) for n, p in stores_at.items()}
+    runs: list[Any] = []
+    for name, p in runs_at.items():
+        got = preloaded.get(p.resolve())
+        if got is None:
+            return None
+        mine = [r for r in got if name in (None, p.name, r.system)]
+        if not mine:  # (a run renamed by NAME=PATH: read as the rescoring read it)
+            return None
+        runs.extend(mine)
+    if qs is None or any(s is None for s in stores.values()):
+        return None
+    return stores, list(qs), runs
+
+
 def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
-               inputs: bool = True) -> QueryData:
+               inputs: bool = True, preloaded: Mapping[Path, Any] | None = None) -> QueryData:
     """The per-query record of dataset ``ds`` of ``sd`` (see the module's docstring);
     without ``inputs``, the values only (no store, queries file or run is read).
+
+    ``preloaded``: what the caller already holds, by resolved path (the convention of
+    :func:`tiap.sensitivity.analyze`): a rescore folder's ``per_query.csv`` ->
+    :func:`tiap.scoring.folder.per_query_of` of its result; the folder itself -> the
+    result (:class:`tiap.scoring.scores.Scores`, whose groups are used); each store,
+    queries file and run file the rescoring read -> what was read from it. Those are used
+    as they are (the caller read them for that rescoring), not read and checked again.
 
     Example: a folder without its rescorings (moved away) still gives a record, which says
     what it could not read.
@@ -105,6 +138,7 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
             notes.append(f"{s}: the sensitivity manifest names no rescore folder")
             continue
         by_dir.setdefault(str(d), []).append(s)
+    held = preloaded or {}
     queries: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     si = {s: i for i, s in enumerate(systems)}
@@ -123,7 +157,9 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
         path = Path(d)
         try:
             rd = RescoreDir.open(path)
-            pq = read_per_query(path / "per_query.csv", rd.manifest, path / "manifest.json")
+            pq = held.get((path / "per_query.csv").resolve())
+            if pq is None:
+                pq = read_per_query(path / "per_query.csv", rd.manifest, path / "manifest.json")
             ivs = _intervals(path)
         except TiapError as exc:
             notes.append(f"rescore folder {d}: {exc} (no values, ranks or evidence of "
@@ -150,7 +186,8 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
                          "took its targets from qrels files, which hold no evidence groups")
             continue
         try:
-            stores, qs, runs, _ = load_rescore_inputs(rd)
+            got = _held_inputs(rd, held) if held else None
+            stores, qs, runs = got if got is not None else load_rescore_inputs(rd)[:3]
         except TiapError as exc:
             notes.append(f"{', '.join(members)}: ranks not shown: {_first_line(exc)}")
             try:
@@ -174,7 +211,10 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
         except TiapError as exc:
             notes.append(f"{', '.join(members)}: ranks not shown: {_first_line(exc)}")
             continue
-        groups_of: dict[str, Any] = {}
+        # the groups the rescoring built (the same lineage, queries and targets), unless
+        # they read evidence overlays, which the groups built here do not
+        result = None if rd.options.get("overlays") else held.get(path.resolve())
+        groups_of: dict[str, Any] = dict(getattr(result, "target_sets", None) or {})
         for run in runs:
             sname, lineage = lineages[run.system]
             if sname not in groups_of:
