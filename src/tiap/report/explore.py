@@ -385,12 +385,15 @@ def _light_lineages(runs: list[Any], stores: Mapping[str | None, Any],
         wanted = {i for r in runs if name_of[r.system] == name
                   for rk in r.rankings for i in rk.item_ids}
         items: dict[str, Any] = {}
-        for it in st.items:
+        texts: dict[str, str] = {}
+        for it in st.items:  # one pass: what _unit_texts does, and the ranked items
             if it.uncertain is not None:
                 return None
             if it.item_id in wanted:
                 items.setdefault(it.item_id, it)
-        views[name] = _Light(items, _unit_texts(st.items, need))
+            if it.kind == "raw" and len(it.sources) == 1 and it.sources[0] in need:
+                texts.setdefault(it.sources[0], (it.text or "")[:UNIT_TEXT])
+        views[name] = _Light(items, texts)
     return {s: (n, views[n]) for s, n in name_of.items()}
 
 
