@@ -185,10 +185,13 @@ def test_unreachable_inputs_are_said_not_filled_in(tmp_path: Path) -> None:
     assert rec["queries"] == [] and "rescore folder" in rec["notes"][0]
 
 
-def test_preloaded_inputs_give_the_same_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize("partial", [False, True])
+def test_preloaded_inputs_give_the_same_report(tmp_path: Path, partial: bool) -> None:
     """A caller that holds what the rescoring read (and its result) passes it as
     ``preloaded``: the report is byte for byte the one that reads the files, and it reads
-    none of them (they are moved away here; read again, their ranks would be missing)."""
+    none of them (they are moved away here; read again, their ranks would be missing).
+    ``partial``: a summary of unknown origin, ranked first by A, is shown as possibly
+    credited either way (the held store's lineage is then built, not skipped)."""
     import tiap
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
@@ -206,6 +209,10 @@ def test_preloaded_inputs_give_the_same_report(tmp_path: Path) -> None:
                   for i in range(n)],
             "B": [{"query_id": f"q{i}", "ranking": [f"f{i}", f"t{(i + i % 3) % n}"]}
                   for i in range(n)]}
+    if partial:
+        items.append(Item("s1", "summary", (), uncertain=Uncertainty()).to_json())
+        for row in runs["A"]:
+            row["ranking"].insert(0, "s1")
     ipath = _jsonl(tmp_path / "items.jsonl", items)
     qpath = _jsonl(tmp_path / "queries.jsonl", queries)
     args = ["rescore", "--items", str(ipath), "--queries", str(qpath), "--measures",
@@ -237,6 +244,8 @@ def test_preloaded_inputs_give_the_same_report(tmp_path: Path) -> None:
         tmp_path / "held" / "index.html").read_bytes()
     assert held == read
     assert b"ranks not shown" not in held
+    [rec] = _query_data(held.decode("utf-8"))
+    assert ("u" in rec["queries"][0]) == partial  # s1 at rank 1: possibly credited
     assert b"ranks not shown" in (tmp_path / "missing" / "index.html").read_bytes()
     for f in sorted((tmp_path / "read" / "tables").iterdir()):
         assert (tmp_path / "held" / "tables" / f.name).read_bytes() == f.read_bytes()
