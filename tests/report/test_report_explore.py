@@ -183,3 +183,88 @@ def test_unreachable_inputs_are_said_not_filled_in(tmp_path: Path) -> None:
     assert main(["report", str(tmp_path / "sens"), "--out", str(tmp_path / "r2")]) == 0
     [rec] = _query_data((tmp_path / "r2" / "index.html").read_text())
     assert rec["queries"] == [] and "rescore folder" in rec["notes"][0]
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_preloaded_inputs_give_the_same_report(tmp_path: Path, partial: bool) -> None:
+    """A caller that holds what the rescoring read (and its result) passes it as
+    ``preloaded``: the report is byte for byte the one that reads the files, and it reads
+    none of them (they are moved away here; read again, their ranks would be missing).
+    ``partial``: a summary of unknown origin, ranked first by A, is shown as possibly
+    credited either way (the held store's lineage is then built, not skipped)."""
+    import tiap
+    from tiap.datasets.queryfile import read_queries
+    from tiap.memory.store import read_store
+    from tiap.runs import read_run
+    from tiap.scoring.folder import read_per_query
+
+    n = 12
+    items, queries = [], []
+    for i in range(n):
+        items += [Item(f"t{i}", "raw", (f"u{i}",), text=f"turn {i}").to_json(),
+                  Item(f"f{i}", "fact", (f"u{i}",), text=f"fact {i}").to_json()]
+        queries.append({"query_id": f"q{i}", "question": f"question {i}?", "answer": str(i),
+                        "evidence": [f"u{i}"]})
+    runs = {"A": [{"query_id": f"q{i}", "ranking": [f"t{i}", f"f{(i + 1) % n}", f"f{i}"]}
+                  for i in range(n)],
+            "B": [{"query_id": f"q{i}", "ranking": [f"f{i}", f"t{(i + i % 3) % n}"]}
+                  for i in range(n)]}
+    if partial:
+        items.append(Item("s1", "summary", (), uncertain=Uncertainty()).to_json())
+        for row in runs["A"]:
+            row["ranking"].insert(0, "s1")
+    ipath = _jsonl(tmp_path / "items.jsonl", items)
+    qpath = _jsonl(tmp_path / "queries.jsonl", queries)
+    args = ["rescore", "--items", str(ipath), "--queries", str(qpath), "--measures",
+            "nDCG@3,Success@1", "--out", str(tmp_path / "rescore")]
+    rpaths = {name: _jsonl(tmp_path / f"{name}.jsonl", rows) for name, rows in runs.items()}
+    for name, p in rpaths.items():
+        args += ["--run", f"{name}={p}"]
+    assert main(args) == 0
+    assert main(["sensitivity", f"d={tmp_path / 'rescore'}", "--out", str(tmp_path / "sens"),
+                 "--resamples", "50"]) == 0
+    tiap.build_report([tmp_path / "sens"], tmp_path / "read")
+    store, qs = read_store(ipath), read_queries(qpath)
+    held_runs = {name: read_run(p, system=name) for name, p in rpaths.items()}
+    rdir = tmp_path / "rescore"
+    man = json.loads((rdir / "manifest.json").read_text())
+    result = tiap.rescore([r for rs in held_runs.values() for r in rs], qs, store,
+                          measures="nDCG@3,Success@1")
+    preloaded = {ipath.resolve(): store, qpath.resolve(): qs,
+                 **{p.resolve(): held_runs[name] for name, p in rpaths.items()},
+                 (rdir / "per_query.csv").resolve(): read_per_query(
+                     rdir / "per_query.csv", man, rdir / "manifest.json"),
+                 rdir.resolve(): result}
+    (tmp_path / "away").mkdir()
+    for p in (ipath, *rpaths.values()):
+        p.rename(tmp_path / "away" / p.name)
+    tiap.build_report([tmp_path / "sens"], tmp_path / "held", preloaded=preloaded)
+    tiap.build_report([tmp_path / "sens"], tmp_path / "missing")
+    read, held = (tmp_path / "read" / "index.html").read_bytes(), (
+        tmp_path / "held" / "index.html").read_bytes()
+    assert held == read
+    assert b"ranks not shown" not in held
+    [rec] = _query_data(held.decode("utf-8"))
+    assert ("u" in rec["queries"][0]) == partial  # s1 at rank 1: possibly credited
+    assert b"ranks not shown" in (tmp_path / "missing" / "index.html").read_bytes()
+    for f in sorted((tmp_path / "read" / "tables").iterdir()):
+        assert (tmp_path / "held" / "tables" / f.name).read_bytes() == f.read_bytes()
+
+
+def test_score_chart_interval_is_scipy_t_interval() -> None:
+    """The score chart's 95% interval is scipy.stats' t interval of the mean, bit for bit
+    (computed here by scipy.stats itself; the report uses scipy.special's quantile)."""
+    import numpy as np
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 10, 97, 500):
+        for values in (rng.random(n), np.round(rng.random(n), 1),
+                       (rng.random(n) < 0.3).astype(float)):
+            if values.std() == 0:
+                continue
+            bar = _bar({"mean": "0.5"}, values)
+            assert bar is not None
+            lo, hi = stats.t.interval(0.95, n - 1, loc=float(values.mean()),
+                                      scale=float(stats.sem(values)))
+            assert (bar.ci_low, bar.ci_high) == (float(lo), float(hi))

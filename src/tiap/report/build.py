@@ -14,11 +14,13 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tiap.errors import MissingExtraError, require
 from tiap.io import check_output_folder, iter_csv, output_folder
@@ -128,6 +130,8 @@ class _Page:
     toc: list[tuple[str, str]] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     query_view: bool = True
+    #: what the caller already read (``build_report``'s ``preloaded``)
+    preloaded: Mapping[Path, Any] | None = None
     #: the per-query data of each dataset (:func:`tiap.report.explore.query_data`)
     queries: list[dict[str, Any]] = field(default_factory=list)
     _open: dict[str, Any] | None = None
@@ -211,7 +215,8 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
                  latex_width: float = LATEX_WIDTH_PT,
                  audits: Sequence[str | Path] = (),
                  answers: Sequence[str | Path] = (),
-                 query_view: bool = True) -> dict[str, Any]:
+                 query_view: bool = True,
+                 preloaded: Mapping[Path, Any] | None = None) -> dict[str, Any]:
     """Write ``index.html``, ``tables/*.md|.tex``, ``tables.md``, ``tables.tex``,
     ``target_card.md`` (one screen), ``target_card_appendix.md`` (every table in full),
     ``target_card.json`` (everything, for tools) and ``manifest.json`` into ``out``, replaced whole
@@ -224,7 +229,10 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     of the card (the judge configurations); with answers, ``dirs`` may be empty.
     ``query_view``: the per-query view (:func:`tiap.report.explore.query_data`, which reads
     each rescoring's store, queries and runs; without it the report reads only the
-    rescorings' values). Returns the report's manifest.
+    rescorings' values). ``preloaded``: what a caller that just ran the steps already holds,
+    by resolved path (the rescorings' results, stores, queries and runs), so the per-query
+    view does not read them again (:func:`tiap.report.explore.query_data`). Returns the
+    report's manifest.
 
     Example: two systems on two queries, analysed and reported. Under Raw only ``A``'s
     first items are raw turns (Success@1 = 1, 1 for A; 0, 0 for B); under Canonical only
@@ -267,7 +275,7 @@ def build_report(dirs: Sequence[str | Path], out: str | Path, *, force: bool = F
     sds = load_sensitivity_dirs(dirs) if dirs or not answers else []
     ads = [load_answers_dir(a) for a in answers]
     plots.pyplot()  # fail early with the install hint when matplotlib is missing
-    page = _Page(query_view=query_view)
+    page = _Page(query_view=query_view, preloaded=preloaded)
     notes: list[str] = []
     card = card_json(sds)
     for sd in sds:
@@ -502,7 +510,7 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
          + (f"; {p_open} not determined" if p_open else "")),
     ])
     _headline_flips(page, slug, pflips, primary, legacy)
-    qd = query_data(sd, ds, label, inputs=page.query_view)
+    qd = query_data(sd, ds, label, inputs=page.query_view, preloaded=page.preloaded)
     if page.query_view:
         page.queries.append(qd.record)
     primary_values = qd.primary_values
@@ -541,11 +549,11 @@ def _dataset_section(page: _Page, sd: SensitivityDir, ds: dict[str, Any],
                 f"Mean {primary} per system and target over the queries defined under the "
                 "target, with the 95% t interval of the mean over those queries (Student's "
                 "t, from the per-query values of the rescoring"
-                + ("" if _scipy_stats() is not None else "; not drawn: the stats extra, "
+                + ("" if _scipy_special() is not None else "; not drawn: the stats extra, "
                    "scipy, is not installed")
                 + (f"; drawn for {n_ci} of {n_exact} exact means, the others' per-query "
                    "values could not be read: the per-query view says why"
-                   if _scipy_stats() is not None and n_ci < n_exact else "")
+                   if _scipy_special() is not None and n_ci < n_exact else "")
                 + "); a mean that partial lineage "
                 "only bounds is drawn as a hatched range from its lower to its upper bound. "
                 "The comparison table above gives n and the paired tests.",
@@ -715,10 +723,12 @@ def _open_flip(r: dict[str, str]) -> bool:
     return truth(r["flip"]) or flip_undetermined(r)
 
 
-def _scipy_stats() -> Any:
-    """scipy.stats, or ``None`` without the ``stats`` extra."""
+def _scipy_special() -> Any:
+    """scipy.special, or ``None`` without the ``stats`` extra (the t quantile of the score
+    chart's intervals: what ``scipy.stats.t.ppf`` computes, without importing scipy.stats,
+    which costs the step more than its whole rendering of the chart)."""
     try:
-        return require("scipy.stats", "stats")
+        return require("scipy.special", "stats")
     except MissingExtraError:
         return None
 
@@ -734,15 +744,19 @@ def _bar(row: dict[str, str] | None, values: Any) -> plots.Bar | None:
         return None if lo is None or hi is None else plots.Bar(None, lo, hi)
     if values is None or len(values) < 2:
         return plots.Bar(mean, mean, mean)
-    scipy_stats = _scipy_stats()
-    if scipy_stats is None:  # the chart without its intervals, and its caption says so
+    special = _scipy_special()
+    if special is None:  # the chart without its intervals, and its caption says so
         return plots.Bar(mean, mean, mean)
-    sem = float(scipy_stats.sem(values))
+    # scipy.stats.sem (std with ddof 1 over sqrt(n)) and t.interval(0.95, n - 1, loc, scale)
+    # (the t quantiles of 0.025 and 0.975 times scale plus loc), step for step
+    n = len(values)
+    sem = float(np.std(values, ddof=1) / n ** 0.5)
     if not sem > 0:
         return plots.Bar(mean, mean, mean, mean, mean)
-    lo, hi = scipy_stats.t.interval(0.95, len(values) - 1, loc=float(values.mean()),
-                                    scale=sem)
-    return plots.Bar(mean, mean, mean, float(lo), float(hi))
+    loc = float(values.mean())
+    lo, hi = (float(special.stdtrit(n - 1, q) * sem + loc) for q in ((1.0 - 0.95) / 2,
+                                                                     (1.0 + 0.95) / 2))
+    return plots.Bar(mean, mean, mean, lo, hi)
 
 
 def _headline_flips(page: _Page, slug: str, flips: list[dict[str, str]], primary: str,

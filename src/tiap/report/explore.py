@@ -17,15 +17,16 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tiap.answers import load_answers
 from tiap.errors import TiapError
 from tiap.io import iter_csv
+from tiap.memory.store import Store
 from tiap.provenance import verify_input
 from tiap.report.load import SensitivityDir, num, truth
 from tiap.scoring.folder import read_per_query
@@ -70,10 +71,43 @@ def _intervals(path: Path) -> dict[tuple[str, str, str, str], tuple[float, float
     return out
 
 
+def _held_inputs(rd: Any, preloaded: Mapping[Path, Any],
+                 ) -> tuple[dict[str | None, Any], list[Any], list[Any]] | None:
+    """The stores, queries and runs of rescoring ``rd`` as ``preloaded`` holds them (by
+    resolved path: a :class:`~tiap.memory.store.Store`, a list of queries, a list of runs),
+    or ``None`` unless it holds every one."""
+    qpath = rd.input_paths("queries").get(None)
+    stores_at = rd.input_paths("items")
+    runs_at = rd.input_paths("run")
+    if qpath is None or not stores_at or not runs_at:
+        return None
+    qs = preloaded.get(qpath.resolve())
+    stores = {n: preloaded.get(p.resolve()) for n, p in stores_at.items()}
+    runs: list[Any] = []
+    for name, p in runs_at.items():
+        got = preloaded.get(p.resolve())
+        if got is None:
+            return None
+        mine = [r for r in got if name in (None, p.name, r.system)]
+        if not mine:  # (a run renamed by NAME=PATH: read as the rescoring read it)
+            return None
+        runs.extend(mine)
+    if qs is None or any(s is None for s in stores.values()):
+        return None
+    return stores, list(qs), runs
+
+
 def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
-               inputs: bool = True) -> QueryData:
+               inputs: bool = True, preloaded: Mapping[Path, Any] | None = None) -> QueryData:
     """The per-query record of dataset ``ds`` of ``sd`` (see the module's docstring);
     without ``inputs``, the values only (no store, queries file or run is read).
+
+    ``preloaded``: what the caller already holds, by resolved path (the convention of
+    :func:`tiap.sensitivity.analyze`): a rescore folder's ``per_query.csv`` ->
+    :func:`tiap.scoring.folder.per_query_of` of its result; the folder itself -> the
+    result (:class:`tiap.scoring.scores.Scores`, whose groups are used); each store,
+    queries file and run file the rescoring read -> what was read from it. Those are used
+    as they are (the caller read them for that rescoring), not read and checked again.
 
     Example: a folder without its rescorings (moved away) still gives a record, which says
     what it could not read.
@@ -105,6 +139,9 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
             notes.append(f"{s}: the sensitivity manifest names no rescore folder")
             continue
         by_dir.setdefault(str(d), []).append(s)
+    held = preloaded or {}
+    tix = {t: j for j, t in enumerate(targets)}
+    mix = {m: j for j, m in enumerate(measures)}
     queries: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     si = {s: i for i, s in enumerate(systems)}
@@ -123,7 +160,9 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
         path = Path(d)
         try:
             rd = RescoreDir.open(path)
-            pq = read_per_query(path / "per_query.csv", rd.manifest, path / "manifest.json")
+            pq = held.get((path / "per_query.csv").resolve())
+            if pq is None:
+                pq = read_per_query(path / "per_query.csv", rd.manifest, path / "manifest.json")
             ivs = _intervals(path)
         except TiapError as exc:
             notes.append(f"rescore folder {d}: {exc} (no values, ranks or evidence of "
@@ -137,11 +176,16 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
                 arr = pq.values.get((s, t, primary))
                 if arr is not None:
                     primary_values[(s, t)] = arr[~np.isnan(arr)]
+            # each measure's values rounded once, then picked per query
+            cols = [[_column(pq.values.get((s, t, m))) for m in measures] for t in targets]
+            rows = {}
             for qid, i in pq.order[s].items():
                 q = entry(qid)
-                q["v"][si[s]] = [[_cell(pq.values.get((s, t, m)), i,
-                                        ivs.get((s, t, qid, m))) for m in measures]
-                                 for t in targets]
+                q["v"][si[s]] = rows[qid] = [[c[i] if i < len(c) else None for c in row]
+                                             for row in cols]
+            for (s2, t, qid, m), iv in ivs.items():
+                if s2 == s and qid in rows and t in tix and m in mix:
+                    rows[qid][tix[t]][mix[m]] = [_round(iv[0]), _round(iv[1])]
         # questions, evidence, stores and runs: what the rescoring read
         if not inputs:
             continue
@@ -150,7 +194,8 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
                          "took its targets from qrels files, which hold no evidence groups")
             continue
         try:
-            stores, qs, runs, _ = load_rescore_inputs(rd)
+            got = _held_inputs(rd, held) if held else None
+            stores, qs, runs = got if got is not None else load_rescore_inputs(rd)[:3]
         except TiapError as exc:
             notes.append(f"{', '.join(members)}: ranks not shown: {_first_line(exc)}")
             try:
@@ -168,13 +213,19 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
         runs = [r for r in runs if r.system in members]
         if not runs:
             continue
+        # the groups the rescoring built (the same lineage, queries and targets), unless
+        # they read evidence overlays, which the groups built here do not
+        result = None if rd.options.get("overlays") else held.get(path.resolve())
+        groups_of: dict[str, Any] = dict(getattr(result, "target_sets", None) or {})
+        need = {u for q in queries.values() if "ev" in q for u in q["ev"]}
         try:
-            lineages = store_lineages(runs, stores)
+            lineages = (_light_lineages(runs, stores, groups_of, need)
+                        or store_lineages(runs, stores))
             defs = rd.target_defs
         except TiapError as exc:
             notes.append(f"{', '.join(members)}: ranks not shown: {_first_line(exc)}")
             continue
-        groups_of: dict[str, Any] = {}
+        texts_of: dict[str, dict[str, str]] = {}
         for run in runs:
             sname, lineage = lineages[run.system]
             if sname not in groups_of:
@@ -215,11 +266,10 @@ def query_data(sd: SensitivityDir, ds: Mapping[str, Any], label: str, *,
                     if found:
                         rec.setdefault("u", [None] * len(systems))[si[run.system]] = found[:20]
             # the text of each evidence unit: its raw turn's (one source, kind raw)
-            need = {u for q in queries.values() if "ev" in q for u in q["ev"]}
-            texts: dict[str, str] = {}
-            for item in lineage.items.values():
-                if item.kind == "raw" and len(item.sources) == 1 and item.sources[0] in need:
-                    texts.setdefault(item.sources[0], (item.text or "")[:UNIT_TEXT])
+            if sname not in texts_of:
+                texts_of[sname] = (lineage.texts if isinstance(lineage, _Light)
+                                   else _unit_texts(lineage.items.values(), need))
+            texts = texts_of[sname]
             for q in queries.values():
                 if "ev" in q and "et" not in q and any(u in texts for u in q["ev"]):
                     q["et"] = [texts.get(u, "") for u in q["ev"]]
@@ -291,14 +341,67 @@ def attach_answers(records: list[dict[str, Any]], path: Path,
                                            labels])
 
 
-def _cell(arr: np.ndarray | None, i: int, iv: tuple[float, float] | None) -> Any:
-    """A value (4 decimals), ``[lower, upper]`` where partial lineage only bounds it, or
-    ``None`` (undefined: no target)."""
-    if iv is not None:
-        return [_round(iv[0]), _round(iv[1])]
-    if arr is None or i >= len(arr):
+def _unit_texts(items: Iterable[Any], need: set[str]) -> dict[str, str]:
+    """Evidence unit -> the start of its raw turn's text (the first raw item with that one
+    source), for the units in ``need``."""
+    texts: dict[str, str] = {}
+    for item in items:
+        if item.kind == "raw" and len(item.sources) == 1 and item.sources[0] in need:
+            texts.setdefault(item.sources[0], (item.text or "")[:UNIT_TEXT])
+    return texts
+
+
+class _Light(NamedTuple):
+    """What the per-query view reads of a lineage, from one pass over a store: the items
+    the runs ranked, the evidence units' texts, and no partial lineage."""
+
+    items: dict[str, Any]
+    texts: dict[str, str]
+    possible: tuple[str, ...] = ()
+    open_items: tuple[str, ...] = ()
+
+
+def _light_lineages(runs: list[Any], stores: Mapping[str | None, Any],
+                    groups: Mapping[str, Any], need: set[str],
+                    ) -> dict[str, tuple[str, _Light]] | None:
+    """``system -> (store name, _Light)`` where the groups of every run's store are given
+    (the rescoring's), so no lineage need be built: one pass over each store's items. ``None``
+    (build the lineage) where a store is not a read :class:`~tiap.memory.store.Store`, has
+    no given groups, is named twice or by a run otherwise, or has partial lineage (an
+    item's ``uncertain``)."""
+    if not groups:
         return None
-    return _round(float(arr[i]))
+    name_of: dict[str, str] = {}
+    by_name: dict[str, Any] = {}
+    for r in runs:
+        st = stores.get(r.system if r.system in stores else None)
+        if not isinstance(st, Store) or st.name not in groups:
+            return None
+        if by_name.setdefault(st.name, st) is not st or r.store not in (None, st.name):
+            return None  # store_lineages says what is wrong
+        name_of[r.system] = st.name
+    views: dict[str, _Light] = {}
+    for name, st in by_name.items():
+        wanted = {i for r in runs if name_of[r.system] == name
+                  for rk in r.rankings for i in rk.item_ids}
+        items: dict[str, Any] = {}
+        texts: dict[str, str] = {}
+        for it in st.items:  # one pass: what _unit_texts does, and the ranked items
+            if it.uncertain is not None:
+                return None
+            if it.item_id in wanted:
+                items.setdefault(it.item_id, it)
+            if it.kind == "raw" and len(it.sources) == 1 and it.sources[0] in need:
+                texts.setdefault(it.sources[0], (it.text or "")[:UNIT_TEXT])
+        views[name] = _Light(items, texts)
+    return {s: (n, views[n]) for s, n in name_of.items()}
+
+
+def _column(arr: np.ndarray | None) -> list[Any]:
+    """Every value of ``arr`` as the per-query view shows it (4 decimals; ``None``:
+    undefined, no target); none for ``None``. A value that partial lineage only bounds is
+    ``[lower, upper]`` instead (from ``intervals.csv``)."""
+    return [] if arr is None else [_round(v) for v in arr.tolist()]
 
 
 def _first_line(exc: Exception) -> str:

@@ -33,6 +33,7 @@ coefficient (Pearson's r of the two binary variables).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter
@@ -128,6 +129,13 @@ def _content(text: str) -> list[str]:
     return [w for w in tokens(text) if w not in _STOP]
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _content_set(sentence: str) -> frozenset[str]:
+    """The content words of a sentence, once per sentence: the same stored sentences are
+    read again for every system and query that ranks them high."""
+    return frozenset(_content(sentence))
+
+
 def extract_answer(question: str, texts: Sequence[str]) -> str:
     """A span of ``texts`` (the top items, best first) answering ``question``."""
     q = set(_content(question))
@@ -136,7 +144,7 @@ def extract_answer(question: str, texts: Sequence[str]) -> str:
     for rank, text in enumerate(texts):
         sentences = (sent for sent in _SENT_RE.split(str(text or "").strip()) if sent)
         for j, sent in enumerate(sentences):
-            overlap = len(q & set(_content(sent)))
+            overlap = len(q & _content_set(sent))
             key = (overlap, -rank, -j)
             if best is None or key > best:
                 best, best_sent = key, sent
