@@ -40,6 +40,8 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +77,7 @@ _FINGERPRINT_FILE = "run.json"
 #: file synced to disk; an interrupted run saves what it finished before it stops).
 SAVE_EVERY = 5.0
 _MAX_LISTED = 20
+_COLLECTION, _TEXT, _ID = attrgetter("collection"), attrgetter("text"), attrgetter("item_id")
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,8 +215,8 @@ def plan_collections(
             file=qfile,
         )
     by_coll: dict[str, list[Item]] = {}
-    for it in store.items:
-        by_coll.setdefault(it.collection or "", []).append(it)
+    for cid, run in groupby(store.items, key=_COLLECTION):  # runs of one collection
+        by_coll.setdefault(cid or "", []).extend(run)
     q_by_coll: dict[str, list[Query]] = {}
     for q in queries:
         q_by_coll.setdefault(q.collection_id or "", []).append(q)
@@ -247,7 +250,8 @@ def plan_collections(
         if not q.question.strip():
             problems.append(Problem("the query has no question text to retrieve with",
                                     file=qfile, query_id=q.query_id))
-    no_text = [it for cid in q_by_coll for it in by_coll.get(cid, ()) if it.text is None]
+    no_text = [it for cid in q_by_coll if None in map(_TEXT, by_coll.get(cid, ()))
+               for it in by_coll[cid] if it.text is None]
     for it in no_text[:_MAX_LISTED]:
         problems.append(Problem("the item has no 'text'; retrieval needs the text of every "
                                 "item", file=str(store.items_path), record=it.item_id))
@@ -296,11 +300,12 @@ def rank_collection(
     if depth < 1:
         raise TiapError(f"the ranking depth must be at least 1, got {depth}")
     system = system or retriever.name
-    ids = [it.item_id for it in items]
-    scores = np.asarray(
-        retriever.score([it.text or "" for it in items], [q.question for q in queries]),
-        dtype=np.float64,
-    )
+    ids = list(map(_ID, items))
+    texts = list(map(_TEXT, items))
+    if None in texts:
+        texts = [t or "" for t in texts]
+    scores = np.asarray(retriever.score(texts, [q.question for q in queries]),
+                        dtype=np.float64)
     if scores.shape != (len(queries), len(items)):
         raise ValueError(f"retriever {retriever.name!r} returned scores of shape {scores.shape} "
                          f"for {len(queries)} queries and {len(items)} items")
@@ -476,7 +481,7 @@ def trace_header(
     n_collections: int,
 ) -> dict[str, Any]:
     """The header object of a trace (first line); see docs/retrieval.md."""
-    kinds = Counter(it.kind for it in store.items)
+    kinds = Counter(map(attrgetter("kind"), store.items))
     vers = base_versions()
     vers.update(retriever.versions())
     return {
