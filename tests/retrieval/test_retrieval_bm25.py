@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import pickle
+import random
 import sys
 
 import pytest
@@ -12,6 +14,7 @@ from tiap.datasets.records import Query
 from tiap.errors import MissingExtraError
 from tiap.memory.store import Item, item_from_json
 from tiap.retrieval import BM25Retriever, rank_collection
+from tiap.retrieval.bm25 import score_bm25s
 
 K1, B = 1.5, 0.75
 
@@ -103,3 +106,45 @@ def test_missing_bm25s_names_the_bm25_extra(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "bm25s", None)  # makes the module unimportable
     with pytest.raises(MissingExtraError, match=r"pip install -e '\.\[bm25\]'"):
         BM25Retriever()
+
+
+# The reference for the next test is bm25s itself (score_bm25s: its tokenizer, a full
+# BM25(method="lucene") index and get_scores_from_ids): BM25Retriever.score computes the
+# same float32 terms and sums from the query's postings only, with its own splitting of the
+# texts as bytes, and must give the same bits.
+WORDS = ["the", "a", "I", "running", "runs", "ran", "cat", "Cats", "kayaking", "to", "be",
+         "42", "a1", "__", "_", "x", "don't", "co-op", "HELLO", "e-mail", "__init__",
+         # non-ASCII runs: split by the regex; a capital sigma sends its text to the regex
+         "café", "RÉSUMÉ", "naïve’s", "ΣΟΦΙΑ", "ΑΣ.Β", "\u212aelvin", "İZMİR", "日本語",
+         "😀", "x\u0301y", "क्षत्रिय", "²", "١٢٣", "straße", "\x01"]
+GLUE = [" ", "", ",", "\n", "'", ".", "\x01", "\t"]
+
+
+def random_text(rng: random.Random, most: int) -> str:
+    return "".join(rng.choice(WORDS) + rng.choice(GLUE) for _ in range(rng.randint(0, most)))
+
+
+def test_scores_are_bm25s_scores_bit_for_bit() -> None:
+    rng = random.Random(7)
+    bm25 = BM25Retriever()  # one retriever: its word memo carries across collections
+    for _ in range(400):
+        docs = [random_text(rng, 12) for _ in range(rng.randint(1, 25))]
+        queries = [random_text(rng, 6) for _ in range(rng.randint(1, 4))]
+        got, ref = bm25.score(docs, queries), score_bm25s(bm25, docs, queries)
+        assert got.tobytes() == ref.tobytes(), (docs, queries)
+    # A capital sigma's lower case depends on its neighbours, across the "." here
+    # ("ΑΣ.Β" -> "ασ.β", not "ας"): such a text is lower-cased whole.
+    docs, queries = ["ΑΣ.Β x", "ασ y", "ας z"], ["ασ", "ας"]
+    assert bm25.score(docs, queries).tobytes() == score_bm25s(bm25, docs, queries).tobytes()
+    tuned = BM25Retriever(k1=0.9, b=0.4)
+    docs = ["Running runs", "the runner ran", "", "to be", "cats run far"]
+    assert tuned.score(docs, ["run cat"]).tobytes() == \
+        score_bm25s(tuned, docs, ["run cat"]).tobytes()
+
+
+def test_the_retriever_pickles_without_its_word_memo() -> None:
+    bm25 = BM25Retriever()
+    before = bm25.score(["a cat", "a dog"], ["cat"])
+    again = pickle.loads(pickle.dumps(bm25))
+    assert again._words is None and bm25._words is not None
+    assert again.score(["a cat", "a dog"], ["cat"]).tobytes() == before.tobytes()

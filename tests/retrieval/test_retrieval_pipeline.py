@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from retrieval_fixtures import (
 
 from tiap.errors import TiapError
 from tiap.io import sha256_file
+from tiap.memory.store import Store, read_store
 from tiap.retrieval import (
     BM25Retriever,
     HybridRetriever,
@@ -30,6 +32,8 @@ from tiap.retrieval import (
 from tiap.retrieval.retrieve import trec_path_for
 from tiap.runs import read_run
 
+# the module (tiap.retrieval.retrieve is also the name of the function)
+retrieve_module = importlib.import_module("tiap.retrieval.retrieve")
 COLLECTION = {r["item_id"]: r["collection"] for r in ITEMS}
 
 
@@ -203,6 +207,44 @@ def test_a_damaged_part_is_ranked_again(inputs: tuple[Path, Path], tmp_path: Pat
     res = retrieve(store, queries, again, out)
     assert again.calls == 2 and res.resumed == 0
     assert res.run.ranking("q1").item_ids[0] == "c1:kayak"
+
+
+def test_finished_collections_are_saved_every_save_every_seconds(
+    inputs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SAVE_EVERY = 0: each collection is saved as soon as it is ranked, so a run killed
+    # (no chance to save) while ranking the second collection has the first one on disk.
+    store, queries = inputs
+    out = tmp_path / "bm25.jsonl"
+    seen: list[int] = []
+
+    class Watching(CountingRetriever):
+        def score(self, docs: Sequence[str], queries: Sequence[str]) -> np.ndarray:
+            seen.append(len(list(default_work_dir(out).glob("*.part.jsonl"))))
+            return super().score(docs, queries)
+
+    monkeypatch.setattr(retrieve_module, "SAVE_EVERY", 0.0)
+    retrieve(store, queries, Watching(BM25Retriever()), out)
+    assert seen == [0, 1]
+    monkeypatch.setattr(retrieve_module, "SAVE_EVERY", 1e9)  # only at the end: no part
+    seen.clear()
+    retrieve(store, queries, Watching(BM25Retriever()), tmp_path / "again.jsonl")
+    assert seen == [0, 0]
+
+
+def test_a_store_already_read_gives_the_same_trace(
+    inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    store, queries = inputs
+    retrieve(store, queries, BM25Retriever(), tmp_path / "a" / "bm25.jsonl")
+    read = read_store(store / "items.jsonl")
+    res = retrieve(read, queries, BM25Retriever(), tmp_path / "b" / "bm25.jsonl")
+    assert res.header["store"]["items_sha256"] == sha256_file(store / "items.jsonl")
+    for name in ("bm25.jsonl", "bm25.trec"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
+    unread = Store("f5", read.items)  # made in memory: no file to hash
+    with pytest.raises(TiapError, match="was not read from a file"):
+        retrieve(unread, queries, BM25Retriever(), tmp_path / "c.jsonl")
 
 
 def test_a_custom_work_folder(inputs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -36,9 +36,12 @@ import hashlib
 import io
 import json
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +53,7 @@ from tiap.engine import current_engine
 from tiap.errors import Problem, Problems, TiapError
 from tiap.io import atomic_write, iter_jsonl, sha256_file
 from tiap.memory.store import Item, default_store_name, read_items, store_name
+from tiap.memory.store import Store as ItemStore
 from tiap.provenance import Manifest, peek_manifest, read_manifest
 from tiap.provenance import versions as base_versions
 from tiap.retrieval.base import Retriever
@@ -69,7 +73,11 @@ ITEMS_FILE = "items.jsonl"
 MANIFEST_FILE = "manifest.json"
 _PART_SUFFIX = ".part.jsonl"
 _FINGERPRINT_FILE = "run.json"
+#: Seconds between two saves of finished collections to the work folder (each save is one
+#: file synced to disk; an interrupted run saves what it finished before it stops).
+SAVE_EVERY = 5.0
 _MAX_LISTED = 20
+_COLLECTION, _TEXT, _ID = attrgetter("collection"), attrgetter("text"), attrgetter("item_id")
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,11 +115,21 @@ def _dataset_id(value: Any) -> str | None:
     return str(value) if isinstance(value, (str, int)) and str(value) else None
 
 
-def open_store(path: str | Path) -> Store:
+def open_store(path: str | Path | ItemStore) -> Store:
     """Read a store: a folder holding ``items.jsonl`` (gzip ok) and maybe ``manifest.json``.
 
-    The path of an ``items.jsonl`` file is accepted too (its folder is the store).
+    The path of an ``items.jsonl`` file is accepted too (its folder is the store), and so
+    is a :class:`tiap.memory.Store` already read (:func:`tiap.memory.read_store`): its
+    items are used as they are, only its file is hashed (once per file version: the hash
+    is kept for the file's size, inode and modification time) and its manifest read.
     """
+    items: tuple[Item, ...] | None = None
+    if isinstance(path, ItemStore):
+        if path.path is None:
+            raise TiapError(f"the store {path.name!r} was not read from a file; write it "
+                            "(tiap.memory.write_items) and retrieve from the file")
+        items = path.items
+        path = path.path
     p = Path(path)
     if not p.exists():
         raise TiapError("store not found", file=p)
@@ -132,11 +150,24 @@ def open_store(path: str | Path) -> Store:
     return Store(
         path=folder,
         items_path=items_path,
-        items=tuple(read_items(items_path)),
-        items_sha256=sha256_file(items_path),
+        items=tuple(read_items(items_path)) if items is None else items,
+        items_sha256=_file_sha256(items_path),
         manifest=manifest,
         manifest_sha256=manifest_sha,
     )
+
+
+_HASHED: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    """``sha256_file(path)``, kept for the file as it is (device, inode, size, mtime)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    sha = _HASHED.get(key)
+    if sha is None:
+        sha = _HASHED[key] = sha256_file(path)
+    return sha
 
 
 def _sibling_dataset(path: Path) -> str | None:
@@ -184,8 +215,8 @@ def plan_collections(
             file=qfile,
         )
     by_coll: dict[str, list[Item]] = {}
-    for it in store.items:
-        by_coll.setdefault(it.collection or "", []).append(it)
+    for cid, run in groupby(store.items, key=_COLLECTION):  # runs of one collection
+        by_coll.setdefault(cid or "", []).extend(run)
     q_by_coll: dict[str, list[Query]] = {}
     for q in queries:
         q_by_coll.setdefault(q.collection_id or "", []).append(q)
@@ -219,7 +250,8 @@ def plan_collections(
         if not q.question.strip():
             problems.append(Problem("the query has no question text to retrieve with",
                                     file=qfile, query_id=q.query_id))
-    no_text = [it for cid in q_by_coll for it in by_coll.get(cid, ()) if it.text is None]
+    no_text = [it for cid in q_by_coll if None in map(_TEXT, by_coll.get(cid, ()))
+               for it in by_coll[cid] if it.text is None]
     for it in no_text[:_MAX_LISTED]:
         problems.append(Problem("the item has no 'text'; retrieval needs the text of every "
                                 "item", file=str(store.items_path), record=it.item_id))
@@ -268,11 +300,12 @@ def rank_collection(
     if depth < 1:
         raise TiapError(f"the ranking depth must be at least 1, got {depth}")
     system = system or retriever.name
-    ids = [it.item_id for it in items]
-    scores = np.asarray(
-        retriever.score([it.text or "" for it in items], [q.question for q in queries]),
-        dtype=np.float64,
-    )
+    ids = list(map(_ID, items))
+    texts = list(map(_TEXT, items))
+    if None in texts:
+        texts = [t or "" for t in texts]
+    scores = np.asarray(retriever.score(texts, [q.question for q in queries]),
+                        dtype=np.float64)
     if scores.shape != (len(queries), len(items)):
         raise ValueError(f"retriever {retriever.name!r} returned scores of shape {scores.shape} "
                          f"for {len(queries)} queries and {len(items)} items")
@@ -343,6 +376,7 @@ class _WorkDir:
     def __init__(self, path: Path, fingerprint: dict[str, Any]) -> None:
         self.path = path
         self.discarded = 0
+        self._rows: dict[str, dict[str, Any]] | None = None
         if path.exists() and not path.is_dir():
             raise TiapError("the work folder path exists and is not a folder", file=path)
         fp_file = path / _FINGERPRINT_FILE
@@ -362,29 +396,38 @@ class _WorkDir:
     def _parts(self) -> list[Path]:
         return sorted(self.path.glob("*" + _PART_SUFFIX)) if self.path.is_dir() else []
 
+    def _saved_rows(self) -> dict[str, dict[str, Any]]:
+        """Every saved row by query id; a part that does not read back is left out whole."""
+        if self._rows is None:
+            self._rows = {}
+            for part in self._parts():
+                problems = Problems(part)
+                try:
+                    rows = [row for _, row in iter_jsonl(part, problems)]
+                except (OSError, TiapError):
+                    continue
+                if problems.total or not all(isinstance(r, dict) for r in rows):
+                    continue
+                for r in rows:
+                    self._rows[str(r.get("query_id"))] = r
+        return self._rows
+
     def load(self, plan: CollectionPlan, system: str) -> list[dict[str, Any]] | None:
         """The saved rows of a finished collection, or None (absent or not matching)."""
-        part = self.path / _part_name(plan.collection_id)
-        if not part.exists():
+        saved = self._saved_rows()
+        rows = [saved.get(q.query_id) for q in plan.queries]
+        if any(r is None or r.get("system") != system for r in rows):
             return None
-        problems = Problems(part)  # a part that does not read back is collected again
-        try:
-            rows = [row for _, row in iter_jsonl(part, problems)]
-        except (OSError, TiapError):
-            return None
-        if problems.total or not all(isinstance(r, dict) for r in rows):
-            return None
-        expected = [q.query_id for q in plan.queries]
-        if [r.get("query_id") for r in rows] != expected or any(
-            r.get("system") != system for r in rows
-        ):
-            return None
-        return rows
+        return rows  # type: ignore[return-value]
 
-    def save(self, plan: CollectionPlan, rows: Sequence[dict[str, Any]]) -> None:
-        with atomic_write(self.path / _part_name(plan.collection_id)) as fh:
-            for row in rows:
-                fh.write(_dumps(row))
+    def save(self, done: Sequence[tuple[CollectionPlan, Sequence[dict[str, Any]]]]) -> None:
+        """Save finished collections' rows, together in one part file."""
+        if not done:
+            return
+        with atomic_write(self.path / _part_name(done[0][0].collection_id)) as fh:
+            for _, rows in done:
+                for row in rows:
+                    fh.write(_dumps(row))
 
     def remove(self) -> None:
         for part in self._parts():
@@ -438,7 +481,7 @@ def trace_header(
     n_collections: int,
 ) -> dict[str, Any]:
     """The header object of a trace (first line); see docs/retrieval.md."""
-    kinds = Counter(it.kind for it in store.items)
+    kinds = Counter(map(attrgetter("kind"), store.items))
     vers = base_versions()
     vers.update(retriever.versions())
     return {
@@ -507,7 +550,7 @@ class RetrievalResult:
 
 
 def retrieve(
-    store: str | Path | Store,
+    store: str | Path | Store | ItemStore,
     queries: str | Path,
     retriever: Retriever,
     out: str | Path,
@@ -521,7 +564,8 @@ def retrieve(
 
     Args:
         store: a store folder (``items.jsonl`` + optional ``manifest.json``), the path of an
-            ``items.jsonl``, or a :class:`Store`.
+            ``items.jsonl``, a :class:`Store`, or a :class:`tiap.memory.Store` already read
+            (its items are not read again; see :func:`open_store`).
         queries: ``queries.jsonl`` (gzip ok); each query's ``collection`` selects the items
             it is ranked against.
         retriever: e.g. :func:`tiap.retrieval.make_retriever` ``("bm25")``.
@@ -600,15 +644,25 @@ def retrieve(
             rows_by_coll[plan.collection_id] = rows
     resumed = len(rows_by_coll)
     if todo:
-        texts = [it.text or "" for p in todo for it in p.items]
-        texts += [q.question for p in todo for q in p.queries]
-        retriever.prepare(texts, progress)
+        if type(retriever).prepare is not Retriever.prepare:
+            texts = [it.text or "" for p in todo for it in p.items]
+            texts += [q.question for p in todo for q in p.queries]
+            retriever.prepare(texts, progress)
         task = progress.add_task("ranking collections", total=len(todo)) if progress else None
-        for plan, rows in _ranked(retriever, todo, depth, system):
-            work.save(plan, rows)
-            rows_by_coll[plan.collection_id] = rows
-            if progress is not None and task is not None:
-                progress.advance(task)
+        pending: list[tuple[CollectionPlan, list[dict[str, Any]]]] = []
+        saved = time.monotonic()
+        try:
+            for plan, rows in _ranked(retriever, todo, depth, system):
+                pending.append((plan, rows))
+                rows_by_coll[plan.collection_id] = rows
+                if time.monotonic() - saved >= SAVE_EVERY:
+                    work.save(pending)
+                    pending, saved = [], time.monotonic()
+                if progress is not None and task is not None:
+                    progress.advance(task)
+        except BaseException:
+            work.save(pending)  # an interrupted run keeps what it finished
+            raise
         if progress is not None and task is not None:
             progress.remove_task(task)
 
