@@ -313,3 +313,19 @@ def test_deterministic_and_bad_cap() -> None:
 ])
 def test_session_dates(given: str | None, expected: str | None) -> None:
     assert anchor_text(parse_session_date(given)) == expected
+
+
+def test_repeated_turn_text_gives_what_a_fresh_parse_gives():
+    # The selection of a turn is remembered by the turn's text (LongMemEval-S repeats texts
+    # across haystacks); the speakers' names are part of the key: "Mel" is a vocative only
+    # when a speaker's name starts with it, so the same text gives two different facts.
+    from tiap.memory import heuristic as h
+
+    text = "Mel, I adopted a cat named Miso last week."
+    h._TURNS.clear()
+    to_mel = h.extract_facts(text, "Caroline", "Melanie")
+    to_bob = h.extract_facts(text, "Caroline", "Bob")
+    assert to_mel == ["Caroline adopted a cat named Miso last week."]
+    assert to_bob == ["Mel, Caroline adopted a cat named Miso last week."]
+    assert h.extract_facts(text, "Caroline", "Melanie") == to_mel  # from the cache
+    assert len(h._TURNS) == 2
