@@ -329,3 +329,20 @@ def test_repeated_turn_text_gives_what_a_fresh_parse_gives():
     assert to_bob == ["Mel, Caroline adopted a cat named Miso last week."]
     assert h.extract_facts(text, "Caroline", "Melanie") == to_mel  # from the cache
     assert len(h._TURNS) == 2
+
+
+def test_one_turn_at_two_densities_gives_what_fresh_parses_give():
+    # The cache holds a turn's candidates, not its selection: a second max_facts chooses
+    # afresh among them (a pipeline builds f1, f5 and f8 of one dataset).
+    from tiap.memory import heuristic as h
+
+    text = "I adopted a cat named Miso last week. My sister Anna moved to Boston in 2020."
+    fresh = {}
+    for n in (1, 5):
+        h._TURNS.clear()
+        fresh[n] = h.extract_facts(text, "Caroline", "Melanie", max_facts=n)
+    assert len(fresh[1]) == 1 and len(fresh[5]) > 1
+    h._TURNS.clear()
+    assert h.extract_facts(text, "Caroline", "Melanie", max_facts=1) == fresh[1]
+    assert h.extract_facts(text, "Caroline", "Melanie", max_facts=5) == fresh[5]
+    assert len(h._TURNS) == 1

@@ -488,13 +488,26 @@ def _select(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int
     (the score without penalties) still competes: a heap holds upper bounds and exact scores,
     and an exact score at the top is final.
     """
-    heap: list[tuple[float, int, bool, str, float]] = []
+    return _choose(_bounds(text, names), max_facts)
+
+
+_Bound = tuple[float, int, bool, str, float]  # (-bound or -score, index, exact, clause, base)
+
+
+def _bounds(text: str, names: tuple[str, ...]) -> tuple[_Bound, ...]:
+    """The clauses of a turn whose upper bound reaches :data:`MIN_SCORE`, as a heap."""
+    heap: list[_Bound] = []
     for i, c, w in _clause_iter(text, names):
         base = _base_score(c, w)
         bound = round(base, 6)
         if bound >= MIN_SCORE:
             heap.append((-bound, i, False, c, base))
     heapq.heapify(heap)
+    return tuple(heap)
+
+
+def _choose(bounds: tuple[_Bound, ...], max_facts: int) -> list[tuple[int, str]]:
+    heap = list(bounds)  # a heap already
     chosen: list[tuple[int, str]] = []
     while heap and len(chosen) < max_facts:
         neg, i, exact, c, base = heapq.heappop(heap)
@@ -508,30 +521,29 @@ def _select(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int
     return chosen
 
 
-#: Turns whose selection is remembered (LongMemEval-S repeats a tenth of its turns' texts
-#: across haystacks). Keyed by a 16-byte digest of the text, so the cache holds no texts.
+#: Turns whose candidate clauses are remembered (LongMemEval-S repeats a tenth of its turns'
+#: texts across haystacks; a pipeline builds one dataset at several ``max_facts``). Keyed by
+#: a 16-byte digest of the text and the names, so the cache holds no turn texts.
 TURN_CACHE = 65536
-_TURNS: OrderedDict[tuple[bytes, tuple[str, ...], int], tuple[tuple[int, str], ...]] = \
-    OrderedDict()
+_TURNS: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[_Bound, ...]] = OrderedDict()
 _TURNS_LOCK = threading.Lock()
 
 
-def _select_turn(text: str, names: tuple[str, ...],
-                 max_facts: int) -> tuple[tuple[int, str], ...]:
-    """:func:`_select`, remembered for the last :data:`TURN_CACHE` distinct turns."""
+def _select_turn(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int, str]]:
+    """:func:`_select`, the candidates remembered for the last :data:`TURN_CACHE` turns."""
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    key = (digest, names, max_facts)
+    key = (digest, names)
     with _TURNS_LOCK:
-        hit = _TURNS.get(key)
-        if hit is not None:
+        bounds = _TURNS.get(key)
+        if bounds is not None:
             _TURNS.move_to_end(key)
-            return hit
-    got = tuple(_select(text, names, max_facts))
-    with _TURNS_LOCK:
-        _TURNS[key] = got
-        if len(_TURNS) > TURN_CACHE:
-            _TURNS.popitem(last=False)
-    return got
+    if bounds is None:
+        bounds = _bounds(text, names)
+        with _TURNS_LOCK:
+            _TURNS[key] = bounds
+            if len(_TURNS) > TURN_CACHE:
+                _TURNS.popitem(last=False)
+    return _choose(bounds, max_facts)
 
 
 def _clause_iter(text: str, names: tuple[str, ...]) -> Iterator[tuple[int, str, list[str]]]:
