@@ -190,3 +190,57 @@ def test_a_parser_object_workers_cannot_rebuild_runs_in_process(
     res = build_store(inline_dataset, Custom(2), tmp_path / "s", workers=2)
     ref = build_store(inline_dataset, "heuristic", tmp_path / "r", parser_args={"max_facts": 2})
     assert res.counts == ref.counts
+
+
+def test_rows_written_directly_are_the_json_encoders_bytes() -> None:
+    # A row of plain string fields is written without a dict (build._item_row); the
+    # reference is the dict of Item.to_json through json.dumps, for texts with quotes,
+    # backslashes, control characters, non-ASCII, and for items the direct path must not
+    # take (parents, a serving flag, a non-string or clashing meta key, no store).
+    from tiap.memory import build as b
+    from tiap.memory.store import Placeholder
+
+    odd = 'a "q" \\ back\tslash\n\x01 caf\u00e9 \u2019 \U0001f600 \u2028'
+    items = [
+        Item("c1:D1:1#f1", "fact", ("c1:D1:1",), text=odd, collection="c1"),
+        Item("c1:D1:1", "raw", ("c1:D1:1",), text=odd, collection="c1",
+             meta=(("speaker", odd), ("session_id", "s1"), ("date", "8 May, 2023"))),
+        Item("c1:D1:1#f2", "fact", ("c1:D1:1", "c1:D1:2"), text="t", collection="c1",
+             parents=("c1:D1:1#f1",)),
+        Item("c1:D1:1#f3", "fact", (), text="t", collection="c1", serving=False),
+        Item("c1:D1:1#f4", "fact", ("c1:D1:1",), text="t", collection="c1",
+             meta=(("turn", 3),)),
+        Item("c1:D1:1#f5", "fact", ("c1:D1:1",), text="t", collection="c1",
+             meta=(("text", "meta text"),)),
+        Item("c1:D1:1#f6", "fact", ("c1:D1:1",), text="t", collection="c1",
+             meta=(("a", "1"), ("a", "2"))),
+        Item("c1:D1:1#f7", "fact", ("c1:D1:1",), text=None, collection="c1"),
+        Item("c1:D1:1#f8", "fact", ("c1:D1:1",), text="t", collection="c1",
+             placeholder=Placeholder()),
+    ]
+    for item in items:
+        for store in ("f5", ""):
+            want = json.dumps(item.to_json(store), ensure_ascii=False, separators=(",", ":"),
+                              allow_nan=False)
+            assert b._item_row(item, store) == want
+
+
+def test_raw_rows_written_directly_equal_raw_item_rows(tmp_path: Path) -> None:
+    # The raw rows of a build are raw_item(turn, date).to_json(store) through json.dumps,
+    # with and without a session date, for a speaker and text needing escapes.
+    from tiap.datasets import Collection, Session, Turn
+    from tiap.memory.build import raw_item
+
+    odd = 'She said "hi" \\ \u00e9\u2028'
+    turns = (Turn("c1:D1:1", "c1", "s1", 1, odd, odd),
+             Turn("c1:D2:1", "c1", "s2", 1, "Ben", "I adopted a cat named Miso."))
+    bundle = Bundle(Collection("c1", 2, 2, (odd, "Ben")),
+                    (Session("c1", "s1", 1, "8 May, 2023"), Session("c1", "s2", 2, None)),
+                    turns, ())
+    build_store(InlineDataset([bundle]), make_parser("heuristic", max_facts=1),
+                tmp_path / "s", store="f5")
+    lines = (tmp_path / "s" / "items.jsonl").read_text("utf-8").split("\n")
+    dates = {s.session_id: s.date for s in bundle.sessions}
+    want = [json.dumps(raw_item(t, dates[t.session_id]).to_json("f5"), ensure_ascii=False,
+                       separators=(",", ":"), allow_nan=False) for t in bundle.turns]
+    assert lines[:len(want)] == want

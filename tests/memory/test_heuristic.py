@@ -313,3 +313,36 @@ def test_deterministic_and_bad_cap() -> None:
 ])
 def test_session_dates(given: str | None, expected: str | None) -> None:
     assert anchor_text(parse_session_date(given)) == expected
+
+
+def test_repeated_turn_text_gives_what_a_fresh_parse_gives():
+    # The selection of a turn is remembered by the turn's text (LongMemEval-S repeats texts
+    # across haystacks); the speakers' names are part of the key: "Mel" is a vocative only
+    # when a speaker's name starts with it, so the same text gives two different facts.
+    from tiap.memory import heuristic as h
+
+    text = "Mel, I adopted a cat named Miso last week."
+    h._TURNS.clear()
+    to_mel = h.extract_facts(text, "Caroline", "Melanie")
+    to_bob = h.extract_facts(text, "Caroline", "Bob")
+    assert to_mel == ["Caroline adopted a cat named Miso last week."]
+    assert to_bob == ["Mel, Caroline adopted a cat named Miso last week."]
+    assert h.extract_facts(text, "Caroline", "Melanie") == to_mel  # from the cache
+    assert len(h._TURNS) == 2
+
+
+def test_one_turn_at_two_densities_gives_what_fresh_parses_give():
+    # The cache holds a turn's candidates, not its selection: a second max_facts chooses
+    # afresh among them (a pipeline builds f1, f5 and f8 of one dataset).
+    from tiap.memory import heuristic as h
+
+    text = "I adopted a cat named Miso last week. My sister Anna moved to Boston in 2020."
+    fresh = {}
+    for n in (1, 5):
+        h._TURNS.clear()
+        fresh[n] = h.extract_facts(text, "Caroline", "Melanie", max_facts=n)
+    assert len(fresh[1]) == 1 and len(fresh[5]) > 1
+    h._TURNS.clear()
+    assert h.extract_facts(text, "Caroline", "Melanie", max_facts=1) == fresh[1]
+    assert h.extract_facts(text, "Caroline", "Melanie", max_facts=5) == fresh[5]
+    assert len(h._TURNS) == 1

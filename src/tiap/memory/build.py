@@ -108,10 +108,11 @@ class BuildResult:
 
 @dataclass
 class _Chunk:
-    """One collection's serialised rows and counts (built in the main or a worker process)."""
+    """One collection's serialised rows (UTF-8, encoded where they were built, so a worker
+    sends bytes back) and counts (built in the main or a worker process)."""
 
     collection: str
-    text: str
+    data: bytes
     turns: int
     kinds: Counter[str] = field(default_factory=Counter)
     per_turn: Counter[int] = field(default_factory=Counter)  # derived items reaching a turn
@@ -137,9 +138,47 @@ def _dumps(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+# The row of an item written directly (the bytes of :func:`_dumps` of ``item.to_json``) when
+# every field is a plain string: a million rows skip building a dict and walking it.
+_quote = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes a str as
+_ROW_KEYS = frozenset({"item_id", "store", "kind", "sources", "parents", "serving", "text",
+                       "collection", "uncertain", "placeholder", "inferred"})
+
+
+def _plain_meta(meta: Sequence[tuple[str, Any]]) -> bool:
+    keys = [k for k, _ in meta]
+    return (all(type(k) is str and type(v) is str for k, v in meta)
+            and _ROW_KEYS.isdisjoint(keys) and len(set(keys)) == len(keys))
+
+
+def _row(item_id: str, store: str, kind: str, sources: Sequence[str], text: str,
+         collection: str, meta: Sequence[tuple[str, str]]) -> str:
+    parts = ['{"item_id":', _quote(item_id), ',"store":', _quote(store), ',"kind":',
+             _quote(kind), ',"sources":[', ",".join(map(_quote, sources)), '],"text":',
+             _quote(text), ',"collection":', _quote(collection)]
+    for k, v in meta:
+        parts += [",", _quote(k), ":", _quote(v)]
+    parts.append("}")
+    return "".join(parts)
+
+
+def _item_row(item: Item, store: str) -> str:
+    """``_dumps(item.to_json(store))``, written directly when the item has only plain
+    string fields (no parents, serving flag, partial lineage or non-string metadata)."""
+    st = store or item.store
+    if (type(st) is str and st and type(item.item_id) is str and type(item.kind) is str
+            and type(item.text) is str and type(item.collection) is str and not item.parents
+            and item.serving is None and item.uncertain is None and item.placeholder is None
+            and item.inferred is None and all(type(x) is str for x in item.sources)
+            and (not item.meta or _plain_meta(item.meta))):
+        return _row(item.item_id, st, item.kind, item.sources, item.text, item.collection,
+                    item.meta)
+    return _dumps(item.to_json(store))
+
+
 def _collection_chunk(parser: Parser, bundle: Bundle, store: str) -> _Chunk:
     cid = bundle.collection.collection_id
-    chunk = _Chunk(cid, "", len(bundle.turns))
+    chunk = _Chunk(cid, b"", len(bundle.turns))
     dates = {s.session_id: s.date for s in bundle.sessions}
     seen: set[str] = set()
     lines: list[str] = []
@@ -152,10 +191,22 @@ def _collection_chunk(parser: Parser, bundle: Bundle, store: str) -> _Chunk:
             chunk.problems.append(Problem(f"duplicate item id in collection {cid}", record=item_id))
         seen.add(item_id)
 
+    plain = type(store) is str and bool(store)
     for t in bundle.turns:
-        item = raw_item(t, dates.get(t.session_id))
-        check(item.item_id)
-        lines.append(_dumps(item.to_json(store)))
+        date = dates.get(t.session_id)
+        check(t.unit_id)
+        if (plain and type(t.unit_id) is str and type(t.speaker) is str
+                and type(t.text) is str and type(t.collection_id) is str
+                and type(t.session_id) is str and (date is None or type(date) is str)):
+            # raw_item(t, date), written directly (the same bytes)
+            head = f"{t.speaker} ({date})" if date else t.speaker
+            meta = [("speaker", t.speaker), ("session_id", t.session_id)]
+            if date is not None:
+                meta.append(("date", date))
+            lines.append(_row(t.unit_id, store, RAW_KIND, (t.unit_id,), f"{head}: {t.text}",
+                              t.collection_id, meta))
+        else:
+            lines.append(_dumps(raw_item(t, date).to_json(store)))
     chunk.kinds[RAW_KIND] = len(bundle.turns)
     units = seen.copy()
     reach: Counter[str] = Counter()
@@ -171,9 +222,9 @@ def _collection_chunk(parser: Parser, bundle: Bundle, store: str) -> _Chunk:
         for s in set(item.sources):
             reach[s] += 1
         chunk.kinds[item.kind] += 1
-        lines.append(_dumps(item.to_json(store)))
+        lines.append(_item_row(item, store))
     chunk.per_turn = Counter(reach.get(t.unit_id, 0) for t in bundle.turns)
-    chunk.text = "\n".join(lines) + "\n" if lines else ""
+    chunk.data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
     return chunk
 
 
@@ -540,7 +591,7 @@ def _write_items(
             problems.extend(chunk.problems)
             if len(problems) > MAX_PROBLEMS:
                 break
-            blob = chunk.text.encode("utf-8")
+            blob = chunk.data
             h.update(blob)
             fh.write(blob)
             size += len(blob)

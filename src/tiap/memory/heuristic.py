@@ -59,8 +59,12 @@ session date and ``max_facts``.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import heapq
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import date
 from typing import Annotated, NamedTuple
@@ -484,13 +488,26 @@ def _select(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int
     (the score without penalties) still competes: a heap holds upper bounds and exact scores,
     and an exact score at the top is final.
     """
-    heap: list[tuple[float, int, bool, str, float]] = []
+    return _choose(_bounds(text, names), max_facts)
+
+
+_Bound = tuple[float, int, bool, str, float]  # (-bound or -score, index, exact, clause, base)
+
+
+def _bounds(text: str, names: tuple[str, ...]) -> tuple[_Bound, ...]:
+    """The clauses of a turn whose upper bound reaches :data:`MIN_SCORE`, as a heap."""
+    heap: list[_Bound] = []
     for i, c, w in _clause_iter(text, names):
         base = _base_score(c, w)
         bound = round(base, 6)
         if bound >= MIN_SCORE:
             heap.append((-bound, i, False, c, base))
     heapq.heapify(heap)
+    return tuple(heap)
+
+
+def _choose(bounds: tuple[_Bound, ...], max_facts: int) -> list[tuple[int, str]]:
+    heap = list(bounds)  # a heap already
     chosen: list[tuple[int, str]] = []
     while heap and len(chosen) < max_facts:
         neg, i, exact, c, base = heapq.heappop(heap)
@@ -502,6 +519,31 @@ def _select(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int
             heapq.heappush(heap, (-round(base - _penalties(c), 6), i, True, c, base))
     chosen.sort()
     return chosen
+
+
+#: Turns whose candidate clauses are remembered (LongMemEval-S repeats a tenth of its turns'
+#: texts across haystacks; a pipeline builds one dataset at several ``max_facts``). Keyed by
+#: a 16-byte digest of the text and the names, so the cache holds no turn texts.
+TURN_CACHE = 65536
+_TURNS: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[_Bound, ...]] = OrderedDict()
+_TURNS_LOCK = threading.Lock()
+
+
+def _select_turn(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int, str]]:
+    """:func:`_select`, the candidates remembered for the last :data:`TURN_CACHE` turns."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    key = (digest, names)
+    with _TURNS_LOCK:
+        bounds = _TURNS.get(key)
+        if bounds is not None:
+            _TURNS.move_to_end(key)
+    if bounds is None:
+        bounds = _bounds(text, names)
+        with _TURNS_LOCK:
+            _TURNS[key] = bounds
+            if len(_TURNS) > TURN_CACHE:
+                _TURNS.popitem(last=False)
+    return _choose(bounds, max_facts)
 
 
 def _clause_iter(text: str, names: tuple[str, ...]) -> Iterator[tuple[int, str, list[str]]]:
@@ -588,6 +630,7 @@ _SUB_SPLIT = re.compile(
     r"|[A-Z][a-z]+\s)"  # a subject pronoun or a name: "after my goals" is no clause
 )
 _REL_SPLIT = re.compile(r"(?<=[A-Za-z0-9]),\s+(?:who|which)\s+(?=[a-z])")
+_SUBJECT_START = re.compile(_SUBJECT)
 _LIST_TAIL = re.compile(r"^((?:[^,]+,\s+)*)([^,]+?),?\s+(?:and|or)\s+([^,]+)$")
 _NAMED_RELATIVE = re.compile(
     r"\b[Mm]y (sister|brother|mom|mother|dad|father|husband|wife|partner|son|daughter|friend|"
@@ -632,6 +675,8 @@ def _clause_subject(clause: str, names: tuple[str, ...]) -> str | None:
 def _split_relative(c: str, names: tuple[str, ...]) -> list[str]:
     """``"my friend Sam, who lives in Boston, came over"`` -> the main clause without the
     relative (``"my friend Sam came over"``) and, after a name, ``"Sam lives in Boston"``."""
+    if "wh" not in c:  # the pattern needs "who" or "which": most clauses have neither
+        return []
     m = _REL_SPLIT.search(c)
     if not m:
         return []
@@ -694,7 +739,7 @@ def _split_list(c: str, names: tuple[str, ...]) -> list[str]:
     for x in items:
         ws = x.split()
         w = ws[0].lower()
-        if (len(ws) > 3 or re.match(_SUBJECT, x) or (w in _VERB_WORDS and w not in _BASE_VERBS)
+        if (len(ws) > 3 or _SUBJECT_START.match(x) or (w in _VERB_WORDS and w not in _BASE_VERBS)
                 or w in _LIST_NON_ITEM or w.endswith(("ing", "ly")) or x in names
                 or not all(v.isalpha() and v.lower() not in _LIST_NO_WORD
                            and not v.endswith("ing") for v in ws)):
@@ -725,7 +770,7 @@ def _refine(c: str, names: tuple[str, ...], depth: int = 0) -> list[str]:
                 if depth + 1 < _MAX_DEPTH:
                     out.extend(_refine(p, names, depth + 1))
             break
-    if depth == 0:
+    if depth == 0 and ("my " in c or "My " in c):  # the pattern needs one of them
         for m in _NAMED_RELATIVE.finditer(c):
             out.append(f"my {m.group(1)} is named {m.group(2)}")
     return out
@@ -789,7 +834,13 @@ def _keeps_capital(word: str, names: tuple[str, ...], text: str) -> bool:
     low = core.lower()
     if not (low in _STOP or low in _LOWER_AFTER_ANCHOR or low.endswith(("ing", "ly"))):
         return True
-    return re.search(r"[a-z,;:]\s+" + re.escape(core) + r"\b", text) is not None
+    return _midsentence(core).search(text) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _midsentence(word: str) -> re.Pattern[str]:
+    """``word`` written after a lower-case letter or a comma (compiled once per word)."""
+    return re.compile(r"[a-z,;:]\s+" + re.escape(word) + r"\b")
 
 
 def rewrite(
@@ -841,7 +892,7 @@ def extract_facts(
         raise TiapError(f"max_facts must be at least 1, got {max_facts}")
     known = tuple(n for n in (speaker, addressee, *names) if n)
     out: list[str] = []
-    for _, clause in _select(text, known, max_facts):
+    for _, clause in _select_turn(text, known, max_facts):
         fact = rewrite(clause, speaker, addressee, when, names=known, text=text)
         if fact not in out:
             out.append(fact)
