@@ -803,7 +803,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     from tiap.retrieval import make_retriever, retrieve
     from tiap.retrieval.retrieve import trec_path_for
     from tiap.runs import read_run
-    from tiap.scoring.folder import read_summary, write_rescore
+    from tiap.scoring.folder import per_query_of, read_summary, write_rescore
     from tiap.scoring.rescore import rescore
 
     root = Path(out) / cfg.name
@@ -908,11 +908,15 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     # Each store is read once, at the first step that needs it, and kept for the later
     # steps (retrieval, rescoring, Stage III's alignment): one copy of its items in memory.
     read_stores: dict[str, Any] = {}
+    # what was read (or computed) here, by resolved path, for the later steps: the
+    # convention of Stage III, the audit and the report (``preloaded``)
+    preloaded: dict[Path, Any] = {}
 
     def store_of(s: StoreSpec) -> Any:
         got = read_stores.get(s.name)
         if got is None:
             got = read_stores[s.name] = read_store(root / "stores" / s.name / "items.jsonl")
+            preloaded[(root / "stores" / s.name / "items.jsonl").resolve()] = got
             gc.freeze()  # kept to the end: out of the collector's way (see below)
         return got
 
@@ -925,8 +929,7 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                           trace: Path = trace) -> None:
             retriever = make_retriever(r)
             with use_engine(engine()):  # BM25 ranks there, dense encodes there
-                retrieve(root / "stores" / s.name, qpath, retriever, trace, depth=cfg.k,
-                         system=system)
+                retrieve(store_of(s), qpath, retriever, trace, depth=cfg.k, system=system)
             for part in (retriever, *getattr(retriever, "components", ())):
                 if hasattr(part, "cache_hits"):  # dense: how the embedding cache served
                     log(f"{system}: embeddings {part.cache_hits:,} cached, "
@@ -953,7 +956,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     # Stage III: the run, store and queries of every system)
     store_steps = [f"store-{s.name}" for s in cfg.stores]
     scored = ["queries", *store_steps, *(f"retrieve-{system}" for system, _, _ in cfg.systems())]
-    preloaded: dict[Path, Any] = {}  # what was read here, for Stage III's answer alignment
     held: dict[str, Any] = {}
 
     def run_rescore() -> None:
@@ -977,6 +979,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                       options={"pipeline": cfg.source,
                                "design": {k: list(v) for k, v in cfg.design.items()}})
         held["result"] = result
+        preloaded[rdir.resolve()] = result
+        preloaded[(rdir / "per_query.csv").resolve()] = per_query_of(result)
 
     # What is read here lives until the end. Frozen out of the collector's generations, it
     # is not traversed again by each of the hundreds of cyclic collections that rescoring's
@@ -991,7 +995,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         gdir = adir / "graded"
         if cfg.audit:
             audit_spec = {"judges": list(cfg.audit)}
-            step("audit", audit_spec, [adir], lambda: _offline_audit(rdir, adir, cfg.audit, log),
+            step("audit", audit_spec, [adir],
+                 lambda: _offline_audit(rdir, adir, cfg.audit, log, preloaded),
                  needs=["rescore", *scored], exclude=[adir / e for e in cache_entries(
                      adir / VERDICT_CACHE, adir)])
 
@@ -1010,7 +1015,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
         # 7. Stage III and the report (plots need the `report` extra)
         sdir, report_dir = root / "sensitivity", root / "report"
         if cfg.sensitivity:
-            from tiap.scoring.folder import per_query_of
             from tiap.sensitivity import analyze, write_sensitivity
 
             configs = {f"{d}-{r}": [f"{m}-{r}" for m in members]
@@ -1021,8 +1025,6 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                          "configs": configs}
 
             def run_sensitivity() -> None:
-                if "result" in held:  # the values just written, as Stage III would read them
-                    preloaded[(rdir / "per_query.csv").resolve()] = per_query_of(held["result"])
                 with use_engine(engine()):
                     sens = analyze([(cfg.name, rdir)], seed=cfg.seed, resamples=cfg.resamples,
                                    alpha=cfg.alpha, correction=cfg.correction,
@@ -1038,7 +1040,8 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                 from tiap.report import build_report
 
                 build_report([sdir], report_dir, audits=[gdir] if cfg.audit else (),
-                             answers=[ansdir / "analysis"] if cfg.answers else ())
+                             answers=[ansdir / "analysis"] if cfg.answers else (),
+                             preloaded=preloaded)
 
             try:
                 step("report", {}, [report_dir], run_report,
@@ -1102,21 +1105,27 @@ def _answer_stage(cfg: PipelineConfig, root: Path, systems: Sequence[str], ansdi
                   force=True)
 
 
-def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> None:
+def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log,
+                   preloaded: dict[Path, Any]) -> None:
     """The steps of ``tiap audit cases --each``, ``tiap audit judge`` and ``tiap audit
     graded`` on a rescoring, into ``adir``: their files and manifests are the commands' own
     (each manifest records the command that makes it), and the warnings they would print are
-    logged, each prefixed by its step."""
+    logged, each prefixed by its step. The rescoring's inputs are read once for all three
+    (``preloaded``: the stores and queries the pipeline holds are not read again), and each
+    step takes the one before it from memory."""
+    from tiap.audit import RescoreInputs
     from tiap.audit.steps import find_cases, graded_audit, judge_cases
 
     cases, judged, graded = adir / "cases.jsonl", adir / "judged", adir / "graded"
     cache = adir / VERDICT_CACHE
     adir.mkdir(parents=True, exist_ok=True)
+    shared = RescoreInputs.load(rdir, per_query=preloaded.get((rdir / "per_query.csv").resolve()),
+                                held=preloaded)
     with _as_command(["audit", "cases", str(rdir), "--each", "--out", str(cases)]):
-        find_cases(rdir, cases, each=True)
+        found = find_cases(rdir, cases, each=True, preloaded=shared)
     with _as_command(["audit", "judge", str(cases), *[x for j in judges for x in ("--judge", j)],
                       "--cache", str(cache), "--out", str(judged)]):
-        res = judge_cases(cases, judged, judges, cache=cache)
+        res = judge_cases(found, judged, judges, cache=cache)
     for st in res.stats:
         # information, not an error: a case the judge cannot score stays unjudged (counted
         # here and in the judged folder's manifest; the graded audit applies its policy)
@@ -1130,7 +1139,7 @@ def _offline_audit(rdir: Path, adir: Path, judges: Sequence[str], log: Log) -> N
             log(f"judge: warning[{code}]: {text}")
     with _as_command(["audit", "graded", str(rdir), "--labels", str(judged / "labels.jsonl"),
                       "--out", str(graded)]):
-        got = graded_audit(rdir, [judged / "labels.jsonl"], graded)
+        got = graded_audit(rdir, [res], graded, preloaded=shared)
     for code, text in manifest_warnings(got.manifest.get("warnings"), graded / "manifest.json"):
         log(f"graded: warning[{code}]: {text}")
 

@@ -673,6 +673,7 @@ def load_rescore_inputs(
     items: Sequence[str] = (),
     queries: str | Path | None = None,
     runs: Sequence[str] = (),
+    held: Mapping[Path, Any] | None = None,
 ) -> tuple[dict[str | None, Any], list[Any], list[Any], dict[str, Path]]:
     """Stores, queries and runs of a rescoring: the paths given, else those its manifest
     records. Returns ``(stores, queries, runs, inputs)``; each store is a
@@ -684,7 +685,10 @@ def load_rescore_inputs(
     the rescoring read, and a file given instead (``--run X``) must have the sha256 of the
     input it replaces (a copy), since the cases carry the rescoring's values: another run,
     store or queries file would mix its ranks with the old values (code ``input-changed``).
-    A run of a system the rescoring did not score is code ``invalid-value``."""
+    A run of a system the rescoring did not score is code ``invalid-value``. ``held``: stores
+    and query lists a caller already read (:func:`~tiap.memory.store.read_store`,
+    :func:`~tiap.datasets.queryfile.read_queries`), by resolved path: those files are still
+    checked, not read again."""
     from tiap.datasets.queryfile import read_queries
     from tiap.memory.store import read_store
     from tiap.runs import read_named_run
@@ -751,11 +755,13 @@ def load_rescore_inputs(
     for n, p in store_paths.items():
         key = p.resolve()
         if key not in read:
-            read[key] = read_store(p)
+            read[key] = held[key] if held and key in held else read_store(p)
         stores[n] = read[key]
     for n, p in store_paths.items():
         inputs[f"items:{n}" if n else "items"] = p
-    qs = read_queries(qpath)
+    qs = held.get(qpath.resolve()) if held else None
+    if qs is None:
+        qs = read_queries(qpath)
     inputs["queries"] = qpath
     return stores, qs, loaded, inputs
 
@@ -803,12 +809,13 @@ class RescoreInputs:
     _groups: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(cls, rescore_dir: str | Path | RescoreDir, *, per_query: Any = None
-             ) -> RescoreInputs:
-        """Read the inputs the rescoring in ``rescore_dir`` records (checked)."""
+    def load(cls, rescore_dir: str | Path | RescoreDir, *, per_query: Any = None,
+             held: Mapping[Path, Any] | None = None) -> RescoreInputs:
+        """Read the inputs the rescoring in ``rescore_dir`` records (checked); ``held``:
+        the stores and queries a caller already read (:func:`load_rescore_inputs`)."""
         rd = rescore_dir if isinstance(rescore_dir, RescoreDir) else RescoreDir.open(
             rescore_dir)
-        stores, qs, loaded, inputs = load_rescore_inputs(rd)
+        stores, qs, loaded, inputs = load_rescore_inputs(rd, held=held)
         return cls(rd, stores, qs, loaded, inputs, per_query)
 
     def lineages(self) -> dict[str, Any]:

@@ -120,8 +120,8 @@ def open_store(path: str | Path | ItemStore) -> Store:
 
     The path of an ``items.jsonl`` file is accepted too (its folder is the store), and so
     is a :class:`tiap.memory.Store` already read (:func:`tiap.memory.read_store`): its
-    items are used as they are, only its file is hashed (once per file version: the hash
-    is kept for the file's size, inode and modification time) and its manifest read.
+    items are used as they are, only its file is hashed (:func:`tiap.io.sha256_file`: a
+    large file once per process while it is unchanged) and its manifest read.
     """
     items: tuple[Item, ...] | None = None
     if isinstance(path, ItemStore):
@@ -151,23 +151,10 @@ def open_store(path: str | Path | ItemStore) -> Store:
         path=folder,
         items_path=items_path,
         items=tuple(read_items(items_path)) if items is None else items,
-        items_sha256=_file_sha256(items_path),
+        items_sha256=sha256_file(items_path),
         manifest=manifest,
         manifest_sha256=manifest_sha,
     )
-
-
-_HASHED: dict[tuple[str, int, int, int, int], str] = {}
-
-
-def _file_sha256(path: Path) -> str:
-    """``sha256_file(path)``, kept for the file as it is (device, inode, size, mtime)."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    sha = _HASHED.get(key)
-    if sha is None:
-        sha = _HASHED[key] = sha256_file(path)
-    return sha
 
 
 def _sibling_dataset(path: Path) -> str | None:
