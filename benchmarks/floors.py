@@ -75,4 +75,104 @@ def queries_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
                                           f"write queries.jsonl"}
 
 
-FLOORS: dict[str, Floor] = {"queries": queries_floor}
+def store_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
+    """Decoding the dataset, one pass of the heuristic parser's tokenizer and patterns over
+    every turn (a heuristic store), and encoding and writing the store's rows
+    (benchmarks/floors_store.py)."""
+    import floors_store
+
+    name = step.split("-", 1)[1]
+    spec = next(s for s in cfg.stores if s.name == name)
+    parts = {"decode": floors_store.json_floor(cfg.dataset),
+             "write": floors_store.write_floor(root / "stores" / name / "items.jsonl")}
+    if spec.parser == "heuristic":
+        parts["patterns"] = floors_store.parser_floor(cfg.dataset)
+    return {"seconds": sum(parts.values()), "parts": parts,
+            "what": " + ".join(parts) + " (one process)"}
+
+
+def retrieve_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
+    """bm25s tokenizing, indexing and scoring every collection's items for its queries, on
+    the items already read (benchmarks/floors_retrieval.py); a dense step's floor is
+    sentence-transformers' encode of the same texts."""
+    import floors_retrieval
+    from tiap.memory.store import read_store
+
+    system = step.split("-", 1)[1]
+    store_name, retriever = system.rsplit("-", 1)
+    store = read_store(root / "stores" / store_name / "items.jsonl")
+    queries = root / "queries.jsonl"
+    if retriever == "bm25":
+        return {"seconds": floors_retrieval.bm25_floor(store, queries),
+                "what": "bm25s tokenize + index + score per collection"}
+    return {"seconds": floors_retrieval.dense_floor(store, queries),
+            "what": "sentence-transformers encode of the texts"}
+
+
+def rescore_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
+    """Reading the runs and queries, the scoring kernel on precomputed gains, writing the
+    step's CSVs (benchmarks/floors_rescore.py)."""
+    import floors_rescore
+
+    parts = {"read": floors_rescore.read_floor(root, cfg),
+             "score": floors_rescore.score_floor(root, cfg),
+             "write": floors_rescore.write_floor(root / "rescore")}
+    return {"seconds": sum(parts.values()), "parts": parts, "what": " + ".join(parts)}
+
+
+def audit_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
+    """The lexical judge's scoring of every case, reading the rescoring's inputs, writing
+    the audit's files (benchmarks/floors_audit.py)."""
+    import floors_audit
+
+    parts = {"judge": floors_audit.judge_floor(root / "audit"),
+             "read": floors_audit.read_floor(root / "rescore"),
+             "write": floors_audit.write_floor(root / "audit")}
+    return {"seconds": sum(parts.values()), "parts": parts, "what": " + ".join(parts)}
+
+
+def sensitivity_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
+    """Reading per_query.csv and, for every pair of systems under every target and measure,
+    the sign-flip resampling a paired randomization test cannot skip: ``resamples`` random
+    sign vectors times the pair's per-query differences (numpy, one matrix product)."""
+    import csv
+
+    import numpy as np
+
+    path = root / "rescore" / "per_query.csv"
+    t0 = time.perf_counter()
+    by: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):  # system,target,query_id,measure,value
+            if r["value"] != "":
+                by.setdefault((r["target"], r["measure"]), {}).setdefault(
+                    r["system"], {})[r["query_id"]] = float(r["value"])
+    rng = np.random.default_rng(cfg.seed)
+    pairs = 0
+    for systems in by.values():
+        names = sorted(systems)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                shared = sorted(systems[a].keys() & systems[b].keys())
+                d = np.array([systems[a][q] - systems[b][q] for q in shared])
+                signs = rng.integers(0, 2, size=(cfg.resamples, len(d)), dtype=np.int8) * 2 - 1
+                signs @ d
+                pairs += 1
+    return {"seconds": time.perf_counter() - t0,
+            "what": f"read per_query.csv + {pairs:,} paired sign-flip resamplings"}
+
+
+def report_floor(root: Path, step: str, cfg: Any) -> dict[str, Any]:
+    """Reading the CSVs and manifests the report reads, matplotlib's savefig of its
+    figures, writing its bytes (benchmarks/floors_report.py)."""
+    import floors_report
+
+    parts = {"read": floors_report.read_floor(root), "render": floors_report.render_floor(root),
+             "write": floors_report.write_floor(root)}
+    return {"seconds": sum(parts.values()), "parts": parts, "what": " + ".join(parts)}
+
+
+FLOORS: dict[str, Floor] = {"queries": queries_floor, "store": store_floor,
+                            "retrieve": retrieve_floor, "rescore": rescore_floor,
+                            "audit": audit_floor, "sensitivity": sensitivity_floor,
+                            "report": report_floor}
