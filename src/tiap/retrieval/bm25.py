@@ -315,7 +315,12 @@ def score_bm25s(retriever: BM25Retriever, docs: Sequence[str],
     >>> docs, queries = ["I adopted a cat", "The dog barks", ""], ["cat", "the"]
     >>> ref = score_bm25s(bm25, docs, queries)
     >>> ref.round(6).tolist()
-    [[0.277259, -inf, -inf], [-inf, -inf, -inf]]
+    [[0.359937, -inf, -inf], [-inf, -inf, -inf]]
+
+    By hand: the lengths are 2, 2 and 1 (the empty text holds bm25s's empty token), so
+    avgdl = 5/3; ``cat`` is in 1 of 3 texts: ln(1 + 2.5 / 1.5) = 0.980829, times
+    1 / (1 + 1.5 x (0.25 + 0.75 x 2 / (5/3))) = 1 / 2.725 gives 0.359937. "the" is a
+    stopword: the second query retrieves nothing.
     >>> bool((ref == bm25.score(docs, queries)).all())
     True
     """
