@@ -2,7 +2,7 @@
 
 Text is lower-cased, split into word tokens of two or more characters (the regex
 ``(?u)\\b\\w\\w+\\b``), English stopwords (``bm25s``'s ``"en"`` list) are removed and each
-token is stemmed, so "running" and "runs" both match "run". One index is built per
+token is stemmed, so "running" and "runs" both match "run". The statistics are per
 collection. Scoring is Lucene's variant of BM25 (Robertson et al., TREC-3, 1994; the variant
 as named by Kamphuis, de Vries, Boytsov and Lin, "Which BM25 Do You Mean? A Large-Scale
 Reproducibility Study of Scoring Variants", ECIR 2020; ``bm25s`` method ``"lucene"``)::
@@ -17,6 +17,10 @@ counts twice). ``idf`` is always positive, so an item scores above 0 exactly whe
 token with the query; items that share none are *not retrieved* (as in Lucene/Pyserini),
 so a ranking may be shorter than the requested depth, and a query left with no token (all
 stopwords) gets an empty ranking.
+
+The scores are ``bm25s``'s bit for bit (its float32 terms, summed in the query's token
+order), computed from the postings of the queries' terms only, without a full index
+(:meth:`BM25Retriever.score`); :func:`score_bm25s` computes them through ``bm25s`` itself.
 """
 
 from __future__ import annotations
@@ -311,7 +315,12 @@ def score_bm25s(retriever: BM25Retriever, docs: Sequence[str],
     >>> docs, queries = ["I adopted a cat", "The dog barks", ""], ["cat", "the"]
     >>> ref = score_bm25s(bm25, docs, queries)
     >>> ref.round(6).tolist()
-    [[0.277259, -inf, -inf], [-inf, -inf, -inf]]
+    [[0.359937, -inf, -inf], [-inf, -inf, -inf]]
+
+    By hand: the lengths are 2, 2 and 1 (the empty text holds bm25s's empty token), so
+    avgdl = 5/3; ``cat`` is in 1 of 3 texts: ln(1 + 2.5 / 1.5) = 0.980829, times
+    1 / (1 + 1.5 x (0.25 + 0.75 x 2 / (5/3))) = 1 / 2.725 gives 0.359937. "the" is a
+    stopword: the second query retrieves nothing.
     >>> bool((ref == bm25.score(docs, queries)).all())
     True
     """
