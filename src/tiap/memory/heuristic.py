@@ -521,10 +521,11 @@ def _choose(bounds: tuple[_Bound, ...], max_facts: int) -> list[tuple[int, str]]
     return chosen
 
 
-#: Turns whose candidate clauses are remembered (LongMemEval-S repeats a tenth of its turns'
+#: Turns whose candidate clauses are remembered (LongMemEval-S repeats a fifth of its turns'
 #: texts across haystacks; a pipeline builds one dataset at several ``max_facts``). Keyed by
-#: a 16-byte digest of the text and the names, so the cache holds no turn texts.
-TURN_CACHE = 65536
+#: a 16-byte digest of the text and the names, so the cache holds no turn texts; an entry
+#: of a long LongMemEval-S turn is about 2 KB, so the bound keeps a worker's cache near 35 MB.
+TURN_CACHE = 16384
 _TURNS: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[_Bound, ...]] = OrderedDict()
 _TURNS_LOCK = threading.Lock()
 
