@@ -521,16 +521,17 @@ def _choose(bounds: tuple[_Bound, ...], max_facts: int) -> list[tuple[int, str]]
     return chosen
 
 
-#: Turns whose candidate clauses are remembered (LongMemEval-S repeats a tenth of its turns'
+#: Turns whose candidate clauses are remembered (LongMemEval-S repeats a fifth of its turns'
 #: texts across haystacks; a pipeline builds one dataset at several ``max_facts``). Keyed by
-#: a 16-byte digest of the text and the names, so the cache holds no turn texts.
-TURN_CACHE = 65536
+#: a 16-byte digest of the text and the names, so the cache holds no turn texts; an entry
+#: of a long LongMemEval-S turn is about 2 KB, so the bound keeps a worker's cache near 35 MB.
+_TURN_CACHE = 16384
 _TURNS: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[_Bound, ...]] = OrderedDict()
 _TURNS_LOCK = threading.Lock()
 
 
 def _select_turn(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int, str]]:
-    """:func:`_select`, the candidates remembered for the last :data:`TURN_CACHE` turns."""
+    """:func:`_select`, the candidates remembered for the last :data:`_TURN_CACHE` turns."""
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     key = (digest, names)
     with _TURNS_LOCK:
@@ -541,7 +542,7 @@ def _select_turn(text: str, names: tuple[str, ...], max_facts: int) -> list[tupl
         bounds = _bounds(text, names)
         with _TURNS_LOCK:
             _TURNS[key] = bounds
-            if len(_TURNS) > TURN_CACHE:
+            if len(_TURNS) > _TURN_CACHE:
                 _TURNS.popitem(last=False)
     return _choose(bounds, max_facts)
 
