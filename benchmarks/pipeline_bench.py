@@ -91,10 +91,10 @@ def run_config(name: str, work: Path) -> dict:
     total = time.perf_counter() - t0
     root = out / cfg.name
     steps = {}
-    for f in sorted((root / ".steps").glob("*.json")):
-        rec = json.loads(f.read_text())
-        steps[f.stem] = {"seconds": rec["seconds"], "peak_mb": watch.peaks.get(f.stem, 0) / 1024,
-                         "worker_peak_mb": watch.children.get(f.stem, 0) / 1024}
+    for stem in res.timings:  # the order the steps ran in
+        rec = json.loads((root / ".steps" / f"{stem}.json").read_text())
+        steps[stem] = {"seconds": rec["seconds"], "peak_mb": watch.peaks.get(stem, 0) / 1024,
+                       "worker_peak_mb": watch.children.get(stem, 0) / 1024}
     print(f"  {name}: audit-run {total:.1f} s; floors:", flush=True)
     floors = {}
     for step in steps:
