@@ -112,6 +112,16 @@ class CasesResult:
     sha256: str | None = field(default=None, repr=False)
 
 
+def _inputs(shared: RescoreInputs | None, rd: RescoreDir, items: Sequence[str],
+            queries: str | Path | None, runs: Sequence[str]
+            ) -> tuple[dict[str | None, Any], list[Any], list[Any], dict[str, Path]]:
+    """The stores, queries, runs and input paths of rescoring ``rd``: ``shared``'s, else
+    read (:func:`tiap.audit.cases.load_rescore_inputs`)."""
+    if shared is None:
+        return load_rescore_inputs(rd, items=list(items), queries=queries, runs=list(runs))
+    return shared.stores, shared.queries, shared.runs, dict(shared.inputs)
+
+
 def find_cases(
     rescore_dir: str | Path,
     out: str | Path,
@@ -203,12 +213,7 @@ def find_cases(
                         code="invalid-value")
     if cut is None:
         raise TiapError(f"the measure {m!r} has no cutoff; pass e.g. --measure nDCG@60")
-    if shared is None:
-        stores, qs, loaded, inputs = load_rescore_inputs(rd, items=list(items),
-                                                         queries=queries, runs=list(runs))
-    else:
-        stores, qs, loaded, inputs = (shared.stores, shared.queries, shared.runs,
-                                      dict(shared.inputs))
+    stores, qs, loaded, inputs = _inputs(shared, rd, items, queries, runs)
     tlist = list(targets)
     found = contested_cases(loaded, qs, stores, targets=tlist, raw_target=raw,
                             target_defs=rd.target_defs or None, k=cut, credit=rd.credit,
@@ -744,12 +749,7 @@ def graded_audit(
            else measure_cutoff(rd.default_measure()))
     if cut is None:
         raise TiapError("pass --k: the rescoring's nDCG measure has no cutoff")
-    if shared is None:
-        stores, qs, loaded, inputs = load_rescore_inputs(rd, items=list(items),
-                                                         queries=queries, runs=list(runs))
-    else:
-        stores, qs, loaded, inputs = (shared.stores, shared.queries, shared.runs,
-                                      dict(shared.inputs))
+    stores, qs, loaded, inputs = _inputs(shared, rd, items, queries, runs)
     for r in loaded:
         if r.system not in stores and None not in stores:
             raise TiapError(f"no store for run {r.system!r}: pass --items {r.system}=PATH")
