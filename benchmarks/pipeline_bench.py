@@ -7,8 +7,8 @@ For each config (configs/locomo.toml with BM25, configs/longmemeval-s.toml) the 
 runs in this process from nothing: an empty output folder and an empty TIAP cache. Each
 step's time is the pipeline's own (``.steps/<step>.json``); its peak memory is this
 process's resident set at its highest during the step (the kernel's high-water mark,
-``VmHWM``, reset at each step's start through ``/proc/self/clear_refs``), and, for a step
-that forks worker processes, the largest worker's peak.
+``VmHWM``, reset at each step's start through ``/proc/self/clear_refs``), and, where a
+child process (a store's worker) reached a new peak during the step, that peak.
 
 Then, in the same run and on the same machine, each step's *floor*: the least work that
 step cannot avoid on the same data, measured directly with the libraries it builds on
@@ -117,7 +117,7 @@ def table(name: str, got: dict) -> str:
         step_sum += s["seconds"]
         peak = f"{s['peak_mb']:,.0f} MB"
         if s["worker_peak_mb"]:
-            peak += f" (workers {s['worker_peak_mb']:,.0f} MB)"
+            peak += f" (child processes {s['worker_peak_mb']:,.0f} MB)"
         if f:
             floor_sum += f["seconds"]
             rows.append(f"| {step} | {s['seconds']:.2f} s | {f['seconds']:.2f} s | "
