@@ -615,7 +615,6 @@ def load_config(path: str | Path, *, retrievers: Sequence[str] | None = None,
 
 
 @functools.cache
-@functools.cache
 def _code_identity() -> str:
     """The sha256 of TIAP's own source files: a step run by changed code is run again (a
     version number does not change while one develops a parser)."""
@@ -961,13 +960,10 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     def run_rescore() -> None:
         qs = read_queries(qpath)
         preloaded[qpath.resolve()] = qs
-        stores, runs, loaded = {}, [], {}
+        stores, runs = {}, []
         for system, s, _ in cfg.systems():
-            ipath, rpath = inputs[f"items:{system}"], inputs[f"run:{system}"]
-            if s.name not in loaded:
-                loaded[s.name] = store_of(s)
-                preloaded[ipath.resolve()] = loaded[s.name]
-            stores[system] = loaded[s.name]
+            rpath = inputs[f"run:{system}"]
+            stores[system] = store_of(s)  # read once, whatever number of runs it serves
             got = read_run(rpath, system=system)
             preloaded[rpath.resolve()] = got
             runs.extend(got)

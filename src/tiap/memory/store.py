@@ -343,6 +343,16 @@ _STORE_NAMES_OK: set[str] = set()  # store names already checked (a file repeats
 _EXTRA_OK: set[str] = set()  # extra keys already checked: metadata, no near miss
 
 
+def _plain_ids(value: Any) -> tuple[str, ...] | None:
+    """A plain row's ``sources`` or ``parents``: absent, ``[]`` or a list of strings as a
+    tuple; ``None`` for anything else (the full checks then read the row)."""
+    if value is None or value == []:
+        return ()
+    if type(value) is not list or not all(type(v) is str for v in value):
+        return None
+    return tuple(value)
+
+
 def _plain_item(obj: dict[str, Any], require_sources: bool) -> Item | None:
     """The item of a row with exact lineage and well-typed fields (nearly every row of a
     store), read without building its problem list; ``None`` for any other row, which
@@ -370,20 +380,8 @@ def _plain_item(obj: dict[str, Any], require_sources: bool) -> Item | None:
         if type(store) is not str or not _STORE_NAME.fullmatch(store):
             return None
         _STORE_NAMES_OK.add(store)
-    parents = obj.get("parents")
-    src: tuple[str, ...] = ()
-    par: tuple[str, ...] = ()
-    if sources:
-        if type(sources) is not list or not all(type(v) is str for v in sources):
-            return None
-        src = tuple(sources)
-    elif sources is not None and sources != []:
-        return None
-    if parents:
-        if type(parents) is not list or not all(type(v) is str for v in parents):
-            return None
-        par = tuple(parents)
-    elif parents is not None and parents != []:
+    src, par = _plain_ids(sources), _plain_ids(obj.get("parents"))
+    if src is None or par is None:
         return None
     meta.sort()
     # the dataclass's own __init__ sets each of its twelve fields through
