@@ -874,6 +874,25 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
     step("queries", {"dataset": cfg.dataset, "files": ds_sha, "collections": sorted(wanted),
                      "sessions": cfg.sessions}, [qpath], write_q)
 
+    # Each store is kept as it is built, or read once at the first step that needs it, for
+    # the later steps (retrieval, rescoring, Stage III's alignment): one copy of its items.
+    read_stores: dict[str, Any] = {}
+    # what was read (or computed) here, by resolved path, for the later steps: the
+    # convention of Stage III, the audit and the report (``preloaded``)
+    preloaded: dict[Path, Any] = {}
+
+    def hold(name: str, store: Any) -> Any:
+        read_stores[name] = store
+        preloaded[(root / "stores" / name / "items.jsonl").resolve()] = store
+        gc.freeze()  # kept to the end: out of the collector's way (see below)
+        return store
+
+    def store_of(s: StoreSpec) -> Any:
+        got = read_stores.get(s.name)
+        if got is None:
+            got = hold(s.name, read_store(root / "stores" / s.name / "items.jsonl"))
+        return got
+
     # 2. stores; the local model is served only while an llm store is being built
     with contextlib.ExitStack() as server:
         local: list[Any] = []
@@ -896,28 +915,18 @@ def _run(cfg: PipelineConfig, out: str | Path, *, data: str | Path | None,
                 if s in cfg.llm_stores():
                     serve()
                     served = local[0].settings() if local else None
+                used = any(st.name == s.name for _, st, _ in cfg.systems())
                 with use_engine(engine()):
-                    build_store(ds, s.parser, sdir, parser_args=dict(s.args),
-                                collections=list(cfg.collections) or None,
-                                progress=progress, store=s.name, served=served)
+                    built = build_store(ds, s.parser, sdir, parser_args=dict(s.args),
+                                        collections=list(cfg.collections) or None,
+                                        progress=progress, store=s.name, served=served,
+                                        in_memory=used)
+                if built.store is not None:  # what read_store would give, not read back
+                    hold(s.name, built.store)
 
             step(f"store-{s.name}", spec, [sdir / "items.jsonl", sdir / "manifest.json"],
                  build)
 
-    # Each store is read once, at the first step that needs it, and kept for the later
-    # steps (retrieval, rescoring, Stage III's alignment): one copy of its items in memory.
-    read_stores: dict[str, Any] = {}
-    # what was read (or computed) here, by resolved path, for the later steps: the
-    # convention of Stage III, the audit and the report (``preloaded``)
-    preloaded: dict[Path, Any] = {}
-
-    def store_of(s: StoreSpec) -> Any:
-        got = read_stores.get(s.name)
-        if got is None:
-            got = read_stores[s.name] = read_store(root / "stores" / s.name / "items.jsonl")
-            preloaded[(root / "stores" / s.name / "items.jsonl").resolve()] = got
-            gc.freeze()  # kept to the end: out of the collector's way (see below)
-        return got
 
     # 3. retrieval
     for system, s, r in cfg.systems():

@@ -244,3 +244,48 @@ def test_raw_rows_written_directly_equal_raw_item_rows(tmp_path: Path) -> None:
     want = [json.dumps(raw_item(t, dates[t.session_id]).to_json("f5"), ensure_ascii=False,
                        separators=(",", ":"), allow_nan=False) for t in bundle.turns]
     assert lines[:len(want)] == want
+
+
+class OddItems(HeuristicParser):
+    """Derived items of every shape a row can take (the full checks read them back)."""
+
+    def derive(self, bundle: Bundle) -> Iterator[Item]:
+        from tiap.memory.store import Placeholder, Uncertainty
+
+        for t in bundle.turns:
+            u = t.unit_id
+            yield Item(f"{u}#a", "fact", (u,), text=f"x\u2028y\x85z {t.text}", collection="c1",
+                       meta=(("turn", 3), ("speaker", t.speaker)))
+            yield Item(f"{u}#b", "summary", (), parents=(f"{u}#a",), serving=False)
+            yield Item(f"{u}#c", "fact", (u,), text="t", placeholder=Placeholder())
+            yield Item(f"{u}#d", "fact", (), text="t",
+                       uncertain=Uncertainty(possible=(u,)))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_store_held_in_memory_is_the_store_read_back(locomo, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          workers: int) -> None:
+    # build_store(in_memory=True) builds the store from the rows as it writes them: it must
+    # be exactly what read_store gives for the file (name, path, every field of every item)
+    from tiap.memory.store import read_store
+
+    res = build(locomo, tmp_path / "f5", workers=workers, in_memory=True)
+    back = read_store(tmp_path / "f5" / "items.jsonl")
+    assert res.store is not None and len(res.store) == res.counts["items"] > 900
+    assert (res.store.name, res.store.path, res.store.items) == (back.name, back.path,
+                                                                 back.items)
+    assert build(locomo, tmp_path / "g", workers=workers).store is None  # only when asked
+
+
+def test_odd_rows_held_in_memory_equal_the_rows_read_back(inline_dataset: InlineDataset,
+                                                          tmp_path: Path) -> None:
+    from tiap.memory.store import read_store
+
+    res = build_store(inline_dataset, OddItems(1), tmp_path / "s", in_memory=True, store="odd")
+    back = read_store(tmp_path / "s" / "items.jsonl")
+    assert res.store is not None
+    kinds = Counter(it.kind for it in res.store)
+    assert kinds["summary"] > 0 and any(it.placeholder for it in res.store)
+    assert any(it.uncertain for it in res.store)
+    assert (res.store.name, res.store.path, res.store.items) == (back.name, back.path,
+                                                                 back.items)

@@ -62,9 +62,9 @@ from tiap.datasets.base import Bundle, Dataset, SessionSlice
 from tiap.datasets.files import FOLDERS, manifest
 from tiap.datasets.records import Turn
 from tiap.errors import Problem, TiapError
-from tiap.io import check_output_folder, output_folder, sha256_file
+from tiap.io import check_output_folder, gc_paused, json_lines, output_folder, sha256_file
 from tiap.memory.parsers import Parser, make_parser, parser_factory
-from tiap.memory.store import RAW_KIND, Item, check_store_name
+from tiap.memory.store import RAW_KIND, Item, Store, StoreRows, check_store_name
 from tiap.provenance import Manifest
 
 __all__ = ["DEFAULT_SEED", "ITEMS_FILE", "MANIFEST_FILE", "PARALLEL_FROM",
@@ -99,11 +99,16 @@ class BuildResult:
     (PosixPath('stores/h5'), 2, {'raw': 1, 'fact': 1})
     >>> result.manifest["store"], result.manifest["parser"]
     ('h5', {'name': 'heuristic', 'args': {'max_facts': 5}})
+    >>> result.store is None  # build_store(..., in_memory=True) holds it
+    True
     """
 
     out: Path
     counts: dict[str, Any]
     manifest: dict[str, Any]
+    #: the store as :func:`~tiap.memory.store.read_store` reads ``items.jsonl`` back, built
+    #: from the rows as they were written (``build_store(..., in_memory=True)``), else None
+    store: Store | None = None
 
 
 @dataclass
@@ -332,6 +337,7 @@ def build_store(
     store: str | None = None,
     force: bool = False,
     served: dict[str, Any] | None = None,
+    in_memory: bool = False,
 ) -> BuildResult:
     """Write ``items.jsonl`` and ``manifest.json`` for ``dataset`` into ``out``, replacing it
     whole (module docstring).
@@ -357,6 +363,11 @@ def build_store(
         served: the local model server the parser talked to
             (:meth:`tiap.llm.local.LocalServer.settings`: model, pinned sha256, threads),
             recorded in the manifest as ``local_model``.
+        in_memory: also hand back the store (:attr:`BuildResult.store`), the very
+            :class:`~tiap.memory.store.Store` that ``read_store`` gives for the file, built
+            from the rows as they are written (with ``read_store``'s checks), so a caller
+            that goes on with it need not read the file back. On a large dataset with
+            several workers this overlaps with the parsing.
 
     Example: a two-turn dataset built in code, with the offline ``heuristic`` parser; each
     turn is a raw item, each derived fact names its turn as its source:
@@ -403,8 +414,9 @@ def build_store(
     try:
         parser.prepare(dataset)
         with output_folder(out, command, force=force, keep=keep) as tmp:
+            rows = StoreRows(Path(out) / ITEMS_FILE) if in_memory else None
             counts, digest, size = _write_items(dataset, parser, tmp / ITEMS_FILE, wanted,
-                                                workers, progress, name)
+                                                workers, progress, name, rows)
             parser.finish()
             manifest = _manifest(dataset, parser, seed, wanted, counts, digest, size, command,
                                  {"store": name,
@@ -414,7 +426,7 @@ def build_store(
             man = json.loads(manifest.text())  # the result holds exactly what the file says
     finally:
         parser.close()
-    return BuildResult(Path(out), counts, man)
+    return BuildResult(Path(out), counts, man, rows.store(name) if rows is not None else None)
 
 
 def build_dataset_store(
@@ -561,6 +573,7 @@ def _write_items(
     workers: int,
     progress: ProgressFn | None,
     store: str,
+    rows: StoreRows | None = None,
 ) -> tuple[dict[str, Any], str, int]:
     want = set(wanted) if wanted else None
     found: set[str] = set()
@@ -583,7 +596,8 @@ def _write_items(
     per_turn: Counter[int] = Counter()
     n_coll = n_turns = size = 0
     h = hashlib.sha256()
-    with open(path, "wb") as fh:
+    line = 0
+    with open(path, "wb") as fh, gc_paused() if rows is not None else contextlib.nullcontext():
         for chunk in chunks:
             if chunk.collection in collection_ids:
                 problems.append(Problem("collection id occurs twice", record=chunk.collection))
@@ -594,6 +608,12 @@ def _write_items(
             blob = chunk.data
             h.update(blob)
             fh.write(blob)
+            if rows is not None:  # the rows as read_store reads them back (lines end at \n)
+                lines = blob.decode("utf-8").split("\n")[:-1]
+                for n, obj in json_lines(enumerate((x + "\n" for x in lines), line + 1),
+                                         rows.problems):
+                    rows.add(n, obj)
+                line += len(lines)
             size += len(blob)
             n_coll += 1
             n_turns += chunk.turns

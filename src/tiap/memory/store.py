@@ -525,38 +525,74 @@ def read_items(path: str | Path) -> list[Item]:
     tiap.errors.TiapError: bad.jsonl:1, record t1: item has no 'kind'
     bad.jsonl:3, record t2: duplicate item id (first on line 2)
     """
-    items: list[Item] = []
-    seen: dict[str, int] = {}
-    problems = Problems(path)
+    return _read_rows(path).items()
+
+
+def _read_rows(path: str | Path) -> StoreRows:
+    rows = StoreRows(path)
     with gc_paused():
-        _read_rows(path, items, seen, problems)
-    problems.raise_if_any()
-    if not items:
-        raise TiapError("empty items file: it holds no items", file=path)
-    return items
+        for line, obj in iter_jsonl(path, rows.problems):
+            rows.add(line, obj)
+    return rows
 
 
-def _read_rows(path: str | Path, items: list[Item], seen: dict[str, int],
-               problems: Problems) -> None:
-    first_store: tuple[str | None, int] | None = None
-    for line, obj in iter_jsonl(path, problems):
+class StoreRows:
+    """A store's rows given one at a time, checked as :func:`read_items` checks a file's:
+    how :func:`tiap.memory.build_store` hands over the store it builds without reading the
+    file back (``path`` names the file the rows are in).
+
+    >>> rows = StoreRows("stores/f5/items.jsonl")
+    >>> rows.add(1, {"item_id": "t1", "store": "f5", "kind": "raw", "sources": ["c1:D1:1"]})
+    >>> rows.add(2, {"item_id": "t1", "store": "f5", "kind": "raw", "sources": ["c1:D1:1"]})
+    >>> rows.store()
+    Traceback (most recent call last):
+    ...
+    tiap.errors.TiapError: stores/f5/items.jsonl:2, record t1: duplicate item id (first on line 1)
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self.problems = Problems(path)
+        self._items: list[Item] = []
+        self._seen: dict[str, int] = {}
+        self._first_store: tuple[str | None, int] | None = None
+
+    def add(self, line: int, obj: Any) -> None:
+        """Check the row ``obj`` of line ``line`` and keep its item (a problem is kept)."""
         try:
-            item = item_from_json(obj, file=path, line=line)
+            item = item_from_json(obj, file=self.path, line=line)
         except TiapError as exc:
-            problems.extend(exc)
-            continue
-        if first_store is None:
-            first_store = (item.store, line)
-        elif item.store != first_store[0]:
-            problems.add(f"the row names store {item.store!r}, line {first_store[1]} names "
-                         f"{first_store[0]!r}: one items file holds one store", line,
-                         record=item.item_id)
-        if item.item_id in seen:
-            problems.add(f"duplicate item id (first on line {seen[item.item_id]})", line,
-                         record=item.item_id, code="duplicate")
-            continue
-        seen[item.item_id] = line
-        items.append(item)
+            self.problems.extend(exc)
+            return
+        if self._first_store is None:
+            self._first_store = (item.store, line)
+        elif item.store != self._first_store[0]:
+            self.problems.add(f"the row names store {item.store!r}, line "
+                              f"{self._first_store[1]} names {self._first_store[0]!r}: one "
+                              "items file holds one store", line, record=item.item_id)
+        if item.item_id in self._seen:
+            self.problems.add(f"duplicate item id (first on line {self._seen[item.item_id]})",
+                              line, record=item.item_id, code="duplicate")
+            return
+        self._seen[item.item_id] = line
+        self._items.append(item)
+
+    def items(self) -> list[Item]:
+        """The items, or the problems of every row together as a :class:`TiapError`."""
+        self.problems.raise_if_any()
+        if not self._items:
+            raise TiapError("empty items file: it holds no items", file=self.path)
+        return self._items
+
+    def store(self, name: str | None = None) -> Store:
+        """The :class:`Store` :func:`read_store` gives for the rows."""
+        items = self.items()
+        given = items[0].store
+        if given is not None and name is not None and given != name:
+            raise TiapError(f"the items name their store {given!r}, not {name!r}",
+                            file=self.path)
+        return Store(given or name or default_store_name(self.path), tuple(items),
+                     Path(self.path))
 
 
 @dataclass(frozen=True, eq=False)
@@ -589,11 +625,7 @@ def read_store(path: str | Path, name: str | None = None) -> Store:
     >>> store.name, len(store), [it.item_id for it in store]
     ('f5', 2, ['t1', 'f1'])
     """
-    items = read_items(path)
-    given = items[0].store if items else None
-    if given is not None and name is not None and given != name:
-        raise TiapError(f"the items name their store {given!r}, not {name!r}", file=path)
-    return Store(given or name or default_store_name(path), tuple(items), Path(path))
+    return _read_rows(path).store(name)
 
 
 def write_items(path: str | Path, items: Iterable[Item], store: str | None = None) -> int:
