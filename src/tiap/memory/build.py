@@ -51,7 +51,7 @@ import os
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +122,7 @@ class _Chunk:
     kinds: Counter[str] = field(default_factory=Counter)
     per_turn: Counter[int] = field(default_factory=Counter)  # derived items reaching a turn
     problems: list[Problem] = field(default_factory=list)
+    memo: dict[Hashable, Any] = field(default_factory=dict)  # the worker's work to share
 
 
 def raw_item(turn: Turn, date: str | None = None) -> Item:
@@ -245,9 +246,15 @@ def _init_worker(name: str, args: dict[str, Any], store: str) -> None:
     _WORKER_STORE = store
 
 
-def _work(bundle: Bundle) -> _Chunk:
+def _work(bundle: Bundle, given: dict[Hashable, Any] | None) -> _Chunk:
+    """One collection's chunk; ``given``: work other workers did (:meth:`Parser.memo`)."""
     assert _WORKER_PARSER is not None
-    return _collection_chunk(_WORKER_PARSER, bundle, _WORKER_STORE)
+    if given is not None:
+        _WORKER_PARSER.memo(given)
+    chunk = _collection_chunk(_WORKER_PARSER, bundle, _WORKER_STORE)
+    if given is not None:
+        chunk.memo = _WORKER_PARSER.memo()
+    return chunk
 
 
 def _rebuildable(parser: Parser) -> bool:
@@ -290,13 +297,23 @@ def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int,
                              initargs=(parser.spec.name, dict(parser.spec.args), store)
                              ) as pool:
         window: deque[Future[_Chunk]] = deque()
+        known: dict[Hashable, Any] = {}  # the work workers did, by memo key (Parser.memo_keys)
+
+        def done(f: Future[_Chunk]) -> _Chunk:
+            chunk = f.result()
+            known.update(chunk.memo)
+            chunk.memo = {}
+            return chunk
+
         try:
             for b in bundles:
-                window.append(pool.submit(_work, b))
+                keys = parser.memo_keys(b)
+                given = None if keys is None else {k: known[k] for k in keys if k in known}
+                window.append(pool.submit(_work, b, given))
                 if len(window) >= 2 * workers:
-                    yield window.popleft().result()
+                    yield done(window.popleft())
             while window:
-                yield window.popleft().result()
+                yield done(window.popleft())
         except BaseException:
             for f in window:
                 f.cancel()

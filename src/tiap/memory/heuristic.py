@@ -65,9 +65,9 @@ import heapq
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from datetime import date
-from typing import Annotated, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from tiap.config import Settings, ranged
 from tiap.datasets.base import Bundle
@@ -530,10 +530,20 @@ _TURNS: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[_Bound, ...]] = Ordered
 _TURNS_LOCK = threading.Lock()
 
 
-def _select_turn(text: str, names: tuple[str, ...], max_facts: int) -> list[tuple[int, str]]:
-    """:func:`_select`, the candidates remembered for the last :data:`_TURN_CACHE` turns."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    key = (digest, names)
+_TurnKey = tuple[bytes, tuple[str, ...]]
+
+
+def _turn_key(text: str, names: tuple[str, ...]) -> _TurnKey:
+    """A turn's key: a 16-byte digest of its text, and the names it is parsed with."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), names
+
+
+def _select_turn(text: str, names: tuple[str, ...], max_facts: int,
+                 key: _TurnKey | None = None) -> list[tuple[int, str]]:
+    """:func:`_select`, the candidates remembered for the last :data:`_TURN_CACHE` turns
+    (``key``: the turn's :func:`_turn_key`, when the caller has it)."""
+    if key is None:
+        key = _turn_key(text, names)
     with _TURNS_LOCK:
         bounds = _TURNS.get(key)
         if bounds is not None:
@@ -871,6 +881,11 @@ def rewrite(
     return fact + "."
 
 
+def _known(speaker: str, addressee: str | None, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names a turn is parsed with: its speaker, who they talk to, then the others."""
+    return tuple(n for n in (speaker, addressee, *names) if n)
+
+
 def extract_facts(
     text: str,
     speaker: str,
@@ -891,9 +906,15 @@ def extract_facts(
     """
     if max_facts < 1:
         raise TiapError(f"max_facts must be at least 1, got {max_facts}")
-    known = tuple(n for n in (speaker, addressee, *names) if n)
+    known = _known(speaker, addressee, names)
+    return _facts(_select_turn(text, known, max_facts), text, speaker, addressee, when, known)
+
+
+def _facts(chosen: list[tuple[int, str]], text: str, speaker: str, addressee: str | None,
+           when: date | None, known: tuple[str, ...]) -> list[str]:
+    """The selected clauses of a turn rewritten as facts, each once."""
     out: list[str] = []
-    for _, clause in _select_turn(text, known, max_facts):
+    for _, clause in chosen:
         fact = rewrite(clause, speaker, addressee, when, names=known, text=text)
         if fact not in out:
             out.append(fact)
@@ -908,12 +929,37 @@ class HeuristicParser(Parser):
 
     def __init__(self, max_facts: int) -> None:
         self.max_facts = max_facts
+        # the clauses chosen for a turn depend only on its text and names (_turn_key): a
+        # build in worker processes hands them from worker to worker (Parser.memo_keys)
+        self._given: Mapping[Hashable, Any] = {}
+        self._done: dict[Hashable, Any] | None = None  # None: not sharing
+
+    def memo_keys(self, bundle: Bundle) -> list[Hashable]:
+        """Each turn's :func:`_turn_key`: its text's digest and the names it is parsed with."""
+        names = tuple(bundle.collection.speakers)
+        return [_turn_key(ctx.turn.text, _known(ctx.speaker, ctx.addressee, names))
+                for ctx in turn_contexts(bundle)]
+
+    def memo(self, given: Mapping[Hashable, Any] | None = None) -> dict[Hashable, Any]:
+        """Take the clauses chosen elsewhere for turns of these keys; give back those chosen
+        here since the last call."""
+        done, self._done = self._done or {}, {}
+        self._given = given or {}
+        return done
 
     def derive(self, bundle: Bundle) -> Iterator[Item]:
         names = tuple(bundle.collection.speakers)
+        given, done = self._given, self._done
         for ctx in turn_contexts(bundle):
-            facts = extract_facts(ctx.turn.text, ctx.speaker, ctx.addressee, ctx.date,
-                                  self.max_facts, names=names)
+            text = ctx.turn.text
+            known = _known(ctx.speaker, ctx.addressee, names)
+            key = _turn_key(text, known)
+            chosen = given.get(key)
+            if chosen is None:
+                chosen = _select_turn(text, known, self.max_facts, key)
+                if done is not None:
+                    done[key] = chosen
+            facts = _facts(chosen, text, ctx.speaker, ctx.addressee, ctx.date, known)
             uid = ctx.turn.unit_id
             for j, fact in enumerate(facts, start=1):
                 yield Item(f"{uid}#f{j}", FACT_KIND, (uid,), text=fact,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, TypeVar
@@ -120,6 +120,23 @@ class Parser:
     def derive(self, bundle: Bundle) -> Iterator[Item]:
         """The derived items of one collection, in a deterministic order."""
         raise NotImplementedError
+
+    def memo_keys(self, bundle: Bundle) -> list[Hashable] | None:
+        """Keys of the per-turn work of ``bundle`` that any collection with a turn of the
+        same key can reuse (``None``: this parser shares no work, the default).
+
+        A build in worker processes uses them to do that work once for the whole dataset
+        (LongMemEval-S repeats a fifth of its turns across haystacks): the work a worker did
+        (:meth:`memo`) is handed to the workers of later collections whose turns have the
+        same keys. The output must not depend on whether work was handed over.
+        """
+        return None
+
+    def memo(self, given: Mapping[Hashable, Any] | None = None) -> dict[Hashable, Any]:
+        """Take ``given`` (work done elsewhere, by :meth:`memo_keys` key) for the next
+        :meth:`derive`, and return the work this parser did since the last call, by key
+        (only called on parsers whose :meth:`memo_keys` is not ``None``)."""
+        return {}
 
     def finish(self) -> None:
         """Called once after the last collection; may raise (e.g. nothing was derived)."""
