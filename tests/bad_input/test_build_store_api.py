@@ -48,3 +48,28 @@ def test_a_slice_of_one_collection(data_dir: Path, tmp_path: Path) -> None:
                                      "session_summary": 1}
     assert res.manifest["dataset"]["id"] == "locomo"
     assert (tmp_path / "s" / "items.jsonl").is_file()
+
+
+def test_a_script_without_the_main_guard_gets_a_located_error(tmp_path: Path) -> None:
+    # Worker processes import the calling script again: unguarded, each worker starts a
+    # build of its own and dies. The caller gets a TiapError saying why, not a bare
+    # BrokenProcessPool, and nothing is left in the output folder.
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from tiap.datasets import Bundle, Collection, InlineDataset, Session, Turn\n"
+        "from tiap.memory import build_store\n"
+        "bundles = [Bundle(Collection(f'c{i}', 1, 1), (Session(f'c{i}', 's1', 1, None),),\n"
+        "                  (Turn(f'c{i}:D1:1', f'c{i}', 's1', 1, 'Ana', 'I adopted a cat.'),),\n"
+        "                  ()) for i in range(4)]\n"
+        f"build_store(InlineDataset(bundles), 'heuristic', {str(tmp_path / 'out')!r},\n"
+        "            workers=2)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("tiap.errors.TiapError: a worker process of the build stopped")
+    assert "if __name__ == '__main__':" in last
+    assert not (tmp_path / "out").exists()

@@ -53,6 +53,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,13 @@ def _chunks(parser: Parser, bundles: Iterator[Bundle], workers: int,
                     yield done(window.popleft())
             while window:
                 yield done(window.popleft())
+        except BrokenProcessPool:
+            raise TiapError(
+                "a worker process of the build stopped or could not start. A script "
+                "that calls build_store with workers must run it under `if __name__ == "
+                "'__main__':` (each worker imports the script again); else the worker ran "
+                "out of memory or was killed: rerun with fewer workers (workers=1 runs in "
+                "this process)") from None
         except BaseException:
             for f in window:
                 f.cancel()
@@ -372,6 +380,8 @@ def build_store(
         workers: processes for parsers marked ``parallel`` (the output is the same for any
             value); ``None``: up to 4 CPUs for datasets of more than
             :data:`PARALLEL_FROM` collections, else 1 (process start-up would cost more).
+            Workers import the calling script again: a script must call this under
+            ``if __name__ == "__main__":`` (else the build stops with an error saying so).
         progress: wraps the per-collection iteration, ``progress(iterable, label, total)``
             (the CLI passes a rich progress bar).
         store: the store's name, written on every item (default: the name of ``out``).
