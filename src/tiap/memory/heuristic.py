@@ -85,7 +85,7 @@ LONG_CLAUSE = 45
 
 _BEAM_MARKER = re.compile(r"\s*->->\s*[\d,\s]*")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
+_QUOTE_PAIRS = (("\u2019", "'"), ("\u2018", "'"), ("\u201c", '"'), ("\u201d", '"'), ("\u00a0", " "))
 _MD_LINE_PREFIX = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|[-*+\u2022][ \t]+|\d{1,3}[.)][ \t]+|[a-z][.)][ \t]+)+", re.M
 )
@@ -265,8 +265,10 @@ _ADVERB = (
     r"often|sometimes|now|even|only|mostly|generally|personally|already|truly|absolutely|"
     r"honestly|sometimes|currently|seriously|genuinely|especially|normally|typically"
 )
+# (the look-ahead after \b: every match opens with one of these letters, so other words fail
+# at once instead of trying each alternative)
 _PRONOUN = re.compile(
-    r"\b(?:(?P<other>I'm|I am|I've|I have|I'd|I'll|I will|I was|i'm|i've|i'd|i'll|"
+    r"\b(?=[IiYyMm])(?:(?P<other>I'm|I am|I've|I have|I'd|I'll|I will|I was|i'm|i've|i'd|i'll|"
     r"[Yy]ou're|[Yy]ou are|[Yy]ou've|[Yy]ou have|[Yy]ou'll|[Yy]ou will|[Yy]ou'd|[Yy]ou were|"
     r"[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Yy]our|[Yy]ours|[Yy]ourself|[Yy]ourselves)\b(?![-'])"
     r"|(?P<subj>I|i|you|You)(?![.'\w]|,? [A-Z][a-z])(?P<rest>(?:\s+(?:" + _ADVERB + r"))?\s+"
@@ -323,7 +325,10 @@ class Candidate(NamedTuple):
 
 def _clean(text: str) -> list[str]:
     """Lines of plain text: code, Markdown, tables and BEAM markers removed."""
-    text = text.translate(_QUOTES)
+    if not text.isascii():  # the table maps non-ASCII characters only
+        for old, new in _QUOTE_PAIRS:  # one str.replace each: much faster than str.translate
+            if old in text:
+                text = text.replace(old, new)
     if "->->" in text:
         text = _BEAM_MARKER.sub(" ", text)
     if "```" in text:
@@ -580,10 +585,12 @@ def _clause_iter(text: str, names: tuple[str, ...]) -> Iterator[tuple[int, str, 
                 if not c:
                     continue
                 low = c.lower()
+                if low in seen:  # (checked first: a repeat needs no words)
+                    continue
                 words = _words(low)
                 if len(words) < 3 and not any(ch.isdigit() for ch in c):
                     continue
-                if _QUESTION_START.match(low) or _CLOSING.match(low) or low in seen:
+                if _QUESTION_START.match(low) or _CLOSING.match(low):
                     continue
                 seen.add(low)
                 yield index, c, words
@@ -786,8 +793,10 @@ def _refine(c: str, names: tuple[str, ...], depth: int = 0) -> list[str]:
     """The sub-clause facts of a clause, coarse to fine, in the order spoken (see above)."""
     out: list[str] = []
     for split in _SPLITTERS:
-        parts = [p for p in split(c, names) if p and p != c]
-        if len(parts) > 0:
+        parts = split(c, names)
+        if parts:  # (most clauses have none: filter only what there is)
+            parts = [p for p in parts if p and p != c]
+        if parts:
             for p in parts:
                 out.append(p)
                 if depth + 1 < _MAX_DEPTH:
@@ -857,13 +866,34 @@ def _keeps_capital(word: str, names: tuple[str, ...], text: str) -> bool:
     low = core.lower()
     if not (low in _STOP or low in _LOWER_AFTER_ANCHOR or low.endswith(("ing", "ly"))):
         return True
-    return _midsentence(core).search(text) is not None
+    return _midsentence(core, text)
+
+
+_MIDSENTENCE_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyz,;:")
+
+
+def _midsentence(word: str, text: str) -> bool:
+    """Whether ``text`` writes ``word`` (no spaces in it) after a lower-case letter or a comma,
+    as the regex ``[a-z,;:]\\s+WORD\\b`` finds it.
+
+    The regex would be tried at every lower-case letter of a long turn; instead the engine
+    finds ``WORD`` after a space (a literal first: a fast search in C), and the character
+    before that run of spaces is checked here.
+    """
+    for m in _after_space(word).finditer(text):
+        i = m.start() - 1  # a space
+        while i > 0 and text[i - 1].isspace():
+            i -= 1
+        if i > 0 and text[i - 1] in _MIDSENTENCE_BEFORE:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
-def _midsentence(word: str) -> re.Pattern[str]:
-    """``word`` written after a lower-case letter or a comma (compiled once per word)."""
-    return re.compile(r"[a-z,;:]\s+" + re.escape(word) + r"\b")
+def _after_space(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word after a space (compiled once per word)."""
+    w = re.escape(word)
+    return re.compile(w + r"\b(?<=\s" + w + ")")
 
 
 def rewrite(
