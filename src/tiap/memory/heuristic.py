@@ -385,19 +385,29 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
-def _units(sentence: str, names: tuple[str, ...]) -> Iterator[str]:
+def _units(sentence: str, names: tuple[str, ...]) -> Iterator[tuple[str, str, list[str]]]:
     """A sentence's candidate texts, coarse to fine, in the order spoken: the whole sentence
     when it holds several clauses, then each clause followed by its sub-clause facts
-    (:func:`_refine`). Each is tidied (:func:`_tidy`); ``""`` means no candidate."""
+    (:func:`_refine`). Each is tidied (:func:`_tidy`); those left empty are no candidates.
+    Each comes with its lower case and its words (:func:`_words`), which a clause shares
+    with :func:`_refine`."""
     raws = _clauses(sentence)
     if len(raws) > 1:
-        yield _tidy(sentence, names)
+        c = _tidy(sentence, names)
+        if c:
+            low = c.lower()
+            yield c, low, _words(low)
     for raw in raws:
         c = _tidy(raw, names)
-        yield c
         if c:
-            for part in _refine(c, names):
-                yield _tidy(part, names)
+            low = c.lower()
+            words = _words(low)
+            yield c, low, words
+            for part in _refine(c, names, words=words):
+                p = _tidy(part, names)
+                if p:
+                    low = p.lower()
+                    yield p, low, _words(low)
 
 def _tidy(clause: str, names: tuple[str, ...]) -> str:
     """Remove leading interjections, vocatives and conjunctions; strip end punctuation.
@@ -581,13 +591,9 @@ def _clause_iter(text: str, names: tuple[str, ...]) -> Iterator[tuple[int, str, 
         for sent in _sentences(line):
             if sent.rstrip("\"') ").endswith("?"):
                 continue
-            for c in _units(sent, names):
-                if not c:
+            for c, low, words in _units(sent, names):
+                if low in seen:
                     continue
-                low = c.lower()
-                if low in seen:  # (checked first: a repeat needs no words)
-                    continue
-                words = _words(low)
                 if len(words) < 3 and not any(ch.isdigit() for ch in c):
                     continue
                 if _QUESTION_START.match(low) or _CLOSING.match(low):
@@ -786,13 +792,29 @@ def _split_list(c: str, names: tuple[str, ...]) -> list[str]:
     return [_part(f"{head} {x}") for x in (" ".join(first), *items)]
 
 
-_SPLITTERS = (_split_relative, _split_subordinate, _split_verb_phrases, _split_list)
+# Each splitter with the words one of which its pattern needs (a word between spaces or a
+# comma and a space, so one of the clause's words in lower case): a clause holding none of
+# them is not tried (most hold none). Subordinate: "as soon as" needs "soon", "so that" "so".
+_SPLITTERS = (
+    (_split_relative, frozenset(("who", "which"))),
+    (_split_subordinate, frozenset((
+        "even", "because", "since", "when", "whenever", "while", "after", "before", "until",
+        "although", "though", "once", "cause", "soon", "so"))),
+    (_split_verb_phrases, frozenset(("and", "but", "then", "plus"))),
+    (_split_list, frozenset(("and", "or"))),
+)
 
 
-def _refine(c: str, names: tuple[str, ...], depth: int = 0) -> list[str]:
-    """The sub-clause facts of a clause, coarse to fine, in the order spoken (see above)."""
+def _refine(c: str, names: tuple[str, ...], depth: int = 0, *,
+            words: list[str] | None = None) -> list[str]:
+    """The sub-clause facts of a clause, coarse to fine, in the order spoken (see above).
+
+    ``words``: the clause's words (:func:`_words`), when the caller has them."""
     out: list[str] = []
-    for split in _SPLITTERS:
+    toks = set(_words(c.lower()) if words is None else words)
+    for split, needs in _SPLITTERS:
+        if toks.isdisjoint(needs):
+            continue
         parts = split(c, names)
         if parts:  # (most clauses have none: filter only what there is)
             parts = [p for p in parts if p and p != c]
