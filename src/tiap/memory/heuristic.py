@@ -356,7 +356,11 @@ def _sentences(line: str) -> Iterator[str]:
     buf = ""
     for p in parts:
         buf = f"{buf} {p}" if buf else p
-        if buf.endswith(".") and _ABBREV.search(buf, max(0, len(buf) - 8)):
+        # an abbreviation (at most 6 characters before the dot) needs a word boundary just
+        # before it: where the 6 characters before the last two are all letters or digits,
+        # there is none (most sentences end in a long word)
+        if (buf.endswith(".") and not (len(buf) >= 8 and buf[-8:-2].isalnum())
+                and _ABBREV.search(buf, max(0, len(buf) - 8))):
             continue
         yield buf
         buf = ""
@@ -376,7 +380,7 @@ def _clauses(sentence: str) -> list[str]:
     pos = out_start = 0
     for p in pieces:
         start = sentence.find(p, pos)
-        if out and (len(out[-1].split()) < 3 or _SUBORDINATE_START.match(_LEAD.sub("", out[-1]))):
+        if out and (len(out[-1].split()) < 3 or _SUBORDINATE_START.match(_lead_cut(out[-1]))):
             out[-1] = sentence[out_start:start + len(p)]
         else:
             out.append(p)
@@ -420,9 +424,7 @@ def _tidy(clause: str, names: tuple[str, ...]) -> str:
         return ""
     for _ in range(3):
         before = c
-        m = _LEAD.match(c)  # (a match, not a sub: that would try every position)
-        if m:
-            c = c[m.end():]
+        c = _lead_cut(c)
         m = _LEAD_NAME.match(c)
         if m:
             word = m.group(0).rstrip(",!. ")
@@ -438,12 +440,20 @@ def _tidy(clause: str, names: tuple[str, ...]) -> str:
     return c.strip().rstrip(".!,;:- ").strip()
 
 
+def _lead_cut(c: str) -> str:
+    """``c`` without its leading interjections (``_LEAD.sub("", c)``; a match, not a sub: a
+    sub would try the anchored regex at every position)."""
+    m = _LEAD.match(c)
+    return c[m.end():] if m else c
+
+
 def _is_nickname(word: str, names: tuple[str, ...]) -> bool:
     return len(word) >= 3 and any(n.startswith(word) for n in names)
 
 
 _PAIR_FIRST = frozenset(p.split()[0] for p in _EVENT_PAIRS)
 _TIME_PAIRS = frozenset(f"{p} {u}" for p in _TIME_PREFIX for u in _TIME_UNITS)
+_PAIR_OR_TIME_FIRST = _PAIR_FIRST | _TIME_PREFIX
 _CAPS = re.compile(r"[A-Z](?<=\s[A-Z])[A-Za-z0-9]")  # after a space; a set first (see _SEPARATOR)
 _HAS_DIGIT = re.compile(r"\d")
 _DIGIT_WORD = re.compile(r"(?<![\w'])\d")
@@ -475,12 +485,14 @@ def _base_score(clause: str, low: list[str]) -> float:
         numbers += len(_DIGIT_WORD.findall(clause))
     events = len(toks & _EVENT_WORDS)
     time = not toks.isdisjoint(_TIME_WORDS)
-    pair_events = not toks.isdisjoint(_PAIR_FIRST)
-    pair_time = not time and not toks.isdisjoint(_TIME_PREFIX) and not toks.isdisjoint(_TIME_UNITS)
-    if pair_events or pair_time:
-        pairs = set(map(" ".join, zip(low, low[1:], strict=False)))
-        events += len(pairs & _EVENT_PAIRS)
-        time = time or not pairs.isdisjoint(_TIME_PAIRS)
+    if not toks.isdisjoint(_PAIR_OR_TIME_FIRST):  # (few clauses hold one: one test for most)
+        pair_events = not toks.isdisjoint(_PAIR_FIRST)
+        pair_time = (not time and not toks.isdisjoint(_TIME_PREFIX)
+                     and not toks.isdisjoint(_TIME_UNITS))
+        if pair_events or pair_time:
+            pairs = set(map(" ".join, zip(low, low[1:], strict=False)))
+            events += len(pairs & _EVENT_PAIRS)
+            time = time or not pairs.isdisjoint(_TIME_PAIRS)
     if not time and numbers:
         time = _YEAR.search(clause) is not None or (
             "may" in toks and _MAY_DAY.search(clause.lower()) is not None
@@ -770,7 +782,7 @@ def _split_list(c: str, names: tuple[str, ...]) -> list[str]:
     if not m:
         return []
     items = [x.strip() for x in m.group(1).split(",") if x.strip()] + [m.group(2), m.group(3)]
-    if any(w.lower() in _LIST_GOVERNOR for x in items[:-1] for w in x.split()):
+    if not _LIST_GOVERNOR.isdisjoint(" ".join(items[:-1]).lower().split()):
         return []  # "..., perfect for us and the pups": a phrase, not a list item
     for x in items:
         ws = x.split()
