@@ -525,3 +525,13 @@ def test_sentences_as_with_the_abbreviation_regex_everywhere() -> None:
         assert got == _plain_sentences(line), line
         splits += len(got) > 1
     assert splits > 500
+
+
+def test_a_sentence_skips_the_clause_split_only_where_it_would_not_split() -> None:
+    splits = 0
+    words = [h._SUBJECT, "and but so yet plus - -- \u2013 \u2014 ; , I'm you're my their Anna"]
+    for t in _corpus(words, 6000):
+        if len(h._CLAUSE_SPLIT.split(t)) > 1:
+            splits += 1
+            assert ";" in t or h._CLAUSE_SPLIT_NEEDS.search(t), t
+    assert splits > 500
