@@ -407,7 +407,8 @@ _BOILERPLATES = _BOILERPLATE_PHRASES.split("|")
 
 @pytest.mark.parametrize(("fast", "phrases"), [(h._REACTION, _REACTIONS),
                                                 (h._BOILERPLATE, _BOILERPLATES)])
-def test_penalty_regexes_find_what_their_plain_forms_find(fast, phrases) -> None:  # type: ignore[no-untyped-def]
+def test_penalty_regexes_find_what_their_plain_forms_find(
+        fast: re.Pattern[str], phrases: list[str]) -> None:
     plain = re.compile(_plain(fast.pattern))
     # every phrase of the plain pattern, where it is a phrase and where it is not (glued on)
     for p in phrases:
