@@ -453,7 +453,7 @@ def test_words_and_quotes_as_the_str_translate_forms() -> None:
 
 def test_midsentence_finds_what_its_regex_finds() -> None:
     rng = random.Random(37)
-    words = ["The", "Reading", "It", "U.S", "A", "Caf\u00e9"]
+    words = ["The", "Reading", "It", "U.S", "A", "Caf\u00e9", "A\tA", "Z z"]
     pieces = [" ", "  ", "\n\n", "\t", " \u2003", "a", "z", "Z", ",", ";", ":", ".", "1", "-",
               "x", "_", "s", *words]
     for _ in range(4000):
@@ -461,6 +461,8 @@ def test_midsentence_finds_what_its_regex_finds() -> None:
         for w in words:
             plain = re.search(r"[a-z,;:]\s+" + re.escape(w) + r"\b", text) is not None
             assert h._midsentence(w, text) == plain, (w, text)
+    # a word holding a space can overlap itself: the second "Ab Ab" follows "b "
+    assert h._midsentence("Ab Ab", "X Ab Ab Ab") and not h._midsentence("Ab Ab", "X Ab Ab")
 
 
 def _clauses_to_split(n: int, seed: int = 37) -> list[str]:

@@ -917,13 +917,16 @@ _MIDSENTENCE_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyz,;:")
 
 
 def _midsentence(word: str, text: str) -> bool:
-    """Whether ``text`` writes ``word`` (no spaces in it) after a lower-case letter or a comma,
-    as the regex ``[a-z,;:]\\s+WORD\\b`` finds it.
+    """Whether ``text`` writes ``word`` after a lower-case letter or a comma, as the regex
+    ``[a-z,;:]\\s+WORD\\b`` finds it.
 
     The regex would be tried at every lower-case letter of a long turn; instead the engine
     finds ``WORD`` after a space (a literal first: a fast search in C), and the character
-    before that run of spaces is checked here.
+    before that run of spaces is checked here. (A word holding a space, which a clause's
+    first word never does, could hide one place in another: the regex decides then.)
     """
+    if len(word.split()) != 1:
+        return re.search(r"[a-z,;:]\s+" + re.escape(word) + r"\b", text) is not None
     for m in _after_space(word).finditer(text):
         i = m.start() - 1  # a space
         while i > 0 and text[i - 1].isspace():
