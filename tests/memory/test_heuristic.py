@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import re
 from datetime import date
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 
 from tiap.datasets import load
 from tiap.errors import TiapError
+from tiap.memory import heuristic as h
 from tiap.memory.dates import anchor_text, parse_session_date
 from tiap.memory.heuristic import MIN_SCORE, candidates, extract_facts, resolve_person
 from tiap.memory.parsers import display_name, make_parser, turn_contexts
@@ -346,3 +349,192 @@ def test_one_turn_at_two_densities_gives_what_fresh_parses_give():
     assert h.extract_facts(text, "Caroline", "Melanie", max_facts=1) == fresh[1]
     assert h.extract_facts(text, "Caroline", "Melanie", max_facts=5) == fresh[5]
     assert len(h._TURNS) == 1
+
+
+# -- fast forms (issue 37): each gives what the plain form it replaces gives ------------------
+#
+# The parser's hot regexes are written so that the regex engine skips to a candidate in C, and
+# cheap word tests decide when a regex need not run. The plain forms are the reference; the
+# inputs are built here from the patterns' own words, separators of every kind (several
+# spaces, tabs, newlines, dashes, commas) and a fixed seed.
+
+_SEPARATORS = [" ", " ", " ", "  ", ", ", ",", " - ", " -- ", "; ", ";", "\t", "\n\n", " \u2014 ",
+               "\u2013", ". ", "! ", "'", ": ", " \u2003", "_"]
+_EXTRA_WORDS = ["Anna", "Reading", "The", "It", "x", "4", "2023", "e.g", "Dr", "U.S", "I", "i",
+                "you", "You", "my", "Me", "I'm", "you're", "and", "but", "so", "or", "who",
+                "which", "\u017f", "caf\u00e9", "pottery", "hiking"]
+
+
+def _plain(pattern: str) -> str:
+    """The plain pattern inside a regex built by ``_starting_with``."""
+    m = re.fullmatch(r"\[(\w+)\]\(\?<=\(\?=(.*)\)\.\)", pattern, re.DOTALL)
+    assert m is not None
+    return m.group(2)
+
+
+def _corpus(patterns: list[str], n: int = 3000, seed: int = 37) -> list[str]:
+    rng = random.Random(seed)
+    words = sorted({w for p in patterns for w in re.findall(r"[A-Za-z0-9%']+", p)})
+    words += _EXTRA_WORDS
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 9)):
+            parts += [rng.choice(words), rng.choice(_SEPARATORS)]
+        out.append("".join(parts[:-1] if rng.random() < 0.5 else parts))
+    return out
+
+
+_REACTION_PHRASES = (
+    "sounds great|sound good|looks great|look so|so cool|really sweet|very kind|so proud of you|"
+    "so happy for you|so glad|proud of you|happy for you|glad to hear|glad you|glad that|"
+    "good for you|can't wait|wish you|wishing you|keep it up|keep up the|you got this|"
+    "you're so nice|you're doing|you're such|you're a star|you're the best|you look|"
+    "you both look|you all look|your kind words|your words|your support|mean a lot|"
+    "means so much|that's great|that's so|what a day|what an idea|love that|love it|"
+    "love this|love the|i agree|i totally agree|i 100% agree"
+)
+_BOILERPLATE_PHRASES = (
+    "happy to help|hope this helps|hope that helps|hope it helps|let me know|feel free|"
+    "here are a|here is some|here 's the|here 's my|i'd be happy|i'd be glad|great question|"
+    "i can help|i'm here to|as an ai|i'm happy to|i'm glad to|you're welcome|don't hesitate|"
+    "keep in mind|remember to|make sure|it's important to|it's essential to|it's crucial to|"
+    "it's worth to|consider|for example|such as"
+)
+_REACTIONS = _REACTION_PHRASES.split("|")
+_BOILERPLATES = _BOILERPLATE_PHRASES.split("|")
+
+
+@pytest.mark.parametrize(("fast", "phrases"), [(h._REACTION, _REACTIONS),
+                                                (h._BOILERPLATE, _BOILERPLATES)])
+def test_penalty_regexes_find_what_their_plain_forms_find(
+        fast: re.Pattern[str], phrases: list[str]) -> None:
+    plain = re.compile(_plain(fast.pattern))
+    # every phrase of the plain pattern, where it is a phrase and where it is not (glued on)
+    for p in phrases:
+        for text in (p, f"well, {p} now", f"ok.{p}", f"x{p}", f"{p}x", f"a {p.upper()}"):
+            assert (fast.search(text) is None) == (plain.search(text) is None), text
+        assert fast.search(f"well, {p} now") is not None, p  # the phrases are found
+    for text in _corpus([plain.pattern]) + _corpus(phrases, seed=38):
+        assert (fast.search(text) is None) == (plain.search(text) is None), text
+
+
+def test_rewritten_regexes_match_where_their_plain_forms_do() -> None:
+    caps = re.compile(r"(?<=\s)[A-Z][A-Za-z0-9]")
+    separator = re.compile(r"[;,\u2013\u2014]| -| (?:and|but|so|yet|plus) ")
+    sub_split = re.compile(h._SUB_SPLIT.pattern.replace(r"[,\s]\s*", r"(?:,\s*|\s+)", 1))
+    pronoun = re.compile(h._PRONOUN.pattern.replace(r"\b(?=[IiYyMm])", r"\b", 1))
+    assert sub_split.pattern != h._SUB_SPLIT.pattern and pronoun.pattern != h._PRONOUN.pattern
+
+    def show(m: re.Match[str]) -> str:
+        return f"<{m.span()}{m.groupdict()}>"
+
+    texts = _corpus([sub_split.pattern, pronoun.pattern, separator.pattern])
+    hits = 0
+    for t in texts:
+        assert h._CAPS.findall(t) == caps.findall(t), t
+        assert (h._SEPARATOR.search(t) is None) == (separator.search(t) is None), t
+        a, b = h._SUB_SPLIT.search(t), sub_split.search(t)
+        assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups())), t
+        assert h._PRONOUN.sub(show, t) == pronoun.sub(show, t), t
+        hits += b is not None
+    assert hits > 20  # the corpus does reach the subordinate split
+
+
+def test_words_and_quotes_as_the_str_translate_forms() -> None:
+    for t in _corpus(["a - b", "caf\u00e9 (x) [y] {z} <w> / \\ | * = # ~ ^ & + ? ! \" :"]):
+        assert h._words(t) == t.replace(" - ", " ").translate(h._PUNCT).split(), t
+    quotes = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"',
+                            "\u00a0": " "})
+    text = "\u201cI\u2019m here\u201d,\u00a0she said \u2018twice\u2019. Caf\u00e9 \u2014 ok."
+    assert h._clean(text) == h._clean(text.translate(quotes)) == [
+        "\"I'm here\", she said 'twice'. Caf\u00e9 \u2014 ok."]
+
+
+def test_midsentence_finds_what_its_regex_finds() -> None:
+    rng = random.Random(37)
+    words = ["The", "Reading", "It", "U.S", "A", "Caf\u00e9", "A\tA", "Z z"]
+    pieces = [" ", "  ", "\n\n", "\t", " \u2003", "a", "z", "Z", ",", ";", ":", ".", "1", "-",
+              "x", "_", "s", *words]
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        for w in words:
+            plain = re.search(r"[a-z,;:]\s+" + re.escape(w) + r"\b", text) is not None
+            assert h._midsentence(w, text) == plain, (w, text)
+    # a word holding a space can overlap itself: the second "Ab Ab" follows "b "
+    assert h._midsentence("Ab Ab", "X Ab Ab Ab") and not h._midsentence("Ab Ab", "X Ab Ab")
+
+
+def _clauses_to_split(n: int, seed: int = 37) -> list[str]:
+    """Clauses of the shapes the splitters split, with words and spacing varied."""
+    rng = random.Random(seed)
+    c = rng.choice
+    subj = ["I", "We", "My sister", "Anna", "they", "You", "i"]
+    verbs = ["went to the beach", "took photos", "love painting", "visited Paris", "got a dog",
+             "also signed up", "really enjoyed it", "moved to Boston", "ran a race"]
+    item = ["pottery", "hiking", "music videos", "red wine", "Anna", "it", "swimming", "cats"]
+    conj = ["and", "but", "then", "plus", "and then", "AND", "or", "so", "as"]
+    sub = ["since", "when", "because", "after", "even though", "as soon as", "so that",
+           "while", "until", "cause", "once", "though", "whenever", "before", "even if"]
+    gap = [" ", " ", ", ", ",", "  ", "\t", " - ", "; "]
+    shapes = [
+        lambda: f"{c(subj)} {c(verbs)}{c(gap)}{c(conj)} {c(verbs)}",
+        lambda: f"{c(subj)} love {c(item)}, {c(item)}{c(['', ','])}{c(gap)}{c(conj)} {c(item)}",
+        lambda: f"{c(subj)} {c(verbs)} with {c(item)}, {c(item)}, {c(item)} {c(conj)} {c(item)}",
+        lambda: f"my friend {c(['Sam', 'Anna', 'sam'])}, {c(['who', 'which', 'Who'])} lives in "
+                f"Boston{c([', came over', '', ', and left'])}",
+        lambda: f"{c(subj)} {c(verbs)}{c(gap)}{c(sub)}{c(gap)}{c(subj)} {c(verbs)}",
+    ]
+    return [c(shapes)() for _ in range(n)]
+
+
+def test_a_splitter_skipped_for_want_of_its_words_would_give_nothing() -> None:
+    # _refine tries a splitter only when the clause holds one of the words its pattern needs;
+    # on every clause where a splitter does split, those words are there
+    names = ("Anna", "Sam")
+    split_by: dict[str, int] = {}
+    for t in _clauses_to_split(4000) + _corpus(["and but then plus who which since when"]):
+        cl = h._tidy(t, names)
+        if not cl:
+            continue
+        toks = set(h._words(cl.lower()))
+        for split, needs in h._SPLITTERS:
+            if split(cl, names):
+                split_by[split.__name__] = split_by.get(split.__name__, 0) + 1
+                assert not toks.isdisjoint(needs), (split.__name__, cl)
+    assert len(split_by) == 4 and min(split_by.values()) > 50, split_by  # each splitter split
+
+
+def _plain_sentences(line: str) -> list[str]:
+    """The sentence split with the abbreviation regex tried after every final dot."""
+    out, buf = [], ""
+    for p in h._SENT_END.split(line):
+        buf = f"{buf} {p}" if buf else p
+        if buf.endswith(".") and h._ABBREV.search(buf, max(0, len(buf) - 8)):
+            continue
+        out.append(buf)
+        buf = ""
+    return [*out, buf] if buf else out
+
+
+def test_sentences_as_with_the_abbreviation_regex_everywhere() -> None:
+    rng = random.Random(37)
+    words = ["Dr.", "e.g.", "Mrs.", "U.S.", "a.m.", "approx.", "No.", "A.", "x_y.", "\u017f.",
+             "yesterday.", "went", "Anna", "it", "1.", "(Dr.)", "caf\u00e9.", "ok!", "why?"]
+    splits = 0
+    for _ in range(4000):
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
+        got = list(h._sentences(line))
+        assert got == _plain_sentences(line), line
+        splits += len(got) > 1
+    assert splits > 500
+
+
+def test_a_sentence_skips_the_clause_split_only_where_it_would_not_split() -> None:
+    splits = 0
+    words = [h._SUBJECT, "and but so yet plus - -- \u2013 \u2014 ; , I'm you're my their Anna"]
+    for t in _corpus(words, 6000):
+        if len(h._CLAUSE_SPLIT.split(t)) > 1:
+            splits += 1
+            assert ";" in t or h._CLAUSE_SPLIT_NEEDS.search(t), t
+    assert splits > 500
