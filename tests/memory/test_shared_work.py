@@ -50,7 +50,7 @@ def test_work_handed_over_is_used() -> None:
     b0 = next(iter(dataset(1).bundles()))
     p = HeuristicParser(5)
     key = p.memo_keys(b0)[0]
-    p.memo({key: [(0, "I adopted a parrot")]})
+    p.memo({key: ("I adopted a parrot",)})
     assert texts(p, b0)[0] == ("q0:D1:1#f1", "On 10 May 2023, the user adopted a parrot.")
 
 

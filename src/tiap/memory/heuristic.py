@@ -65,7 +65,7 @@ import heapq
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from datetime import date
 from typing import Annotated, Any, NamedTuple
 
@@ -585,20 +585,23 @@ def _choose(bounds: tuple[_Bound, ...], max_facts: int) -> list[tuple[int, str]]
 #: a 16-byte digest of the text and the names, so the cache holds no turn texts; an entry
 #: of a long LongMemEval-S turn is about 2 KB, so the bound keeps a worker's cache near 35 MB.
 _TURN_CACHE = 16384
-_TURNS: OrderedDict[tuple[bytes, tuple[str, ...]], tuple[_Bound, ...]] = OrderedDict()
+_TURNS: OrderedDict[bytes, tuple[_Bound, ...]] = OrderedDict()
 _TURNS_LOCK = threading.Lock()
 
 
-_TurnKey = tuple[bytes, tuple[str, ...]]
-
-
-def _turn_key(text: str, names: tuple[str, ...]) -> _TurnKey:
-    """A turn's key: a 16-byte digest of its text, and the names it is parsed with."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), names
+def _turn_key(text: str, names: tuple[str, ...]) -> bytes:
+    """A turn's key: a 16-byte digest of its text and the names it is parsed with (each
+    part preceded by its length, so no two different turns give the same input)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (text, *names):
+        b = part.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.digest()
 
 
 def _select_turn(text: str, names: tuple[str, ...], max_facts: int,
-                 key: _TurnKey | None = None) -> list[tuple[int, str]]:
+                 key: bytes | None = None) -> list[tuple[int, str]]:
     """:func:`_select`, the candidates remembered for the last :data:`_TURN_CACHE` turns
     (``key``: the turn's :func:`_turn_key`, when the caller has it)."""
     if key is None:
@@ -1006,14 +1009,15 @@ def extract_facts(
     if max_facts < 1:
         raise TiapError(f"max_facts must be at least 1, got {max_facts}")
     known = _known(speaker, addressee, names)
-    return _facts(_select_turn(text, known, max_facts), text, speaker, addressee, when, known)
+    chosen = [c for _, c in _select_turn(text, known, max_facts)]
+    return _facts(chosen, text, speaker, addressee, when, known)
 
 
-def _facts(chosen: list[tuple[int, str]], text: str, speaker: str, addressee: str | None,
+def _facts(chosen: Sequence[str], text: str, speaker: str, addressee: str | None,
            when: date | None, known: tuple[str, ...]) -> list[str]:
     """The selected clauses of a turn rewritten as facts, each once."""
     out: list[str] = []
-    for _, clause in chosen:
+    for clause in chosen:
         fact = rewrite(clause, speaker, addressee, when, names=known, text=text)
         if fact not in out:
             out.append(fact)
@@ -1034,7 +1038,7 @@ class HeuristicParser(Parser):
         self._done: dict[Hashable, Any] | None = None  # None: not sharing
 
     def memo_keys(self, bundle: Bundle) -> list[Hashable]:
-        """Each turn's :func:`_turn_key`: its text's digest and the names it is parsed with."""
+        """Each turn's :func:`_turn_key`: a digest of its text and the names it is parsed with."""
         names = tuple(bundle.collection.speakers)
         return [_turn_key(ctx.turn.text, _known(ctx.speaker, ctx.addressee, names))
                 for ctx in turn_contexts(bundle)]
@@ -1054,8 +1058,8 @@ class HeuristicParser(Parser):
             known = _known(ctx.speaker, ctx.addressee, names)
             key = _turn_key(text, known)
             chosen = given.get(key)
-            if chosen is None:
-                chosen = _select_turn(text, known, self.max_facts, key)
+            if chosen is None:  # the clauses, as a tuple (small to hand over)
+                chosen = tuple([c for _, c in _select_turn(text, known, self.max_facts, key)])
                 if done is not None:
                     done[key] = chosen
             facts = _facts(chosen, text, ctx.speaker, ctx.addressee, ctx.date, known)
