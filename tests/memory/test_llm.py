@@ -98,11 +98,12 @@ def test_retries_on_429_500_and_timeouts(fake_llm: FakeServer, inline_dataset: I
         if n == 1:
             return 500, "internal error", {}
         if n == 2 and "beagle" in turn_text(body):
-            time.sleep(0.6)  # longer than the client's timeout
+            time.sleep(6.0)  # three times the client's timeout (replies that are not slow
+            # take milliseconds, so a loaded machine does not time them out)
         return default_reply(body)
 
     fake_llm.script = script
-    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, timeout=0.3), tmp_path / "s")
+    res = build_store(inline_dataset, llm_parser(fake_llm, tmp_path, timeout=2.0), tmp_path / "s")
     st = res.manifest["parser_stats"]
     assert st["http_retries"] == 2 * 5 + 1  # 429 and 500 for every turn, one timeout
     assert st["requests"] == 5 * 3 + 1 and len(fake_llm.requests) == 16
