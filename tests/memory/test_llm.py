@@ -267,6 +267,20 @@ def test_parse_facts() -> None:
 # -- kill and resume -------------------------------------------------------------------------
 
 
+def committed(cache: Path) -> int:
+    """Turns committed to the parser's cache so far (0 while it does not exist yet)."""
+    try:
+        db = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
+    try:
+        return int(db.execute("SELECT count(*) FROM facts").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        db.close()
+
+
 def test_kill_and_resume(fake_llm: FakeServer, data_dir: Path, tmp_path: Path) -> None:
     """A build killed mid-way resumes without asking again for the turns it had finished."""
     cache = tmp_path / "cache.sqlite"
@@ -280,7 +294,10 @@ def test_kill_and_resume(fake_llm: FakeServer, data_dir: Path, tmp_path: Path) -
                             env={**os.environ, "TIAP_OFFLINE": "1"})
     try:
         assert fake_llm.blocked.wait(60), proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.2)  # let the main thread commit the replies it has
+        # kill once a reply is committed (however loaded the machine), not after a set time
+        deadline = time.monotonic() + 60
+        while not committed(cache) and time.monotonic() < deadline:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:
